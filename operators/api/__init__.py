@@ -1,0 +1,1 @@
+"""CRD models, quantities, label and annotation keys: the vocabulary of netaware."""

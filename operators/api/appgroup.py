@@ -1,0 +1,86 @@
+"""AppGroup, ``appgroup.diktyo.x-k8s.io/v1alpha1`` (fields exactly as diktyo-io/appgroup-api).
+
+Our additions to the status are additive: ``placements``, ``conditions``, ``observedGeneration``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import Field, WithJsonSchema
+
+from operators.api import keys
+from operators.api.meta import ApiModel, Condition, ObjectMeta, Timestamp
+from operators.api.quantity import QuantityField
+
+API_VERSION: Final = f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}"
+KIND: Final = "AppGroup"
+
+ALGORITHMS: Final = ("KahnSort", "AlternateKahn", "ReverseKahn", "TarjanSort", "AlternateTarjan", "ReverseTarjan")
+
+# Any string is read (an unknown algorithm becomes a condition, not a crash);
+# the CRD schema restricts it to the six upstream algorithms.
+AlgorithmName = Annotated[str, WithJsonSchema({"type": "string", "enum": list(ALGORITHMS)})]
+
+
+class AppGroupWorkloadInfo(ApiModel):
+    kind: str
+    name: str
+    selector: str
+    api_version: str | None = None
+    namespace: str | None = None
+
+
+class DependenciesInfo(ApiModel):
+    workload: AppGroupWorkloadInfo
+    min_bandwidth: QuantityField | None = None
+    max_network_cost: int | None = Field(default=None, ge=0, le=10000)
+
+
+class AppGroupWorkload(ApiModel):
+    workload: AppGroupWorkloadInfo
+    dependencies: list[DependenciesInfo] | None = None
+
+
+class AppGroupSpec(ApiModel):
+    num_members: int = Field(ge=1)
+    topology_sorting_algorithm: AlgorithmName
+    workloads: list[AppGroupWorkload]
+
+
+class TopologyOrderEntry(ApiModel):
+    workload: AppGroupWorkloadInfo
+    index: int = Field(ge=1)
+
+
+class PodPlacement(ApiModel):
+    name: str
+    namespace: str
+    phase: str
+    node: str | None = None
+    zone: str | None = None
+    region: str | None = None
+
+
+class WorkloadPlacement(ApiModel):
+    selector: str
+    pods: list[PodPlacement]
+
+
+class AppGroupStatus(ApiModel):
+    running_workloads: int | None = Field(default=None, ge=0)
+    schedule_start_time: Timestamp | None = None
+    topology_calculation_time: Timestamp | None = None
+    topology_order: list[TopologyOrderEntry] | None = None
+    # netaware additions
+    placements: list[WorkloadPlacement] | None = None
+    conditions: list[Condition] | None = None
+    observed_generation: int | None = Field(default=None, ge=0)
+
+
+class AppGroup(ApiModel):
+    api_version: Literal["appgroup.diktyo.x-k8s.io/v1alpha1"] = API_VERSION
+    kind: Literal["AppGroup"] = KIND
+    metadata: ObjectMeta
+    spec: AppGroupSpec
+    status: AppGroupStatus | None = None

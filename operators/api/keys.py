@@ -1,0 +1,64 @@
+"""Every label, annotation and well-known name netaware reads or writes, in one place."""
+
+from typing import Final
+
+# --- API groups (SPEC.md §2) -------------------------------------------------------------------
+APPGROUP_GROUP: Final = "appgroup.diktyo.x-k8s.io"
+NETWORKTOPOLOGY_GROUP: Final = "networktopology.diktyo.x-k8s.io"
+SLO_GROUP: Final = "slo.koordinator.sh"
+V1ALPHA1: Final = "v1alpha1"
+
+# --- Pod labels of the AppGroup (exact upstream keys; both are labels, not annotations) ---------
+APPGROUP_LABEL: Final = "appgroup.diktyo.x-k8s.io"
+APPGROUP_WORKLOAD_LABEL: Final = "appgroup.diktyo.x-k8s.io.workload"
+# Old keys users still carry (appgroup-api before v1.0.0-alpha); recognised only to warn.
+LEGACY_APPGROUP_LABELS: Final = ("appgroup.diktyo.k8s.io", "app-group.diktyo.k8s.io")
+
+# --- Topology labels on nodes --------------------------------------------------------------------
+REGION_LABEL: Final = "topology.kubernetes.io/region"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+SEGMENT_LABEL: Final = "topology.kubernetes.io/segment"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+
+# --- NetworkTopology ------------------------------------------------------------------------------
+USER_DEFINED_WEIGHT: Final = "UserDefined"
+NETPERF_WEIGHT: Final = "NetperfCosts"
+# Extra netperf ConfigMaps for one NetworkTopology carry this label with the NetworkTopology's name.
+NETPERF_CONFIGMAP_LABEL: Final = "networktopology.diktyo.x-k8s.io/netperf"
+NETPERF_NODE_KEY_PREFIX: Final = "netperf.p90.latency.milliseconds.origin."
+NETPERF_ZONE_KEY_PREFIX: Final = "netperf.p90.latency.milliseconds.origin-zone."
+
+# --- Pod bandwidth (SPEC.md §3) ---------------------------------------------------------------------
+INGRESS_BANDWIDTH: Final = "kubernetes.io/ingress-bandwidth"  # limit, enforced by the CNI plugin
+EGRESS_BANDWIDTH: Final = "kubernetes.io/egress-bandwidth"
+INGRESS_REQUEST: Final = "kubernetes.io/ingress-request"  # guaranteed minimum (thesis)
+EGRESS_REQUEST: Final = "kubernetes.io/egress-request"
+KOORDINATOR_NETWORK_QOS: Final = "koordinator.sh/networkQOS"  # pod annotation, JSON
+BANDWIDTH_SOURCE: Final = "netaware.io/bandwidth-source"
+
+# Namespace annotations with defaults for the webhook.
+NS_DEFAULT_INGRESS_BANDWIDTH: Final = "netaware.io/default-ingress-bandwidth"
+NS_DEFAULT_EGRESS_BANDWIDTH: Final = "netaware.io/default-egress-bandwidth"
+NS_DEFAULT_INGRESS_REQUEST: Final = "netaware.io/default-ingress-request"
+NS_DEFAULT_EGRESS_REQUEST: Final = "netaware.io/default-egress-request"
+
+# --- Node bandwidth capacity, first found wins (SPEC.md §3) --------------------------------------
+NODE_BANDWIDTH_KOORDINATOR: Final = "node.koordinator.sh/network-bandwidth"
+NODE_BANDWIDTH_THESIS: Final = "node.kubernetes.io/network-limit"
+
+# --- Koordinator ---------------------------------------------------------------------------------------
+KOORD_QOS_CLASS_LABEL: Final = "koordinator.sh/qosClass"
+KOORD_PRIORITY_CLASS_LABEL: Final = "koordinator.sh/priority-class"
+SLO_CONFIG_NAMESPACE: Final = "koordinator-system"
+SLO_CONFIG_NAME: Final = "slo-controller-config"
+RESOURCE_QOS_CONFIG_KEY: Final = "resource-qos-config"
+SYSTEM_CONFIG_KEY: Final = "system-config"
+
+# --- Condition types written by netaware -------------------------------------------------------------
+CONDITION_READY: Final = "Ready"
+CONDITION_NETWORK_QOS_VALID: Final = "NetworkQOSConfigValid"
+
+# --- netaware's own bookkeeping ---------------------------------------------------------------------
+FIELD_MANAGER: Final = "netaware"
+KOPF_PREFIX: Final = "netaware.io"
+FINALIZER: Final = "netaware.io/finalizer"

@@ -1,0 +1,1 @@
+"""The ``netaware`` command line: thin, every decision comes from :mod:`operators.engine`."""

@@ -1,0 +1,123 @@
+"""``netaware``: the offline engine commands and the live components (SPEC.md §5).
+
+Exit codes: 0 success, 1 an input or runtime error (one line on stderr naming the file and
+field), 2 a usage error, 3 a command that is declared but not implemented yet.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from operators import __version__
+from operators.api.meta import parse_time
+from operators.cli import output
+from operators.engine.reconcile import reconcile
+from operators.engine.snapshot import Snapshot
+from operators.sources.files import LoadError, load_snapshot
+
+EXIT_ERROR = 1
+EXIT_NOT_IMPLEMENTED = 3
+
+
+class CommandError(click.ClickException):
+    """A one-line error on stderr, exit code 1."""
+
+    exit_code = EXIT_ERROR
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def filename_option(required: bool = True) -> Callable[[Any], Any]:
+    return click.option(
+        "-f", "--filename", "filenames", multiple=True, required=required, metavar="PATH",
+        help="Snapshot YAML/JSON (kubectl get -o yaml): a file, a folder (recursive) or - for stdin. Repeatable.",
+    )
+
+
+output_option = click.option(
+    "-o", "--output", "fmt", type=click.Choice(output.FORMATS), default=None,
+    help="Output format (default: table on a terminal, yaml otherwise).",
+)
+
+
+def _parse_now(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime.datetime:
+    if value is None:
+        return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    try:
+        return parse_time(value)
+    except ValueError as error:
+        raise click.BadParameter(f"not an RFC 3339 time: {value!r}") from error
+
+
+now_option = click.option(
+    "--now", callback=_parse_now, metavar="RFC3339",
+    help="The clock the engine uses (default: the current time); fixes output for reproducible runs.",
+)
+
+
+def load(filenames: tuple[str, ...]) -> Snapshot:
+    try:
+        snapshot = load_snapshot(filenames)
+    except LoadError as error:
+        raise CommandError(str(error)) from None
+    for warning in snapshot.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return snapshot
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="netaware")
+def cli() -> None:
+    """netaware: network-aware scheduling for Kubernetes.
+
+    Offline commands (reconcile, schedule, deschedule, simulate) compute from YAML
+    snapshots of a cluster; run, webhook and extender are the live components.
+    """
+
+
+@cli.command("reconcile")
+@filename_option()
+@output_option
+@now_option
+def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime.datetime) -> None:
+    """Print every object the controllers would write (a v1 List)."""
+    snapshot = load(filenames)
+    items = reconcile(snapshot, now)
+    resolved = output.resolve_format(fmt)
+    if resolved == "table":
+        rows = [(item["kind"], item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in items]
+        click.echo(output.table(("kind", "namespace", "name"), rows), nl=False)
+    else:
+        click.echo(output.dump(output.as_list(items), resolved), nl=False)
+
+
+def _not_implemented(name: str, summary: str) -> click.Command:
+    @click.command(name, help=f"{summary} (not implemented yet).",
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def command() -> None:
+        click.echo(f"error: netaware {name} is not implemented yet", err=True)
+        sys.exit(EXIT_NOT_IMPLEMENTED)
+
+    return command
+
+
+for _name, _summary in (
+    ("schedule", "Filter and score the nodes of a snapshot for one pod"),
+    ("deschedule", "Plan LowNodeLoad evictions for a snapshot"),
+    ("simulate", "Schedule a generated workload with the default and the network-aware scheduler"),
+    ("run", "Run the controllers against a cluster"),
+    ("webhook", "Serve the bandwidth mutating admission webhook"),
+    ("extender", "Serve the kube-scheduler extender"),
+    ("demo", "Run the whole suite against the embedded API emulator with the example cluster"),
+):
+    cli.add_command(_not_implemented(_name, _summary))
+
+
+def main() -> None:
+    cli(prog_name="netaware")

@@ -1,0 +1,24 @@
+"""Everything the controllers would write, computed from one snapshot.
+
+``reconcile(snapshot, now)`` is what ``netaware reconcile`` prints and what the live
+controllers write, object by object; that is how the offline CLI and the operator
+agree by construction. Each controller contributes one pure function here as it lands;
+objects whose controller has not landed yet are returned as they came.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from operators.engine.snapshot import Snapshot
+
+
+def reconcile(snapshot: Snapshot, now: datetime.datetime) -> list[dict[str, Any]]:
+    """The AppGroups, NetworkTopologies and NodeSLOs of the snapshot, as the controllers would write them."""
+    del now  # used once the controllers compute status
+    objects: list[dict[str, Any]] = []
+    objects.extend(group.to_wire() for group in snapshot.app_groups)
+    objects.extend(topology.to_wire() for topology in snapshot.network_topologies)
+    objects.extend(slo.to_wire() for slo in snapshot.node_slos)
+    return objects

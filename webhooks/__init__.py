@@ -1,0 +1,1 @@
+"""The bandwidth admission webhook (a thin aiohttp shell over :mod:`operators.engine`)."""
