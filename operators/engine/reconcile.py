@@ -11,14 +11,15 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from operators.engine.appgroup import appgroup_status
 from operators.engine.snapshot import Snapshot
 
 
 def reconcile(snapshot: Snapshot, now: datetime.datetime) -> list[dict[str, Any]]:
     """The AppGroups, NetworkTopologies and NodeSLOs of the snapshot, as the controllers would write them."""
-    del now  # used once the controllers compute status
     objects: list[dict[str, Any]] = []
-    objects.extend(group.to_wire() for group in snapshot.app_groups)
+    for group in snapshot.app_groups:
+        objects.append(group.model_copy(update={"status": appgroup_status(group, snapshot, now)}).to_wire())
     objects.extend(topology.to_wire() for topology in snapshot.network_topologies)
     objects.extend(slo.to_wire() for slo in snapshot.node_slos)
     return objects
