@@ -24,8 +24,8 @@ class FieldError(ValueError):
         self.reason = reason
 
     def __str__(self) -> str:
-        where = self.path or "<value>"
-        return f"{where}: {self.reason} (got {_render_value(self.value)})"
+        text = f"{self.reason} (got {_render_value(self.value)})"
+        return f"{self.path}: {text}" if self.path else text
 
     def at(self, prefix: str) -> FieldError:
         """The same error, with its path nested under ``prefix``."""

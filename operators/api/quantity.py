@@ -20,7 +20,8 @@ Semantics kept from upstream:
   ``1000M`` -> ``1G``, ``0.5`` -> ``500m``, ``1e3`` -> ``1e3``; a BinarySI value
   that is not a whole number, or below 1024, is written as DecimalSI.
 
-One deliberate difference: upstream keeps the *input* string when it is already
+Deliberate differences: a string without a digit (``Gi``, ``.``, ``-``) is rejected, as the
+API's quantity pattern does, where upstream's parser reads it as zero; and upstream keeps the *input* string when it is already
 "canonical enough", so ``+1k`` or ``01k`` print back as typed; here ``str()`` always
 gives the computed canonical form (``1k``). The original text is kept in ``text`` so
 that specs are written back exactly as the user wrote them.
@@ -193,6 +194,10 @@ def _parse(text: str, path: str) -> tuple[int, Format]:
     """Follow upstream ``ParseQuantity``; return (nanos, format)."""
     if text == "":
         raise QuantityError(path, text, "not a quantity: empty string")
+    if not any(char in _DIGITS for char in text.split("e")[0].split("E")[0]):
+        # Upstream's parser reads "Gi", "." or "-" as zero; the API's own quantity pattern rejects
+        # them, and so do we: a value without a digit is a typo, not a request for nothing.
+        raise QuantityError(path, text, "not a quantity: no digits")
     positive, num, denom, suffix = _split(text, path)
     fmt, base, exponent = _interpret_suffix(suffix, text, path)
     # The exact value is (num.denom) * base**exponent; scale everything to nanos and round up.

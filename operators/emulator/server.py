@@ -101,6 +101,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
     _watch_epoch: int = attrs.field(default=0, init=False)
     _injected: list[_Injected] = attrs.field(factory=list, init=False)
     history_limit: int = HISTORY_LIMIT
+    base_url: str = attrs.field(default="", init=False)  # set by whoever serves it (tests, demo)
 
     def __attrs_post_init__(self) -> None:
         KubernetesScaffold.__attrs_post_init__(self)  # discovery only; the object semantics are ours
@@ -664,7 +665,9 @@ class ApiEmulator(kmock.KubernetesEmulator):
                    and selector.matches(pod["metadata"].get("labels") or {})]
         healthy = sum(1 for pod in members if (pod.get("status") or {}).get("phase") == "Running"
                       and not pod["metadata"].get("deletionTimestamp"))
-        expected = len(members)
+        # The disruption controller takes the expected count from the owning controller's scale;
+        # the emulator has no controllers, so a seeded status.expectedPods stands in for it.
+        expected = int((budget.get("status") or {}).get("expectedPods") or len(members))
         if spec.get("minAvailable") is not None:
             desired = _scaled(spec["minAvailable"], expected, round_up=True)
         elif spec.get("maxUnavailable") is not None:

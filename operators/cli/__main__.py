@@ -1,0 +1,3 @@
+from operators.cli.main import main
+
+main()

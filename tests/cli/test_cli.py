@@ -1,0 +1,94 @@
+"""The netaware CLI: reconcile on the example cluster, one-line errors, declared subcommands."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from operators import __version__
+from operators.cli.main import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = str(ROOT / "hack" / "examples")
+NOW = "2026-11-22T12:00:00Z"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_version_and_help() -> None:
+    code, out, _ = run("--version")
+    assert code == 0 and __version__ in out
+    code, out, _ = run("--help")
+    assert code == 0
+    for command in ("reconcile", "schedule", "deschedule", "simulate", "run", "webhook", "extender", "demo"):
+        assert command in out
+
+
+def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:
+    code, out, err = run("reconcile", "-f", EXAMPLES, "-o", "yaml", "--now", NOW)
+    assert code == 0, err
+    listing = yaml.safe_load(out)
+    assert listing["apiVersion"] == "v1" and listing["kind"] == "List"
+    kinds = sorted({(item["kind"], item["metadata"]["name"]) for item in listing["items"]})
+    assert kinds == [("AppGroup", "a1"), ("AppGroup", "onlineboutique"), ("NetworkTopology", "net-topology-test")]
+    a1 = next(item for item in listing["items"] if item["metadata"]["name"] == "a1")
+    assert a1["status"]["runningWorkloads"] == 2
+    assert a1["spec"] == yaml.safe_load((ROOT / "hack/examples/appgroup-a1.yaml").read_text())["spec"]
+
+
+def test_reconcile_is_deterministic_and_speaks_json() -> None:
+    first = run("reconcile", "-f", EXAMPLES, "-o", "json", "--now", NOW)
+    second = run("reconcile", "-f", EXAMPLES, "-o", "json", "--now", NOW)
+    assert first == second
+    assert json.loads(first[1])["kind"] == "List"
+
+
+def test_reconcile_table() -> None:
+    code, out, _ = run("reconcile", "-f", EXAMPLES, "-o", "table")
+    assert code == 0
+    assert out.splitlines()[0].split() == ["KIND", "NAMESPACE", "NAME"]
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "missing.yaml: no such file or directory"),
+    ("kind: [", "not valid YAML"),
+    ("apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {cpu: 10Q}}\n",
+     'document 0: status.capacity.cpu: not a quantity'),
+])
+def test_bad_input_is_one_line_naming_file_and_field(tmp_path: pathlib.Path, content: str | None, expected: str) -> None:
+    target = tmp_path / "missing.yaml"
+    if content is not None:
+        target = tmp_path / "bad.yaml"
+        target.write_text(content)
+    code, out, err = run("reconcile", "-f", str(target))
+    assert code == 1
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith("error: ") and expected in err and target.name in err
+
+
+@pytest.mark.parametrize("command", ["schedule", "deschedule", "simulate", "run", "webhook", "extender", "demo"])
+def test_commands_not_yet_implemented_say_so(command: str) -> None:
+    code, _, err = run(command)
+    assert code == 3
+    assert err.strip() == f"error: netaware {command} is not implemented yet"
+
+
+def test_bad_now_is_a_usage_error() -> None:
+    code, _, err = run("reconcile", "-f", EXAMPLES, "--now", "yesterday")
+    assert code == 2 and "RFC 3339" in err
+
+
+def test_console_script_is_installed() -> None:
+    result = subprocess.run([sys.executable, "-m", "operators.cli", "--version"], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0 and __version__ in result.stdout

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import kmock
+import pytest
+
+from operators.emulator import ApiEmulator
+
+pytestmark = pytest.mark.integration
+
+
+class Api:
+    """A small HTTP client for the emulator that returns (status, JSON body)."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
+        self.session = session
+        self.url = url
+
+    async def call(self, method: str, path: str, body: Any = None, content_type: str | None = None,
+                   **params: str) -> tuple[int, Any]:
+        headers = {"Content-Type": content_type} if content_type else {}
+        async with self.session.request(method, self.url + path, json=body, headers=headers, params=params) as response:
+            return response.status, await response.json(content_type=None)
+
+
+@pytest.fixture
+async def emulator() -> AsyncIterator[ApiEmulator]:
+    async with ApiEmulator() as emu, kmock.Server(emu) as server:
+        emu.base_url = str(server.url).rstrip("/")
+        yield emu
+
+
+@pytest.fixture
+async def api(emulator: ApiEmulator) -> AsyncIterator[Api]:
+    async with aiohttp.ClientSession() as session:
+        yield Api(session, emulator.base_url)
