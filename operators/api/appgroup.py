@@ -79,7 +79,7 @@ class AppGroupStatus(ApiModel):
 
 
 class AppGroup(ApiModel):
-    api_version: Literal["appgroup.diktyo.x-k8s.io/v1alpha1"] = API_VERSION
+    api_version: Literal["appgroup.diktyo.x-k8s.io/v1alpha1"] = "appgroup.diktyo.x-k8s.io/v1alpha1"
     kind: Literal["AppGroup"] = KIND
     metadata: ObjectMeta
     spec: AppGroupSpec

@@ -64,9 +64,15 @@ class CrdInfo:
 _AGE = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
 
 APPGROUP_CRD: Final = CrdInfo(
-    group=keys.APPGROUP_GROUP, version=keys.V1ALPHA1, kind="AppGroup", plural="appgroups",
-    singular="appgroup", short_names=("ag",), namespaced=True,
-    spec_model=appgroup.AppGroupSpec, status_model=appgroup.AppGroupStatus,
+    group=keys.APPGROUP_GROUP,
+    version=keys.V1ALPHA1,
+    kind="AppGroup",
+    plural="appgroups",
+    singular="appgroup",
+    short_names=("ag",),
+    namespaced=True,
+    spec_model=appgroup.AppGroupSpec,
+    status_model=appgroup.AppGroupStatus,
     description="An application's workloads and the network requirements between them.",
     columns=(
         PrinterColumn("Algorithm", ".spec.topologySortingAlgorithm", description="Topology sorting algorithm"),
@@ -78,9 +84,15 @@ APPGROUP_CRD: Final = CrdInfo(
 )
 
 NETWORKTOPOLOGY_CRD: Final = CrdInfo(
-    group=keys.NETWORKTOPOLOGY_GROUP, version=keys.V1ALPHA1, kind="NetworkTopology",
-    plural="networktopologies", singular="networktopology", short_names=("nt",), namespaced=True,
-    spec_model=networktopology.NetworkTopologySpec, status_model=networktopology.NetworkTopologyStatus,
+    group=keys.NETWORKTOPOLOGY_GROUP,
+    version=keys.V1ALPHA1,
+    kind="NetworkTopology",
+    plural="networktopologies",
+    singular="networktopology",
+    short_names=("nt",),
+    namespaced=True,
+    spec_model=networktopology.NetworkTopologySpec,
+    status_model=networktopology.NetworkTopologyStatus,
     description="Network costs and bandwidth between the zones and regions of a cluster.",
     columns=(
         PrinterColumn("Nodes", ".status.nodeCount", "integer", "Nodes in the topology"),
@@ -91,9 +103,16 @@ NETWORKTOPOLOGY_CRD: Final = CrdInfo(
 )
 
 NODESLO_CRD: Final = CrdInfo(
-    group=keys.SLO_GROUP, version=keys.V1ALPHA1, kind="NodeSLO", plural="nodeslos", singular="nodeslo",
-    short_names=("nslo",), namespaced=False, spec_model=nodeslo.NodeSLOSpec,
-    status_model=nodeslo.NodeSLOStatus, spec_required=False,
+    group=keys.SLO_GROUP,
+    version=keys.V1ALPHA1,
+    kind="NodeSLO",
+    plural="nodeslos",
+    singular="nodeslo",
+    short_names=("nslo",),
+    namespaced=False,
+    spec_model=nodeslo.NodeSLOSpec,
+    status_model=nodeslo.NodeSLOStatus,
+    spec_required=False,
     description="Per-node service level objectives (Koordinator); netaware renders network QoS.",
     columns=(
         PrinterColumn("Bandwidth", ".status.networkQOS.totalNetworkBandwidth", description="Node total, bits/s"),
@@ -112,7 +131,8 @@ def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The structural OpenAPI v3 schema of a model, as a CRD needs it."""
     raw = model.model_json_schema(by_alias=True, mode="validation")
     definitions = raw.pop("$defs", {})
-    return _clean(raw, definitions)
+    cleaned: dict[str, Any] = _clean(raw, definitions)
+    return cleaned
 
 
 def _clean(node: Any, definitions: dict[str, Any]) -> Any:
@@ -186,13 +206,15 @@ def custom_resource_definition(info: CrdInfo) -> dict[str, Any]:
             "group": info.group,
             "names": names,
             "scope": "Namespaced" if info.namespaced else "Cluster",
-            "versions": [{
-                "name": info.version,
-                "served": True,
-                "storage": True,
-                "schema": {"openAPIV3Schema": top},
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [column.to_wire() for column in info.columns],
-            }],
+            "versions": [
+                {
+                    "name": info.version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": top},
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [column.to_wire() for column in info.columns],
+                }
+            ],
         },
     }

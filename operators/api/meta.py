@@ -15,7 +15,10 @@ class ApiModel(BaseModel):
     """camelCase on the wire, snake_case in Python; immutable; unknown fields ignored (the apiserver prunes them)."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="ignore",
         serialize_by_alias=True,
     )
 

@@ -62,7 +62,7 @@ class NetworkTopologyStatus(ApiModel):
 
 
 class NetworkTopology(ApiModel):
-    api_version: Literal["networktopology.diktyo.x-k8s.io/v1alpha1"] = API_VERSION
+    api_version: Literal["networktopology.diktyo.x-k8s.io/v1alpha1"] = "networktopology.diktyo.x-k8s.io/v1alpha1"
     kind: Literal["NetworkTopology"] = KIND
     metadata: ObjectMeta
     spec: NetworkTopologySpec

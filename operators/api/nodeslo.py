@@ -86,7 +86,7 @@ class NodeSLOStatus(ApiModel):
 
 
 class NodeSLO(ApiModel):
-    api_version: Literal["slo.koordinator.sh/v1alpha1"] = API_VERSION
+    api_version: Literal["slo.koordinator.sh/v1alpha1"] = "slo.koordinator.sh/v1alpha1"
     kind: Literal["NodeSLO"] = KIND
     metadata: ObjectMeta
     spec: NodeSLOSpec = NodeSLOSpec()

@@ -21,7 +21,8 @@ Semantics kept from upstream:
   that is not a whole number, or below 1024, is written as DecimalSI.
 
 Deliberate differences: a string without a digit (``Gi``, ``.``, ``-``) is rejected, as the
-API's quantity pattern does, where upstream's parser reads it as zero; and upstream keeps the *input* string when it is already
+API's quantity pattern does, where upstream's parser reads it as zero; and upstream keeps the
+*input* string when it is already
 "canonical enough", so ``+1k`` or ``01k`` print back as typed; here ``str()`` always
 gives the computed canonical form (``1k``). The original text is kept in ``text`` so
 that specs are written back exactly as the user wrote them.
@@ -44,7 +45,16 @@ NANO = 10**9
 _MAX_BINARY_NANOS = (2**63 - 1) * NANO
 
 _DECIMAL_SUFFIXES: dict[str, int] = {
-    "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18,
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
 }
 _BINARY_SUFFIXES: dict[str, int] = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_BY_EXPONENT = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
@@ -97,7 +107,7 @@ class Quantity:
         if isinstance(value, Quantity):
             return value
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise QuantityError(path, value, "not a quantity: expected a string such as \"100M\" or an integer")
+            raise QuantityError(path, value, 'not a quantity: expected a string such as "100M" or an integer')
         if isinstance(value, int):
             return cls(value * NANO, Format.DECIMAL_SI, str(value))
         nanos, fmt = _parse(value, path)
@@ -194,7 +204,7 @@ def _parse(text: str, path: str) -> tuple[int, Format]:
     """Follow upstream ``ParseQuantity``; return (nanos, format)."""
     if text == "":
         raise QuantityError(path, text, "not a quantity: empty string")
-    if not any(char in _DIGITS for char in text.split("e")[0].split("E")[0]):
+    if not any(char in _DIGITS for char in text.split("e", maxsplit=1)[0].split("E", maxsplit=1)[0]):
         # Upstream's parser reads "Gi", "." or "-" as zero; the API's own quantity pattern rejects
         # them, and so do we: a value without a digit is a typo, not a request for nothing.
         raise QuantityError(path, text, "not a quantity: no digits")
@@ -265,7 +275,8 @@ def _interpret_suffix(suffix: str, text: str, path: str) -> tuple[Format, int, i
         if body and all(char in _DIGITS for char in body):
             return Format.DECIMAL_EXPONENT, 10, int(exponent_text)
     raise QuantityError(
-        path, text,
+        path,
+        text,
         f"not a quantity: unknown suffix {suffix!r} (use n, u, m, k, M, G, T, P, E, Ki..Ei or e<exponent>)",
     )
 
@@ -317,9 +328,11 @@ QuantityField = Annotated[
     Quantity,
     PlainValidator(_validate),
     PlainSerializer(_serialize, return_type=str),
-    WithJsonSchema({
-        "anyOf": [{"type": "integer"}, {"type": "string"}],
-        "pattern": QUANTITY_PATTERN,
-        "x-kubernetes-int-or-string": True,
-    }),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        }
+    ),
 ]

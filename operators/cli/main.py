@@ -35,13 +35,22 @@ class CommandError(click.ClickException):
 
 def filename_option(required: bool = True) -> Callable[[Any], Any]:
     return click.option(
-        "-f", "--filename", "filenames", multiple=True, required=required, metavar="PATH",
+        "-f",
+        "--filename",
+        "filenames",
+        multiple=True,
+        required=required,
+        metavar="PATH",
         help="Snapshot YAML/JSON (kubectl get -o yaml): a file, a folder (recursive) or - for stdin. Repeatable.",
     )
 
 
 output_option = click.option(
-    "-o", "--output", "fmt", type=click.Choice(output.FORMATS), default=None,
+    "-o",
+    "--output",
+    "fmt",
+    type=click.Choice(output.FORMATS),
+    default=None,
     help="Output format (default: table on a terminal, yaml otherwise).",
 )
 
@@ -56,7 +65,9 @@ def _parse_now(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 
 
 now_option = click.option(
-    "--now", callback=_parse_now, metavar="RFC3339",
+    "--now",
+    callback=_parse_now,
+    metavar="RFC3339",
     help="The clock the engine uses (default: the current time); fixes output for reproducible runs.",
 )
 
@@ -98,8 +109,11 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
 
 
 def _not_implemented(name: str, summary: str) -> click.Command:
-    @click.command(name, help=f"{summary} (not implemented yet).",
-                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    @click.command(
+        name,
+        help=f"{summary} (not implemented yet).",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
     def command() -> None:
         click.echo(f"error: netaware {name} is not implemented yet", err=True)
         sys.exit(EXIT_NOT_IMPLEMENTED)

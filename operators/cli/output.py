@@ -29,8 +29,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(cell) for cell in row] for row in rows]
     widths = [max([len(header)] + [len(row[index]) for row in cells]) for index, header in enumerate(headers)]
     lines = ["   ".join(header.upper().ljust(width) for header, width in zip(headers, widths, strict=True)).rstrip()]
-    lines.extend("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-                 for row in cells)
+    lines.extend(
+        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
     return "\n".join(lines) + "\n"
 
 

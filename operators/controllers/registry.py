@@ -22,7 +22,8 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = keys.FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=keys.KOPF_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=keys.KOPF_PREFIX, key="last-handled-configuration",
+        prefix=keys.KOPF_PREFIX,
+        key="last-handled-configuration",
     )
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 310

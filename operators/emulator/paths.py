@@ -35,8 +35,14 @@ def parse_path(path: str) -> ApiPath | None:
     namespace = None
     if rest[0] == "namespaces":
         if len(rest) == 1 or (len(rest) == 3 and rest[2] in ("status", "finalize")) or len(rest) == 2:
-            return ApiPath(group, version, "namespaces", None,
-                           rest[1] if len(rest) > 1 else None, rest[2] if len(rest) > 2 else None)
+            return ApiPath(
+                group,
+                version,
+                "namespaces",
+                None,
+                rest[1] if len(rest) > 1 else None,
+                rest[2] if len(rest) > 2 else None,
+            )
         namespace, rest = rest[1], rest[2:]
     plural = rest[0]
     name = rest[1] if len(rest) > 1 else None

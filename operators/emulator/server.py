@@ -63,13 +63,19 @@ def _resource_key(resource: kmock.resource) -> str:
     return f"{resource.group}/{resource.version}/{resource.plural}"
 
 
-def status_error(code: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> kmock.KubernetesError:
+def status_error(
+    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+) -> kmock.KubernetesError:
     return kmock.KubernetesError(status=code, reason=reason, message=message, details=dict(details or {}))
 
 
 def _not_found(kind: str, name: str, plural: str, group: str) -> kmock.KubernetesError:
-    return status_error(404, "NotFound", f'{plural}{"." + group if group else ""} "{name}" not found',
-                        {"name": name, "kind": plural, "group": group})
+    return status_error(
+        404,
+        "NotFound",
+        f'{plural}{"." + group if group else ""} "{name}" not found',
+        {"name": name, "kind": plural, "group": group},
+    )
 
 
 @dataclass
@@ -106,14 +112,17 @@ class ApiEmulator(kmock.KubernetesEmulator):
     def __attrs_post_init__(self) -> None:
         KubernetesScaffold.__attrs_post_init__(self)  # discovery only; the object semantics are ours
         # Creations (POST) answer 201, everything else 200; errors carry their own status.
-        (self.fallback ** 1)[self._is_object_post] << 201 << self._dispatch
-        (self.fallback ** 1)[self._is_object_request] << self._dispatch
+        (self.fallback**1)[self._is_object_post] << 201 << self._dispatch
+        (self.fallback**1)[self._is_object_request] << self._dispatch
         self.resources.load_bundled()
         for info in ALL_CRDS:
             self.resources[f"{info.group}/{info.version}/{info.plural}"] = kmock.ResourceInfo(
-                kind=info.kind, singular=info.singular, namespaced=info.namespaced,
+                kind=info.kind,
+                singular=info.singular,
+                namespaced=info.namespaced,
                 verbs={"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"},
-                shortnames=set(info.short_names), subresources={"status"},
+                shortnames=set(info.short_names),
+                subresources={"status"},
             )
 
     # -- request plumbing --------------------------------------------------------------------------
@@ -147,7 +156,9 @@ class ApiEmulator(kmock.KubernetesEmulator):
         except ValueError:
             data = None
         parsed = parse_path(raw.path)
-        resource = None if parsed is None else kmock.resource(group=parsed.group, version=parsed.version, plural=parsed.plural)
+        resource = (
+            None if parsed is None else kmock.resource(group=parsed.group, version=parsed.version, plural=parsed.plural)
+        )
         method = enums.method(raw.method)
         action: enums.action | None = None
         query = dict(raw.query)
@@ -158,14 +169,25 @@ class ApiEmulator(kmock.KubernetesEmulator):
                 action = {enums.method.GET: enums.action.LIST, enums.method.POST: enums.action.CREATE}.get(method)
             else:
                 action = {
-                    enums.method.GET: enums.action.FETCH, enums.method.PATCH: enums.action.UPDATE,
+                    enums.method.GET: enums.action.FETCH,
+                    enums.method.PATCH: enums.action.UPDATE,
                     enums.method.DELETE: enums.action.DELETE,
                 }.get(method)
         return rendering.Request(
-            id=len(self._requests), raw_request=raw, url=raw.url, method=raw.method, params=query,
-            headers=dict(raw.headers), cookies=dict(raw.cookies), data=data, body=body, text=text,
-            action=action, resource=resource,
-            namespace=parsed.namespace if parsed else None, name=parsed.name if parsed else None,
+            id=len(self._requests),
+            raw_request=raw,
+            url=raw.url,
+            method=raw.method,
+            params=query,
+            headers=dict(raw.headers),
+            cookies=dict(raw.cookies),
+            data=data,
+            body=body,
+            text=text,
+            action=action,
+            resource=resource,
+            namespace=parsed.namespace if parsed else None,
+            name=parsed.name if parsed else None,
             subresource=parsed.subresource if parsed else None,
         )
 
@@ -186,8 +208,12 @@ class ApiEmulator(kmock.KubernetesEmulator):
         for known in self.resources:
             if known == resource:
                 return self.resources[known]
-        raise status_error(404, "NotFound", f"the server could not find the requested resource "
-                                            f"({resource.group}/{resource.version}, {resource.plural})")
+        raise status_error(
+            404,
+            "NotFound",
+            f"the server could not find the requested resource "
+            f"({resource.group}/{resource.version}, {resource.plural})",
+        )
 
     async def _dispatch(self, request: rendering.Request) -> Any:
         assert request.resource is not None
@@ -219,8 +245,15 @@ class ApiEmulator(kmock.KubernetesEmulator):
 
     # -- fault injection -----------------------------------------------------------------------------
 
-    def fail_next(self, method: str | None = None, plural: str | None = None, *, code: int = 500,
-                  times: int = 1, subresource: str | None = None) -> None:
+    def fail_next(
+        self,
+        method: str | None = None,
+        plural: str | None = None,
+        *,
+        code: int = 500,
+        times: int = 1,
+        subresource: str | None = None,
+    ) -> None:
         """Answer the next ``times`` matching requests with ``code`` (before any state change)."""
         self._injected.append(_Injected(method.upper() if method else None, plural, subresource, code, times))
 
@@ -236,10 +269,17 @@ class ApiEmulator(kmock.KubernetesEmulator):
             if injected.subresource not in (None, request.subresource):
                 continue
             injected.remaining -= 1
-            reasons = {409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError",
-                       503: "ServiceUnavailable", 504: "Timeout"}
-            raise status_error(injected.code, reasons.get(injected.code, "InjectedFault"),
-                               f"injected fault: {injected.code}")
+            reasons = {
+                409: "Conflict",
+                410: "Expired",
+                429: "TooManyRequests",
+                500: "InternalError",
+                503: "ServiceUnavailable",
+                504: "Timeout",
+            }
+            raise status_error(
+                injected.code, reasons.get(injected.code, "InjectedFault"), f"injected fault: {injected.code}"
+            )
 
     async def drop_watches(self) -> None:
         """End every open watch stream now, as a load balancer or an apiserver restart would."""
@@ -260,8 +300,11 @@ class ApiEmulator(kmock.KubernetesEmulator):
 
     def list_objects(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         canonical = self._canonical(resource)
-        return [copy.deepcopy(obj) for (res, ns, _), obj in sorted(self._store.items(), key=_store_order)
-                if res == canonical and (namespace is None or ns == namespace)]
+        return [
+            copy.deepcopy(obj)
+            for (res, ns, _), obj in sorted(self._store.items(), key=_store_order)
+            if res == canonical and (namespace is None or ns == namespace)
+        ]
 
     async def seed(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Store objects as they are (status included), as if the cluster already had them."""
@@ -286,7 +329,8 @@ class ApiEmulator(kmock.KubernetesEmulator):
         group, _, version = api_version.rpartition("/")
         for known in self.resources:
             info = self.resources[known]
-            if known.group == group and known.version == version and info.kind == kind and "/" not in known.plural:
+            same_version = known.group == group and known.version == version
+            if same_version and info.kind == kind and "/" not in (known.plural or ""):
                 return known
         raise ValueError(f"unknown kind {api_version} {kind}")
 
@@ -363,13 +407,20 @@ class ApiEmulator(kmock.KubernetesEmulator):
         epoch = self._watch_epoch
         return self._stream(request, key, labels, fields, since_text, timeout, epoch)
 
-    async def _stream(self, request: rendering.Request, key: str, labels: Selector,
-                      fields: list[tuple[str, bool, str]], since_text: str, timeout: float | None,
-                      epoch: int) -> AsyncIterator[Any]:
+    async def _stream(
+        self,
+        request: rendering.Request,
+        key: str,
+        labels: Selector,
+        fields: list[tuple[str, bool, str]],
+        since_text: str,
+        limit_seconds: float | None,
+        epoch: int,
+    ) -> AsyncIterator[Any]:
         assert self._changed is not None
         yield b""  # send the headers now, as the apiserver does
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout if timeout else None
+        deadline = loop.time() + limit_seconds if limit_seconds else None
         if since_text in ("", "0"):
             last = self._last_rv
             for obj in self._matching(request, self._info(request.resource)):  # type: ignore[arg-type]
@@ -446,12 +497,18 @@ class ApiEmulator(kmock.KubernetesEmulator):
             if meta.get("generateName"):
                 meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
             else:
-                raise status_error(422, "Invalid", f"{info.kind} is invalid: metadata.name: Required value",
-                                   {"kind": info.kind, "causes": [{"field": "metadata.name", "reason": "FieldValueRequired"}]})
+                raise status_error(
+                    422,
+                    "Invalid",
+                    f"{info.kind} is invalid: metadata.name: Required value",
+                    {"kind": info.kind, "causes": [{"field": "metadata.name", "reason": "FieldValueRequired"}]},
+                )
         if info.namespaced:
             namespace = request.namespace or meta.get("namespace") or "default"
             if meta.get("namespace") not in (None, namespace):
-                raise status_error(400, "BadRequest", "the namespace of the object does not match the namespace of the request")
+                raise status_error(
+                    400, "BadRequest", "the namespace of the object does not match the namespace of the request"
+                )
             meta["namespace"] = namespace
         else:
             namespace = None
@@ -464,8 +521,12 @@ class ApiEmulator(kmock.KubernetesEmulator):
             obj.pop("status", None)  # the status subresource is written through /status only
         key = (_resource_key(request.resource), namespace, meta["name"])
         if key in self._store:
-            raise status_error(409, "AlreadyExists", f'{request.resource.plural} "{meta["name"]}" already exists',
-                               {"name": meta["name"], "kind": request.resource.plural})
+            raise status_error(
+                409,
+                "AlreadyExists",
+                f'{request.resource.plural} "{meta["name"]}" already exists',
+                {"name": meta["name"], "kind": request.resource.plural},
+            )
         if self._dry_run(request):
             return obj
         self._stamp_new(obj)
@@ -481,7 +542,8 @@ class ApiEmulator(kmock.KubernetesEmulator):
         names = spec.get("names") or {}
         for version in spec.get("versions") or []:
             self.resources[f"{spec.get('group')}/{version.get('name')}/{names.get('plural')}"] = kmock.ResourceInfo(
-                kind=names.get("kind"), singular=names.get("singular"),
+                kind=names.get("kind"),
+                singular=names.get("singular"),
                 namespaced=spec.get("scope") == "Namespaced",
                 verbs={"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"},
                 shortnames=set(names.get("shortNames") or []),
@@ -501,7 +563,8 @@ class ApiEmulator(kmock.KubernetesEmulator):
         sent_rv = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
         if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
             raise status_error(
-                409, "Conflict",
+                409,
+                "Conflict",
                 f'Operation cannot be fulfilled on {request.resource.plural} "{request.name}": the object has been '
                 "modified; please apply your changes to the latest version and try again",
                 {"name": request.name, "kind": request.resource.plural},
@@ -524,7 +587,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
         return copy.deepcopy(result)
 
     def _apply_patch(self, current: dict[str, Any], body: Any, content_type: str) -> dict[str, Any]:
-        kind = content_type.split(";")[0].strip()
+        kind = content_type.split(";", maxsplit=1)[0].strip()
         if kind == APPLY_PATCH:
             raise status_error(415, "UnsupportedMediaType", "server-side apply is not supported by the emulator")
         if kind == JSON_PATCH:
@@ -533,18 +596,20 @@ class ApiEmulator(kmock.KubernetesEmulator):
             try:
                 result: dict[str, Any] = jsonpatch.apply_patch(current, body)
             except jsonpatch.JsonPatchTestFailed as error:
-                raise status_error(422, "Invalid", f"the server rejected our request due to an error in our request: {error}")
+                raise status_error(422, "Invalid", f"the JSON patch test failed: {error}") from None
             except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-                raise status_error(422, "Invalid", f"the JSON patch could not be applied: {error}")
+                raise status_error(422, "Invalid", f"the JSON patch could not be applied: {error}") from None
             return result
         if kind not in (MERGE_PATCH, STRATEGIC_PATCH, "application/json"):
             raise status_error(415, "UnsupportedMediaType", f"the patch type {kind!r} is not supported")
         if not isinstance(body, dict):
             raise status_error(400, "BadRequest", "a merge patch must be a JSON object")
-        return _merge_patch(current, body)
+        merged: dict[str, Any] = _merge_patch(current, body)
+        return merged
 
-    def _merge_allowed(self, current: dict[str, Any], patched: dict[str, Any], info: kmock.ResourceInfo,
-                       status_only: bool) -> dict[str, Any]:
+    def _merge_allowed(
+        self, current: dict[str, Any], patched: dict[str, Any], info: kmock.ResourceInfo, status_only: bool
+    ) -> dict[str, Any]:
         """Apply only what the endpoint may change, keep what the server owns."""
         has_status = "status" in info.subresources
         if status_only:
@@ -585,13 +650,18 @@ class ApiEmulator(kmock.KubernetesEmulator):
             for field_name in ("uid", "resourceVersion"):
                 wanted = preconditions.get(field_name)
                 if wanted and wanted != current["metadata"].get(field_name):
-                    raise status_error(409, "Conflict", f"Precondition failed: {field_name} in precondition: {wanted}, "
-                                                        f"in object meta: {current['metadata'].get(field_name)}")
+                    raise status_error(
+                        409,
+                        "Conflict",
+                        f"Precondition failed: {field_name} in precondition: {wanted}, "
+                        f"in object meta: {current['metadata'].get(field_name)}",
+                    )
         if self._dry_run(request):
             return copy.deepcopy(current)
-        return await self._remove(request.resource, (_resource_key(request.resource),
-                                                     request.namespace if info.namespaced else None,
-                                                     request.name or ""))
+        return await self._remove(
+            request.resource,
+            (_resource_key(request.resource), request.namespace if info.namespaced else None, request.name or ""),
+        )
 
     async def _remove(self, resource: kmock.resource, key: ObjectKey) -> dict[str, Any]:
         current = self._store[key]
@@ -624,18 +694,28 @@ class ApiEmulator(kmock.KubernetesEmulator):
         if phase == "Running" and not pod["metadata"].get("deletionTimestamp"):
             budgets = self._budgets_for(pod)
             if len(budgets) > 1:
-                raise status_error(500, "InternalError",
-                                   "This pod has more than one PodDisruptionBudget, which the eviction subresource "
-                                   "does not support.")
+                raise status_error(
+                    500,
+                    "InternalError",
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                )
             for budget in budgets:
                 healthy, desired = self._budget_health(budget)
                 if healthy - 1 < desired:
                     name = budget["metadata"]["name"]
                     raise status_error(
-                        429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
-                        {"causes": [{"reason": "DisruptionBudget",
-                                     "message": f"The disruption budget {name} needs {desired} healthy pods "
-                                                f"and has {healthy} currently"}]},
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                        {
+                            "causes": [
+                                {
+                                    "reason": "DisruptionBudget",
+                                    "message": f"The disruption budget {name} needs {desired} healthy pods "
+                                    f"and has {healthy} currently",
+                                }
+                            ]
+                        },
                     )
         if not self._dry_run(request):
             key = (_resource_key(request.resource), request.namespace, request.name or "")
@@ -660,11 +740,16 @@ class ApiEmulator(kmock.KubernetesEmulator):
         spec = budget.get("spec") or {}
         selector = from_label_selector(spec.get("selector"))
         namespace = budget["metadata"].get("namespace")
-        members = [pod for (res, ns, _), pod in self._store.items()
-                   if res == "/v1/pods" and ns == namespace
-                   and selector.matches(pod["metadata"].get("labels") or {})]
-        healthy = sum(1 for pod in members if (pod.get("status") or {}).get("phase") == "Running"
-                      and not pod["metadata"].get("deletionTimestamp"))
+        members = [
+            pod
+            for (res, ns, _), pod in self._store.items()
+            if res == "/v1/pods" and ns == namespace and selector.matches(pod["metadata"].get("labels") or {})
+        ]
+        healthy = sum(
+            1
+            for pod in members
+            if (pod.get("status") or {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
+        )
         # The disruption controller takes the expected count from the owning controller's scale;
         # the emulator has no controllers, so a seeded status.expectedPods stands in for it.
         expected = int((budget.get("status") or {}).get("expectedPods") or len(members))
@@ -749,7 +834,15 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
 
 
 def _gone_event(message: str, code: int) -> dict[str, Any]:
-    return {"type": "ERROR", "object": {
-        "apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
-        "message": message, "reason": "Expired" if code == 410 else "BadRequest", "code": code,
-    }}
+    return {
+        "type": "ERROR",
+        "object": {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": "Expired" if code == 410 else "BadRequest",
+            "code": code,
+        },
+    }

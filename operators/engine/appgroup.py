@@ -33,7 +33,9 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
     del now
     previous = group.status or AppGroupStatus()
     running = sum(1 for pod in member_pods(group, snapshot) if pod.phase == "Running")
-    return previous.model_copy(update={
-        "running_workloads": running,
-        "observed_generation": group.metadata.generation,
-    })
+    return previous.model_copy(
+        update={
+            "running_workloads": running,
+            "observed_generation": group.metadata.generation,
+        }
+    )

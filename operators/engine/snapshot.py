@@ -30,7 +30,9 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 _LEGACY_API_VERSIONS = {
     "AppGroup": ("diktyo.k8s.io/v1alpha1", "appgroup.diktyo.k8s.io/v1alpha1", "scheduling.sigs.x-k8s.io/v1alpha1"),
     "NetworkTopology": (
-        "diktyo.k8s.io/v1alpha1", "networktopology.diktyo.k8s.io/v1alpha1", "scheduling.sigs.x-k8s.io/v1alpha1",
+        "diktyo.k8s.io/v1alpha1",
+        "networktopology.diktyo.k8s.io/v1alpha1",
+        "scheduling.sigs.x-k8s.io/v1alpha1",
     ),
 }
 
@@ -316,7 +318,7 @@ class SnapshotBuilder:
         if not isinstance(api_version, str) or not api_version:
             raise FieldError("apiVersion", api_version, "expected the object's apiVersion")
         prefix = f"{where}: " if where else ""
-        if kind == "List" or kind.endswith("List") and isinstance(raw.get("items"), list):
+        if kind == "List" or (kind.endswith("List") and isinstance(raw.get("items"), list)):
             for index, item in enumerate(raw.get("items") or []):
                 try:
                     self.add(item, f"{where} items[{index}]".strip())
@@ -342,8 +344,9 @@ class SnapshotBuilder:
             return
         key = (_namespace_of(obj), _name_of(obj))
         if key in self._objects[slot]:
-            self.warnings.append(f"{prefix}{kind} {'/'.join(part for part in key if part)} appears twice; "
-                                 "the later definition wins")
+            self.warnings.append(
+                f"{prefix}{kind} {'/'.join(part for part in key if part)} appears twice; the later definition wins"
+            )
         self._objects[slot][key] = obj
 
     def _custom(self, raw: dict[str, Any], kind: str, api_version: str, prefix: str) -> tuple[str, Any]:
@@ -351,22 +354,28 @@ class SnapshotBuilder:
         if api_version in _LEGACY_API_VERSIONS.get(kind, ()):
             current = {"AppGroup": "appgroup", "NetworkTopology": "networktopology"}[kind]
             raw["apiVersion"] = f"{current}.diktyo.x-k8s.io/v1alpha1"
-            self.warnings.append(f"{prefix}apiVersion {api_version!r} is an old API group, "
-                                 f"read as {raw['apiVersion']!r}")
+            self.warnings.append(
+                f"{prefix}apiVersion {api_version!r} is an old API group, read as {raw['apiVersion']!r}"
+            )
         if kind != "NodeSLO" and isinstance(raw.get("metadata"), dict) and not raw["metadata"].get("namespace"):
             raw["metadata"] = {**raw["metadata"], "namespace": "default"}
         if kind == "NetworkTopology" and isinstance(raw.get("spec"), dict):
             raw["spec"], notes = convert_legacy_names(raw["spec"])
             self.warnings.extend(prefix + note for note in notes)
         model: type[pydantic.BaseModel] = {
-            "AppGroup": AppGroup, "NetworkTopology": NetworkTopology, "NodeSLO": NodeSLO,
+            "AppGroup": AppGroup,
+            "NetworkTopology": NetworkTopology,
+            "NodeSLO": NodeSLO,
         }[kind]
         try:
             obj = model.model_validate(raw)
         except pydantic.ValidationError as error:
             found = errors.from_pydantic(error)
-            raise FieldError(found[0].path, found[0].value,
-                             found[0].reason + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")) from None
+            raise FieldError(
+                found[0].path,
+                found[0].value,
+                found[0].reason + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
+            ) from None
         slot = {"AppGroup": "app_groups", "NetworkTopology": "network_topologies", "NodeSLO": "node_slos"}[kind]
         return slot, obj
 
@@ -375,9 +384,14 @@ class SnapshotBuilder:
             return tuple(self._objects[slot][key] for key in sorted(self._objects[slot], key=_sort_key))
 
         return Snapshot(
-            nodes=values("nodes"), pods=values("pods"), namespaces=values("namespaces"),
-            config_maps=values("config_maps"), pdbs=values("pdbs"), app_groups=values("app_groups"),
-            network_topologies=values("network_topologies"), node_slos=values("node_slos"),
+            nodes=values("nodes"),
+            pods=values("pods"),
+            namespaces=values("namespaces"),
+            config_maps=values("config_maps"),
+            pdbs=values("pdbs"),
+            app_groups=values("app_groups"),
+            network_topologies=values("network_topologies"),
+            node_slos=values("node_slos"),
             warnings=tuple(self.warnings),
         )
 

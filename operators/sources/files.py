@@ -49,7 +49,9 @@ def read_documents(name: str, stream: TextIO) -> Iterator[tuple[int, Any]]:
             document = json.loads(text)
         except json.JSONDecodeError as error:
             if name.endswith(".json"):
-                raise LoadError(f"{name}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
+                raise LoadError(
+                    f"{name}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+                ) from None
         else:
             yield 0, document
             return

@@ -21,9 +21,14 @@ def example(name: str) -> dict:
     return yaml.safe_load((EXAMPLES / name).read_text())
 
 
-@pytest.mark.parametrize(("file_name", "model"), [
-    ("appgroup-a1.yaml", AppGroup), ("appgroup-onlineboutique.yaml", AppGroup), ("networktopology.yaml", NetworkTopology),
-])
+@pytest.mark.parametrize(
+    ("file_name", "model"),
+    [
+        ("appgroup-a1.yaml", AppGroup),
+        ("appgroup-onlineboutique.yaml", AppGroup),
+        ("networktopology.yaml", NetworkTopology),
+    ],
+)
 def test_wire_round_trip_keeps_the_object_exactly(file_name: str, model: type[pydantic.BaseModel]) -> None:
     raw = example(file_name)
     assert model.model_validate(raw).to_wire() == raw  # type: ignore[attr-defined]
@@ -51,16 +56,22 @@ def test_a_bad_quantity_is_an_error_with_its_field_path() -> None:
     (error,) = errors.from_pydantic(raised.value)
     assert error.path == "spec.workloads[1].dependencies[0].minBandwidth"
     assert error.value == "10Q"
-    assert str(error).startswith('spec.workloads[1].dependencies[0].minBandwidth: not a quantity')
+    assert str(error).startswith("spec.workloads[1].dependencies[0].minBandwidth: not a quantity")
 
 
 def test_nodeslo_keeps_koordinator_fields() -> None:
     raw = {
-        "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n-1"},
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeSLO",
+        "metadata": {"name": "n-1"},
         "spec": {
             "cpuBurstStrategy": {"policy": "auto"},
-            "resourceQOSStrategy": {"lsClass": {"cpuQOS": {"enable": True},
-                                                "networkQOS": {"enable": True, "ingressRequest": 30, "egressLimit": "100M"}}},
+            "resourceQOSStrategy": {
+                "lsClass": {
+                    "cpuQOS": {"enable": True},
+                    "networkQOS": {"enable": True, "ingressRequest": 30, "egressLimit": "100M"},
+                }
+            },
             "systemStrategy": {"totalNetworkBandwidth": "1G", "minFreeKbytesFactor": 100},
         },
     }
@@ -72,15 +83,29 @@ def test_nodeslo_keeps_koordinator_fields() -> None:
 
 LEGACY = {
     "configMapName": "netperf-metrics",
-    "weights": [{
-        "name": "UserDefined",
-        "costList": [{
-            "topologyKey": "topology.kubernetes.io/zone",
-            "originCosts": [{"origin": "z1", "costs": [
-                {"destination": "z2", "networkCost": 5, "bandwidthCapacity": "1Gi", "bandwidthAllocatable": "100Mi"},
-            ]}],
-        }],
-    }],
+    "weights": [
+        {
+            "name": "UserDefined",
+            "costList": [
+                {
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "originCosts": [
+                        {
+                            "origin": "z1",
+                            "costs": [
+                                {
+                                    "destination": "z2",
+                                    "networkCost": 5,
+                                    "bandwidthCapacity": "1Gi",
+                                    "bandwidthAllocatable": "100Mi",
+                                },
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+    ],
 }
 
 
@@ -88,17 +113,35 @@ def test_old_networktopology_names_are_converted_with_a_note_per_rename() -> Non
     converted, notes = convert_legacy_names(copy.deepcopy(LEGACY))
     assert converted == {
         "configmapName": "netperf-metrics",
-        "weights": [{"name": "UserDefined", "topologyList": [{
-            "topologyKey": "topology.kubernetes.io/zone",
-            "originList": [{"origin": "z1", "costList": [
-                {"destination": "z2", "networkCost": 5, "bandwidthCapacity": "1Gi", "bandwidthAllocated": "100Mi"},
-            ]}],
-        }]}],
+        "weights": [
+            {
+                "name": "UserDefined",
+                "topologyList": [
+                    {
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "originList": [
+                            {
+                                "origin": "z1",
+                                "costList": [
+                                    {
+                                        "destination": "z2",
+                                        "networkCost": 5,
+                                        "bandwidthCapacity": "1Gi",
+                                        "bandwidthAllocated": "100Mi",
+                                    },
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
     }
     assert notes == [
         "spec.configMapName is an old field name, read as spec.configmapName",
         "spec.weights[0].costList is an old field name, read as spec.weights[0].topologyList",
-        "spec.weights[0].topologyList[0].originCosts is an old field name, read as spec.weights[0].topologyList[0].originList",
+        "spec.weights[0].topologyList[0].originCosts is an old field name, "
+        "read as spec.weights[0].topologyList[0].originList",
         "spec.weights[0].topologyList[0].originList[0].costs is an old field name, "
         "read as spec.weights[0].topologyList[0].originList[0].costList",
         "spec.weights[0].topologyList[0].originList[0].costList[0].bandwidthAllocatable is an old field name, "

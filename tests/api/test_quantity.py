@@ -37,7 +37,27 @@ VALID = [
     ("16Ei", (2**63 - 1) * NANO, "9223372036854775807", Format.BINARY_SI),  # upstream caps BinarySI
 ]
 
-INVALID = ["", "10Q", "1e", "1Ki5", "1.1.M", "aoeu", " 1", "1 ", ".5i", "1i", "-3.01e-", "1K", "1.5.5", "1 Gi", "Gi", ".", "-", "+", "e3"]
+INVALID = [
+    "",
+    "10Q",
+    "1e",
+    "1Ki5",
+    "1.1.M",
+    "aoeu",
+    " 1",
+    "1 ",
+    ".5i",
+    "1i",
+    "-3.01e-",
+    "1K",
+    "1.5.5",
+    "1 Gi",
+    "Gi",
+    ".",
+    "-",
+    "+",
+    "e3",
+]
 
 
 @pytest.mark.parametrize(("text", "nanos", "canonical", "fmt"), VALID, ids=[row[0] or "empty" for row in VALID])
@@ -100,8 +120,9 @@ def quantity_texts(draw: st.DrawFn) -> str:
     sign = draw(st.sampled_from(["", "-", "+"]))
     whole = draw(st.integers(min_value=0, max_value=10**12))
     fraction = draw(st.one_of(st.just(""), st.integers(min_value=0, max_value=999_999).map(lambda n: f".{n}")))
-    suffix = draw(st.one_of(decimal_suffixes, binary_suffixes,
-                            st.integers(min_value=-9, max_value=18).map(lambda e: f"e{e}")))
+    suffix = draw(
+        st.one_of(decimal_suffixes, binary_suffixes, st.integers(min_value=-9, max_value=18).map(lambda e: f"e{e}"))
+    )
     return f"{sign}{whole}{fraction}{suffix}"
 
 

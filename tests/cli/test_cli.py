@@ -58,13 +58,20 @@ def test_reconcile_table() -> None:
     assert out.splitlines()[0].split() == ["KIND", "NAMESPACE", "NAME"]
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    (None, "missing.yaml: no such file or directory"),
-    ("kind: [", "not valid YAML"),
-    ("apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {cpu: 10Q}}\n",
-     'document 0: status.capacity.cpu: not a quantity'),
-])
-def test_bad_input_is_one_line_naming_file_and_field(tmp_path: pathlib.Path, content: str | None, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "missing.yaml: no such file or directory"),
+        ("kind: [", "not valid YAML"),
+        (
+            "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {cpu: 10Q}}\n",
+            "document 0: status.capacity.cpu: not a quantity",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_naming_file_and_field(
+    tmp_path: pathlib.Path, content: str | None, expected: str
+) -> None:
     target = tmp_path / "missing.yaml"
     if content is not None:
         target = tmp_path / "bad.yaml"
@@ -89,6 +96,7 @@ def test_bad_now_is_a_usage_error() -> None:
 
 
 def test_console_script_is_installed() -> None:
-    result = subprocess.run([sys.executable, "-m", "operators.cli", "--version"], capture_output=True, text=True,
-                            check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "operators.cli", "--version"], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0 and __version__ in result.stdout

@@ -19,8 +19,9 @@ class Api:
         self.session = session
         self.url = url
 
-    async def call(self, method: str, path: str, body: Any = None, content_type: str | None = None,
-                   **params: str) -> tuple[int, Any]:
+    async def call(
+        self, method: str, path: str, body: Any = None, content_type: str | None = None, **params: str
+    ) -> tuple[int, Any]:
         headers = {"Content-Type": content_type} if content_type else {}
         async with self.session.request(method, self.url + path, json=body, headers=headers, params=params) as response:
             return response.status, await response.json(content_type=None)

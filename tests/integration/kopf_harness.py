@@ -28,10 +28,16 @@ async def running_operator(api_url: str, components: tuple[str, ...] = ("appgrou
     stop = asyncio.Event()
     ready = asyncio.Event()
     logging.getLogger("kopf").setLevel(logging.INFO)
-    task = asyncio.create_task(kopf.operator(
-        registry=registry, settings=settings, clusterwide=True, standalone=True,
-        stop_flag=stop, ready_flag=ready,
-    ))
+    task = asyncio.create_task(
+        kopf.operator(
+            registry=registry,
+            settings=settings,
+            clusterwide=True,
+            standalone=True,
+            stop_flag=stop,
+            ready_flag=ready,
+        )
+    )
     await asyncio.wait_for(ready.wait(), timeout=10)
     try:
         yield

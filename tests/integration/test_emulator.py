@@ -21,10 +21,17 @@ PODS = "/api/v1/namespaces/default/pods"
 
 
 def appgroup(name: str = "g") -> dict[str, Any]:
-    return {"apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1", "kind": "AppGroup", "metadata": {"name": name},
-            "spec": {"numMembers": 1, "topologySortingAlgorithm": "KahnSort",
-                     "workloads": [{"workload": {"kind": "Deployment", "name": "a", "selector": "a"}}]},
-            "status": {"runningWorkloads": 7}}
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "numMembers": 1,
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [{"workload": {"kind": "Deployment", "name": "a", "selector": "a"}}],
+        },
+        "status": {"runningWorkloads": 7},
+    }
 
 
 async def test_create_answers_201_with_server_fields_and_409_on_duplicates(api: Api) -> None:
@@ -54,8 +61,9 @@ async def test_generation_counts_spec_changes_only(api: Api) -> None:
     await api.call("POST", AG, appgroup())
     _, body = await api.call("PATCH", AG + "/g", {"metadata": {"labels": {"x": "y"}}}, "application/merge-patch+json")
     assert body["metadata"]["generation"] == 1
-    _, body = await api.call("PATCH", AG + "/g/status", {"status": {"runningWorkloads": 3}},
-                             "application/merge-patch+json")
+    _, body = await api.call(
+        "PATCH", AG + "/g/status", {"status": {"runningWorkloads": 3}}, "application/merge-patch+json"
+    )
     assert body["metadata"]["generation"] == 1
     _, body = await api.call("PATCH", AG + "/g", {"spec": {"numMembers": 2}}, "application/merge-patch+json")
     assert body["metadata"]["generation"] == 2
@@ -64,11 +72,19 @@ async def test_generation_counts_spec_changes_only(api: Api) -> None:
 async def test_status_subresource_is_kept_apart(api: Api) -> None:
     status, created = await api.call("POST", AG, appgroup())
     assert status == 201 and "status" not in created  # status is not settable on create
-    _, body = await api.call("PATCH", AG + "/g", {"spec": {"numMembers": 5}, "status": {"runningWorkloads": 9}},
-                             "application/merge-patch+json")
+    _, body = await api.call(
+        "PATCH",
+        AG + "/g",
+        {"spec": {"numMembers": 5}, "status": {"runningWorkloads": 9}},
+        "application/merge-patch+json",
+    )
     assert body["spec"]["numMembers"] == 5 and "status" not in body
-    _, body = await api.call("PATCH", AG + "/g/status", {"spec": {"numMembers": 1}, "status": {"runningWorkloads": 4}},
-                             "application/merge-patch+json")
+    _, body = await api.call(
+        "PATCH",
+        AG + "/g/status",
+        {"spec": {"numMembers": 1}, "status": {"runningWorkloads": 4}},
+        "application/merge-patch+json",
+    )
     assert body["spec"]["numMembers"] == 5 and body["status"] == {"runningWorkloads": 4}
 
 
@@ -77,15 +93,25 @@ async def test_merge_patch_json_patch_and_put(api: Api) -> None:
     _, body = await api.call("PATCH", CM + "/a", {"data": {"gone": None, "n": "1"}}, "application/merge-patch+json")
     assert body["data"] == {"k": "v", "n": "1"}
     rv = body["metadata"]["resourceVersion"]
-    status, body = await api.call("PATCH", CM + "/a", [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-        {"op": "add", "path": "/data/j", "value": "2"},
-    ], "application/json-patch+json")
+    status, body = await api.call(
+        "PATCH",
+        CM + "/a",
+        [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+            {"op": "add", "path": "/data/j", "value": "2"},
+        ],
+        "application/json-patch+json",
+    )
     assert status == 200 and body["data"]["j"] == "2"
-    status, body = await api.call("PATCH", CM + "/a", [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": rv},  # now stale
-        {"op": "add", "path": "/data/z", "value": "3"},
-    ], "application/json-patch+json")
+    status, body = await api.call(
+        "PATCH",
+        CM + "/a",
+        [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},  # now stale
+            {"op": "add", "path": "/data/z", "value": "3"},
+        ],
+        "application/json-patch+json",
+    )
     assert status == 422 and body["reason"] == "Invalid"
     _, current = await api.call("GET", CM + "/a")
     assert "z" not in current["data"]
@@ -98,8 +124,9 @@ async def test_a_stale_resource_version_is_a_conflict(api: Api) -> None:
     _, created = await api.call("POST", CM, {"metadata": {"name": "a"}, "data": {"k": "1"}})
     stale = created["metadata"]["resourceVersion"]
     await api.call("PATCH", CM + "/a", {"data": {"k": "2"}}, "application/merge-patch+json")
-    status, body = await api.call("PATCH", CM + "/a", {"metadata": {"resourceVersion": stale}, "data": {"k": "3"}},
-                                  "application/merge-patch+json")
+    status, body = await api.call(
+        "PATCH", CM + "/a", {"metadata": {"resourceVersion": stale}, "data": {"k": "3"}}, "application/merge-patch+json"
+    )
     assert status == 409 and body["reason"] == "Conflict"
     created["data"] = {"k": "4"}
     status, _ = await api.call("PUT", CM + "/a", created)
@@ -111,7 +138,9 @@ async def test_a_stale_resource_version_is_a_conflict(api: Api) -> None:
 async def test_label_and_field_selectors_filter_lists(api: Api) -> None:
     for name, tier in (("a", "web"), ("b", "db"), ("c", "web")):
         await api.call("POST", CM, {"metadata": {"name": name, "labels": {"tier": tier}}})
-    await api.call("POST", "/api/v1/namespaces/other/configmaps", {"metadata": {"name": "d", "labels": {"tier": "web"}}})
+    await api.call(
+        "POST", "/api/v1/namespaces/other/configmaps", {"metadata": {"name": "d", "labels": {"tier": "web"}}}
+    )
     _, body = await api.call("GET", CM, labelSelector="tier=web")
     assert [item["metadata"]["name"] for item in body["items"]] == ["a", "c"]
     _, body = await api.call("GET", "/api/v1/configmaps", labelSelector="tier!=db")
@@ -123,12 +152,13 @@ async def test_label_and_field_selectors_filter_lists(api: Api) -> None:
 
 async def read_watch(emulator: ApiEmulator, path: str, **params: str) -> list[dict[str, Any]]:
     events = []
-    async with aiohttp.ClientSession() as session:
-        async with session.get(emulator.base_url + path,
-                               params={"watch": "true", "timeoutSeconds": "1", **params}) as response:
-            async for line in response.content:
-                if line.strip():
-                    events.append(json.loads(line))
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(emulator.base_url + path, params={"watch": "true", "timeoutSeconds": "1", **params}) as response,
+    ):
+        async for line in response.content:
+            if line.strip():
+                events.append(json.loads(line))
     return events
 
 
@@ -139,7 +169,9 @@ async def test_watch_resumes_from_a_resource_version(api: Api, emulator: ApiEmul
     await api.call("DELETE", CM + "/b")
     events = await read_watch(emulator, CM, resourceVersion=first["metadata"]["resourceVersion"])
     assert [(event["type"], event["object"]["metadata"]["name"]) for event in events] == [
-        ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b"),
+        ("ADDED", "b"),
+        ("MODIFIED", "a"),
+        ("DELETED", "b"),
     ]
     fresh = await read_watch(emulator, CM)  # no version: the current state first, as ADDED
     assert [(event["type"], event["object"]["metadata"]["name"]) for event in fresh] == [("ADDED", "a")]
@@ -197,13 +229,20 @@ async def test_injected_faults_fail_before_any_state_change(api: Api, emulator: 
 
 
 def pod(name: str, phase: str = "Running", app: str = "web") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
-            "spec": {"nodeName": "n-1", "containers": [{"name": "c", "image": "x"}]}, "status": {"phase": phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+        "spec": {"nodeName": "n-1", "containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": phase},
+    }
 
 
 def pdb(min_available: int | str, expected: int | None = None) -> dict[str, Any]:
     budget: dict[str, Any] = {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}},
     }
     if expected is not None:
@@ -222,8 +261,9 @@ async def test_eviction_honours_pod_disruption_budgets(api: Api, emulator: ApiEm
     status, body = await api.call("POST", PODS + "/w1/eviction", eviction)
     assert status == 201 and body["status"] == "Success"
     assert (await api.call("GET", PODS + "/w1"))[0] == 404
-    status, _ = await api.call("POST", PODS + "/lonely/eviction",
-                               {**eviction, "metadata": {"name": "lonely", "namespace": "default"}})
+    status, _ = await api.call(
+        "POST", PODS + "/lonely/eviction", {**eviction, "metadata": {"name": "lonely", "namespace": "default"}}
+    )
     assert status == 201
     status, _ = await api.call("POST", PODS + "/nobody/eviction", eviction)
     assert status == 404
@@ -257,17 +297,26 @@ async def test_kubernetes_asyncio_client_works_against_it(emulator: ApiEmulator)
     configuration = k8s.Configuration(host=emulator.base_url)
     async with k8s.ApiClient(configuration) as api_client:
         core = k8s.CoreV1Api(api_client)
-        created = await core.create_namespaced_config_map("default", k8s.V1ConfigMap(
-            metadata=k8s.V1ObjectMeta(name="a", labels={"x": "1"}), data={"k": "v"}))
+        created = await core.create_namespaced_config_map(
+            "default", k8s.V1ConfigMap(metadata=k8s.V1ObjectMeta(name="a", labels={"x": "1"}), data={"k": "v"})
+        )
         assert created.metadata.uid  # 201 is understood: the object comes back
         listed = await core.list_namespaced_config_map("default", label_selector="x=1")
         assert [item.metadata.name for item in listed.items] == ["a"]
         custom = k8s.CustomObjectsApi(api_client)
-        await custom.create_namespaced_custom_object("appgroup.diktyo.x-k8s.io", "v1alpha1", "default",
-                                                     "appgroups", appgroup())
+        await custom.create_namespaced_custom_object(
+            "appgroup.diktyo.x-k8s.io", "v1alpha1", "default", "appgroups", appgroup()
+        )
         await custom.patch_namespaced_custom_object_status(
-            "appgroup.diktyo.x-k8s.io", "v1alpha1", "default", "appgroups", "g", {"status": {"runningWorkloads": 1}},
-            _content_type="application/merge-patch+json")
-        got = await custom.get_namespaced_custom_object("appgroup.diktyo.x-k8s.io", "v1alpha1", "default",
-                                                        "appgroups", "g")
+            "appgroup.diktyo.x-k8s.io",
+            "v1alpha1",
+            "default",
+            "appgroups",
+            "g",
+            {"status": {"runningWorkloads": 1}},
+            _content_type="application/merge-patch+json",
+        )
+        got = await custom.get_namespaced_custom_object(
+            "appgroup.diktyo.x-k8s.io", "v1alpha1", "default", "appgroups", "g"
+        )
         assert got["status"] == {"runningWorkloads": 1}

@@ -25,8 +25,8 @@ def documents(name: str) -> list[dict[str, Any]]:
     return [document for document in yaml.safe_load_all((EXAMPLES / name).read_text()) if document]
 
 
-async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
+async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + within
     while True:
         result = check()
         if result:
@@ -65,4 +65,4 @@ async def test_operator_survives_dropped_watches_and_server_errors(api: Api, emu
         emulator.fail_next("GET", "appgroups", code=500, times=2)
         emulator.fail_next("PATCH", "appgroups", code=500, times=1, subresource="status")
         await api.call("PATCH", AG + "/a1", {"spec": {"numMembers": 5}}, "application/merge-patch+json")
-        await eventually(lambda: status_of(emulator).get("observedGeneration") == 2, timeout=20)
+        await eventually(lambda: status_of(emulator).get("observedGeneration") == 2, within=20)

@@ -24,8 +24,9 @@ def load_crd(file_name: str) -> dict[str, Any]:
 
 
 def test_crd_yaml_matches_the_models() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "hack" / "gen_crds.py"), "--check"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "gen_crds.py"), "--check"], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     for info in ALL_CRDS:
         assert load_crd(info.file_name) == custom_resource_definition(info)
@@ -34,16 +35,31 @@ def test_crd_yaml_matches_the_models() -> None:
 def test_drift_is_detected(tmp_path: pathlib.Path) -> None:
     for info in ALL_CRDS:
         (tmp_path / info.file_name).write_text((CRDS / info.file_name).read_text().replace("minimum: 1", "minimum: 2"))
-    result = subprocess.run([sys.executable, str(ROOT / "hack" / "gen_crds.py"), "--check", "--out", str(tmp_path)],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "gen_crds.py"), "--check", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 1
     assert "appgroups" in result.stderr
 
 
 EXPECTED = {
-    "appgroup.diktyo.x-k8s.io_appgroups.yaml": ("appgroup.diktyo.x-k8s.io", "AppGroup", "appgroups", ["ag"], "Namespaced"),
+    "appgroup.diktyo.x-k8s.io_appgroups.yaml": (
+        "appgroup.diktyo.x-k8s.io",
+        "AppGroup",
+        "appgroups",
+        ["ag"],
+        "Namespaced",
+    ),
     "networktopology.diktyo.x-k8s.io_networktopologies.yaml": (
-        "networktopology.diktyo.x-k8s.io", "NetworkTopology", "networktopologies", ["nt"], "Namespaced"),
+        "networktopology.diktyo.x-k8s.io",
+        "NetworkTopology",
+        "networktopologies",
+        ["nt"],
+        "Namespaced",
+    ),
     "slo.koordinator.sh_nodeslos.yaml": ("slo.koordinator.sh", "NodeSLO", "nodeslos", ["nslo"], "Cluster"),
 }
 
@@ -94,8 +110,9 @@ def test_schemas_are_structural(file_name: str) -> None:
             continue
         if path.endswith("/anyOf[0]") or path.endswith("/anyOf[1]"):
             continue
-        if path.rsplit("/", 1)[-1] == "properties" or "/properties/" in path and not node.get("type") \
-                and set(node) <= {"type", "properties"}:
+        if path.rsplit("/", 1)[-1] == "properties" or (
+            "/properties/" in path and not node.get("type") and set(node) <= {"type", "properties"}
+        ):
             continue
         if "properties" in node or "items" in node or "enum" in node or "format" in node:
             assert "type" in node, f"{path} has no type"
@@ -121,13 +138,16 @@ def test_example_custom_resources_validate_against_their_crds() -> None:
     assert {"AppGroup", "NetworkTopology"} <= seen
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda ag: ag["spec"]["workloads"][0]["dependencies"][0].update(maxNetworkCost=10001), "10001"),
-    (lambda ag: ag["spec"]["workloads"][0]["dependencies"][0].update(maxNetworkCost=-1), "-1"),
-    (lambda ag: ag["spec"].update(numMembers=0), "0"),
-    (lambda ag: ag["spec"].update(topologySortingAlgorithm="BubbleSort"), "BubbleSort"),
-    (lambda ag: ag["spec"]["workloads"][0]["dependencies"][0].update(minBandwidth="10Q"), "10Q"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda ag: ag["spec"]["workloads"][0]["dependencies"][0].update(maxNetworkCost=10001), "10001"),
+        (lambda ag: ag["spec"]["workloads"][0]["dependencies"][0].update(maxNetworkCost=-1), "-1"),
+        (lambda ag: ag["spec"].update(numMembers=0), "0"),
+        (lambda ag: ag["spec"].update(topologySortingAlgorithm="BubbleSort"), "BubbleSort"),
+        (lambda ag: ag["spec"]["workloads"][0]["dependencies"][0].update(minBandwidth="10Q"), "10Q"),
+    ],
+)
 def test_schema_rejects_what_upstream_validation_rejects(mutate: Any, message: str) -> None:
     appgroup = yaml.safe_load((EXAMPLES / "appgroup-a1.yaml").read_text())
     mutate(appgroup)
@@ -137,13 +157,21 @@ def test_schema_rejects_what_upstream_validation_rejects(mutate: Any, message: s
 
 
 def test_printer_columns() -> None:
-    columns = {column["name"]: column["jsonPath"] for column in
-               load_crd("appgroup.diktyo.x-k8s.io_appgroups.yaml")["spec"]["versions"][0]["additionalPrinterColumns"]}
+    columns = {
+        column["name"]: column["jsonPath"]
+        for column in load_crd("appgroup.diktyo.x-k8s.io_appgroups.yaml")["spec"]["versions"][0][
+            "additionalPrinterColumns"
+        ]
+    }
     assert columns["Algorithm"] == ".spec.topologySortingAlgorithm"
     assert columns["Running"] == ".status.runningWorkloads"
     assert columns["Age"] == ".metadata.creationTimestamp"
-    nt_columns = {column["name"]: column["jsonPath"] for column in load_crd(
-        "networktopology.diktyo.x-k8s.io_networktopologies.yaml")["spec"]["versions"][0]["additionalPrinterColumns"]}
+    nt_columns = {
+        column["name"]: column["jsonPath"]
+        for column in load_crd("networktopology.diktyo.x-k8s.io_networktopologies.yaml")["spec"]["versions"][0][
+            "additionalPrinterColumns"
+        ]
+    }
     assert nt_columns["Nodes"] == ".status.nodeCount"
     assert nt_columns["Calculated"] == ".status.weightCalculationTime"
 
