@@ -1,17 +1,115 @@
 """AppGroup status as a pure function of the AppGroup, the snapshot and the clock.
 
-Foundation scope: ``runningWorkloads`` (pods labelled ``appgroup.diktyo.x-k8s.io=<name>``
-in phase Running, in the namespaces the workloads name, default the AppGroup's own —
-upstream counts cluster-wide) and ``observedGeneration``. The topology order, placements
-and conditions arrive with the AppGroup controller issue.
+``appgroup_status`` computes, in order:
+
+1. **Validation.** An unknown algorithm, two workloads sharing a selector, a dependency on
+   a selector that is not a workload, a dependency cycle, or ``numMembers`` below the number
+   of workloads make ``Ready=False`` with a reason and a message naming the workloads. The
+   previous valid ``topologyOrder`` is kept; no default order is made up (upstream falls back
+   to the spec order).
+2. **Topology order.** Computed from the selectors (upstream keys its graph by workload *name*
+   and then looks it up by *selector*, so any name != selector silently falls back), only when
+   the spec changed (``metadata.generation`` differs from ``status.observedGeneration``), not on
+   a 24 h timer. Every workload appears, including those without edges. The list is stored
+   sorted by selector, as upstream, because the TopologicalSort plugin binary-searches it.
+   ``topologyCalculationTime`` moves only when the order changes.
+3. **Running workloads.** Pods labelled ``appgroup.diktyo.x-k8s.io=<name>`` in phase Running,
+   in the namespaces the workloads name (default: the AppGroup's own). Upstream counts
+   cluster-wide, so same-named AppGroups in two namespaces count each other's pods.
+4. **Placements** (ours): per workload, its pods with node, zone, region and phase.
 """
 
 from __future__ import annotations
 
 import datetime
+from collections import Counter
+from dataclasses import dataclass
 
-from operators.api.appgroup import AppGroup, AppGroupStatus
+from operators.api import keys
+from operators.api.appgroup import (
+    AppGroup,
+    AppGroupSpec,
+    AppGroupStatus,
+    PodPlacement,
+    TopologyOrderEntry,
+    WorkloadPlacement,
+)
+from operators.api.meta import Condition
 from operators.engine.snapshot import Pod, Snapshot
+from operators.engine.toposort import ALGORITHMS, CycleError, topology_order
+
+READY_REASON = "TopologyComputed"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a spec is not valid: a condition reason and a message naming the workloads."""
+
+    reason: str
+    message: str
+
+
+def dependency_graph(spec: AppGroupSpec) -> dict[str, list[str]]:
+    """selector -> the selectors it depends on, in spec order (duplicates and unknowns dropped)."""
+    graph: dict[str, list[str]] = {}
+    for entry in spec.workloads:
+        graph.setdefault(entry.workload.selector, [])
+    for entry in spec.workloads:
+        children = graph[entry.workload.selector]
+        for dependency in entry.dependencies or ():
+            target = dependency.workload.selector
+            if target in graph and target not in children:
+                children.append(target)
+    return graph
+
+
+def validate(spec: AppGroupSpec) -> list[Problem]:
+    """Every problem of the spec, most fundamental first."""
+    problems: list[Problem] = []
+    if spec.topology_sorting_algorithm not in ALGORITHMS:
+        problems.append(Problem(
+            "UnknownAlgorithm",
+            f'spec.topologySortingAlgorithm "{spec.topology_sorting_algorithm}" is not one of {", ".join(ALGORITHMS)}',
+        ))
+    counts = Counter(entry.workload.selector for entry in spec.workloads)
+    for selector, count in counts.items():
+        if count > 1:
+            where = [
+                f"spec.workloads[{index}] ({entry.workload.name})"
+                for index, entry in enumerate(spec.workloads)
+                if entry.workload.selector == selector
+            ]
+            problems.append(Problem("DuplicateSelector", f'{" and ".join(where)} share the selector "{selector}"'))
+    for index, entry in enumerate(spec.workloads):
+        for position, dependency in enumerate(entry.dependencies or ()):
+            if dependency.workload.selector not in counts:
+                problems.append(Problem(
+                    "UnknownDependency",
+                    f'workload "{entry.workload.selector}" depends on "{dependency.workload.selector}" '
+                    f"(spec.workloads[{index}].dependencies[{position}]), which is not in spec.workloads",
+                ))
+    graph = dependency_graph(spec)
+    try:
+        topology_order(graph, "KahnSort")
+    except CycleError as cycle:
+        problems.append(Problem("DependencyCycle", f"dependency cycle: {' -> '.join(cycle.cycle)}"))
+    if spec.num_members < len(spec.workloads):
+        problems.append(Problem(
+            "NumMembersTooSmall",
+            f"spec.numMembers is {spec.num_members}, smaller than the {len(spec.workloads)} workloads",
+        ))
+    return problems
+
+
+def ordered_entries(spec: AppGroupSpec) -> list[TopologyOrderEntry]:
+    """The topology order of a valid spec, 1-based, stored sorted by selector."""
+    order = topology_order(dependency_graph(spec), spec.topology_sorting_algorithm)
+    info_by_selector = {entry.workload.selector: entry.workload for entry in spec.workloads}
+    entries = [
+        TopologyOrderEntry(workload=info_by_selector[selector], index=position)
+        for position, selector in enumerate(order, start=1)
+    ]
+    return sorted(entries, key=lambda entry: entry.workload.selector)
 
 
 def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
@@ -28,14 +126,78 @@ def member_pods(group: AppGroup, snapshot: Snapshot) -> tuple[Pod, ...]:
     return tuple(pods)
 
 
-def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime) -> AppGroupStatus:
-    """The status the controller writes for ``group``."""
-    del now
-    previous = group.status or AppGroupStatus()
-    running = sum(1 for pod in member_pods(group, snapshot) if pod.phase == "Running")
-    return previous.model_copy(
-        update={
-            "running_workloads": running,
-            "observed_generation": group.metadata.generation,
-        }
+def placements(group: AppGroup, pods: tuple[Pod, ...], snapshot: Snapshot) -> list[WorkloadPlacement]:
+    """Per workload (spec order), its pods (by namespace and name) with node, zone, region and phase."""
+    by_selector: dict[str, list[PodPlacement]] = {}
+    for pod in sorted(pods, key=lambda member: (member.namespace, member.name)):
+        selector = pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL)
+        if selector is None:
+            continue
+        node = snapshot.node_by_name.get(pod.node_name) if pod.node_name else None
+        by_selector.setdefault(selector, []).append(PodPlacement(
+            name=pod.name, namespace=pod.namespace, phase=pod.phase, node=pod.node_name or None,
+            zone=(node.zone or None) if node else None, region=(node.region or None) if node else None,
+        ))
+    seen: set[str] = set()
+    result: list[WorkloadPlacement] = []
+    for entry in group.spec.workloads:
+        selector = entry.workload.selector
+        if selector not in seen:
+            seen.add(selector)
+            result.append(WorkloadPlacement(selector=selector, pods=by_selector.get(selector, [])))
+    return result
+
+
+def _ready_condition(previous: AppGroupStatus, status: str, reason: str, message: str,
+                     generation: int | None, now: datetime.datetime) -> Condition:
+    old = next((condition for condition in previous.conditions or () if condition.type == keys.CONDITION_READY), None)
+    moment = old.last_transition_time if old is not None and old.status == status else now
+    return Condition(type=keys.CONDITION_READY, status="True" if status == "True" else "False", reason=reason,
+                     message=message, last_transition_time=moment, observed_generation=generation)
+
+
+def _order_is_current(group: AppGroup, previous: AppGroupStatus) -> bool:
+    generation = group.metadata.generation
+    ready = next((c for c in previous.conditions or () if c.type == keys.CONDITION_READY), None)
+    return (
+        generation is not None
+        and previous.observed_generation == generation
+        and previous.topology_order is not None
+        and ready is not None
+        and ready.status == "True"
     )
+
+
+def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime) -> AppGroupStatus:
+    """The status the controller writes for ``group`` (see the module docstring)."""
+    previous = group.status or AppGroupStatus()
+    generation = group.metadata.generation
+    pods = member_pods(group, snapshot)
+    order = previous.topology_order
+    calculated = previous.topology_calculation_time
+    problems = validate(group.spec)
+    if problems:
+        condition = _ready_condition(previous, "False", problems[0].reason,
+                                     "; ".join(problem.message for problem in problems), generation, now)
+    else:
+        if not _order_is_current(group, previous):
+            computed = ordered_entries(group.spec)
+            if computed != order:
+                order, calculated = computed, now
+            calculated = calculated or now
+        workloads = len(group.spec.workloads)
+        condition = _ready_condition(
+            previous, "True", READY_REASON,
+            f"{workloads} workload{'s' if workloads != 1 else ''} ordered by {group.spec.topology_sorting_algorithm}",
+            generation, now,
+        )
+    other_conditions = [c for c in previous.conditions or () if c.type != keys.CONDITION_READY]
+    return previous.model_copy(update={
+        "running_workloads": sum(1 for pod in pods if pod.phase == "Running"),
+        "topology_order": order,
+        "topology_calculation_time": calculated,
+        "placements": placements(group, pods, snapshot),
+        "conditions": [condition, *other_conditions],
+        "observed_generation": generation,
+    })
+

@@ -1,0 +1,163 @@
+"""AppGroup status: order, running workloads, placements, conditions, last-good semantics."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+
+from operators.api.appgroup import AppGroup
+from operators.engine.appgroup import appgroup_status
+from operators.engine.snapshot import Snapshot, build_snapshot
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
+NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
+LATER = NOW + datetime.timedelta(hours=1)
+
+
+def raw_a1() -> dict[str, Any]:
+    return yaml.safe_load((EXAMPLES / "appgroup-a1.yaml").read_text())
+
+
+def cluster(*extra: dict[str, Any]) -> Snapshot:
+    documents = [d for name in ("cluster.yaml", "pods.yaml") for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+    return build_snapshot([*documents, *extra])
+
+
+def pod(name: str, selector: str, namespace: str = "default", phase: str = "Running", node: str | None = "n-5",
+        group: str = "a1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"appgroup.diktyo.x-k8s.io": group, "appgroup.diktyo.x-k8s.io.workload": selector}},
+            "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+
+def status_of(raw: dict[str, Any], snapshot: Snapshot, now: datetime.datetime = NOW) -> dict[str, Any]:
+    return appgroup_status(AppGroup.model_validate(raw), snapshot, now).to_wire()
+
+
+def with_status(raw: dict[str, Any], status: dict[str, Any], generation: int = 1) -> dict[str, Any]:
+    result = copy.deepcopy(raw)
+    result["metadata"]["generation"] = generation
+    result["status"] = status
+    return result
+
+
+def test_valid_appgroup_gets_order_running_placements_and_ready() -> None:
+    raw = raw_a1()
+    raw["metadata"]["generation"] = 1
+    status = status_of(raw, cluster(pod("p1-x", "p1", phase="Pending", node=None)))
+    assert [(entry["workload"]["selector"], entry["index"]) for entry in status["topologyOrder"]] == [
+        ("p1", 1), ("p2", 2), ("p3", 3)]
+    assert status["topologyOrder"][0]["workload"] == raw["spec"]["workloads"][0]["workload"]
+    assert status["runningWorkloads"] == 2
+    assert status["topologyCalculationTime"] == "2026-11-22T12:00:00Z"
+    assert status["placements"] == [
+        {"selector": "p1", "pods": [{"name": "p1-x", "namespace": "default", "phase": "Pending"}]},
+        {"selector": "p2", "pods": [{"name": "p2-deployment-7d4b9c-abcde", "namespace": "default", "phase": "Running",
+                                     "node": "n-1", "zone": "Z1", "region": "us-west-1"}]},
+        {"selector": "p3", "pods": [{"name": "p3-deployment-5f6c7d-fghij", "namespace": "default", "phase": "Running",
+                                     "node": "n-4", "zone": "Z2", "region": "us-west-1"}]},
+    ]
+    (ready,) = status["conditions"]
+    assert ready == {"type": "Ready", "status": "True", "reason": "TopologyComputed",
+                     "message": "3 workloads ordered by KahnSort", "lastTransitionTime": "2026-11-22T12:00:00Z",
+                     "observedGeneration": 1}
+    assert status["observedGeneration"] == 1
+
+
+def test_running_workloads_are_counted_per_namespace_not_cluster_wide() -> None:
+    raw = raw_a1()
+    raw["metadata"]["namespace"] = "team-b"
+    for entry in raw["spec"]["workloads"]:
+        entry["workload"].pop("namespace")
+    snapshot = cluster(pod("b-p1", "p1", namespace="team-b"))
+    assert status_of(raw, snapshot)["runningWorkloads"] == 1  # not the two a1 pods of "default"
+    raw["spec"]["workloads"][1]["workload"]["namespace"] = "default"  # a workload naming another namespace
+    assert status_of(raw, snapshot)["runningWorkloads"] == 3
+
+
+def test_online_boutique_order_is_upstreams() -> None:
+    raw = yaml.safe_load((EXAMPLES / "appgroup-onlineboutique.yaml").read_text())
+    status = status_of(raw, cluster())
+    index = {entry["workload"]["selector"]: entry["index"] for entry in status["topologyOrder"]}
+    order = sorted(index, key=index.__getitem__)
+    assert order == ["p1", "p10", "p9", "p8", "p7", "p6", "p5", "p4", "p3", "p2", "p11"]
+    assert [entry["workload"]["selector"] for entry in status["topologyOrder"]] == sorted(index)  # stored by selector
+
+
+def workload(selector: str, *dependencies: str) -> dict[str, Any]:
+    return {"workload": {"kind": "Deployment", "name": f"{selector}-deployment", "selector": selector},
+            "dependencies": [{"workload": {"kind": "Deployment", "name": f"{d}-deployment", "selector": d}}
+                             for d in dependencies]}
+
+
+@pytest.mark.parametrize(("workloads", "algorithm", "members", "reason", "message"), [
+    ([workload("a", "b"), workload("b", "c"), workload("c", "a")], "KahnSort", 3,
+     "DependencyCycle", "dependency cycle: a -> b -> c -> a"),
+    ([workload("a", "a")], "KahnSort", 1, "DependencyCycle", "dependency cycle: a -> a"),
+    ([workload("a", "zz")], "KahnSort", 1, "UnknownDependency",
+     'workload "a" depends on "zz" (spec.workloads[0].dependencies[0]), which is not in spec.workloads'),
+    ([workload("a"), workload("a")], "KahnSort", 2, "DuplicateSelector",
+     'spec.workloads[0] (a-deployment) and spec.workloads[1] (a-deployment) share the selector "a"'),
+    ([workload("a")], "BubbleSort", 1, "UnknownAlgorithm", 'spec.topologySortingAlgorithm "BubbleSort" is not one of'),
+    ([workload("a"), workload("b")], "KahnSort", 1, "NumMembersTooSmall",
+     "spec.numMembers is 1, smaller than the 2 workloads"),
+])
+def test_invalid_specs_keep_the_last_good_order(workloads: list[dict[str, Any]], algorithm: str, members: int,
+                                                reason: str, message: str) -> None:
+    good = with_status(raw_a1(), status_of(with_status(raw_a1(), {}), cluster()))
+    broken = copy.deepcopy(good)
+    broken["metadata"]["generation"] = 2
+    broken["spec"].update(workloads=workloads, topologySortingAlgorithm=algorithm, numMembers=members)
+    status = status_of(broken, cluster(), LATER)
+    (ready,) = status["conditions"]
+    assert ready["status"] == "False" and ready["reason"] == reason
+    assert message in ready["message"]
+    assert ready["lastTransitionTime"] == "2026-11-22T13:00:00Z"
+    assert status["topologyOrder"] == good["status"]["topologyOrder"]  # never replaced by a made-up default
+    assert status["topologyCalculationTime"] == good["status"]["topologyCalculationTime"]
+    assert status["runningWorkloads"] == 2  # the rest of the status is still maintained
+
+
+def test_an_invalid_spec_without_history_has_no_order() -> None:
+    raw = raw_a1()
+    raw["spec"]["workloads"] = [workload("a", "b"), workload("b", "a")]
+    status = status_of(raw, cluster())
+    assert "topologyOrder" not in status
+    assert status["conditions"][0]["reason"] == "DependencyCycle"
+
+
+def test_order_is_recomputed_only_when_the_spec_changed() -> None:
+    first = status_of(with_status(raw_a1(), {}, generation=1), cluster())
+    tampered = copy.deepcopy(first)
+    tampered["topologyOrder"][0]["index"] = 3  # not what the algorithm gives: proves nobody recomputed
+    again = status_of(with_status(raw_a1(), tampered, generation=1), cluster(), LATER)
+    assert again["topologyOrder"] == tampered["topologyOrder"]
+    changed = status_of(with_status(raw_a1(), tampered, generation=2), cluster(), LATER)
+    assert changed["topologyOrder"] == first["topologyOrder"]
+    assert changed["topologyCalculationTime"] == "2026-11-22T13:00:00Z"
+
+
+def test_calculation_time_and_transition_time_stay_when_nothing_changed() -> None:
+    first = status_of(with_status(raw_a1(), {}, generation=1), cluster())
+    respec = with_status(raw_a1(), first, generation=2)
+    respec["spec"]["numMembers"] = 5  # spec changed, order did not
+    again = status_of(respec, cluster(), LATER)
+    assert again["topologyCalculationTime"] == first["topologyCalculationTime"]
+    assert again["conditions"][0]["lastTransitionTime"] == first["conditions"][0]["lastTransitionTime"]
+    assert again["observedGeneration"] == 2
+
+
+def test_other_appgroups_are_unaffected_by_an_invalid_one() -> None:
+    broken = raw_a1()
+    broken["metadata"]["name"] = "broken"
+    broken["spec"]["workloads"] = [workload("a", "a")]
+    snapshot = build_snapshot([raw_a1(), broken])
+    statuses = {group.metadata.name: appgroup_status(group, snapshot, NOW) for group in snapshot.app_groups}
+    assert statuses["a1"].conditions[0].status == "True"  # type: ignore[index]
+    assert statuses["broken"].conditions[0].status == "False"  # type: ignore[index]
