@@ -1,37 +1,161 @@
-"""The AppGroup controller (kopf): status from :func:`operators.engine.appgroup.appgroup_status`."""
+"""The AppGroup controller (kopf): a thin shell over :func:`operators.engine.appgroup.appgroup_status`.
+
+* AppGroup create / resume / spec update: the status is computed and written by kopf through
+  the status subresource; an invalid spec posts a Warning Event (once per new problem).
+* Pod events of labelled pods: the pods are kept in an index keyed by (namespace, AppGroup),
+  never listed per event; the AppGroups that cover the pod are recomputed and their status is
+  patched only when it changed.
+"""
 
 from __future__ import annotations
 
 import datetime
+import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kopf
+import pydantic
 
-from operators.api import keys
-from operators.api.appgroup import AppGroup
-from operators.engine.appgroup import appgroup_status
-from operators.engine.snapshot import Pod, Snapshot
+from operators.api import errors, keys
+from operators.api.appgroup import AppGroup, AppGroupStatus
+from operators.api.meta import Condition
+from operators.controllers.kube import patch_status
+from operators.engine.appgroup import appgroup_status, workload_namespaces
+from operators.engine.snapshot import Node, Pod, Snapshot
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
+INVALID_SPEC = "InvalidSpec"
+
+
+def _compact_pod(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the status needs of a pod (kept small: the index holds every labelled pod)."""
+    meta = body.get("metadata", {})
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "labels": dict(meta.get("labels", {})),
+        },
+        "spec": {"nodeName": body.get("spec", {}).get("nodeName")},
+        "status": {"phase": body.get("status", {}).get("phase")},
+    }
+
+
+def _compact_node(body: Mapping[str, Any]) -> dict[str, Any]:
+    labels = body.get("metadata", {}).get("labels", {})
+    return {
+        "metadata": {
+            "name": body["metadata"]["name"],
+            "labels": {key: labels[key] for key in (keys.REGION_LABEL, keys.ZONE_LABEL) if key in labels},
+        }
+    }
+
+
+def compute_status(
+    body: Mapping[str, Any],
+    pods: Mapping[Any, Iterable[Any]],
+    nodes: Mapping[Any, Iterable[Any]],
+    now: datetime.datetime,
+) -> AppGroupStatus:
+    """The status of one AppGroup from the controller's indexes (a spec that does not parse is a condition)."""
+    try:
+        group = AppGroup.model_validate(dict(body))
+    except pydantic.ValidationError as error:
+        message = errors.render_all(errors.from_pydantic(error))
+        previous = body.get("status") or {}
+        status = AppGroupStatus.model_validate(previous) if previous else AppGroupStatus()
+        condition = Condition(
+            type=keys.CONDITION_READY,
+            status="False",
+            reason=INVALID_SPEC,
+            message=message,
+            last_transition_time=now,
+            observed_generation=body.get("metadata", {}).get("generation"),
+        )
+        return status.model_copy(update={"conditions": [condition]})
+    members = [
+        Pod.parse(pod)
+        for namespace in workload_namespaces(group)
+        for pod in pods.get((namespace, group.metadata.name), ())
+    ]
+    node_names = {pod.node_name for pod in members if pod.node_name}
+    known_nodes = [Node.parse(node) for name in sorted(node_names) for node in nodes.get(name, ())]
+    snapshot = Snapshot(pods=tuple(members), nodes=tuple(known_nodes))
+    return appgroup_status(group, snapshot, now)
+
+
+def _ready(status: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    for condition in (status or {}).get("conditions") or ():
+        if condition.get("type") == keys.CONDITION_READY:
+            return dict(condition)
+    return {}
 
 
 def register(registry: kopf.OperatorRegistry) -> None:
     """Add the AppGroup handlers to ``registry``."""
 
     @kopf.index("pods", id="appgroup_pods", labels={keys.APPGROUP_LABEL: kopf.PRESENT}, registry=registry)  # type: ignore[arg-type]
-    def appgroup_pods(namespace: str, labels: dict[str, str], body: kopf.Body, **_: Any) -> Any:
-        return {(namespace, labels[keys.APPGROUP_LABEL]): dict(body)}
+    def appgroup_pods(namespace: str, labels: Mapping[str, str], body: kopf.Body, **_: Any) -> Any:
+        return {(namespace, labels[keys.APPGROUP_LABEL]): _compact_pod(body)}
 
-    # kopf injects indexes by name, which its handler protocols cannot express: hence the ignores.
+    @kopf.index("nodes", id="appgroup_nodes", registry=registry)
+    def appgroup_nodes(name: str, body: kopf.Body, **_: Any) -> Any:
+        return {name: _compact_node(body)}
+
+    @kopf.index(*RESOURCE, id="appgroups_by_name", registry=registry)
+    def appgroups_by_name(name: str, body: kopf.Body, **_: Any) -> Any:
+        return {name: dict(body)}
+
+    # kopf injects indexes by name, which its handler protocols cannot express.
     @kopf.on.resume(*RESOURCE, id="appgroup", registry=registry)
     @kopf.on.create(*RESOURCE, id="appgroup", registry=registry)
     @kopf.on.update(*RESOURCE, id="appgroup", field="spec", registry=registry)  # type: ignore[arg-type]
-    def reconcile_appgroup(body: kopf.Body, patch: kopf.Patch, appgroup_pods: kopf.Index[Any, Any], **_: Any) -> None:
-        group = AppGroup.model_validate(dict(body))
-        pods: list[Pod] = []
-        for key, members in appgroup_pods.items():
-            if key[1] == group.metadata.name:
-                pods.extend(Pod.parse(member) for member in members)
-        snapshot = Snapshot(pods=tuple(pods))
-        status = appgroup_status(group, snapshot, datetime.datetime.now(datetime.UTC))
-        patch.status.update(status.to_wire())
+    def reconcile_appgroup(
+        body: kopf.Body,
+        patch: kopf.Patch,
+        appgroup_pods: kopf.Index[Any, Any],
+        appgroup_nodes: kopf.Index[Any, Any],
+        logger: logging.Logger,
+        **_: Any,
+    ) -> None:
+        now = datetime.datetime.now(datetime.UTC)
+        status = compute_status(body, appgroup_pods, appgroup_nodes, now).to_wire()
+        patch.status.update(status)
+        old, new = _ready(body.get("status")), _ready(status)
+        if new.get("status") == "False" and (old.get("reason"), old.get("message")) != (new["reason"], new["message"]):
+            kopf.warn(body, reason=new["reason"], message=new["message"])
+            logger.warning("AppGroup spec is not valid: %s: %s", new["reason"], new["message"])
+        elif new.get("status") == "True" and old.get("status") == "False":
+            kopf.info(body, reason=new["reason"], message=new["message"])
+
+    @kopf.on.event(  # type: ignore[arg-type]
+        "pods",
+        id="appgroup_pod_changed",
+        labels={keys.APPGROUP_LABEL: kopf.PRESENT},
+        registry=registry,
+    )
+    async def pod_changed(
+        namespace: str,
+        labels: Mapping[str, str],
+        memo: kopf.Memo,
+        appgroup_pods: kopf.Index[Any, Any],
+        appgroup_nodes: kopf.Index[Any, Any],
+        appgroups_by_name: kopf.Index[Any, Any],
+        logger: logging.Logger,
+        **_: Any,
+    ) -> None:
+        now = datetime.datetime.now(datetime.UTC)
+        for body in list(appgroups_by_name.get(labels[keys.APPGROUP_LABEL], ())):
+            group_namespace = body["metadata"].get("namespace")
+            try:
+                covered = workload_namespaces(AppGroup.model_validate(body))
+            except pydantic.ValidationError:
+                continue  # the AppGroup handler reports an unreadable spec
+            if namespace not in covered:
+                continue
+            status = compute_status(body, appgroup_pods, appgroup_nodes, now).to_wire()
+            if status == (body.get("status") or {}):
+                continue
+            await patch_status(memo.api, *RESOURCE, group_namespace, body["metadata"]["name"], status)
+            logger.debug("AppGroup %s/%s status updated after a pod change", group_namespace, body["metadata"]["name"])

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import kopf
 
 from operators.api import keys
 from operators.controllers import appgroup
+from operators.controllers.kube import ApiClientFactory, cluster_api_client
 
 COMPONENTS = {"appgroup": appgroup.register}
 
 
-def build_registry(components: tuple[str, ...] = tuple(COMPONENTS)) -> kopf.OperatorRegistry:
+def build_registry(
+    components: tuple[str, ...] = tuple(COMPONENTS), api_client_factory: ApiClientFactory = cluster_api_client
+) -> kopf.OperatorRegistry:
+    """A registry with the chosen controllers and the kubernetes-asyncio client they share (``memo.api``)."""
     registry = kopf.OperatorRegistry()
     for name in components:
         COMPONENTS[name](registry)
+
+    @kopf.on.startup(id="api_client", registry=registry)
+    async def open_api_client(memo: kopf.Memo, **_: Any) -> None:
+        memo.api = await api_client_factory()
+
+    @kopf.on.cleanup(id="api_client", registry=registry)
+    async def close_api_client(memo: kopf.Memo, **_: Any) -> None:
+        api = getattr(memo, "api", None)
+        if api is not None:
+            await api.close()
+
     return registry
 
 
@@ -25,6 +42,7 @@ def configure(settings: kopf.OperatorSettings) -> None:
         prefix=keys.KOPF_PREFIX,
         key="last-handled-configuration",
     )
+    settings.posting.reporting_component = "netaware"
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 310
     settings.watching.connect_timeout = 10

@@ -67,10 +67,13 @@ def validate(spec: AppGroupSpec) -> list[Problem]:
     """Every problem of the spec, most fundamental first."""
     problems: list[Problem] = []
     if spec.topology_sorting_algorithm not in ALGORITHMS:
-        problems.append(Problem(
-            "UnknownAlgorithm",
-            f'spec.topologySortingAlgorithm "{spec.topology_sorting_algorithm}" is not one of {", ".join(ALGORITHMS)}',
-        ))
+        problems.append(
+            Problem(
+                "UnknownAlgorithm",
+                f'spec.topologySortingAlgorithm "{spec.topology_sorting_algorithm}" '
+                f"is not one of {', '.join(ALGORITHMS)}",
+            )
+        )
     counts = Counter(entry.workload.selector for entry in spec.workloads)
     for selector, count in counts.items():
         if count > 1:
@@ -83,21 +86,25 @@ def validate(spec: AppGroupSpec) -> list[Problem]:
     for index, entry in enumerate(spec.workloads):
         for position, dependency in enumerate(entry.dependencies or ()):
             if dependency.workload.selector not in counts:
-                problems.append(Problem(
-                    "UnknownDependency",
-                    f'workload "{entry.workload.selector}" depends on "{dependency.workload.selector}" '
-                    f"(spec.workloads[{index}].dependencies[{position}]), which is not in spec.workloads",
-                ))
+                problems.append(
+                    Problem(
+                        "UnknownDependency",
+                        f'workload "{entry.workload.selector}" depends on "{dependency.workload.selector}" '
+                        f"(spec.workloads[{index}].dependencies[{position}]), which is not in spec.workloads",
+                    )
+                )
     graph = dependency_graph(spec)
     try:
         topology_order(graph, "KahnSort")
     except CycleError as cycle:
         problems.append(Problem("DependencyCycle", f"dependency cycle: {' -> '.join(cycle.cycle)}"))
     if spec.num_members < len(spec.workloads):
-        problems.append(Problem(
-            "NumMembersTooSmall",
-            f"spec.numMembers is {spec.num_members}, smaller than the {len(spec.workloads)} workloads",
-        ))
+        problems.append(
+            Problem(
+                "NumMembersTooSmall",
+                f"spec.numMembers is {spec.num_members}, smaller than the {len(spec.workloads)} workloads",
+            )
+        )
     return problems
 
 
@@ -134,10 +141,16 @@ def placements(group: AppGroup, pods: tuple[Pod, ...], snapshot: Snapshot) -> li
         if selector is None:
             continue
         node = snapshot.node_by_name.get(pod.node_name) if pod.node_name else None
-        by_selector.setdefault(selector, []).append(PodPlacement(
-            name=pod.name, namespace=pod.namespace, phase=pod.phase, node=pod.node_name or None,
-            zone=(node.zone or None) if node else None, region=(node.region or None) if node else None,
-        ))
+        by_selector.setdefault(selector, []).append(
+            PodPlacement(
+                name=pod.name,
+                namespace=pod.namespace,
+                phase=pod.phase,
+                node=pod.node_name or None,
+                zone=(node.zone or None) if node else None,
+                region=(node.region or None) if node else None,
+            )
+        )
     seen: set[str] = set()
     result: list[WorkloadPlacement] = []
     for entry in group.spec.workloads:
@@ -148,12 +161,19 @@ def placements(group: AppGroup, pods: tuple[Pod, ...], snapshot: Snapshot) -> li
     return result
 
 
-def _ready_condition(previous: AppGroupStatus, status: str, reason: str, message: str,
-                     generation: int | None, now: datetime.datetime) -> Condition:
+def _ready_condition(
+    previous: AppGroupStatus, status: str, reason: str, message: str, generation: int | None, now: datetime.datetime
+) -> Condition:
     old = next((condition for condition in previous.conditions or () if condition.type == keys.CONDITION_READY), None)
     moment = old.last_transition_time if old is not None and old.status == status else now
-    return Condition(type=keys.CONDITION_READY, status="True" if status == "True" else "False", reason=reason,
-                     message=message, last_transition_time=moment, observed_generation=generation)
+    return Condition(
+        type=keys.CONDITION_READY,
+        status="True" if status == "True" else "False",
+        reason=reason,
+        message=message,
+        last_transition_time=moment,
+        observed_generation=generation,
+    )
 
 
 def _order_is_current(group: AppGroup, previous: AppGroupStatus) -> bool:
@@ -177,8 +197,9 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
     calculated = previous.topology_calculation_time
     problems = validate(group.spec)
     if problems:
-        condition = _ready_condition(previous, "False", problems[0].reason,
-                                     "; ".join(problem.message for problem in problems), generation, now)
+        condition = _ready_condition(
+            previous, "False", problems[0].reason, "; ".join(problem.message for problem in problems), generation, now
+        )
     else:
         if not _order_is_current(group, previous):
             computed = ordered_entries(group.spec)
@@ -187,17 +208,21 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             calculated = calculated or now
         workloads = len(group.spec.workloads)
         condition = _ready_condition(
-            previous, "True", READY_REASON,
+            previous,
+            "True",
+            READY_REASON,
             f"{workloads} workload{'s' if workloads != 1 else ''} ordered by {group.spec.topology_sorting_algorithm}",
-            generation, now,
+            generation,
+            now,
         )
     other_conditions = [c for c in previous.conditions or () if c.type != keys.CONDITION_READY]
-    return previous.model_copy(update={
-        "running_workloads": sum(1 for pod in pods if pod.phase == "Running"),
-        "topology_order": order,
-        "topology_calculation_time": calculated,
-        "placements": placements(group, pods, snapshot),
-        "conditions": [condition, *other_conditions],
-        "observed_generation": generation,
-    })
-
+    return previous.model_copy(
+        update={
+            "running_workloads": sum(1 for pod in pods if pod.phase == "Running"),
+            "topology_order": order,
+            "topology_calculation_time": calculated,
+            "placements": placements(group, pods, snapshot),
+            "conditions": [condition, *other_conditions],
+            "observed_generation": generation,
+        }
+    )

@@ -42,6 +42,15 @@ def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:
     assert kinds == [("AppGroup", "a1"), ("AppGroup", "onlineboutique"), ("NetworkTopology", "net-topology-test")]
     a1 = next(item for item in listing["items"] if item["metadata"]["name"] == "a1")
     assert a1["status"]["runningWorkloads"] == 2
+    assert [(entry["workload"]["selector"], entry["index"]) for entry in a1["status"]["topologyOrder"]] == [
+        ("p1", 1),
+        ("p2", 2),
+        ("p3", 3),
+    ]
+    assert a1["status"]["topologyCalculationTime"] == NOW
+    assert a1["status"]["conditions"][0]["reason"] == "TopologyComputed"
+    boutique = next(item for item in listing["items"] if item["metadata"]["name"] == "onlineboutique")
+    assert len(boutique["status"]["topologyOrder"]) == 11
     assert a1["spec"] == yaml.safe_load((ROOT / "hack/examples/appgroup-a1.yaml").read_text())["spec"]
 
 

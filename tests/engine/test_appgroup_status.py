@@ -24,16 +24,31 @@ def raw_a1() -> dict[str, Any]:
 
 
 def cluster(*extra: dict[str, Any]) -> Snapshot:
-    documents = [d for name in ("cluster.yaml", "pods.yaml") for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+    documents = [
+        d for name in ("cluster.yaml", "pods.yaml") for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d
+    ]
     return build_snapshot([*documents, *extra])
 
 
-def pod(name: str, selector: str, namespace: str = "default", phase: str = "Running", node: str | None = "n-5",
-        group: str = "a1") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace,
-                         "labels": {"appgroup.diktyo.x-k8s.io": group, "appgroup.diktyo.x-k8s.io.workload": selector}},
-            "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+def pod(
+    name: str,
+    selector: str,
+    namespace: str = "default",
+    phase: str = "Running",
+    node: str | None = "n-5",
+    group: str = "a1",
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"appgroup.diktyo.x-k8s.io": group, "appgroup.diktyo.x-k8s.io.workload": selector},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
 
 
 def status_of(raw: dict[str, Any], snapshot: Snapshot, now: datetime.datetime = NOW) -> dict[str, Any]:
@@ -52,21 +67,51 @@ def test_valid_appgroup_gets_order_running_placements_and_ready() -> None:
     raw["metadata"]["generation"] = 1
     status = status_of(raw, cluster(pod("p1-x", "p1", phase="Pending", node=None)))
     assert [(entry["workload"]["selector"], entry["index"]) for entry in status["topologyOrder"]] == [
-        ("p1", 1), ("p2", 2), ("p3", 3)]
+        ("p1", 1),
+        ("p2", 2),
+        ("p3", 3),
+    ]
     assert status["topologyOrder"][0]["workload"] == raw["spec"]["workloads"][0]["workload"]
     assert status["runningWorkloads"] == 2
     assert status["topologyCalculationTime"] == "2026-11-22T12:00:00Z"
     assert status["placements"] == [
         {"selector": "p1", "pods": [{"name": "p1-x", "namespace": "default", "phase": "Pending"}]},
-        {"selector": "p2", "pods": [{"name": "p2-deployment-7d4b9c-abcde", "namespace": "default", "phase": "Running",
-                                     "node": "n-1", "zone": "Z1", "region": "us-west-1"}]},
-        {"selector": "p3", "pods": [{"name": "p3-deployment-5f6c7d-fghij", "namespace": "default", "phase": "Running",
-                                     "node": "n-4", "zone": "Z2", "region": "us-west-1"}]},
+        {
+            "selector": "p2",
+            "pods": [
+                {
+                    "name": "p2-deployment-7d4b9c-abcde",
+                    "namespace": "default",
+                    "phase": "Running",
+                    "node": "n-1",
+                    "zone": "Z1",
+                    "region": "us-west-1",
+                }
+            ],
+        },
+        {
+            "selector": "p3",
+            "pods": [
+                {
+                    "name": "p3-deployment-5f6c7d-fghij",
+                    "namespace": "default",
+                    "phase": "Running",
+                    "node": "n-4",
+                    "zone": "Z2",
+                    "region": "us-west-1",
+                }
+            ],
+        },
     ]
     (ready,) = status["conditions"]
-    assert ready == {"type": "Ready", "status": "True", "reason": "TopologyComputed",
-                     "message": "3 workloads ordered by KahnSort", "lastTransitionTime": "2026-11-22T12:00:00Z",
-                     "observedGeneration": 1}
+    assert ready == {
+        "type": "Ready",
+        "status": "True",
+        "reason": "TopologyComputed",
+        "message": "3 workloads ordered by KahnSort",
+        "lastTransitionTime": "2026-11-22T12:00:00Z",
+        "observedGeneration": 1,
+    }
     assert status["observedGeneration"] == 1
 
 
@@ -91,25 +136,58 @@ def test_online_boutique_order_is_upstreams() -> None:
 
 
 def workload(selector: str, *dependencies: str) -> dict[str, Any]:
-    return {"workload": {"kind": "Deployment", "name": f"{selector}-deployment", "selector": selector},
-            "dependencies": [{"workload": {"kind": "Deployment", "name": f"{d}-deployment", "selector": d}}
-                             for d in dependencies]}
+    return {
+        "workload": {"kind": "Deployment", "name": f"{selector}-deployment", "selector": selector},
+        "dependencies": [
+            {"workload": {"kind": "Deployment", "name": f"{d}-deployment", "selector": d}} for d in dependencies
+        ],
+    }
 
 
-@pytest.mark.parametrize(("workloads", "algorithm", "members", "reason", "message"), [
-    ([workload("a", "b"), workload("b", "c"), workload("c", "a")], "KahnSort", 3,
-     "DependencyCycle", "dependency cycle: a -> b -> c -> a"),
-    ([workload("a", "a")], "KahnSort", 1, "DependencyCycle", "dependency cycle: a -> a"),
-    ([workload("a", "zz")], "KahnSort", 1, "UnknownDependency",
-     'workload "a" depends on "zz" (spec.workloads[0].dependencies[0]), which is not in spec.workloads'),
-    ([workload("a"), workload("a")], "KahnSort", 2, "DuplicateSelector",
-     'spec.workloads[0] (a-deployment) and spec.workloads[1] (a-deployment) share the selector "a"'),
-    ([workload("a")], "BubbleSort", 1, "UnknownAlgorithm", 'spec.topologySortingAlgorithm "BubbleSort" is not one of'),
-    ([workload("a"), workload("b")], "KahnSort", 1, "NumMembersTooSmall",
-     "spec.numMembers is 1, smaller than the 2 workloads"),
-])
-def test_invalid_specs_keep_the_last_good_order(workloads: list[dict[str, Any]], algorithm: str, members: int,
-                                                reason: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("workloads", "algorithm", "members", "reason", "message"),
+    [
+        (
+            [workload("a", "b"), workload("b", "c"), workload("c", "a")],
+            "KahnSort",
+            3,
+            "DependencyCycle",
+            "dependency cycle: a -> b -> c -> a",
+        ),
+        ([workload("a", "a")], "KahnSort", 1, "DependencyCycle", "dependency cycle: a -> a"),
+        (
+            [workload("a", "zz")],
+            "KahnSort",
+            1,
+            "UnknownDependency",
+            'workload "a" depends on "zz" (spec.workloads[0].dependencies[0]), which is not in spec.workloads',
+        ),
+        (
+            [workload("a"), workload("a")],
+            "KahnSort",
+            2,
+            "DuplicateSelector",
+            'spec.workloads[0] (a-deployment) and spec.workloads[1] (a-deployment) share the selector "a"',
+        ),
+        (
+            [workload("a")],
+            "BubbleSort",
+            1,
+            "UnknownAlgorithm",
+            'spec.topologySortingAlgorithm "BubbleSort" is not one of',
+        ),
+        (
+            [workload("a"), workload("b")],
+            "KahnSort",
+            1,
+            "NumMembersTooSmall",
+            "spec.numMembers is 1, smaller than the 2 workloads",
+        ),
+    ],
+)
+def test_invalid_specs_keep_the_last_good_order(
+    workloads: list[dict[str, Any]], algorithm: str, members: int, reason: str, message: str
+) -> None:
     good = with_status(raw_a1(), status_of(with_status(raw_a1(), {}), cluster()))
     broken = copy.deepcopy(good)
     broken["metadata"]["generation"] = 2

@@ -12,9 +12,16 @@ from operators.engine.toposort import ALGORITHMS, CycleError, find_cycle, topolo
 
 ONLINE_BOUTIQUE = {
     "p1": ["p2", "p3", "p4", "p6", "p8", "p9", "p10"],
-    "p2": ["p11"], "p3": [], "p4": [], "p5": [], "p6": [], "p7": [],
+    "p2": ["p11"],
+    "p3": [],
+    "p4": [],
+    "p5": [],
+    "p6": [],
+    "p7": [],
     "p8": ["p2", "p3", "p4", "p5", "p6", "p7"],
-    "p9": ["p3"], "p10": [], "p11": [],
+    "p9": ["p3"],
+    "p10": [],
+    "p11": [],
 }
 CHAIN = {"p1": ["p2"], "p2": ["p3"], "p3": []}
 DIAMOND = {"a": ["b", "c"], "b": ["d"], "c": ["d"], "d": []}
@@ -31,12 +38,24 @@ TABLE = [
     ("diamond kahn", DIAMOND, "KahnSort", ["a", "c", "b", "d"]),
     ("diamond tarjan", DIAMOND, "TarjanSort", ["a", "b", "c", "d"]),
     # upstream appgroup_test.go asserts these two exactly
-    ("online boutique kahn", ONLINE_BOUTIQUE, "KahnSort",
-     ["p1", "p10", "p9", "p8", "p7", "p6", "p5", "p4", "p3", "p2", "p11"]),
-    ("online boutique alternate kahn", ONLINE_BOUTIQUE, "AlternateKahn",
-     ["p1", "p11", "p10", "p2", "p9", "p3", "p8", "p4", "p7", "p5", "p6"]),
-    ("online boutique reverse kahn", ONLINE_BOUTIQUE, "ReverseKahn",
-     ["p11", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p1"]),
+    (
+        "online boutique kahn",
+        ONLINE_BOUTIQUE,
+        "KahnSort",
+        ["p1", "p10", "p9", "p8", "p7", "p6", "p5", "p4", "p3", "p2", "p11"],
+    ),
+    (
+        "online boutique alternate kahn",
+        ONLINE_BOUTIQUE,
+        "AlternateKahn",
+        ["p1", "p11", "p10", "p2", "p9", "p3", "p8", "p4", "p7", "p5", "p6"],
+    ),
+    (
+        "online boutique reverse kahn",
+        ONLINE_BOUTIQUE,
+        "ReverseKahn",
+        ["p11", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p1"],
+    ),
     ("isolated workloads are kept (kahn)", ISOLATED, "KahnSort", ["a", "b", "c", "x"]),
     ("isolated workloads are kept (tarjan)", ISOLATED, "TarjanSort", ["a", "b", "c", "x"]),
     ("empty", {}, "KahnSort", []),
@@ -59,8 +78,9 @@ CYCLES = [
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 @pytest.mark.parametrize(("graph", "cycle"), [row[1:] for row in CYCLES], ids=[row[0] for row in CYCLES])
-def test_cycles_are_errors_naming_the_cycle_in_order(graph: dict[str, list[str]], cycle: list[str],
-                                                     algorithm: str) -> None:
+def test_cycles_are_errors_naming_the_cycle_in_order(
+    graph: dict[str, list[str]], cycle: list[str], algorithm: str
+) -> None:
     with pytest.raises(CycleError) as raised:
         topology_order(graph, algorithm)
     if cycle == ["r"]:
@@ -94,7 +114,7 @@ def dags(draw: st.DrawFn) -> dict[str, list[str]]:
     draw(st.randoms()).shuffle(names)  # the names do not follow the topological order
     graph: dict[str, list[str]] = {name: [] for name in names}
     for index, name in enumerate(names):
-        later = names[index + 1:]
+        later = names[index + 1 :]
         if later:
             targets = draw(st.lists(st.sampled_from(later), max_size=min(5, len(later)), unique=True))
             graph[name] = targets

@@ -10,12 +10,13 @@ from typing import Any
 
 import kopf
 
+from operators.controllers.kube import url_api_client
 from operators.controllers.registry import build_registry, configure
 
 
 @contextlib.asynccontextmanager
 async def running_operator(api_url: str, components: tuple[str, ...] = ("appgroup",)) -> AsyncIterator[None]:
-    registry = build_registry(components)
+    registry = build_registry(components, api_client_factory=url_api_client(api_url))
 
     @kopf.on.login(registry=registry)  # type: ignore[arg-type]
     def login(**_: Any) -> kopf.ConnectionInfo:

@@ -66,3 +66,117 @@ async def test_operator_survives_dropped_watches_and_server_errors(api: Api, emu
         emulator.fail_next("PATCH", "appgroups", code=500, times=1, subresource="status")
         await api.call("PATCH", AG + "/a1", {"spec": {"numMembers": 5}}, "application/merge-patch+json")
         await eventually(lambda: status_of(emulator).get("observedGeneration") == 2, within=20)
+
+
+PODS = "/api/v1/namespaces/default/pods"
+EVENTS = "/api/v1/namespaces/default/events"
+
+
+def labelled_pod(name: str, selector: str, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+
+
+def order_of(status: dict[str, Any]) -> list[str]:
+    entries = sorted(status.get("topologyOrder") or [], key=lambda entry: entry["index"])
+    return [entry["workload"]["selector"] for entry in entries]
+
+
+def ready_of(status: dict[str, Any]) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
+
+
+async def warning_events(api: Api, reason: str) -> list[dict[str, Any]]:
+    _, body = await api.call("GET", EVENTS)
+    return [
+        event
+        for event in body["items"]
+        if event.get("reason") == reason and event.get("involvedObject", {}).get("name") == "a1"
+    ]
+
+
+async def test_appgroup_lifecycle(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(documents("cluster.yaml"))
+    async with running_operator(emulator.base_url):
+        # 1. create the AppGroup: order computed, nothing running yet
+        await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
+        status = await eventually(lambda: ready_of(status_of(emulator)).get("status") == "True" and status_of(emulator))
+        assert order_of(status) == ["p1", "p2", "p3"]
+        assert status["runningWorkloads"] == 0
+        assert [placement["pods"] for placement in status["placements"]] == [[], [], []]
+
+        # 2. labelled pods appear (Pending): placements follow, nothing running
+        for name, selector, node in (("p1-a", "p1", "n-1"), ("p2-a", "p2", "n-3"), ("p3-a", "p3", "n-6")):
+            assert (await api.call("POST", PODS, labelled_pod(name, selector, node)))[0] == 201
+        status = await eventually(
+            lambda: sum(len(p["pods"]) for p in status_of(emulator).get("placements", [])) == 3 and status_of(emulator)
+        )
+        assert status["runningWorkloads"] == 0
+        assert status["placements"][2]["pods"] == [
+            {
+                "name": "p3-a",
+                "namespace": "default",
+                "phase": "Pending",
+                "node": "n-6",
+                "zone": "Z3",
+                "region": "us-east-1",
+            }
+        ]
+
+        # 3. they move to Running
+        for name in ("p1-a", "p2-a", "p3-a"):
+            await api.call(
+                "PATCH", f"{PODS}/{name}/status", {"status": {"phase": "Running"}}, "application/merge-patch+json"
+            )
+        await eventually(lambda: status_of(emulator).get("runningWorkloads") == 3)
+
+        # 4. one is deleted
+        await api.call("DELETE", f"{PODS}/p2-a")
+        status = await eventually(lambda: status_of(emulator).get("runningWorkloads") == 2 and status_of(emulator))
+        assert status["placements"][1]["pods"] == []
+
+        # 5. the spec changes: a new algorithm gives a new order
+        calculated = status["topologyCalculationTime"]
+        await api.call(
+            "PATCH", AG + "/a1", {"spec": {"topologySortingAlgorithm": "ReverseKahn"}}, "application/merge-patch+json"
+        )
+        status = await eventually(lambda: status_of(emulator).get("observedGeneration") == 2 and status_of(emulator))
+        assert order_of(status) == ["p3", "p2", "p1"]
+        assert status["topologyCalculationTime"] >= calculated
+
+        # 6. a cycle: Ready=False naming the cycle, the last good order kept, a Warning Event
+        workloads = documents("appgroup-a1.yaml")[0]["spec"]["workloads"]
+        workloads[2]["dependencies"] = [{"workload": workloads[0]["workload"]}]
+        await api.call("PATCH", AG + "/a1", {"spec": {"workloads": workloads}}, "application/merge-patch+json")
+        status = await eventually(lambda: status_of(emulator).get("observedGeneration") == 3 and status_of(emulator))
+        ready = ready_of(status)
+        assert (ready["status"], ready["reason"]) == ("False", "DependencyCycle")
+        assert ready["message"] == "dependency cycle: p1 -> p2 -> p3 -> p1"
+        assert order_of(status) == ["p3", "p2", "p1"]
+        events = await _wait_events(api, "DependencyCycle")
+        assert events[0]["type"] == "Warning" and "p1 -> p2 -> p3 -> p1" in events[0]["message"]
+
+        # 7. the cycle is fixed: Ready again, order recomputed
+        workloads[2].pop("dependencies")
+        await api.call("PATCH", AG + "/a1", {"spec": {"workloads": workloads}}, "application/merge-patch+json")
+        status = await eventually(lambda: status_of(emulator).get("observedGeneration") == 4 and status_of(emulator))
+        assert ready_of(status)["status"] == "True"
+        assert order_of(status) == ["p3", "p2", "p1"]
+        assert status["runningWorkloads"] == 2
+        await _wait_events(api, "TopologyComputed")
+
+
+async def _wait_events(api: Api, reason: str) -> list[dict[str, Any]]:
+    for _ in range(100):
+        events = await warning_events(api, reason)
+        if events:
+            return events
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {reason} event")

@@ -1,0 +1,59 @@
+"""The kubernetes-asyncio client the controllers use for writes kopf does not make for them.
+
+kopf talks to the API through its own client; writes to *other* objects than the one a handler
+is called for (an AppGroup's status after a pod event) go through kubernetes-asyncio. The
+factory is injectable so that tests and the demo point it at the emulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+ApiClientFactory = Callable[[], Awaitable[client.ApiClient]]
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+async def cluster_api_client() -> client.ApiClient:
+    """In-cluster service account credentials, else the local kubeconfig."""
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        return client.ApiClient()
+    except ConfigException:
+        configuration = client.Configuration()
+        await config.load_kube_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+
+
+def url_api_client(url: str) -> ApiClientFactory:
+    """A factory for a client of a plain-HTTP API server (the emulator)."""
+
+    async def make() -> client.ApiClient:
+        return client.ApiClient(client.Configuration(host=url.rstrip("/")))
+
+    return make
+
+
+async def patch_status(
+    api: client.ApiClient,
+    group: str,
+    version: str,
+    plural: str,
+    namespace: str | None,
+    name: str,
+    status: dict[str, Any],
+) -> None:
+    """Merge-patch the status subresource of a custom object."""
+    custom = client.CustomObjectsApi(api)
+    # kubernetes-asyncio would send a dict body as a JSON patch unless told otherwise.
+    options: dict[str, Any] = {"_content_type": MERGE_PATCH}
+    if namespace is None:
+        await custom.patch_cluster_custom_object_status(group, version, plural, name, {"status": status}, **options)
+    else:
+        await custom.patch_namespaced_custom_object_status(
+            group, version, namespace, plural, name, {"status": status}, **options
+        )
