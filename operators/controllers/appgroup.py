@@ -1,7 +1,7 @@
 """The AppGroup controller (kopf): a thin shell over :func:`operators.engine.appgroup.appgroup_status`.
 
-* AppGroup create / resume / spec update: the status is computed and written by kopf through
-  the status subresource; an invalid spec posts a Warning Event (once per new problem).
+* AppGroup create / resume / spec update: the status is computed and written through the status
+  subresource; an invalid spec posts a Warning Event (once per new problem).
 * Pod events of labelled pods: the pods are kept in an index keyed by (namespace, AppGroup),
   never listed per event; the AppGroups that cover the pod are recomputed and their status is
   patched only when it changed.
@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from collections.abc import Iterable, Mapping
@@ -16,6 +17,7 @@ from typing import Any
 
 import kopf
 import pydantic
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
@@ -92,8 +94,42 @@ def _ready(status: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return {}
 
 
+async def sync_status(
+    key: tuple[str, str],
+    body: Mapping[str, Any],
+    memo: kopf.Memo,
+    pods: Mapping[Any, Iterable[Any]],
+    nodes: Mapping[Any, Iterable[Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Compute and write one AppGroup's status; return (previous, new).
+
+    Writes for one AppGroup are serialised and computed inside the lock from the live indexes,
+    so a slow, older computation can never overwrite a newer one. The last status written is
+    remembered, because the watched body may lag behind our own writes.
+    """
+    lock = memo.appgroup_locks.setdefault(key, asyncio.Lock())
+    async with lock:
+        previous = memo.appgroup_status.get(key, dict(body.get("status") or {}))
+        now = datetime.datetime.now(datetime.UTC)
+        status = compute_status({**body, "status": previous}, pods, nodes, now).to_wire()
+        if status != previous:
+            try:
+                await patch_status(memo.api, *RESOURCE, key[0], key[1], status)
+            except ApiException as error:
+                raise kopf.TemporaryError(
+                    f"writing the status failed: {error.status} {error.reason}", delay=2
+                ) from None
+            memo.appgroup_status[key] = status
+        return previous, status
+
+
 def register(registry: kopf.OperatorRegistry) -> None:
     """Add the AppGroup handlers to ``registry``."""
+
+    @kopf.on.startup(id="appgroup_state", registry=registry)
+    def init_state(memo: kopf.Memo, **_: Any) -> None:
+        memo.appgroup_locks = {}
+        memo.appgroup_status = {}
 
     @kopf.index("pods", id="appgroup_pods", labels={keys.APPGROUP_LABEL: kopf.PRESENT}, registry=registry)  # type: ignore[arg-type]
     def appgroup_pods(namespace: str, labels: Mapping[str, str], body: kopf.Body, **_: Any) -> Any:
@@ -111,23 +147,28 @@ def register(registry: kopf.OperatorRegistry) -> None:
     @kopf.on.resume(*RESOURCE, id="appgroup", registry=registry)
     @kopf.on.create(*RESOURCE, id="appgroup", registry=registry)
     @kopf.on.update(*RESOURCE, id="appgroup", field="spec", registry=registry)  # type: ignore[arg-type]
-    def reconcile_appgroup(
+    async def reconcile_appgroup(
         body: kopf.Body,
-        patch: kopf.Patch,
+        namespace: str,
+        name: str,
+        memo: kopf.Memo,
         appgroup_pods: kopf.Index[Any, Any],
         appgroup_nodes: kopf.Index[Any, Any],
         logger: logging.Logger,
         **_: Any,
     ) -> None:
-        now = datetime.datetime.now(datetime.UTC)
-        status = compute_status(body, appgroup_pods, appgroup_nodes, now).to_wire()
-        patch.status.update(status)
-        old, new = _ready(body.get("status")), _ready(status)
+        previous, status = await sync_status((namespace, name), body, memo, appgroup_pods, appgroup_nodes)
+        old, new = _ready(previous), _ready(status)
         if new.get("status") == "False" and (old.get("reason"), old.get("message")) != (new["reason"], new["message"]):
             kopf.warn(body, reason=new["reason"], message=new["message"])
             logger.warning("AppGroup spec is not valid: %s: %s", new["reason"], new["message"])
         elif new.get("status") == "True" and old.get("status") == "False":
             kopf.info(body, reason=new["reason"], message=new["message"])
+
+    @kopf.on.delete(*RESOURCE, id="appgroup_forget", optional=True, registry=registry)  # type: ignore[arg-type]
+    def forget_appgroup(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
+        memo.appgroup_status.pop((namespace, name), None)
+        memo.appgroup_locks.pop((namespace, name), None)
 
     @kopf.on.event(  # type: ignore[arg-type]
         "pods",
@@ -142,20 +183,13 @@ def register(registry: kopf.OperatorRegistry) -> None:
         appgroup_pods: kopf.Index[Any, Any],
         appgroup_nodes: kopf.Index[Any, Any],
         appgroups_by_name: kopf.Index[Any, Any],
-        logger: logging.Logger,
         **_: Any,
     ) -> None:
-        now = datetime.datetime.now(datetime.UTC)
         for body in list(appgroups_by_name.get(labels[keys.APPGROUP_LABEL], ())):
-            group_namespace = body["metadata"].get("namespace")
             try:
                 covered = workload_namespaces(AppGroup.model_validate(body))
             except pydantic.ValidationError:
                 continue  # the AppGroup handler reports an unreadable spec
-            if namespace not in covered:
-                continue
-            status = compute_status(body, appgroup_pods, appgroup_nodes, now).to_wire()
-            if status == (body.get("status") or {}):
-                continue
-            await patch_status(memo.api, *RESOURCE, group_namespace, body["metadata"]["name"], status)
-            logger.debug("AppGroup %s/%s status updated after a pod change", group_namespace, body["metadata"]["name"])
+            if namespace in covered:
+                key = (body["metadata"].get("namespace"), body["metadata"]["name"])
+                await sync_status(key, body, memo, appgroup_pods, appgroup_nodes)

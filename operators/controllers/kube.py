@@ -7,15 +7,18 @@ factory is injectable so that tests and the demo point it at the emulator.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 ApiClientFactory = Callable[[], Awaitable[client.ApiClient]]
 
 MERGE_PATCH = "application/merge-patch+json"
+ATTEMPTS = 5
 
 
 async def cluster_api_client() -> client.ApiClient:
@@ -38,6 +41,9 @@ def url_api_client(url: str) -> ApiClientFactory:
     return make
 
 
+RETRYABLE = frozenset({409, 429, 500, 502, 503, 504})
+
+
 async def patch_status(
     api: client.ApiClient,
     group: str,
@@ -47,13 +53,28 @@ async def patch_status(
     name: str,
     status: dict[str, Any],
 ) -> None:
-    """Merge-patch the status subresource of a custom object."""
+    """Merge-patch the status subresource of a custom object.
+
+    Transient answers (409, 429, 5xx) are retried a few times with a growing delay; a missing
+    object (deleted meanwhile) is not an error; anything else raises ``ApiException``.
+    """
     custom = client.CustomObjectsApi(api)
     # kubernetes-asyncio would send a dict body as a JSON patch unless told otherwise.
     options: dict[str, Any] = {"_content_type": MERGE_PATCH}
-    if namespace is None:
-        await custom.patch_cluster_custom_object_status(group, version, plural, name, {"status": status}, **options)
-    else:
-        await custom.patch_namespaced_custom_object_status(
-            group, version, namespace, plural, name, {"status": status}, **options
-        )
+    for attempt in range(ATTEMPTS):
+        try:
+            if namespace is None:
+                await custom.patch_cluster_custom_object_status(
+                    group, version, plural, name, {"status": status}, **options
+                )
+            else:
+                await custom.patch_namespaced_custom_object_status(
+                    group, version, namespace, plural, name, {"status": status}, **options
+                )
+            return
+        except ApiException as error:
+            if error.status == 404:
+                return
+            if error.status not in RETRYABLE or attempt == ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.1 * 2**attempt)
