@@ -36,7 +36,11 @@ TABLE = [
     ("chain alternate tarjan", CHAIN, "AlternateTarjan", ["p1", "p3", "p2"]),
     ("chain reverse tarjan", CHAIN, "ReverseTarjan", ["p3", "p2", "p1"]),
     ("diamond kahn", DIAMOND, "KahnSort", ["a", "c", "b", "d"]),
+    ("diamond alternate kahn", DIAMOND, "AlternateKahn", ["a", "d", "c", "b"]),
+    ("diamond reverse kahn", DIAMOND, "ReverseKahn", ["d", "b", "c", "a"]),
     ("diamond tarjan", DIAMOND, "TarjanSort", ["a", "b", "c", "d"]),
+    ("diamond alternate tarjan", DIAMOND, "AlternateTarjan", ["a", "d", "b", "c"]),
+    ("diamond reverse tarjan", DIAMOND, "ReverseTarjan", ["d", "c", "b", "a"]),
     # upstream appgroup_test.go asserts these two exactly
     (
         "online boutique kahn",
@@ -56,10 +60,35 @@ TABLE = [
         "ReverseKahn",
         ["p11", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p1"],
     ),
+    # Tarjan is one valid realisation upstream (Go map order); ours starts from the largest selector.
+    (
+        "online boutique tarjan",
+        ONLINE_BOUTIQUE,
+        "TarjanSort",
+        ["p1", "p10", "p8", "p7", "p6", "p5", "p4", "p2", "p11", "p9", "p3"],
+    ),
+    (
+        "online boutique alternate tarjan",
+        ONLINE_BOUTIQUE,
+        "AlternateTarjan",
+        ["p1", "p3", "p10", "p9", "p8", "p11", "p7", "p2", "p6", "p4", "p5"],
+    ),
+    (
+        "online boutique reverse tarjan",
+        ONLINE_BOUTIQUE,
+        "ReverseTarjan",
+        ["p3", "p9", "p11", "p2", "p4", "p5", "p6", "p7", "p8", "p10", "p1"],
+    ),
     ("isolated workloads are kept (kahn)", ISOLATED, "KahnSort", ["a", "b", "c", "x"]),
+    ("isolated alternate kahn", ISOLATED, "AlternateKahn", ["a", "x", "b", "c"]),
+    ("isolated reverse kahn", ISOLATED, "ReverseKahn", ["x", "c", "b", "a"]),
     ("isolated workloads are kept (tarjan)", ISOLATED, "TarjanSort", ["a", "b", "c", "x"]),
-    ("empty", {}, "KahnSort", []),
-    ("empty tarjan", {}, "TarjanSort", []),
+    ("isolated alternate tarjan", ISOLATED, "AlternateTarjan", ["a", "x", "b", "c"]),
+    ("isolated reverse tarjan", ISOLATED, "ReverseTarjan", ["x", "c", "b", "a"]),
+    *[
+        (f"empty {name}", {}, name, [])
+        for name in ("KahnSort", "AlternateKahn", "ReverseKahn", "TarjanSort", "AlternateTarjan", "ReverseTarjan")
+    ],
     ("single", {"only": []}, "AlternateTarjan", ["only"]),
 ]
 
