@@ -52,10 +52,20 @@ class MissingCost(ApiModel):
     destination: str
 
 
+class NetperfSummary(ApiModel):
+    """What the last computation ingested."""
+
+    config_maps: list[str]
+    measurements: int = Field(ge=0)
+    skipped: int = Field(ge=0)
+    skipped_entries: list[str] | None = None  # the first few, "<configmap>/<key>: <reason>"
+
+
 class NetworkTopologyStatus(ApiModel):
     node_count: int | None = Field(default=None, ge=0)
     weight_calculation_time: Timestamp | None = None
     # netaware additions
+    netperf: NetperfSummary | None = None
     missing_costs: list[MissingCost] | None = None
     conditions: list[Condition] | None = None
     observed_generation: int | None = Field(default=None, ge=0)

@@ -12,6 +12,7 @@ import datetime
 from typing import Any
 
 from operators.engine.appgroup import appgroup_status
+from operators.engine.networktopology import networktopology_result
 from operators.engine.snapshot import Snapshot
 
 
@@ -20,6 +21,8 @@ def reconcile(snapshot: Snapshot, now: datetime.datetime) -> list[dict[str, Any]
     objects: list[dict[str, Any]] = []
     for group in snapshot.app_groups:
         objects.append(group.model_copy(update={"status": appgroup_status(group, snapshot, now)}).to_wire())
-    objects.extend(topology.to_wire() for topology in snapshot.network_topologies)
+    objects.extend(
+        networktopology_result(topology, snapshot, now).topology.to_wire() for topology in snapshot.network_topologies
+    )
     objects.extend(slo.to_wire() for slo in snapshot.node_slos)
     return objects
