@@ -41,6 +41,25 @@ def url_api_client(url: str) -> ApiClientFactory:
     return make
 
 
+async def read_json(api: client.ApiClient, path: str, **params: str) -> dict[str, Any] | None:
+    """GET an API path as plain JSON (no model classes: faster for large lists); None when not found."""
+    try:
+        result = await api.call_api(
+            path,
+            "GET",
+            query_params=list(params.items()),
+            header_params={"Accept": "application/json"},
+            response_types_map={200: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return dict(result) if result is not None else None
+
+
 RETRYABLE = frozenset({409, 429, 500, 502, 503, 504})
 
 

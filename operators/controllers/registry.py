@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 
 from operators.api import keys
-from operators.controllers import appgroup
+from operators.controllers import appgroup, networktopology
 from operators.controllers.kube import ApiClientFactory, cluster_api_client
+from operators.controllers.networktopology import NetworkTopologyOptions
 
-COMPONENTS = {"appgroup": appgroup.register}
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    networktopology: NetworkTopologyOptions = field(default_factory=NetworkTopologyOptions)
+
+
+COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ControllerOptions], None]] = {
+    "appgroup": lambda registry, _options: appgroup.register(registry),
+    "networktopology": lambda registry, options: networktopology.register(registry, options.networktopology),
+}
 
 
 def build_registry(
-    components: tuple[str, ...] = tuple(COMPONENTS), api_client_factory: ApiClientFactory = cluster_api_client
+    components: tuple[str, ...] = tuple(COMPONENTS),
+    api_client_factory: ApiClientFactory = cluster_api_client,
+    options: ControllerOptions | None = None,
 ) -> kopf.OperatorRegistry:
     """A registry with the chosen controllers and the kubernetes-asyncio client they share (``memo.api``)."""
     registry = kopf.OperatorRegistry()
     for name in components:
-        COMPONENTS[name](registry)
+        COMPONENTS[name](registry, options or ControllerOptions())
 
     @kopf.on.startup(id="api_client", registry=registry)
     async def open_api_client(memo: kopf.Memo, **_: Any) -> None:

@@ -108,6 +108,8 @@ class ApiEmulator(kmock.KubernetesEmulator):
     _injected: list[_Injected] = attrs.field(factory=list, init=False)
     history_limit: int = HISTORY_LIMIT
     base_url: str = attrs.field(default="", init=False)  # set by whoever serves it (tests, demo)
+    # Every successful write: (monotonic time, verb, plural, namespace, name, subresource), for assertions.
+    writes: list[tuple[float, str, str, str | None, str, str | None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         KubernetesScaffold.__attrs_post_init__(self)  # discovery only; the object semantics are ours
@@ -468,7 +470,20 @@ class ApiEmulator(kmock.KubernetesEmulator):
         meta.setdefault("generation", 1)
         meta["resourceVersion"] = self._next_rv()
 
-    def _record(self, resource: kmock.resource, event_type: str, obj: dict[str, Any]) -> None:
+    def _record(
+        self, resource: kmock.resource, event_type: str, obj: dict[str, Any], subresource: str | None = None
+    ) -> None:
+        meta = obj.get("metadata", {})
+        self.writes.append(
+            (
+                asyncio.get_running_loop().time() if _has_loop() else 0.0,
+                event_type,
+                resource.plural or "",
+                meta.get("namespace"),
+                meta.get("name", ""),
+                subresource,
+            )
+        )
         key = _resource_key(resource)
         events = self._history.setdefault(key, collections.deque())
         events.append(_Event(int(obj["metadata"]["resourceVersion"]), event_type, copy.deepcopy(obj)))
@@ -582,7 +597,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
             self._record(request.resource, "DELETED", result)
         else:
             self._store[key] = result
-            self._record(request.resource, "MODIFIED", result)
+            self._record(request.resource, "MODIFIED", result, request.subresource)
         await self._notify()
         return copy.deepcopy(result)
 
@@ -781,6 +796,14 @@ class ApiEmulator(kmock.KubernetesEmulator):
         self._record(kmock.resource(group="", version="v1", plural="pods"), "MODIFIED", updated)
         await self._notify()
         return {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _has_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _store_order(item: tuple[ObjectKey, Any]) -> tuple[str, str, str]:

@@ -11,12 +11,14 @@ from typing import Any
 import kopf
 
 from operators.controllers.kube import url_api_client
-from operators.controllers.registry import build_registry, configure
+from operators.controllers.registry import ControllerOptions, build_registry, configure
 
 
 @contextlib.asynccontextmanager
-async def running_operator(api_url: str, components: tuple[str, ...] = ("appgroup",)) -> AsyncIterator[None]:
-    registry = build_registry(components, api_client_factory=url_api_client(api_url))
+async def running_operator(
+    api_url: str, components: tuple[str, ...] = ("appgroup",), options: ControllerOptions | None = None
+) -> AsyncIterator[None]:
+    registry = build_registry(components, api_client_factory=url_api_client(api_url), options=options)
 
     @kopf.on.login(registry=registry)  # type: ignore[arg-type]
     def login(**_: Any) -> kopf.ConnectionInfo:

@@ -1,0 +1,220 @@
+"""The NetworkTopology controller (kopf): a debounced shell over :mod:`operators.engine.networktopology`.
+
+* Watches (no writes, no annotations on foreign objects): labelled AppGroup pods feed a
+  :class:`~operators.engine.ledger.PodLedger`; node events whose region or zone changed, the
+  topology's ConfigMaps, AppGroups and the NetworkTopology itself mark the topologies dirty.
+* One daemon per NetworkTopology recomputes at most once per ``debounce`` seconds (default 10)
+  after something changed, and at least every ``resync`` seconds (default 300); it reads the
+  NetworkTopology, its ConfigMaps, the nodes and the AppGroups, computes, and writes
+  ``spec.weights`` and ``status`` only when they changed (the weights with the resourceVersion
+  it read, so a concurrent edit is never overwritten).
+* Skipped netperf entries are reported in one Warning Event per change, capped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+import pydantic
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from operators.api import errors, keys
+from operators.api.networktopology import NetworkTopology
+from operators.api.quantity import Quantity
+from operators.controllers.kube import MERGE_PATCH, patch_status, read_json
+from operators.engine.ledger import PodLedger
+from operators.engine.netperf import Skipped
+from operators.engine.networktopology import SKIPPED_SHOWN, networktopology_result
+from operators.engine.snapshot import SnapshotBuilder
+
+RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
+APPGROUPS = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
+EVENT_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class NetworkTopologyOptions:
+    debounce_seconds: float = 10.0
+    resync_seconds: float = 300.0
+    default_capacity: Quantity = dataclasses.field(default_factory=lambda: Quantity.parse("1G"))
+
+
+@dataclass
+class _State:
+    """The controller's memory, shared by its handlers (kept in kopf's memo)."""
+
+    ledger: PodLedger = dataclasses.field(default_factory=PodLedger)
+    dirty: dict[tuple[str, str], asyncio.Event] = dataclasses.field(default_factory=dict)
+    node_places: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    config_maps: dict[tuple[str, str], set[str]] = dataclasses.field(default_factory=dict)
+    reported: dict[tuple[str, str], tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    writes: int = 0
+
+    def mark(self, namespace: str | None = None) -> None:
+        for (topology_namespace, _), event in self.dirty.items():
+            if namespace is None or topology_namespace == namespace:
+                event.set()
+
+
+def _skipped_message(skipped: list[Skipped]) -> str:
+    shown = "; ".join(str(entry) for entry in skipped[:EVENT_SHOWN])
+    more = f" (and {len(skipped) - EVENT_SHOWN} more, see status.netperf)" if len(skipped) > EVENT_SHOWN else ""
+    return f"{len(skipped)} netperf entries skipped: {shown}{more}"
+
+
+async def recompute(
+    api: client.ApiClient,
+    state: _State,
+    namespace: str,
+    name: str,
+    options: NetworkTopologyOptions,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+) -> None:
+    """Read what the topology depends on, compute, write what changed."""
+    custom = client.CustomObjectsApi(api)
+    try:
+        raw = await custom.get_namespaced_custom_object(*RESOURCE[:2], namespace, RESOURCE[2], name)
+    except ApiException as error:
+        if error.status == 404:
+            return
+        raise
+    builder = SnapshotBuilder()
+    try:
+        topology = NetworkTopology.model_validate(raw)
+    except pydantic.ValidationError as error:
+        kopf.warn(raw, reason="InvalidSpec", message=errors.render_all(errors.from_pydantic(error)))
+        return
+    named = topology.spec.configmap_name
+    state.config_maps[(namespace, name)] = {named}
+    named_map = await read_json(api, f"/api/v1/namespaces/{namespace}/configmaps/{named}")
+    labelled = await read_json(
+        api, f"/api/v1/namespaces/{namespace}/configmaps", labelSelector=f"{keys.NETPERF_CONFIGMAP_LABEL}={name}"
+    )
+    nodes = await read_json(api, "/api/v1/nodes")
+    groups = await custom.list_cluster_custom_object(*APPGROUPS)
+    for item in ([named_map] if named_map else []) + list((labelled or {}).get("items", [])):
+        builder.add({"apiVersion": "v1", "kind": "ConfigMap", **item})
+    for item in (nodes or {}).get("items", []):
+        builder.add({"apiVersion": "v1", "kind": "Node", **item})
+    for item in groups.get("items", []):
+        try:
+            builder.add({"apiVersion": "/".join(APPGROUPS[:2]), "kind": "AppGroup", **item})
+        except ValueError:
+            continue  # an AppGroup that does not parse is its own controller's to report
+    snapshot = dataclasses.replace(builder.build(), pods=state.ledger.pods())
+    result = networktopology_result(topology, snapshot, datetime.datetime.now(datetime.UTC), options.default_capacity)
+    new = result.topology.to_wire()
+    if new["spec"]["weights"] != raw["spec"].get("weights"):
+        body = {
+            "metadata": {"resourceVersion": raw["metadata"]["resourceVersion"]},
+            "spec": {"weights": new["spec"]["weights"]},
+        }
+        await custom.patch_namespaced_custom_object(
+            *RESOURCE[:2], namespace, RESOURCE[2], name, body, _content_type=MERGE_PATCH
+        )  # type: ignore[call-arg]
+        state.writes += 1
+    if new.get("status") != raw.get("status"):
+        await patch_status(api, *RESOURCE, namespace, name, new["status"])
+        state.writes += 1
+    skipped = tuple(str(entry) for entry in result.skipped[:SKIPPED_SHOWN])
+    if skipped and skipped != state.reported.get((namespace, name)):
+        kopf.warn(raw, reason="NetperfEntriesSkipped", message=_skipped_message(result.skipped))
+    state.reported[(namespace, name)] = skipped
+    ready = (new.get("status") or {}).get("conditions", [{}])[0]
+    old_ready: dict[str, Any] = next(iter((raw.get("status") or {}).get("conditions") or []), {})
+    if ready.get("status") == "False" and ready.get("reason") != old_ready.get("reason"):
+        kopf.warn(raw, reason=ready["reason"], message=ready["message"])
+    logger.debug("NetworkTopology %s/%s recomputed", namespace, name)
+
+
+def register(registry: kopf.OperatorRegistry, options: NetworkTopologyOptions | None = None) -> None:
+    """Add the NetworkTopology handlers to ``registry``."""
+    settings = options or NetworkTopologyOptions()
+
+    @kopf.on.startup(id="networktopology_state", registry=registry)
+    def init_state(memo: kopf.Memo, **_: Any) -> None:
+        memo.networktopology = _State()
+
+    @kopf.on.event(
+        "pods",
+        id="networktopology_pods",
+        labels={keys.APPGROUP_LABEL: kopf.PRESENT},
+        registry=registry,
+    )
+    def pod_event(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        state: _State = memo.networktopology
+        state.ledger.apply(type or "ADDED", body)
+        state.mark()
+
+    @kopf.on.event("nodes", id="networktopology_nodes", registry=registry)
+    def node_event(type: str | None, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
+        state: _State = memo.networktopology
+        place = (labels.get(keys.REGION_LABEL, ""), labels.get(keys.ZONE_LABEL, ""))
+        if type == "DELETED":
+            state.node_places.pop(name, None)
+            state.mark()
+        elif state.node_places.get(name) != place:
+            state.node_places[name] = place
+            state.mark()
+
+    @kopf.on.event("configmaps", id="networktopology_configmaps", registry=registry)  # type: ignore[arg-type]
+    def configmap_event(namespace: str, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
+        state: _State = memo.networktopology
+        owner = labels.get(keys.NETPERF_CONFIGMAP_LABEL)
+        if owner is not None and (namespace, owner) in state.dirty:
+            state.dirty[(namespace, owner)].set()
+        for key, names in state.config_maps.items():
+            if key[0] == namespace and name in names and key in state.dirty:
+                state.dirty[key].set()
+
+    @kopf.on.event(*APPGROUPS, id="networktopology_appgroups", registry=registry)
+    def appgroup_event(memo: kopf.Memo, **_: Any) -> None:
+        memo.networktopology.mark()
+
+    @kopf.on.event(*RESOURCE, id="networktopology_changed", registry=registry)  # type: ignore[arg-type]
+    def topology_event(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
+        state: _State = memo.networktopology
+        if (namespace, name) in state.dirty:
+            state.dirty[(namespace, name)].set()
+
+    @kopf.daemon(*RESOURCE, id="networktopology", cancellation_timeout=2.0, registry=registry)  # type: ignore[arg-type]
+    async def networktopology_daemon(
+        namespace: str, name: str, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any
+    ) -> None:
+        state: _State = memo.networktopology
+        dirty = state.dirty.setdefault((namespace, name), asyncio.Event())
+        dirty.set()
+        loop = asyncio.get_running_loop()
+        last_run = -settings.debounce_seconds
+        try:
+            while not stopped:
+                with contextlib.suppress(TimeoutError):  # a timeout is the periodic resync
+                    await asyncio.wait_for(dirty.wait(), timeout=settings.resync_seconds)
+                pause = last_run + settings.debounce_seconds - loop.time()
+                if pause > 0:
+                    await asyncio.sleep(pause)
+                dirty.clear()
+                try:
+                    await recompute(memo.api, state, namespace, name, settings, logger)
+                except ApiException as error:
+                    logger.warning(
+                        "NetworkTopology %s/%s: recompute failed (%s %s); retrying",
+                        namespace,
+                        name,
+                        error.status,
+                        error.reason,
+                    )
+                    dirty.set()
+                last_run = loop.time()  # the interval runs from the end of one computation
+        finally:
+            state.dirty.pop((namespace, name), None)
+            state.config_maps.pop((namespace, name), None)

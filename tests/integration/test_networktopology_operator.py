@@ -1,0 +1,142 @@
+"""The NetworkTopology controller (real kopf) against the emulator."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from operators.controllers.networktopology import NetworkTopologyOptions
+from operators.controllers.registry import ControllerOptions
+from operators.emulator import ApiEmulator
+from tests.engine.test_networktopology import KEY, seeds_matrix
+from tests.integration.conftest import Api
+from tests.integration.kopf_harness import running_operator
+from tests.integration.test_kopf_operator import documents, eventually
+
+pytestmark = pytest.mark.integration
+
+NT = "/apis/networktopology.diktyo.x-k8s.io/v1alpha1/namespaces/default/networktopologies"
+RESOURCE = "networktopology.diktyo.x-k8s.io/v1alpha1/networktopologies"
+CM = "/api/v1/namespaces/default/configmaps"
+PODS = "/api/v1/namespaces/default/pods"
+ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
+DEBOUNCE = 1.0
+OPTIONS = ControllerOptions(networktopology=NetworkTopologyOptions(debounce_seconds=DEBOUNCE, resync_seconds=60))
+
+
+def topology(emulator: ApiEmulator) -> dict[str, Any]:
+    return emulator.get_object(RESOURCE, "default", "net-topology-test") or {}
+
+
+def netperf(emulator: ApiEmulator) -> dict[tuple[str, str, str], tuple[int, str]]:
+    weights = topology(emulator).get("spec", {}).get("weights", [])
+    weight = next((w for w in weights if w["name"] == "NetperfCosts"), {"topologyList": []})
+    return {
+        (t["topologyKey"], o["origin"], c["destination"]): (c["networkCost"], c["bandwidthAllocated"])
+        for t in weight["topologyList"]
+        for o in t["originList"]
+        for c in o.get("costList", [])
+    }
+
+
+def recomputations(emulator: ApiEmulator) -> list[float]:
+    """Times of the controller's status writes (kopf's own finalizer and annotation writes are not counted)."""
+    times = [t for t, _, plural, _, _, sub in emulator.writes if plural == "networktopologies" and sub == "status"]
+    clusters: list[float] = []
+    for moment in times:
+        if not clusters or moment - clusters[-1] > 0.3:
+            clusters.append(moment)
+    return clusters
+
+
+async def reasons_posted(api: Api, reason: str) -> None:
+    for _ in range(100):
+        _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+        if any(event["reason"] == reason for event in events["items"]):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {reason} event")
+
+
+def pod(name: str, selector: str, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
+    }
+
+
+async def test_networktopology_lifecycle(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(documents("cluster.yaml") + documents("appgroup-a1.yaml"))
+    async with running_operator(emulator.base_url, ("networktopology",), OPTIONS):
+        # 1. the NetworkTopology and its ConfigMap appear
+        await api.call("POST", CM, {"metadata": {"name": "netperf-metrics"}, "data": seeds_matrix()})
+        await api.call("POST", NT, documents("networktopology.yaml")[0])
+        await eventually(lambda: (ZONE, "Z1", "Z2") in netperf(emulator) and "status" in topology(emulator))
+        assert netperf(emulator)[(ZONE, "Z1", "Z2")] == (6, "0")
+        assert netperf(emulator)[(REGION, "us-east-1", "us-west-1")] == (30, "0")
+        status = topology(emulator)["status"]
+        assert status["nodeCount"] == 8 and status["conditions"][0]["reason"] == "CostsComputed"
+        user_defined = documents("networktopology.yaml")[0]["spec"]["weights"][0]
+        assert topology(emulator)["spec"]["weights"][0] == user_defined
+
+        # 2. a measurement changes (several quick edits: debounced)
+        for value in ("40", "41", "42", "43", "44"):
+            data = {KEY.format(a, "n-1"): value for a in ("n-3", "n-4")}
+            await api.call("PATCH", CM + "/netperf-metrics", {"data": data}, "application/merge-patch+json")
+        await eventually(lambda: netperf(emulator).get((ZONE, "Z2", "Z1"), (0,))[0] == 25)  # median of 5,5,44,44
+
+        # 3. a node moves to another zone of its region
+        await api.call(
+            "PATCH", "/api/v1/nodes/n-4", {"metadata": {"labels": {ZONE: "Z5"}}}, "application/merge-patch+json"
+        )
+        await eventually(lambda: (ZONE, "Z1", "Z5") in netperf(emulator))
+        assert netperf(emulator)[(ZONE, "Z5", "Z2")] == (1, "0")  # n-4 -> n-3 was a same-zone measurement
+
+        # 4. AppGroup pods are scheduled: p2 in Z1 depends on p3 (250Mi) in Z2
+        await api.call("POST", PODS, pod("p2-a", "p2", "n-1"))
+        await api.call("POST", PODS, pod("p3-a", "p3", "n-3"))
+        await eventually(lambda: netperf(emulator).get((ZONE, "Z1", "Z2"), (0, ""))[1] == "250Mi")
+
+        # 5. ... and deleted: the allocation is exact, not accumulated
+        await api.call("DELETE", PODS + "/p3-a")
+        await eventually(lambda: netperf(emulator).get((ZONE, "Z1", "Z2"), (0, ""))[1] == "0")
+
+        # 6. the ConfigMap disappears: Ready=False, the weights stay
+        weights = topology(emulator)["spec"]["weights"]
+        await api.call("DELETE", CM + "/netperf-metrics")
+        await eventually(lambda: topology(emulator)["status"]["conditions"][0]["reason"] == "ConfigMapNotFound")
+        assert topology(emulator)["spec"]["weights"] == weights
+        await reasons_posted(api, "ConfigMapNotFound")
+
+        # Never more than one recomputation per debounce interval, and quiet when nothing changes.
+        times = recomputations(emulator)
+        assert all(later - earlier >= DEBOUNCE - 0.05 for earlier, later in zip(times, times[1:], strict=False))
+        before = len(emulator.writes)
+        await asyncio.sleep(DEBOUNCE * 2.5)
+        assert len(emulator.writes) == before
+
+
+async def test_skipped_entries_are_one_capped_event(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(documents("cluster.yaml"))
+    async with running_operator(emulator.base_url, ("networktopology",), OPTIONS):
+        bad = {f"netperf.p90.latency.milliseconds.origin.n-1.destination.ghost-{i}": "5" for i in range(30)}
+        await api.call("POST", CM, {"metadata": {"name": "netperf-metrics"}, "data": {**seeds_matrix(), **bad}})
+        await api.call("POST", NT, documents("networktopology.yaml")[0])
+        await eventually(lambda: topology(emulator).get("status", {}).get("netperf", {}).get("skipped") == 30)
+        status = topology(emulator)["status"]
+        assert len(status["netperf"]["skippedEntries"]) == 20
+        assert status["netperf"]["measurements"] == 56
+        await reasons_posted(api, "NetperfEntriesSkipped")
+        await asyncio.sleep(DEBOUNCE * 1.5)  # later recomputations do not repeat it
+        _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+        skipped = [event for event in events["items"] if event["reason"] == "NetperfEntriesSkipped"]
+        assert len(skipped) == 1
+        assert skipped[0]["message"].startswith("30 netperf entries skipped: ")
+        assert "(and 25 more, see status.netperf)" in skipped[0]["message"]
