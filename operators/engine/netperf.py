@@ -16,7 +16,7 @@ node or zone, a self-pair, a repeated pair — and never read as 0 (upstream rea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from operators.api import keys
@@ -38,14 +38,20 @@ class Skipped:
 
 @dataclass
 class Measurements:
-    node_pairs: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Usable measurements. Node pairs are bucketed by the places (region, zone) of their two nodes
+    (``place_pairs[a * len(places) + b]``), which is all the cost aggregation needs and keeps a
+    million-key matrix cheap."""
+
+    places: list[tuple[str, str]] = field(default_factory=list)
+    place_pairs: list[list[int]] = field(default_factory=list)
     zone_pairs: dict[tuple[str, str], int] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     config_maps: list[str] = field(default_factory=list)
+    node_measurements: int = 0
 
     @property
     def used(self) -> int:
-        return len(self.node_pairs) + len(self.zone_pairs)
+        return self.node_measurements + len(self.zone_pairs)
 
 
 def netperf_config_maps(config_maps: Iterable[ConfigMap], namespace: str, topology: str, named: str) -> list[ConfigMap]:
@@ -68,39 +74,75 @@ def _milliseconds(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
-def read_measurements(config_maps: Iterable[ConfigMap], nodes: Set[str], zones: Set[str]) -> Measurements:
-    """Every usable measurement of ``config_maps`` (in the order given; the first of a repeated pair wins)."""
-    result = Measurements()
+def _reason(key: str, value: str, nodes: Set[str], zones: Set[str], seen: Set[str]) -> str | None:
+    """Why a key cannot be used (None: it can)."""
+    if key.startswith(keys.NETPERF_ZONE_KEY_PREFIX):
+        origin, separator, destination = key[len(keys.NETPERF_ZONE_KEY_PREFIX) :].partition(_ZONE_SEPARATOR)
+        known, kind = zones, "zone"
+    elif key.startswith(keys.NETPERF_NODE_KEY_PREFIX):
+        origin, separator, destination = key[len(keys.NETPERF_NODE_KEY_PREFIX) :].partition(_NODE_SEPARATOR)
+        known, kind = nodes, "node"
+    else:
+        return "not a netperf key"
+    if not separator or not origin or not destination:
+        return "malformed key: expected <origin>.destination.<destination>"
+    if _milliseconds(value) is None:
+        return f"value {value!r} is not a whole number of milliseconds"
+    if origin == destination:
+        return f"self-pair {origin}"
+    if origin not in known or destination not in known:
+        return f"unknown {kind} {origin if origin not in known else destination}"
+    if key in seen:
+        return "repeated pair (an earlier ConfigMap or key already measured it)"
+    return None
+
+
+def read_measurements(
+    config_maps: Iterable[ConfigMap], node_places: Mapping[str, tuple[str, str]], zones: Set[str]
+) -> Measurements:
+    """Every usable measurement of ``config_maps`` (in the order given; the first of a repeated pair wins).
+
+    ``node_places`` maps every known node to its (region, zone).
+    """
+    places = sorted(set(node_places.values()))
+    place_id = {place: index for index, place in enumerate(places)}
+    node_place = {node: place_id[place] for node, place in node_places.items()}
+    width = len(places)
+    result = Measurements(places=places, place_pairs=[[] for _ in range(width * width)])
+    buckets = result.place_pairs
+    seen_keys: set[str] = set()  # a repeated pair has the same key, whichever ConfigMap holds it
+    node_prefix, zone_prefix = keys.NETPERF_NODE_KEY_PREFIX, keys.NETPERF_ZONE_KEY_PREFIX
+    node_start, zone_start = len(node_prefix), len(zone_prefix)
+    nodes = node_places.keys()
     for config_map in config_maps:
         result.config_maps.append(config_map.name)
-        for key in sorted(config_map.data):
-            value = config_map.data[key]
-
-            def skip(reason: str, key: str = key, name: str = config_map.name) -> None:
-                result.skipped.append(Skipped(name, key, reason))
-
-            if key.startswith(keys.NETPERF_ZONE_KEY_PREFIX):
-                origin, separator, destination = key[len(keys.NETPERF_ZONE_KEY_PREFIX) :].partition(_ZONE_SEPARATOR)
-                table, known, kind = result.zone_pairs, zones, "zone"
-            elif key.startswith(keys.NETPERF_NODE_KEY_PREFIX):
-                origin, separator, destination = key[len(keys.NETPERF_NODE_KEY_PREFIX) :].partition(_NODE_SEPARATOR)
-                table, known, kind = result.node_pairs, nodes, "node"
+        for key, value in config_map.data.items():
+            # The common case, a valid node-pair key, inline: a full matrix has a million of them.
+            if key.startswith(node_prefix):
+                origin, separator, destination = key[node_start:].partition(_NODE_SEPARATOR)
+                a, b = node_place.get(origin), node_place.get(destination)
+                if (
+                    separator
+                    and a is not None
+                    and b is not None
+                    and origin != destination
+                    and value.isascii()
+                    and value.isdigit()
+                    and key not in seen_keys
+                ):
+                    seen_keys.add(key)
+                    buckets[a * width + b].append(int(value))
+                    result.node_measurements += 1
+                    continue
+                reason = _reason(key, value, nodes, zones, seen_keys)
+            elif key.startswith(zone_prefix):
+                origin, separator, destination = key[zone_start:].partition(_ZONE_SEPARATOR)
+                reason = _reason(key, value, nodes, zones, seen_keys)
+                if reason is None:
+                    seen_keys.add(key)
+                    result.zone_pairs[(origin, destination)] = int(value)
+                    continue
             else:
-                skip("not a netperf key")
-                continue
-            if not separator or not origin or not destination:
-                skip("malformed key: expected <origin>.destination.<destination>")
-                continue
-            milliseconds = _milliseconds(value)
-            if milliseconds is None:
-                skip(f"value {value!r} is not a whole number of milliseconds")
-            elif origin == destination:
-                skip(f"self-pair {origin}")
-            elif origin not in known or destination not in known:
-                unknown = origin if origin not in known else destination
-                skip(f"unknown {kind} {unknown}")
-            elif (origin, destination) in table:
-                skip("repeated pair (an earlier ConfigMap or key already measured it)")
-            else:
-                table[(origin, destination)] = milliseconds
+                reason = "not a netperf key"
+            result.skipped.append(Skipped(config_map.name, key, reason or "unusable"))
     return result

@@ -89,18 +89,20 @@ def expected_pairs(nodes: Iterable[Node]) -> list[PairKey]:
 
 def aggregate_costs(nodes: Sequence[Node], measurements: Measurements) -> Costs:
     """Zone and region costs: the median of the measurements between them (see the module docstring)."""
-    where = {node.name: (node.region, node.zone) for node in nodes}
     zone_region = {node.zone: node.region for node in nodes if node.zone and node.region}
     samples: dict[PairKey, list[int]] = defaultdict(list)
     unlabelled: list[Skipped] = []
-    for (origin, destination), milliseconds in measurements.node_pairs.items():
-        (r1, z1), (r2, z2) = where[origin], where[destination]
+    places = measurements.places
+    for index, values in enumerate(measurements.place_pairs):
+        if not values:
+            continue
+        (r1, z1), (r2, z2) = places[index // len(places)], places[index % len(places)]
         if not r1 or not r2:
-            unlabelled.append(Skipped("", f"{origin} -> {destination}", "node without a region label"))
+            unlabelled.append(Skipped("", f"{len(values)} measurements", "a node without a region label"))
         elif r1 != r2:
-            samples[(keys.REGION_LABEL, r1, r2)].append(milliseconds)
+            samples[(keys.REGION_LABEL, r1, r2)].extend(values)
         elif z1 and z2 and z1 != z2:
-            samples[(keys.ZONE_LABEL, z1, z2)].append(milliseconds)
+            samples[(keys.ZONE_LABEL, z1, z2)].extend(values)
     for (z1, z2), milliseconds in measurements.zone_pairs.items():
         r1, r2 = zone_region.get(z1, ""), zone_region.get(z2, "")
         if r1 == r2:
@@ -259,7 +261,7 @@ def networktopology_result(
         return TopologyResult(topology.model_copy(update={"status": status}), [])
     nodes = snapshot.nodes
     zones = {node.zone for node in nodes if node.zone}
-    measurements = read_measurements(config_maps, {node.name for node in nodes}, zones)
+    measurements = read_measurements(config_maps, {node.name: (node.region, node.zone) for node in nodes}, zones)
     costs = aggregate_costs(nodes, measurements)
     allocated = allocated_bandwidth(snapshot.app_groups, snapshot.pods, nodes)
     weight = netperf_weight(costs.costs, allocated, user_capacities(topology.spec.weights), default_capacity)

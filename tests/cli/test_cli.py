@@ -49,6 +49,9 @@ def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:
     ]
     assert a1["status"]["topologyCalculationTime"] == NOW
     assert a1["status"]["conditions"][0]["reason"] == "TopologyComputed"
+    topology = next(item for item in listing["items"] if item["kind"] == "NetworkTopology")
+    assert [weight["name"] for weight in topology["spec"]["weights"]] == ["UserDefined", "NetperfCosts"]
+    assert topology["status"]["nodeCount"] == 8 and topology["status"]["weightCalculationTime"] == NOW
     boutique = next(item for item in listing["items"] if item["metadata"]["name"] == "onlineboutique")
     assert len(boutique["status"]["topologyOrder"]) == 11
     assert a1["spec"] == yaml.safe_load((ROOT / "hack/examples/appgroup-a1.yaml").read_text())["spec"]

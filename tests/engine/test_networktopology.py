@@ -242,7 +242,7 @@ def test_costs_do_not_depend_on_node_order(values: random.Random, shuffler: rand
         nodes,
         read_measurements(
             [ConfigMap.parse(configmap({KEY.format(a, b): str(v) for (a, b), v in matrix.items()}))],
-            {n.name for n in nodes},
+            {n.name: (n.region, n.zone) for n in nodes},
             {n.zone for n in nodes},
         ),
     ).costs
@@ -252,7 +252,7 @@ def test_costs_do_not_depend_on_node_order(values: random.Random, shuffler: rand
     shuffler.shuffle(items)
     measurements = read_measurements(
         [ConfigMap.parse(configmap({KEY.format(a, b): str(v) for (a, b), v in items}))],
-        {n.name for n in shuffled_nodes},
+        {n.name: (n.region, n.zone) for n in shuffled_nodes},
         {n.zone for n in shuffled_nodes},
     )
     assert aggregate_costs(shuffled_nodes, measurements).costs == reference

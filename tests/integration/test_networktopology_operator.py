@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
@@ -117,7 +118,7 @@ async def test_networktopology_lifecycle(api: Api, emulator: ApiEmulator) -> Non
 
         # Never more than one recomputation per debounce interval, and quiet when nothing changes.
         times = recomputations(emulator)
-        assert all(later - earlier >= DEBOUNCE - 0.05 for earlier, later in zip(times, times[1:], strict=False))
+        assert all(later - earlier >= DEBOUNCE - 0.05 for earlier, later in itertools.pairwise(times))
         before = len(emulator.writes)
         await asyncio.sleep(DEBOUNCE * 2.5)
         assert len(emulator.writes) == before
