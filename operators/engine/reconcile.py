@@ -13,10 +13,14 @@ from typing import Any
 
 from operators.engine.appgroup import appgroup_status
 from operators.engine.networktopology import networktopology_result
+from operators.engine.nodeslo import NodeSLOOptions, render_all
+from operators.engine.sloconfig import ConfigState, update_config
 from operators.engine.snapshot import Snapshot
 
 
-def reconcile(snapshot: Snapshot, now: datetime.datetime) -> list[dict[str, Any]]:
+def reconcile(
+    snapshot: Snapshot, now: datetime.datetime, nodeslo: NodeSLOOptions | None = None
+) -> list[dict[str, Any]]:
     """The AppGroups, NetworkTopologies and NodeSLOs of the snapshot, as the controllers would write them."""
     objects: list[dict[str, Any]] = []
     for group in snapshot.app_groups:
@@ -24,5 +28,9 @@ def reconcile(snapshot: Snapshot, now: datetime.datetime) -> list[dict[str, Any]
     objects.extend(
         networktopology_result(topology, snapshot, now).topology.to_wire() for topology in snapshot.network_topologies
     )
-    objects.extend(slo.to_wire() for slo in snapshot.node_slos)
+    options = nodeslo or NodeSLOOptions()
+    config_map = snapshot.config_map_by_key.get((options.config_namespace, options.config_name))
+    state = update_config(ConfigState(), config_map.data if config_map else None, snapshot.nodes)
+    existing = {slo.metadata.name: slo for slo in snapshot.node_slos}
+    objects.extend(slo.to_wire() for slo in render_all(snapshot.nodes, state, existing, options, now))
     return objects

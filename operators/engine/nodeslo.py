@@ -1,0 +1,210 @@
+"""One NodeSLO per node, network part, from the configuration in force (pure).
+
+``render_nodeslo(node, state, existing, options, now)``:
+
+1. **Strategies.** The node's resource-qos and system strategies: the first node strategy whose
+   selector matches, else the cluster strategy (:mod:`operators.engine.sloconfig`). A key that
+   has never been valid renders what the existing NodeSLO already has (no silent reset).
+2. **Spec** (unless ``spec_owner`` is ``koordinator``): ``resourceQOSStrategy`` is the strategy,
+   ``systemStrategy`` the system strategy with the node annotation
+   ``node.koordinator.sh/network-bandwidth`` as ``totalNetworkBandwidth`` when present (as Koordinator).
+3. **Node total**, first found: annotation ``node.koordinator.sh/network-bandwidth``, annotation
+   ``node.kubernetes.io/network-limit``, the system strategy's ``totalNetworkBandwidth`` (non-zero),
+   the configured default. None of them (or an annotation that is not a quantity) gives
+   ``NetworkBandwidthKnown=False`` and no ``status.networkQOS``, never zeros. Units: bits/s.
+4. **status.networkQOS**: per class and direction, request and limit in bits/s — an int is
+   ``total * percent // 100`` (Koordinator's tc arithmetic), a string its value; a missing request
+   is 0 and a missing limit 100 % (the CRD defaults). The system class gets the remainder,
+   ``total - ls request - be request`` (never below 0), with the whole total as limit.
+5. **Conditions**: ``NetworkQOSConfigValid`` (False with the refused key's message while a newer
+   config is refused), ``NetworkBandwidthKnown``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from operators.api import keys
+from operators.api.errors import FieldError
+from operators.api.meta import Condition, ObjectMeta
+from operators.api.nodeslo import (
+    ClassBandwidth,
+    NetworkQOSClasses,
+    NetworkQOSStatus,
+    NodeSLO,
+    NodeSLOSpec,
+    NodeSLOStatus,
+)
+from operators.api.quantity import Quantity, QuantityError
+from operators.engine.sloconfig import ConfigState, KeyConfig, network_qos
+from operators.engine.snapshot import Node
+
+BANDWIDTH_KNOWN = "NetworkBandwidthKnown"
+
+
+@dataclass(frozen=True)
+class NodeSLOOptions:
+    config_namespace: str = keys.SLO_CONFIG_NAMESPACE
+    config_name: str = keys.SLO_CONFIG_NAME
+    default_total: Quantity | None = None  # bits/s for nodes with no other source; None: unknown
+    spec_owner: Literal["netaware", "koordinator"] = "netaware"
+
+
+def node_total(
+    node: Node, system_strategy: Mapping[str, Any], default: Quantity | None
+) -> tuple[Quantity | None, str, str]:
+    """(total bits/s or None, its source, a problem message or "")."""
+    for annotation in (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS):
+        if annotation in node.annotations:
+            text = node.annotations[annotation]
+            try:
+                return Quantity.parse(text, f"metadata.annotations[{annotation}]"), annotation, ""
+            except QuantityError as error:
+                return None, annotation, str(error)
+    configured = system_strategy.get("totalNetworkBandwidth")
+    if configured is not None:
+        total = Quantity.parse(configured)
+        if total:
+            return total, keys.SYSTEM_CONFIG_KEY, ""
+    if default is not None:
+        return default, "default", ""
+    return (
+        None,
+        "",
+        (
+            f"no bandwidth for node {node.name}: no {keys.NODE_BANDWIDTH_KOORDINATOR} or "
+            f"{keys.NODE_BANDWIDTH_THESIS} annotation, no totalNetworkBandwidth in system-config, "
+            "no default"
+        ),
+    )
+
+
+def _bits(raw: Any, total: int, fallback: int) -> int:
+    if raw is None:
+        return fallback
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return total * raw // 100
+    return Quantity.parse(raw).value()
+
+
+def class_bandwidth(strategy: Mapping[str, Any], total: Quantity) -> NetworkQOSClasses:
+    bits = total.value()
+    classes: dict[str, ClassBandwidth] = {}
+    for short, class_name in (("lsr", "lsrClass"), ("ls", "lsClass"), ("be", "beClass")):
+        qos = network_qos(strategy, class_name)
+        classes[short] = ClassBandwidth(
+            **{
+                f"{direction}_{kind}": Quantity.of(
+                    _bits(qos.get(f"{direction}{kind.title()}"), bits, 0 if kind == "request" else bits)
+                )
+                for direction in ("ingress", "egress")
+                for kind in ("request", "limit")
+            }
+        )
+    remainder = {
+        direction: max(
+            0,
+            bits
+            - getattr(classes["ls"], f"{direction}_request").value()
+            - getattr(classes["be"], f"{direction}_request").value(),
+        )
+        for direction in ("ingress", "egress")
+    }
+    classes["system"] = ClassBandwidth(
+        ingress_request=Quantity.of(remainder["ingress"]),
+        ingress_limit=Quantity.of(bits),
+        egress_request=Quantity.of(remainder["egress"]),
+        egress_limit=Quantity.of(bits),
+    )
+    return NetworkQOSClasses(**classes)
+
+
+def _condition(
+    existing: NodeSLO | None, kind: str, ok: bool, reason: str, message: str, now: datetime.datetime
+) -> Condition:
+    old = (
+        next((c for c in (existing.status.conditions or ()) if c.type == kind), None)
+        if existing and existing.status
+        else None
+    )
+    status = "True" if ok else "False"
+    moment = old.last_transition_time if old is not None and old.status == status and old.message == message else now
+    return Condition(type=kind, status=status, reason=reason, message=message, last_transition_time=moment)
+
+
+def _strategy(config: KeyConfig | None, node: Node, fallback: Mapping[str, Any] | None) -> dict[str, Any]:
+    if config is None:
+        return dict(fallback or {})
+    return dict(config.for_node(node.labels)[1])
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        Quantity.parse(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def render_nodeslo(
+    node: Node, state: ConfigState, existing: NodeSLO | None, options: NodeSLOOptions, now: datetime.datetime
+) -> NodeSLO:
+    """The NodeSLO of ``node`` (see the module docstring)."""
+    old_spec = existing.spec.model_dump(mode="json", by_alias=True, exclude_none=True) if existing else {}
+    qos_strategy = _strategy(state.configs.get(keys.RESOURCE_QOS_CONFIG_KEY), node, old_spec.get("resourceQOSStrategy"))
+    system_strategy = _strategy(state.configs.get(keys.SYSTEM_CONFIG_KEY), node, old_spec.get("systemStrategy"))
+    annotated = node.annotations.get(keys.NODE_BANDWIDTH_KOORDINATOR)
+    if annotated is not None and _is_quantity(annotated):  # a bad one is reported by NetworkBandwidthKnown
+        system_strategy["totalNetworkBandwidth"] = annotated
+    if options.spec_owner == "koordinator" and existing is not None:
+        spec = existing.spec
+    else:
+        spec = NodeSLOSpec.model_validate({"resourceQOSStrategy": qos_strategy, "systemStrategy": system_strategy})
+    total, source, problem = node_total(node, system_strategy, options.default_total)
+    refused = [str(state.problems[key]) for key in sorted(state.problems)]
+    conditions = [
+        _condition(
+            existing,
+            keys.CONDITION_NETWORK_QOS_VALID,
+            not refused,
+            "ConfigRefused" if refused else "ConfigApplied",
+            "; ".join(refused) + " (the last valid configuration stays in force)"
+            if refused
+            else "the network QoS configuration is valid",
+            now,
+        ),
+        _condition(
+            existing,
+            BANDWIDTH_KNOWN,
+            total is not None,
+            "TotalFound" if total is not None else "TotalUnknown",
+            f"{total} bits/s from {source}" if total is not None else problem,
+            now,
+        ),
+    ]
+    network = (
+        NetworkQOSStatus(
+            total_network_bandwidth=total, total_source=source, classes=class_bandwidth(qos_strategy, total)
+        )
+        if total is not None
+        else None
+    )
+    metadata = existing.metadata if existing else ObjectMeta(name=node.name)
+    return NodeSLO(metadata=metadata, spec=spec, status=NodeSLOStatus(network_qos=network, conditions=conditions))
+
+
+def render_all(
+    nodes: Sequence[Node],
+    state: ConfigState,
+    existing: Mapping[str, NodeSLO],
+    options: NodeSLOOptions,
+    now: datetime.datetime,
+) -> list[NodeSLO]:
+    return [render_nodeslo(node, state, existing.get(node.name), options, now) for node in nodes]
+
+
+def config_problems(state: ConfigState) -> list[FieldError]:
+    return [state.problems[key] for key in sorted(state.problems)]
