@@ -60,6 +60,27 @@ async def read_json(api: client.ApiClient, path: str, **params: str) -> dict[str
     return dict(result) if result is not None else None
 
 
+async def send_json(
+    api: client.ApiClient, method: str, path: str, body: Any, content_type: str = "application/json"
+) -> dict[str, Any] | None:
+    """Send a JSON body (POST, PUT, PATCH) or nothing (DELETE) to an API path; None when not found."""
+    try:
+        result = await api.call_api(
+            path,
+            method,
+            body=body,
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            response_types_map={200: "object", 201: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return dict(result) if result is not None else None
+
+
 RETRYABLE = frozenset({409, 429, 500, 502, 503, 504})
 
 

@@ -9,19 +9,22 @@ from typing import Any
 import kopf
 
 from operators.api import keys
-from operators.controllers import appgroup, networktopology
+from operators.controllers import appgroup, networktopology, nodeslo
 from operators.controllers.kube import ApiClientFactory, cluster_api_client
 from operators.controllers.networktopology import NetworkTopologyOptions
+from operators.engine.nodeslo import NodeSLOOptions
 
 
 @dataclass(frozen=True)
 class ControllerOptions:
     networktopology: NetworkTopologyOptions = field(default_factory=NetworkTopologyOptions)
+    nodeslo: NodeSLOOptions = field(default_factory=NodeSLOOptions)
 
 
 COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ControllerOptions], None]] = {
     "appgroup": lambda registry, _options: appgroup.register(registry),
     "networktopology": lambda registry, options: networktopology.register(registry, options.networktopology),
+    "nodeslo": lambda registry, options: nodeslo.register(registry, options.nodeslo),
 }
 
 

@@ -39,8 +39,12 @@ def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:
     listing = yaml.safe_load(out)
     assert listing["apiVersion"] == "v1" and listing["kind"] == "List"
     kinds = sorted({(item["kind"], item["metadata"]["name"]) for item in listing["items"]})
-    assert kinds == [("AppGroup", "a1"), ("AppGroup", "onlineboutique"), ("NetworkTopology", "net-topology-test"),
-                     *(("NodeSLO", f"n-{i}") for i in range(1, 9))]
+    assert kinds == [
+        ("AppGroup", "a1"),
+        ("AppGroup", "onlineboutique"),
+        ("NetworkTopology", "net-topology-test"),
+        *(("NodeSLO", f"n-{i}") for i in range(1, 9)),
+    ]
     east = next(item for item in listing["items"] if item["kind"] == "NodeSLO" and item["metadata"]["name"] == "n-6")
     assert east["status"]["networkQOS"]["classes"]["be"]["ingressRequest"] == "500M"  # east node strategy: 5 % of 10G
     a1 = next(item for item in listing["items"] if item["metadata"]["name"] == "a1")

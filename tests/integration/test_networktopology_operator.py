@@ -52,9 +52,9 @@ def recomputations(emulator: ApiEmulator) -> list[float]:
     return clusters
 
 
-async def reasons_posted(api: Api, reason: str) -> None:
+async def reasons_posted(api: Api, reason: str, namespace: str = "default") -> None:
     for _ in range(100):
-        _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+        _, events = await api.call("GET", f"/api/v1/namespaces/{namespace}/events")
         if any(event["reason"] == reason for event in events["items"]):
             return
         await asyncio.sleep(0.05)

@@ -1,0 +1,154 @@
+"""The NodeSLO netqos controller (kopf): a thin shell over :mod:`operators.engine.nodeslo`.
+
+* The ``slo-controller-config`` ConfigMap is watched; each change updates the configuration in
+  force (last good per key), posts one Warning Event on the ConfigMap per newly refused key
+  (naming the key, the field and the value), and re-renders every node. Its deletion changes
+  nothing (as Koordinator).
+* Node events re-render that node when its labels or bandwidth annotations change (upstream
+  ignores annotation-only changes); a deleted node's NodeSLO is deleted.
+* NodeSLO events revert manual edits of the spec and recreate a deleted NodeSLO of a live node.
+  With ``spec_owner="koordinator"`` only the status is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+import pydantic
+
+from operators.api import keys
+from operators.api.nodeslo import NodeSLO
+from operators.controllers.kube import patch_status, read_json, send_json
+from operators.engine.nodeslo import NodeSLOOptions, render_nodeslo
+from operators.engine.sloconfig import ConfigState, update_config
+from operators.engine.snapshot import Node
+
+RESOURCE = (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos")
+PATH = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos"
+JSON_PATCH = "application/json-patch+json"
+WATCHED_ANNOTATIONS = (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS)
+
+
+@dataclass
+class _State:
+    config: ConfigState = dataclasses.field(default_factory=ConfigState)
+    loaded: bool = False
+    nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
+    slos: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    locks: dict[str, asyncio.Lock] = dataclasses.field(default_factory=dict)
+
+
+def _watched(node: Node) -> tuple[Any, ...]:
+    return (dict(node.labels), tuple(node.annotations.get(key) for key in WATCHED_ANNOTATIONS))
+
+
+async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions) -> None:
+    """Create, fix or delete the NodeSLO of one node, from the configuration in force."""
+    async with state.locks.setdefault(name, asyncio.Lock()):
+        node = state.nodes.get(name)
+        current = state.slos.get(name)
+        if node is None:
+            if current is not None:
+                await send_json(api, "DELETE", f"{PATH}/{name}", None)
+                state.slos.pop(name, None)
+            return
+        existing = None
+        if current is not None:
+            try:
+                existing = NodeSLO.model_validate(current)
+            except pydantic.ValidationError:
+                existing = None  # unreadable: render afresh
+        wanted = render_nodeslo(node, state.config, existing, options, datetime.datetime.now(datetime.UTC)).to_wire()
+        if current is None:
+            created = await send_json(
+                api, "POST", PATH, {key: value for key, value in wanted.items() if key != "status"}
+            )
+            current = created or wanted
+        elif options.spec_owner == "netaware" and current.get("spec") != wanted["spec"]:
+            operation = "replace" if "spec" in current else "add"
+            current = (
+                await send_json(
+                    api,
+                    "PATCH",
+                    f"{PATH}/{name}",
+                    [{"op": operation, "path": "/spec", "value": wanted["spec"]}],
+                    JSON_PATCH,
+                )
+                or current
+            )
+        if current.get("status") != wanted.get("status"):
+            await patch_status(api, *RESOURCE, None, name, wanted.get("status") or {})
+            current = {**current, "status": wanted.get("status")}
+        state.slos[name] = current
+
+
+async def ensure_config(api: Any, state: _State, options: NodeSLOOptions) -> None:
+    """Read the ConfigMap once before the first rendering (it may never send an event: absent)."""
+    if state.loaded:
+        return
+    found = await read_json(api, f"/api/v1/namespaces/{options.config_namespace}/configmaps/{options.config_name}")
+    state.config = update_config(
+        state.config, (found or {}).get("data") or ({} if found else None), list(state.nodes.values())
+    )
+    state.loaded = True
+
+
+def register(registry: kopf.OperatorRegistry, options: NodeSLOOptions | None = None) -> None:
+    """Add the NodeSLO handlers to ``registry``."""
+    settings = options or NodeSLOOptions()
+
+    @kopf.on.startup(id="nodeslo_state", registry=registry)
+    def init_state(memo: kopf.Memo, **_: Any) -> None:
+        memo.nodeslo = _State()
+
+    def is_config(namespace: str, name: str, **_: Any) -> bool:
+        return namespace == settings.config_namespace and name == settings.config_name
+
+    @kopf.on.event("configmaps", id="nodeslo_config", when=is_config, registry=registry)  # type: ignore[arg-type]
+    async def config_event(
+        type: str | None, body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any
+    ) -> None:
+        state: _State = memo.nodeslo
+        data = None if type == "DELETED" else dict(body.get("data") or {})
+        before = dict(state.config.problems)
+        state.config = update_config(state.config, data, list(state.nodes.values()))
+        state.loaded = True
+        for key, problem in state.config.problems.items():
+            if str(before.get(key)) != str(problem):
+                kopf.warn(
+                    body, reason="NetworkQOSConfigInvalid", message=f"{problem}; the last valid {key} stays in force"
+                )
+                logger.warning("slo-controller-config refused: %s", problem)
+        for name in sorted(state.nodes):
+            await sync_node(memo.api, state, name, settings)
+
+    @kopf.on.event("nodes", id="nodeslo_nodes", registry=registry)
+    async def node_event(type: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        state: _State = memo.nodeslo
+        if type == "DELETED":
+            state.nodes.pop(name, None)
+        else:
+            node = Node.parse(dict(body))
+            previous = state.nodes.get(name)
+            state.nodes[name] = node
+            if previous is not None and _watched(previous) == _watched(node) and name in state.slos:
+                return  # nothing the NodeSLO depends on changed
+        await ensure_config(memo.api, state, settings)
+        await sync_node(memo.api, state, name, settings)
+
+    @kopf.on.event(*RESOURCE, id="nodeslo_edits", registry=registry)
+    async def nodeslo_event(type: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        state: _State = memo.nodeslo
+        if type == "DELETED":
+            state.slos.pop(name, None)
+        else:
+            state.slos[name] = dict(body)
+        if name in state.nodes and state.loaded:
+            await sync_node(memo.api, state, name, settings)
+
