@@ -151,4 +151,3 @@ def register(registry: kopf.OperatorRegistry, options: NodeSLOOptions | None = N
             state.slos[name] = dict(body)
         if name in state.nodes and state.loaded:
             await sync_node(memo.api, state, name, settings)
-

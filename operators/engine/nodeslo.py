@@ -23,6 +23,8 @@
 from __future__ import annotations
 
 import datetime
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -91,7 +93,15 @@ def _bits(raw: Any, total: int, fallback: int) -> int:
 
 
 def class_bandwidth(strategy: Mapping[str, Any], total: Quantity) -> NetworkQOSClasses:
-    bits = total.value()
+    """Request and limit per class and direction in bits/s (nodes sharing a strategy and a total share it)."""
+    classes = {name: strategy.get(name) for name in ("lsrClass", "lsClass", "beClass")}
+    return _class_bandwidth(json.dumps(classes, sort_keys=True, default=str), total.nanos)
+
+
+@functools.lru_cache(maxsize=4096)
+def _class_bandwidth(classes_json: str, total_nanos: int) -> NetworkQOSClasses:
+    strategy = json.loads(classes_json)
+    bits = Quantity(total_nanos).value()
     classes: dict[str, ClassBandwidth] = {}
     for short, class_name in (("lsr", "lsrClass"), ("ls", "lsClass"), ("be", "beClass")):
         qos = network_qos(strategy, class_name)
