@@ -50,7 +50,7 @@ def ns(**annotations: str) -> Namespace:
 
 def added(raw: dict[str, Any], namespace: Namespace | None = None) -> dict[str, str]:
     admission = admit_pod(raw, [A1], namespace)
-    return admission.annotations((raw["metadata"].get("annotations") or {}))
+    return admission.annotations(raw["metadata"].get("annotations") or {})
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,9 @@ def added(raw: dict[str, Any], namespace: Namespace | None = None) -> dict[str, 
             {
                 IR: "100Mi",
                 ER: "250Mi",
-                "netaware.io/bandwidth-source": "kubernetes.io/egress-request=appgroup,kubernetes.io/ingress-request=appgroup",
+                "netaware.io/bandwidth-source": (
+                    "kubernetes.io/egress-request=appgroup,kubernetes.io/ingress-request=appgroup"
+                ),
             },
         ),
         ("p3", {IR: "250Mi", "netaware.io/bandwidth-source": "kubernetes.io/ingress-request=appgroup"}),
