@@ -108,6 +108,66 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
         click.echo(output.dump(output.as_list(items), resolved), nl=False)
 
 
+@cli.command("webhook")
+@click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", default=9443, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), help="Serving certificate (PEM).")
+@click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), help="Its private key (PEM).")
+@click.option(
+    "--cert-reload-interval",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds between checks of the certificate files for changes.",
+)
+@click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only.")
+@filename_option(required=False)
+def webhook_command(
+    listen_address: str,
+    port: int,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    cert_reload_interval: float,
+    insecure: bool,
+    filenames: tuple[str, ...],
+) -> None:
+    """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
+
+    AppGroups and Namespaces come from a watch of the cluster (in-cluster credentials or the
+    kubeconfig), or from a snapshot with -f.
+    """
+    import asyncio
+    import logging
+    import signal
+
+    from operators.controllers.kube import cluster_api_client
+    from webhooks.server import ReloadingTLS, serve
+    from webhooks.view import ClusterView
+
+    if not insecure and not (tls_cert_file and tls_private_key_file):
+        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
+        follower = None
+        if filenames:
+            view = ClusterView.from_snapshot(load(filenames))
+        else:
+            view = ClusterView()
+            api = await cluster_api_client()
+            follower = asyncio.create_task(view.follow(api, stop))
+        await serve(view, listen_address, port, tls, stop, cert_reload_interval)
+        if follower:
+            await follower
+
+    asyncio.run(main())
+
+
 def _not_implemented(name: str, summary: str) -> click.Command:
     @click.command(
         name,
@@ -126,7 +186,6 @@ for _name, _summary in (
     ("deschedule", "Plan LowNodeLoad evictions for a snapshot"),
     ("simulate", "Schedule a generated workload with the default and the network-aware scheduler"),
     ("run", "Run the controllers against a cluster"),
-    ("webhook", "Serve the bandwidth mutating admission webhook"),
     ("extender", "Serve the kube-scheduler extender"),
     ("demo", "Run the whole suite against the embedded API emulator with the example cluster"),
 ):

@@ -1,0 +1,64 @@
+"""The webhook's in-memory view follows the API (kubernetes-asyncio list + watch) against the emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from operators.controllers.kube import url_api_client
+from operators.emulator import ApiEmulator
+from tests.integration.conftest import Api
+from tests.integration.test_kopf_operator import AG, documents, eventually
+from webhooks.server import decide
+from webhooks.view import ClusterView
+
+pytestmark = pytest.mark.integration
+
+
+def requests_for(view: ClusterView, selector: str) -> dict[str, str]:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default", "labels": {
+        "appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector}}}
+    answer = decide({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u", "kind": {"kind": "Pod"}, "operation": "CREATE", "object": pod}}, view)
+    import base64
+    import json
+
+    patch = json.loads(base64.b64decode(answer["response"].get("patch", "W10=")))
+    return patch[0]["value"] if patch else {}
+
+
+async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed([d for d in documents("cluster.yaml") if d["kind"] == "Namespace"])
+    view = ClusterView()
+    stop = asyncio.Event()
+    client = await url_api_client(emulator.base_url)()
+    follower = asyncio.create_task(view.follow(client, stop))
+    try:
+        await eventually(lambda: view.ready, within=5)
+        assert "default" in view.namespaces
+
+        await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
+        await eventually(lambda: ("default", "a1") in view.app_groups, within=1)
+        assert requests_for(view, "p1")["kubernetes.io/egress-request"] == "100Mi"
+
+        workloads = documents("appgroup-a1.yaml")[0]["spec"]["workloads"]
+        workloads[0]["dependencies"][0]["minBandwidth"] = "300M"
+        await api.call("PATCH", AG + "/a1", {"spec": {"workloads": workloads}}, "application/merge-patch+json")
+        await eventually(lambda: requests_for(view, "p1").get("kubernetes.io/egress-request") == "300M", within=1)
+
+        await emulator.drop_watches()  # a dropped watch is resumed, the view keeps following
+        await api.call("PATCH", "/api/v1/namespaces/default",
+                       {"metadata": {"annotations": {"netaware.io/default-egress-bandwidth": "2G"}}},
+                       "application/merge-patch+json")
+        await eventually(lambda: "netaware.io/default-egress-bandwidth" in view.namespaces["default"].annotations,
+                         within=2)
+
+        await api.call("DELETE", AG + "/a1")
+        await eventually(lambda: ("default", "a1") not in view.app_groups, within=1)
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await client.close()

@@ -1,0 +1,248 @@
+"""The bandwidth mutating webhook: AdmissionReview v1 over HTTPS (aiohttp), decisions from the engine.
+
+Routes: ``POST /mutate-pods``, ``GET /healthz``, ``GET /readyz`` (ready once the cluster view is
+synced), ``GET /metrics``. Bad input never yields a 5xx: a malformed AdmissionReview, a wrong
+content type or a body over 3 MiB is a 400; an invalid pod is ``allowed: false`` with a message
+naming the annotation and the value. TLS certificates are reloaded when their files change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from operators.engine.bandwidth import Denied, admit_pod, json_patch
+from webhooks.view import ClusterView
+
+logger = logging.getLogger("netaware.webhook")
+
+MAX_BODY = 3 * 1024 * 1024
+WEBHOOK = "mutate-pods"
+VIEW_KEY: web.AppKey[ClusterView] = web.AppKey("view", ClusterView)
+METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", object)  # type: ignore[arg-type]
+
+
+@dataclass
+class WebhookMetrics:
+    registry: CollectorRegistry
+    requests: Counter
+    latency: Histogram
+    in_flight: Gauge
+
+    @classmethod
+    def create(cls) -> WebhookMetrics:
+        registry = CollectorRegistry()
+        return cls(
+            registry,
+            Counter(
+                "controller_runtime_webhook_requests",
+                "Admission requests by HTTP code.",
+                ["webhook", "code"],
+                registry=registry,
+            ),
+            Histogram(
+                "controller_runtime_webhook_latency_seconds",
+                "Admission latency.",
+                ["webhook"],
+                registry=registry,
+                buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+            ),
+            Gauge(
+                "controller_runtime_webhook_requests_in_flight",
+                "Admissions being served.",
+                ["webhook"],
+                registry=registry,
+            ),
+        )
+
+
+def _bad_request(message: str) -> web.Response:
+    return web.json_response({"error": message}, status=400)
+
+
+def review_response(
+    uid: str,
+    allowed: bool,
+    patch: list[dict[str, Any]] | None = None,
+    message: str = "",
+    warnings: list[str] | None = None,
+) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+    if not allowed:
+        response["status"] = {"code": 400, "reason": "BadRequest", "message": message}
+    if warnings:
+        response["warnings"] = warnings
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def decide(review: Any, view: ClusterView) -> dict[str, Any]:
+    """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400)."""
+    if (
+        not isinstance(review, dict)
+        or review.get("kind") != "AdmissionReview"
+        or review.get("apiVersion") != "admission.k8s.io/v1"
+    ):
+        raise ValueError("expected an admission.k8s.io/v1 AdmissionReview")
+    request = review.get("request")
+    if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
+        raise ValueError("AdmissionReview.request.uid is missing")
+    uid = request["uid"]
+    kind = request.get("kind") or {}
+    if (
+        not isinstance(kind, dict)
+        or kind.get("kind") != "Pod"
+        or request.get("operation") != "CREATE"
+        or request.get("subResource")
+    ):
+        return review_response(uid, True)  # not ours: let it through unchanged
+    pod = request.get("object")
+    if not isinstance(pod, dict):
+        raise ValueError("AdmissionReview.request.object must be a Pod object")
+    raw_meta = pod.get("metadata")
+    if raw_meta is not None and not isinstance(raw_meta, dict):
+        return review_response(uid, False, message="metadata must be an object")
+    meta: dict[str, Any] = raw_meta or {}
+    for name in ("annotations", "labels"):
+        value = meta.get(name)
+        if value is not None and not (
+            isinstance(value, dict)
+            and all(isinstance(key, str) and isinstance(item, str) for key, item in value.items())
+        ):
+            return review_response(uid, False, message=f"metadata.{name} must map strings to strings")
+    annotations: dict[str, str] = meta.get("annotations") or {}
+    namespace_name = meta.get("namespace") or request.get("namespace") or "default"
+    if not isinstance(namespace_name, str):
+        raise ValueError("the namespace must be a string")
+    pod = {**pod, "metadata": {**meta, "namespace": namespace_name}}
+    try:
+        admission = admit_pod(pod, view.app_groups.values(), view.namespaces.get(namespace_name))
+    except Denied as denial:
+        return review_response(uid, False, message=str(denial))
+    patch = json_patch(request["object"], admission.annotations(annotations))
+    return review_response(uid, True, patch)
+
+
+async def mutate_pods(request: web.Request) -> web.Response:
+    metrics = request.app[METRICS_KEY]
+    started = time.perf_counter()
+    metrics.in_flight.labels(WEBHOOK).inc()
+    try:
+        response = await _mutate(request)
+    finally:
+        metrics.in_flight.labels(WEBHOOK).dec()
+    metrics.requests.labels(WEBHOOK, str(response.status)).inc()
+    metrics.latency.labels(WEBHOOK).observe(time.perf_counter() - started)
+    return response
+
+
+async def _mutate(request: web.Request) -> web.Response:
+    if request.content_type != "application/json":
+        return _bad_request(f"Content-Type must be application/json, not {request.content_type!r}")
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _bad_request(f"the request body is larger than {MAX_BODY} bytes")
+    try:
+        review = json.loads(body)
+        answer = decide(review, request.app[VIEW_KEY])
+    except (ValueError, RecursionError) as error:
+        return _bad_request(f"not a valid AdmissionReview: {error}")
+    return web.json_response(answer)
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    if request.app[VIEW_KEY].ready:
+        return web.Response(text="ok")
+    return web.Response(text="cluster view not synced yet", status=503)
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    payload = generate_latest(request.app[METRICS_KEY].registry)
+    return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def build_app(view: ClusterView, metrics: WebhookMetrics | None = None) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY)
+    app[VIEW_KEY] = view
+    app[METRICS_KEY] = metrics or WebhookMetrics.create()
+    app.router.add_post("/mutate-pods", mutate_pods)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_endpoint)
+    return app
+
+
+class ReloadingTLS:
+    """An SSL context whose certificate is reloaded when the files change (new connections use it)."""
+
+    def __init__(self, cert_file: str, key_file: str) -> None:
+        self.cert_file, self.key_file = cert_file, key_file
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._stamp = self._mtimes()
+        self.context.load_cert_chain(cert_file, key_file)
+
+    def _mtimes(self) -> tuple[float, float]:
+        return os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime
+
+    def reload_if_changed(self) -> bool:
+        stamp = self._mtimes()
+        if stamp == self._stamp:
+            return False
+        self.context.load_cert_chain(self.cert_file, self.key_file)
+        self._stamp = stamp
+        logger.info("reloaded the TLS certificate from %s", self.cert_file)
+        return True
+
+    async def watch(self, interval: float, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=interval)
+            except TimeoutError:
+                try:
+                    self.reload_if_changed()
+                except (OSError, ssl.SSLError) as error:  # a half-written pair: keep the old one, retry later
+                    logger.warning("TLS certificate not reloaded: %s", error)
+
+
+async def serve(
+    view: ClusterView,
+    host: str,
+    port: int,
+    tls: ReloadingTLS | None,
+    stop: asyncio.Event,
+    reload_interval: float = 10.0,
+) -> None:
+    """Serve until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
+    if tls is None:
+        logger.warning("serving plain HTTP (--insecure): for local testing only, never for a cluster")
+    runner = web.AppRunner(build_app(view), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
+    await site.start()
+    logger.info("webhook listening on %s://%s:%d/mutate-pods", "https" if tls else "http", host, port)
+    reloader = asyncio.create_task(tls.watch(reload_interval, stop)) if tls else None
+    try:
+        await stop.wait()
+    finally:
+        if reloader:
+            reloader.cancel()
+        await runner.cleanup()
