@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Webhook latency under load: concurrent clients over HTTPS on loopback.
+
+    python benchmarks/bench_webhook.py [--clients 200 --seconds 30]
+
+Runs the real webhook (example cluster view, an AppGroup pod to mutate) in a separate process,
+then an aiohttp server that answers every review with an empty patch (the floor), each loaded by
+--clients keep-alive clients for --seconds. Prints requests/s, p50/p99/max latency and errors for
+both, and the ratios (budget SPEC.md §8: p99 < 5 ms, zero errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import pathlib
+import socket
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import aiohttp
+import trustme
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+REVIEW = json.dumps(
+    {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "bench",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE",
+            "namespace": "default",
+            "object": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "p",
+                    "namespace": "default",
+                    "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p2"},
+                },
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+).encode()
+
+
+def run_server(kind: str, port: int, cert: str, key: str) -> None:
+    from aiohttp import web
+
+    from operators.sources.files import load_snapshot
+    from webhooks.server import ReloadingTLS, serve
+    from webhooks.view import ClusterView
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        tls = ReloadingTLS(cert, key)
+        if kind == "netaware":
+            view = ClusterView.from_snapshot(load_snapshot([str(ROOT / "hack" / "examples")]))
+            await serve(view, "127.0.0.1", port, tls, stop, reload_interval=3600)
+            return
+
+        async def empty(request: web.Request) -> web.Response:
+            review = await request.json()
+            return web.json_response(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "response": {
+                        "uid": review["request"]["uid"],
+                        "allowed": True,
+                        "patchType": "JSONPatch",
+                        "patch": "W10=",
+                    },
+                }
+            )
+
+        app = web.Application()
+        app.router.add_post("/mutate-pods", empty)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls.context).start()
+        await stop.wait()
+
+    asyncio.run(main())
+
+
+async def load(url: str, context: ssl.SSLContext, clients: int, seconds: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    connector = aiohttp.TCPConnector(limit=clients, ssl=context)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def client() -> None:
+            nonlocal errors
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                try:
+                    async with session.post(url, data=REVIEW, headers={"Content-Type": "application/json"}) as response:
+                        await response.read()
+                        if response.status != 200:
+                            errors += 1
+                except aiohttp.ClientError:
+                    errors += 1
+                latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(client() for _ in range(clients)))
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "rps": len(latencies) / seconds,
+        "errors": errors,
+        "p50": statistics.median(latencies) * 1000,
+        "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        "max": latencies[-1] * 1000,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def handler_p99(url: str, context: ssl.SSLContext) -> float:
+    """The p99 upper bound (ms) of time spent in the handler, from the server's own latency histogram."""
+    import urllib.request
+
+    text = urllib.request.urlopen(url, context=context, timeout=10).read().decode()
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith("controller_runtime_webhook_latency_seconds_bucket"):
+            bound = line.split('le="')[1].split('"')[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1]
+    return next(bound for bound, count in buckets if count >= 0.99 * total) * 1000
+
+
+def measure(kind: str, cert: str, key: str, context: ssl.SSLContext, clients: int, seconds: float) -> dict[str, Any]:
+    port = free_port()
+    process = multiprocessing.get_context("spawn").Process(target=run_server, args=(kind, port, cert, key), daemon=True)
+    process.start()
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        figures = asyncio.run(load(f"https://127.0.0.1:{port}/mutate-pods", context, clients, seconds))
+        if kind == "netaware":
+            figures["handler_p99"] = handler_p99(f"https://127.0.0.1:{port}/metrics", context)
+        return figures
+    finally:
+        process.terminate()
+        process.join(5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    args = parser.parse_args()
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = f"{folder}/tls.crt", f"{folder}/tls.key"
+        leaf.private_key_and_cert_chain_pem.write_to_path(cert)
+        leaf.private_key_pem.write_to_path(key)
+        context = ssl.create_default_context()
+        ca.configure_trust(context)
+        results = {
+            kind: measure(kind, cert, key, context, args.clients, args.seconds) for kind in ("netaware", "floor")
+        }
+    print(f"webhook, {args.clients} concurrent HTTPS clients on loopback, {args.seconds:.0f} s each")
+    for kind, figures in results.items():
+        print(
+            f"  {kind:9s} {figures['rps']:8.0f} req/s  p50 {figures['p50']:7.2f} ms  p99 {figures['p99']:7.2f} ms  "
+            f"max {figures['max']:7.2f} ms  errors {figures['errors']}"
+        )
+    ours, floor = results["netaware"], results["floor"]
+    print(f"  netaware time in the handler: p99 <= {ours['handler_p99']:.1f} ms (server-side histogram bucket)")
+    print(f"  ratio netaware/floor: req/s {ours['rps'] / floor['rps']:.2f}, p99 {ours['p99'] / floor['p99']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
