@@ -102,7 +102,7 @@ def test_bad_input_is_one_line_naming_file_and_field(
     assert err.startswith("error: ") and expected in err and target.name in err
 
 
-@pytest.mark.parametrize("command", ["schedule", "deschedule", "simulate", "run", "webhook", "extender", "demo"])
+@pytest.mark.parametrize("command", ["schedule", "deschedule", "simulate", "run", "extender", "demo"])
 def test_commands_not_yet_implemented_say_so(command: str) -> None:
     code, _, err = run(command)
     assert code == 3
@@ -119,3 +119,8 @@ def test_console_script_is_installed() -> None:
         [sys.executable, "-m", "operators.cli", "--version"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0 and __version__ in result.stdout
+
+
+def test_webhook_requires_tls_unless_insecure() -> None:
+    code, _, err = run("webhook")
+    assert code == 2 and "--tls-cert-file and --tls-private-key-file are required" in err

@@ -18,10 +18,23 @@ pytestmark = pytest.mark.integration
 
 
 def requests_for(view: ClusterView, selector: str) -> dict[str, str]:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default", "labels": {
-        "appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector}}}
-    answer = decide({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "u", "kind": {"kind": "Pod"}, "operation": "CREATE", "object": pod}}, view)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "x",
+            "namespace": "default",
+            "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
+        },
+    }
+    answer = decide(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"kind": "Pod"}, "operation": "CREATE", "object": pod},
+        },
+        view,
+    )
     import base64
     import json
 
@@ -49,11 +62,15 @@ async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmul
         await eventually(lambda: requests_for(view, "p1").get("kubernetes.io/egress-request") == "300M", within=1)
 
         await emulator.drop_watches()  # a dropped watch is resumed, the view keeps following
-        await api.call("PATCH", "/api/v1/namespaces/default",
-                       {"metadata": {"annotations": {"netaware.io/default-egress-bandwidth": "2G"}}},
-                       "application/merge-patch+json")
-        await eventually(lambda: "netaware.io/default-egress-bandwidth" in view.namespaces["default"].annotations,
-                         within=2)
+        await api.call(
+            "PATCH",
+            "/api/v1/namespaces/default",
+            {"metadata": {"annotations": {"netaware.io/default-egress-bandwidth": "2G"}}},
+            "application/merge-patch+json",
+        )
+        await eventually(
+            lambda: "netaware.io/default-egress-bandwidth" in view.namespaces["default"].annotations, within=2
+        )
 
         await api.call("DELETE", AG + "/a1")
         await eventually(lambda: ("default", "a1") not in view.app_groups, within=1)

@@ -29,7 +29,12 @@ class RunningWebhook:
 
 
 def example_view() -> ClusterView:
-    documents = [d for name in ("cluster.yaml", "appgroup-a1.yaml") for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+    documents = [
+        d
+        for name in ("cluster.yaml", "appgroup-a1.yaml")
+        for d in yaml.safe_load_all((EXAMPLES / name).read_text())
+        if d
+    ]
     for document in documents:
         if document["kind"] == "Namespace" and document["metadata"]["name"] == "default":
             document["metadata"]["annotations"] = {"netaware.io/default-ingress-bandwidth": "1G"}

@@ -20,10 +20,19 @@ from webhooks.configuration import mutating_webhook_configuration
 
 
 def review(pod: Any, uid: str = "u-1", operation: str = "CREATE", **request: Any) -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "default",
-        "operation": operation, "object": pod, **request}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "default",
+            "operation": operation,
+            "object": pod,
+            **request,
+        },
+    }
 
 
 def pod(annotations: dict[str, str] | None = None, selector: str | None = "p2") -> dict[str, Any]:
@@ -40,8 +49,9 @@ class Client:
         host, port = webhook.url.removeprefix("https://").split(":")
         self.connection = http.client.HTTPSConnection(host, int(port), context=webhook.client_context, timeout=10)
 
-    def post(self, body: bytes | Any, content_type: str = "application/json", path: str = "/mutate-pods"
-             ) -> tuple[int, Any]:
+    def post(
+        self, body: bytes | Any, content_type: str = "application/json", path: str = "/mutate-pods"
+    ) -> tuple[int, Any]:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.connection.request("POST", path, body=data, headers={"Content-Type": content_type})
         response = self.connection.getresponse()
@@ -95,12 +105,15 @@ def test_dry_run_and_other_operations(client: Client) -> None:
     assert answer["response"] == {"uid": "u-1", "allowed": True}
 
 
-@pytest.mark.parametrize(("annotations", "message"), [
-    ({"kubernetes.io/ingress-bandwidth": "10Q"}, "metadata.annotations[kubernetes.io/ingress-bandwidth]"),
-    ({"kubernetes.io/egress-bandwidth": "-1M"}, "negative bandwidth"),
-    ({"kubernetes.io/ingress-bandwidth": "100M", "kubernetes.io/ingress-request": "200M"}, "is above"),
-    ({"koordinator.sh/networkQOS": "{not json"}, "koordinator.sh/networkQOS"),
-])
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        ({"kubernetes.io/ingress-bandwidth": "10Q"}, "metadata.annotations[kubernetes.io/ingress-bandwidth]"),
+        ({"kubernetes.io/egress-bandwidth": "-1M"}, "negative bandwidth"),
+        ({"kubernetes.io/ingress-bandwidth": "100M", "kubernetes.io/ingress-request": "200M"}, "is above"),
+        ({"koordinator.sh/networkQOS": "{not json"}, "koordinator.sh/networkQOS"),
+    ],
+)
 def test_invalid_pods_are_denied_with_200(client: Client, annotations: dict[str, str], message: str) -> None:
     status, answer = client.post(review(pod(annotations)))
     assert status == 200
@@ -108,16 +121,23 @@ def test_invalid_pods_are_denied_with_200(client: Client, annotations: dict[str,
     assert message in answer["response"]["status"]["message"]
 
 
-@pytest.mark.parametrize(("body", "content_type", "message"), [
-    (b"{not json", "application/json", "not a valid AdmissionReview"),
-    (b'{"kind": "Pod"}', "application/json", "expected an admission.k8s.io/v1 AdmissionReview"),
-    (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(),
-     "application/json", "request.uid is missing"),
-    (b"{}", "text/plain", "Content-Type must be application/json"),
-    (b'{"a": "' + b"x" * (3 * 1024 * 1024 + 10) + b'"}', "application/json", "larger than"),
-])
-def test_bad_requests_are_400_and_the_next_one_is_served(client: Client, body: bytes, content_type: str,
-                                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "content_type", "message"),
+    [
+        (b"{not json", "application/json", "not a valid AdmissionReview"),
+        (b'{"kind": "Pod"}', "application/json", "expected an admission.k8s.io/v1 AdmissionReview"),
+        (
+            json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(),
+            "application/json",
+            "request.uid is missing",
+        ),
+        (b"{}", "text/plain", "Content-Type must be application/json"),
+        (b'{"a": "' + b"x" * (3 * 1024 * 1024 + 10) + b'"}', "application/json", "larger than"),
+    ],
+)
+def test_bad_requests_are_400_and_the_next_one_is_served(
+    client: Client, body: bytes, content_type: str, message: str
+) -> None:
     status, answer = client.post(body, content_type)
     assert status == 400 and message in answer["error"]
     status, _ = client.post(review(pod()))
@@ -129,26 +149,51 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=12,
 )
-annotation_values = st.sampled_from(["1G", "100Mi", "-5", "10Q", "", "1e3", "0", "{}", '{"ingressLimit": "1M"}',
-                                     '{"egressRequest": 5}', "[1]", "1.5Gi"]) | st.text(max_size=12)
-annotation_keys = st.sampled_from(["kubernetes.io/ingress-bandwidth", "kubernetes.io/egress-bandwidth",
-                                   "kubernetes.io/ingress-request", "kubernetes.io/egress-request",
-                                   "koordinator.sh/networkQOS", "netaware.io/bandwidth-source", "other"])
-fuzzed_pods = st.fixed_dictionaries({
-    "apiVersion": st.just("v1"), "kind": st.just("Pod"),
-    "metadata": st.fixed_dictionaries({
-        "name": st.text(max_size=8),
-        "annotations": st.dictionaries(annotation_keys, annotation_values, max_size=5) | json_values,
-        "labels": st.fixed_dictionaries({"appgroup.diktyo.x-k8s.io": st.sampled_from(["a1", "x"]),
-                                         "appgroup.diktyo.x-k8s.io.workload": st.sampled_from(["p1", "p2", "p3", "q"])})
-                  | json_values,
-    }),
-}) | json_values
+annotation_values = st.sampled_from(
+    ["1G", "100Mi", "-5", "10Q", "", "1e3", "0", "{}", '{"ingressLimit": "1M"}', '{"egressRequest": 5}', "[1]", "1.5Gi"]
+) | st.text(max_size=12)
+annotation_keys = st.sampled_from(
+    [
+        "kubernetes.io/ingress-bandwidth",
+        "kubernetes.io/egress-bandwidth",
+        "kubernetes.io/ingress-request",
+        "kubernetes.io/egress-request",
+        "koordinator.sh/networkQOS",
+        "netaware.io/bandwidth-source",
+        "other",
+    ]
+)
+fuzzed_pods = (
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("v1"),
+            "kind": st.just("Pod"),
+            "metadata": st.fixed_dictionaries(
+                {
+                    "name": st.text(max_size=8),
+                    "annotations": st.dictionaries(annotation_keys, annotation_values, max_size=5) | json_values,
+                    "labels": st.fixed_dictionaries(
+                        {
+                            "appgroup.diktyo.x-k8s.io": st.sampled_from(["a1", "x"]),
+                            "appgroup.diktyo.x-k8s.io.workload": st.sampled_from(["p1", "p2", "p3", "q"]),
+                        }
+                    )
+                    | json_values,
+                }
+            ),
+        }
+    )
+    | json_values
+)
 fuzzed_reviews = st.one_of(
-    fuzzed_pods.map(lambda body: review(body)),
-    st.fixed_dictionaries({"apiVersion": st.sampled_from(["admission.k8s.io/v1", "v1"]),
-                           "kind": st.sampled_from(["AdmissionReview", "Pod"]),
-                           "request": json_values}),
+    fuzzed_pods.map(review),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.sampled_from(["admission.k8s.io/v1", "v1"]),
+            "kind": st.sampled_from(["AdmissionReview", "Pod"]),
+            "request": json_values,
+        }
+    ),
     json_values,
 )
 
@@ -202,5 +247,8 @@ def test_webhook_configuration_is_safe_by_default() -> None:
     assert hook["failurePolicy"] == "Ignore" and hook["timeoutSeconds"] == 2 and hook["sideEffects"] == "None"
     assert hook["reinvocationPolicy"] == "IfNeeded"
     assert hook["namespaceSelector"]["matchExpressions"][0] == {
-        "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "netaware-system"]}
+        "key": "kubernetes.io/metadata.name",
+        "operator": "NotIn",
+        "values": ["kube-system", "netaware-system"],
+    }
     assert hook["clientConfig"]["service"]["path"] == "/mutate-pods"
