@@ -7,11 +7,13 @@ field), 2 a usage error, 3 a command that is declared but not implemented yet.
 from __future__ import annotations
 
 import datetime
+import pathlib
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
+import yaml
 
 from operators import __version__
 from operators.api.meta import parse_time
@@ -108,6 +110,64 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
         click.echo(output.dump(output.as_list(items), resolved), nl=False)
 
 
+def load_scheduler_config(path: str | None) -> Any:
+    from operators.api.errors import FieldError
+    from operators.engine.schedule import SchedulerConfig, parse_config
+
+    if path is None:
+        return SchedulerConfig()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = yaml.safe_load(handle)
+        return parse_config(document)
+    except OSError as error:
+        raise CommandError(f"{path}: cannot read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise CommandError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
+    except (FieldError, KeyError, TypeError, ValueError) as error:
+        raise CommandError(f"{path}: {error}") from None
+
+
+@cli.command("schedule")
+@filename_option()
+@click.option(
+    "--pod",
+    "pod_ref",
+    required=True,
+    metavar="FILE|NAMESPACE/NAME",
+    help="The pod to place: a YAML/JSON file, or a pod of the snapshot.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration-shaped file: plugin weights and pluginConfig args.",
+)
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
+def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
+    """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON)."""
+    from operators.engine.plugins import ClusterIndex
+    from operators.engine.schedule import schedule
+    from operators.engine.snapshot import Pod
+
+    snapshot = load(filenames)
+    config = load_scheduler_config(config_path)
+    if "/" in pod_ref and not pathlib.Path(pod_ref).exists():
+        namespace, _, name = pod_ref.partition("/")
+        found = [pod for pod in snapshot.pods if pod.namespace == namespace and pod.name == name]
+        if not found:
+            raise CommandError(f"pod {pod_ref} is not in the snapshot")
+        pod = found[0]
+    else:
+        pods = load((pod_ref,)).pods
+        if len(pods) != 1:
+            raise CommandError(f"{pod_ref}: expected exactly one Pod, found {len(pods)}")
+        pod = pods[0]
+    result = schedule(Pod.parse(dict(pod.raw)), ClusterIndex.build(snapshot), config)
+    click.echo(output.dump(result, fmt), nl=False)
+
+
 @cli.command("webhook")
 @click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @click.option("--port", default=9443, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
@@ -182,7 +242,6 @@ def _not_implemented(name: str, summary: str) -> click.Command:
 
 
 for _name, _summary in (
-    ("schedule", "Filter and score the nodes of a snapshot for one pod"),
     ("deschedule", "Plan LowNodeLoad evictions for a snapshot"),
     ("simulate", "Schedule a generated workload with the default and the network-aware scheduler"),
     ("run", "Run the controllers against a cluster"),

@@ -1,0 +1,383 @@
+"""Scheduling plugins as pure functions: NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable.
+
+Each plugin has a ``filter`` (node -> None when it passes, else the reason) and a ``score``
+(node -> raw score) over the candidate nodes, and a ``normalize`` (raw -> 0..100). Everything
+that does not depend on the pod is computed once per snapshot in :class:`ClusterIndex`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.quantity import Quantity, QuantityError
+from operators.engine.appgroup import workload_namespaces
+from operators.engine.snapshot import Node, Pod, Snapshot
+
+MAX_COST = 100  # a missing cost, upstream's MaxCost
+SAME_ZONE_COST = 1
+NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE = "NetworkOverhead", "NetworkBandwidth", "NodeResourcesAllocatable"
+
+
+@dataclass(frozen=True)
+class NetworkOverheadArgs:
+    namespaces: tuple[str, ...] = ("default",)
+    weights_name: str = keys.USER_DEFINED_WEIGHT
+    network_topology_name: str = "nt-default"
+
+
+@dataclass(frozen=True)
+class NetworkBandwidthArgs:
+    accounting_mode: Literal["duplex", "combined"] = "duplex"
+    default_node_bandwidth: Quantity | None = None
+
+
+@dataclass(frozen=True)
+class NodeResourcesAllocatableArgs:
+    mode: Literal["Least", "Most"] = "Least"
+    resources: tuple[tuple[str, int], ...] = (("cpu", 1 << 20), ("memory", 1))  # upstream's defaults
+
+
+# --- pod and node bandwidth (SPEC.md §3) ---------------------------------------------------------------
+
+
+def _quantity_or_none(text: Any) -> Quantity | None:
+    try:
+        return Quantity.parse(text)
+    except QuantityError:
+        return None
+
+
+def pod_demand(annotations: Mapping[str, str]) -> tuple[int, int]:
+    """(ingress, egress) bits/s a pod needs: its request, else its limit, else Koordinator's networkQOS.
+
+    An unreadable value counts 0 here: the admission webhook refuses such pods before they exist.
+    """
+    qos: dict[str, Any] = {}
+    if keys.KOORDINATOR_NETWORK_QOS in annotations:
+        try:
+            loaded = json.loads(annotations[keys.KOORDINATOR_NETWORK_QOS])
+            qos = loaded if isinstance(loaded, dict) else {}
+        except json.JSONDecodeError:
+            qos = {}
+    result = []
+    for direction in ("ingress", "egress"):
+        for text in (
+            annotations.get(f"kubernetes.io/{direction}-request"),
+            annotations.get(f"kubernetes.io/{direction}-bandwidth"),
+            qos.get(f"{direction}Request"),
+            qos.get(f"{direction}Limit"),
+        ):
+            quantity = _quantity_or_none(text) if text is not None else None
+            if quantity is not None:
+                result.append(max(0, quantity.value()))
+                break
+        else:
+            result.append(0)
+    return result[0], result[1]
+
+
+def node_capacity(node: Node, slo_total: Quantity | None, default: Quantity | None) -> int | None:
+    """Bits/s, first found: the two node annotations, the NodeSLO total, the default; None: unknown."""
+    for annotation in (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS):
+        if annotation in node.annotations:
+            quantity = _quantity_or_none(node.annotations[annotation])
+            if quantity is not None:
+                return quantity.value()
+    if slo_total is not None and slo_total:
+        return slo_total.value()
+    return default.value() if default is not None else None
+
+
+# --- what does not depend on the pod -------------------------------------------------------------------
+
+
+@dataclass
+class ClusterIndex:
+    """Per-snapshot precomputation shared by every pod scheduled against it."""
+
+    snapshot: Snapshot
+    nodes: tuple[Node, ...]
+    node_by_name: Mapping[str, Node]
+    used: dict[str, tuple[int, int]]  # node -> (ingress, egress) requested by its pods
+    slo_totals: dict[str, Quantity] = field(default_factory=dict)
+    pod_count: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, snapshot: Snapshot) -> ClusterIndex:
+        used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        count: dict[str, int] = defaultdict(int)
+        for pod in snapshot.pods:
+            if pod.node_name and not pod.is_terminal:
+                ingress, egress = pod_demand(pod.annotations)
+                entry = used[pod.node_name]
+                entry[0] += ingress
+                entry[1] += egress
+                count[pod.node_name] += 1
+        totals = {}
+        for slo in snapshot.node_slos:
+            system = slo.spec.system_strategy
+            if system is not None and system.total_network_bandwidth is not None:
+                totals[slo.metadata.name] = system.total_network_bandwidth
+        return cls(
+            snapshot,
+            snapshot.nodes,
+            snapshot.node_by_name,
+            {name: (values[0], values[1]) for name, values in used.items()},
+            totals,
+            dict(count),
+        )
+
+    @functools.cached_property
+    def app_groups(self) -> dict[tuple[str, str], AppGroup]:
+        return {
+            (group.metadata.namespace or "default", group.metadata.name): group for group in self.snapshot.app_groups
+        }
+
+    @functools.cached_property
+    def appgroup_pods(self) -> dict[str, list[Pod]]:
+        """Pods by AppGroup label, all namespaces (filtered per AppGroup later)."""
+        index: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.snapshot.pods:
+            label = pod.labels.get(keys.APPGROUP_LABEL)
+            if label:
+                index[label].append(pod)
+        return index
+
+    def cost_map(self, args: NetworkOverheadArgs, namespace_hint: str | None) -> dict[tuple[str, str], int] | None:
+        """(origin, destination) -> cost, zones and regions in one map (upstream's costMap); None if no topology."""
+        namespaces = args.namespaces
+        for namespace in namespaces:
+            for topology in self.snapshot.network_topologies:
+                if topology.metadata.name == args.network_topology_name and topology.metadata.namespace == namespace:
+                    return _costs_of(topology.spec.weights, args.weights_name)
+        del namespace_hint
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _costs_cached(weights_json: str, weights_name: str) -> dict[tuple[str, str], int]:
+    costs: dict[tuple[str, str], int] = {}
+    for weight in json.loads(weights_json):
+        if weight["name"] != weights_name:
+            continue
+        for topology in weight["topologyList"]:
+            if topology["topologyKey"] not in (keys.REGION_LABEL, keys.ZONE_LABEL):
+                continue
+            for origin in topology["originList"]:
+                for cost in origin.get("costList") or ():
+                    costs[(origin["origin"], cost["destination"])] = int(cost["networkCost"])
+    return costs
+
+
+def _costs_of(weights: Sequence[Any], weights_name: str) -> dict[tuple[str, str], int]:
+    raw = json.dumps(
+        [weight.model_dump(mode="json", by_alias=True, exclude_none=True) for weight in weights], sort_keys=True
+    )
+    return _costs_cached(raw, weights_name)
+
+
+# --- NetworkOverhead -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OverheadResult:
+    """Per node: (satisfied, violated, accumulated cost); or a reason every node fails with; or score equally."""
+
+    per_node: dict[str, tuple[int, int, int]] | None = None
+    error: str | None = None
+
+    @property
+    def score_equally(self) -> bool:
+        return self.per_node is None and self.error is None
+
+
+def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -> OverheadResult:
+    """Upstream's PreFilter, evaluated for every node at once.
+
+    1. No AppGroup label: score equally. 2. The AppGroup (first of ``args.namespaces`` that has it)
+    and the NetworkTopology must exist — else every node fails with that reason (upstream panics).
+    3. The dependencies of every workload whose selector is the pod's; none: score equally.
+    4. The AppGroup's scheduled pods (in the namespaces its workloads name); none: score equally.
+    5. Per node and per (scheduled pod, dependency) pair: same node: satisfied, 0; host unlabelled:
+       violated, 100; same zone: satisfied, 1; other zone of the region, or other region: the
+       topology cost, satisfied when ``cost <= maxNetworkCost``; a missing cost is not counted and
+       adds 100.
+    """
+    name = pod.labels.get(keys.APPGROUP_LABEL)
+    if not name:
+        return OverheadResult()
+    group = next(
+        (index.app_groups[(namespace, name)] for namespace in args.namespaces if (namespace, name) in index.app_groups),
+        None,
+    )
+    if group is None:
+        return OverheadResult(error=f"AppGroup {name} not found in namespaces {', '.join(args.namespaces)}")
+    costs = index.cost_map(args, None)
+    if costs is None:
+        return OverheadResult(
+            error=f"NetworkTopology {args.network_topology_name} not found in namespaces {', '.join(args.namespaces)}"
+        )
+    selector = pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, "")
+    dependencies = [
+        dependency
+        for entry in group.spec.workloads
+        if entry.workload.selector == selector
+        for dependency in entry.dependencies or ()
+    ]
+    if not dependencies:
+        return OverheadResult()
+    covered = set(workload_namespaces(group))
+    scheduled = [
+        member for member in index.appgroup_pods.get(name, ()) if member.node_name and member.namespace in covered
+    ]
+    if not scheduled:
+        return OverheadResult()
+    # (host node, maxNetworkCost) -> number of pairs; every replica and every listed dependency counts.
+    pairs: dict[tuple[str, int], int] = defaultdict(int)
+    for member in scheduled:
+        member_selector = member.labels.get(keys.APPGROUP_WORKLOAD_LABEL)
+        for dependency in dependencies:
+            if dependency.workload.selector == member_selector:
+                if member.node_name not in index.node_by_name:
+                    return OverheadResult(error=f"node {member.node_name} of pod {member.key} not found")
+                pairs[(member.node_name, dependency.max_network_cost or 0)] += 1
+    if not pairs:
+        return OverheadResult(per_node={node.name: (0, 0, 0) for node in index.nodes})
+    by_place: dict[tuple[str, str], list[tuple[str, int, int]]] = defaultdict(list)
+    on_host: dict[str, int] = defaultdict(int)
+    for (host, limit), count in pairs.items():
+        on_host[host] += count
+        host_node = index.node_by_name[host]
+        by_place[(host_node.region, host_node.zone)].append((host, limit, count))
+    per_place: dict[tuple[str, str], tuple[int, int, int]] = {}
+    per_node: dict[str, tuple[int, int, int]] = {}
+    for node in index.nodes:
+        place = (node.region, node.zone)
+        if place not in per_place:
+            per_place[place] = _place_totals(place, by_place, costs)
+        satisfied, violated, cost = per_place[place]
+        count = on_host.get(node.name, 0)
+        if count:  # pairs on this very node: same node, satisfied with cost 0 (not same-zone or unlabelled)
+            if node.region or node.zone:
+                cost -= SAME_ZONE_COST * count
+            else:
+                cost -= MAX_COST * count
+                violated -= count
+                satisfied += count
+        per_node[node.name] = (satisfied, violated, cost)
+    return OverheadResult(per_node=per_node)
+
+
+def _place_totals(
+    place: tuple[str, str],
+    by_place: Mapping[tuple[str, str], list[tuple[str, int, int]]],
+    costs: Mapping[tuple[str, str], int],
+) -> tuple[int, int, int]:
+    region, zone = place
+    satisfied = violated = total = 0
+    for (host_region, host_zone), entries in by_place.items():
+        for _host, limit, count in entries:
+            if not host_region and not host_zone:
+                violated += count
+                total += MAX_COST * count
+            elif region == host_region and zone == host_zone:
+                satisfied += count
+                total += SAME_ZONE_COST * count
+            else:
+                key = (zone, host_zone) if region == host_region else (region, host_region)
+                cost = costs.get(key) if key[0] else None
+                if cost is None:
+                    total += MAX_COST * count
+                else:
+                    total += cost * count
+                    if cost <= limit:
+                        satisfied += count
+                    else:
+                        violated += count
+    return satisfied, violated, total
+
+
+def overhead_reason(node: str, satisfied: int, violated: int) -> str:
+    return (
+        f"Node {node} does not meet several network requirements from Workload dependencies: "
+        f"Satisfied: {satisfied} Violated: {violated}"
+    )
+
+
+def normalize_overhead(scores: Mapping[str, int]) -> dict[str, int]:
+    """Upstream: ``100 - int(100*(s-min)/(max-min))``; all zero stays 0; all equal non-zero becomes 100."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if low == 0 and high == 0:
+        return dict(scores)
+    if high == low:
+        return {node: 100 - (score - low) for node, score in scores.items()}
+    return {node: 100 - int(100 * (score - low) / (high - low)) for node, score in scores.items()}
+
+
+# --- NetworkBandwidth ------------------------------------------------------------------------------------------
+
+
+def bandwidth_filter(
+    demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs
+) -> str | None:
+    """None when the node's free bandwidth holds the pod's request, else the reason."""
+    if demand == (0, 0):
+        return None
+    capacity = node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth)
+    if capacity is None:
+        return f"node {node.name} has no known bandwidth capacity"
+    used_in, used_out = index.used.get(node.name, (0, 0))
+    if args.accounting_mode == "combined":
+        free = capacity - used_in - used_out
+        if demand[0] + demand[1] > free:
+            return f"insufficient network bandwidth: requested {demand[0] + demand[1]} bits/s, free {max(free, 0)}"
+        return None
+    for direction, want, used in (("ingress", demand[0], used_in), ("egress", demand[1], used_out)):
+        if want > capacity - used:
+            return f"insufficient {direction} bandwidth: requested {want} bits/s, free {max(capacity - used, 0)}"
+    return None
+
+
+def bandwidth_score(demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int:
+    """``(capacity - used_after) * 100 // capacity``; in duplex mode both directions count (capacity doubled)."""
+    capacity = node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth)
+    if not capacity:
+        return 0
+    used_in, used_out = index.used.get(node.name, (0, 0))
+    total = capacity if args.accounting_mode == "combined" else 2 * capacity
+    after = used_in + used_out + demand[0] + demand[1]
+    return max(0, (total - after) * 100 // total)
+
+
+def normalize_min_max(scores: Mapping[str, int], invert: bool = False) -> dict[str, int]:
+    """The thesis' ``(s - min) / (max - min) * 100``; all equal: every node 0 (no preference)."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high == low:
+        return dict.fromkeys(scores, 0)
+    result = {node: (score - low) * 100 // (high - low) for node, score in scores.items()}
+    return {node: 100 - value for node, value in result.items()} if invert else result
+
+
+# --- NodeResourcesAllocatable --------------------------------------------------------------------------------
+
+
+def allocatable_score(node: Node, args: NodeResourcesAllocatableArgs) -> int:
+    """Seed 001: the weighted sum of the node's allocatable resources (cpu in millicores), negated for Least."""
+    total = 0
+    for resource, weight in args.resources:
+        quantity = node.allocatable.get(resource)
+        if quantity is None:
+            continue
+        total += weight * (quantity.milli_value() if resource == "cpu" else quantity.value())
+    return -total if args.mode == "Least" else total

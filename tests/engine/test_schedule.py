@@ -1,0 +1,192 @@
+"""Scheduling plugins: the seeds' NetworkOverhead example by hand, the thesis' bandwidth arithmetic."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+
+from operators.engine.plugins import ClusterIndex, NetworkOverheadArgs, network_overhead, normalize_overhead
+from operators.engine.schedule import SchedulerConfig, parse_config, schedule
+from operators.engine.snapshot import Pod, build_snapshot
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "hack" / "examples"
+NODES = [f"n-{i}" for i in range(1, 9)]
+ARGS = NetworkOverheadArgs(network_topology_name="net-topology-test")
+
+
+def docs(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+
+
+def seeds_index(appgroup: dict[str, Any] | None = None, with_topology: bool = True) -> ClusterIndex:
+    objects = [*docs("cluster.yaml"), *docs("pods.yaml"), appgroup or docs("appgroup-a1.yaml")[0]]
+    if with_topology:
+        objects.append(docs("networktopology.yaml")[0])
+    return ClusterIndex.build(build_snapshot(objects))
+
+
+def pending(selector: str, annotations: dict[str, str] | None = None) -> Pod:
+    return Pod.parse(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{selector}-new",
+                "namespace": "default",
+                "annotations": annotations or {},
+                "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
+            },
+        }
+    )
+
+
+# P2 runs on N1 (Z1, us-west-1), P3 on N4 (Z2, us-west-1). Costs: region 20, Z1-Z2 5, Z3-Z4 10.
+# P1 depends on P2 (maxNetworkCost 30): N1 same node 0, N2 same zone 1, N3/N4 zone Z2->Z1 5,
+# N5-N8 region us-east-1 -> us-west-1 20; all within 30, so every node passes.
+# P2 depends on P3 (maxNetworkCost 20): N4 same node 0, N3 same zone 1, N1/N2 zone 5, N5-N8 region 20 (<= 20).
+SEEDS = {
+    "p1": ([0, 1, 5, 5, 20, 20, 20, 20], [100, 95, 75, 75, 0, 0, 0, 0]),
+    "p2": ([5, 5, 1, 0, 20, 20, 20, 20], [75, 75, 95, 100, 0, 0, 0, 0]),
+}
+
+
+@pytest.mark.parametrize("selector", sorted(SEEDS))
+def test_seeds_network_overhead_by_hand(selector: str) -> None:
+    raw, normalized = SEEDS[selector]
+    result = network_overhead(pending(selector), seeds_index(), ARGS)
+    assert result.per_node is not None
+    assert [result.per_node[node][2] for node in NODES] == raw
+    assert all(result.per_node[node] == (1, 0, cost) for node, cost in zip(NODES, raw, strict=True))
+    assert list(normalize_overhead(dict(zip(NODES, raw, strict=True))).values()) == normalized
+    report = schedule(pending(selector), seeds_index(), SchedulerConfig(weights={"NetworkOverhead": 1}, overhead=ARGS))
+    assert all(report["filter"][node]["NetworkOverhead"] == "passed" for node in NODES)
+    assert [report["normalizedScore"][node]["NetworkOverhead"] for node in NODES] == normalized
+    assert report["selectedNode"] == ("n-1" if selector == "p1" else "n-4")
+
+
+def test_max_network_cost_zero_rejects_with_upstreams_message() -> None:
+    appgroup = docs("appgroup-a1.yaml")[0]
+    appgroup["spec"]["workloads"][0]["dependencies"][0]["maxNetworkCost"] = 0
+    report = schedule(pending("p1"), seeds_index(appgroup), SchedulerConfig(overhead=ARGS))
+    filters = {node: report["filter"][node]["NetworkOverhead"] for node in NODES}
+    assert filters["n-1"] == filters["n-2"] == "passed"
+    assert filters["n-3"] == (
+        "Node n-3 does not meet several network requirements from Workload dependencies: Satisfied: 0 Violated: 1"
+    )
+    assert all(filters[node] != "passed" for node in NODES[2:])
+    assert set(report["totalScore"]) == {"n-1", "n-2"}
+
+
+def test_pods_without_appgroup_or_placed_dependencies_score_equally() -> None:
+    plain = Pod.parse({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"}})
+    assert network_overhead(plain, seeds_index(), ARGS).score_equally
+    assert network_overhead(pending("p3"), seeds_index(), ARGS).score_equally  # p3 has no dependencies
+
+
+def test_missing_appgroup_or_topology_is_a_reason_not_a_crash() -> None:
+    report = schedule(pending("p1"), seeds_index(with_topology=False), SchedulerConfig(overhead=ARGS))
+    assert (
+        report["filter"]["n-1"]["NetworkOverhead"]
+        == "NetworkTopology net-topology-test not found in namespaces default"
+    )
+    assert report["selectedNode"] is None
+    other = Pod.parse(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "x",
+                "namespace": "default",
+                "labels": {"appgroup.diktyo.x-k8s.io": "nope", "appgroup.diktyo.x-k8s.io.workload": "p1"},
+            },
+        }
+    )
+    report = schedule(other, seeds_index(), SchedulerConfig(overhead=ARGS))
+    assert report["filter"]["n-1"]["NetworkOverhead"] == "AppGroup nope not found in namespaces default"
+
+
+def test_normalize_overhead_edge_cases() -> None:
+    assert normalize_overhead({"a": 0, "b": 0}) == {"a": 0, "b": 0}  # all zero stays 0
+    assert normalize_overhead({"a": 7, "b": 7}) == {"a": 100, "b": 100}  # all equal non-zero: 100
+    assert normalize_overhead({"a": 0, "b": 3, "c": 6}) == {"a": 100, "b": 50, "c": 0}
+
+
+def bandwidth_node(capacity: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "big", "annotations": {"node.kubernetes.io/network-limit": capacity}},
+        "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+    }
+
+
+@pytest.mark.parametrize(("mode", "fits"), [("combined", 5), ("duplex", 10)])
+def test_thesis_bandwidth_arithmetic(mode: str, fits: int) -> None:
+    config = parse_config(
+        {"profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": mode}}]}]}
+    )
+    placed: list[dict[str, Any]] = []
+    while True:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"p{len(placed)}",
+                "namespace": "default",
+                "annotations": {"kubernetes.io/ingress-bandwidth": "100M", "kubernetes.io/egress-bandwidth": "100M"},
+            },
+        }
+        index = ClusterIndex.build(build_snapshot([bandwidth_node("1Gi"), *placed]))
+        report = schedule(Pod.parse(copy.deepcopy(pod)), index, config)
+        if report["selectedNode"] is None:
+            assert "insufficient" in report["filter"]["big"]["NetworkBandwidth"]
+            break
+        pod["spec"] = {"nodeName": report["selectedNode"]}
+        placed.append(pod)
+    assert len(placed) == fits
+
+
+def test_allocatable_least_prefers_the_smaller_node() -> None:
+    small = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "small"},
+        "status": {"allocatable": {"cpu": "10", "memory": "10Gi"}},
+    }
+    large = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "large"},
+        "status": {"allocatable": {"cpu": "200", "memory": "200Gi"}},
+    }
+    pod = Pod.parse({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"}})
+    index = ClusterIndex.build(build_snapshot([small, large]))
+    least = schedule(
+        pod,
+        index,
+        parse_config(
+            {"profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Least"}}]}]}
+        ),
+    )
+    most = schedule(
+        pod,
+        index,
+        parse_config(
+            {"profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Most"}}]}]}
+        ),
+    )
+    assert least["selectedNode"] == "small" and most["selectedNode"] == "large"
+    assert least["normalizedScore"]["small"]["NodeResourcesAllocatable"] == 100
+
+
+def test_config_file_weights_and_errors() -> None:
+    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+    assert config.weights == {"NetworkOverhead": 5, "NetworkBandwidth": 2, "NodeResourcesAllocatable": 1}
+    assert config.overhead.network_topology_name == "net-topology-test"
+    with pytest.raises(ValueError, match="accountingMode"):
+        parse_config({"profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": "x"}}]}]})
