@@ -43,9 +43,9 @@ PASSED = "passed"
 class SchedulerConfig:
     filters: tuple[str, ...] = FILTER_PLUGINS
     weights: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(PLUGINS, 1))
-    overhead: NetworkOverheadArgs = NetworkOverheadArgs()
-    bandwidth: NetworkBandwidthArgs = NetworkBandwidthArgs()
-    allocatable: NodeResourcesAllocatableArgs = NodeResourcesAllocatableArgs()
+    overhead: NetworkOverheadArgs = field(default_factory=NetworkOverheadArgs)
+    bandwidth: NetworkBandwidthArgs = field(default_factory=NetworkBandwidthArgs)
+    allocatable: NodeResourcesAllocatableArgs = field(default_factory=NodeResourcesAllocatableArgs)
 
 
 def parse_config(document: Any, path: str = "") -> SchedulerConfig:
