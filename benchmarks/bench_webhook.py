@@ -57,8 +57,9 @@ REVIEW = json.dumps(
 def run_server(kind: str, port: int, cert: str, key: str) -> None:
     from aiohttp import web
 
+    from operators.serving import ReloadingTLS
     from operators.sources.files import load_snapshot
-    from webhooks.server import ReloadingTLS, serve
+    from webhooks.server import serve
     from webhooks.view import ClusterView
 
     async def main() -> None:

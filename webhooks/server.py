@@ -12,8 +12,6 @@ import asyncio
 import base64
 import json
 import logging
-import os
-import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from operators.engine.bandwidth import Denied, admit_pod, json_patch
+from operators.serving import ReloadingTLS, serve_app
 from webhooks.view import ClusterView
 
 logger = logging.getLogger("netaware.webhook")
@@ -190,39 +189,6 @@ def build_app(view: ClusterView, metrics: WebhookMetrics | None = None) -> web.A
     return app
 
 
-class ReloadingTLS:
-    """An SSL context whose certificate is reloaded when the files change (new connections use it)."""
-
-    def __init__(self, cert_file: str, key_file: str) -> None:
-        self.cert_file, self.key_file = cert_file, key_file
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
-        self._stamp = self._mtimes()
-        self.context.load_cert_chain(cert_file, key_file)
-
-    def _mtimes(self) -> tuple[float, float]:
-        return os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime
-
-    def reload_if_changed(self) -> bool:
-        stamp = self._mtimes()
-        if stamp == self._stamp:
-            return False
-        self.context.load_cert_chain(self.cert_file, self.key_file)
-        self._stamp = stamp
-        logger.info("reloaded the TLS certificate from %s", self.cert_file)
-        return True
-
-    async def watch(self, interval: float, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=interval)
-            except TimeoutError:
-                try:
-                    self.reload_if_changed()
-                except (OSError, ssl.SSLError) as error:  # a half-written pair: keep the old one, retry later
-                    logger.warning("TLS certificate not reloaded: %s", error)
-
-
 async def serve(
     view: ClusterView,
     host: str,
@@ -231,18 +197,5 @@ async def serve(
     stop: asyncio.Event,
     reload_interval: float = 10.0,
 ) -> None:
-    """Serve until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
-    if tls is None:
-        logger.warning("serving plain HTTP (--insecure): for local testing only, never for a cluster")
-    runner = web.AppRunner(build_app(view), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
-    await site.start()
-    logger.info("webhook listening on %s://%s:%d/mutate-pods", "https" if tls else "http", host, port)
-    reloader = asyncio.create_task(tls.watch(reload_interval, stop)) if tls else None
-    try:
-        await stop.wait()
-    finally:
-        if reloader:
-            reloader.cancel()
-        await runner.cleanup()
+    """Serve the webhook until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
+    await serve_app(build_app(view), "webhook", "/mutate-pods", host, port, tls, stop, reload_interval)

@@ -201,7 +201,8 @@ def webhook_command(
     import signal
 
     from operators.controllers.kube import cluster_api_client
-    from webhooks.server import ReloadingTLS, serve
+    from operators.serving import ReloadingTLS
+    from webhooks.server import serve
     from webhooks.view import ClusterView
 
     if not insecure and not (tls_cert_file and tls_private_key_file):

@@ -12,7 +12,8 @@ import trustme
 import yaml
 
 from operators.engine.snapshot import build_snapshot
-from webhooks.server import ReloadingTLS, serve
+from operators.serving import ReloadingTLS
+from webhooks.server import serve
 from webhooks.view import ClusterView
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"

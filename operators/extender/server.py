@@ -1,0 +1,224 @@
+"""kube-scheduler extender protocol on ``POST /filter`` and ``POST /prioritize`` (aiohttp).
+
+Both ``nodeCacheCapable`` forms are served and answered in the form received: ``NodeNames``
+(names of nodes the extender knows from its own cache) or ``Nodes`` (full Node objects, whose
+labels and annotations are used as sent). Scores go out on the extender scale 0..10: the weighted
+total over the plugins, divided by the weights' sum, over 10. A malformed ExtenderArgs is a 400; a
+body over 10 MiB is refused (413); an unknown node name is a ``FailedNodes`` entry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from operators.engine.plugins import ClusterIndex
+from operators.engine.schedule import PASSED, SchedulerConfig, schedule
+from operators.engine.snapshot import Node, Pod, Snapshot
+
+logger = logging.getLogger("netaware.extender")
+
+MAX_BODY = 10 * 1024 * 1024
+MAX_EXTENDER_PRIORITY = 10
+
+
+@dataclass
+class ExtenderState:
+    """Where the cluster comes from (a fixed snapshot or a live one) and the config; caches the index."""
+
+    source: Callable[[], Snapshot]
+    config: SchedulerConfig
+    ready: Callable[[], bool] = lambda: True
+    _index: tuple[int, ClusterIndex] | None = None
+
+    def index(self) -> ClusterIndex:
+        snapshot = self.source()
+        if self._index is None or self._index[0] != id(snapshot):
+            self._index = (id(snapshot), ClusterIndex.build(snapshot))
+        return self._index[1]
+
+
+@dataclass
+class ExtenderMetrics:
+    registry: CollectorRegistry
+    latency: Histogram
+
+    @classmethod
+    def create(cls) -> ExtenderMetrics:
+        registry = CollectorRegistry()
+        return cls(
+            registry,
+            Histogram(
+                "netaware_extender_latency_seconds",
+                "Extender request latency.",
+                ["verb"],
+                registry=registry,
+                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1),
+            ),
+        )
+
+
+STATE_KEY: web.AppKey[ExtenderState] = web.AppKey("state", ExtenderState)
+METRICS_KEY: web.AppKey[ExtenderMetrics] = web.AppKey("metrics", ExtenderMetrics)
+
+
+class BadArgs(ValueError):
+    pass
+
+
+def _parse_args(body: bytes) -> tuple[Pod, list[str] | None, list[dict[str, Any]] | None]:
+    try:
+        args = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise BadArgs(f"not JSON: {error}") from None
+    if not isinstance(args, dict) or not isinstance(args.get("Pod"), dict):
+        raise BadArgs("ExtenderArgs.Pod must be a Pod object")
+    try:
+        pod = Pod.parse(args["Pod"])
+    except (ValueError, TypeError, AttributeError) as error:
+        raise BadArgs(f"ExtenderArgs.Pod: {error}") from None
+    names, nodes = args.get("NodeNames"), args.get("Nodes")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise BadArgs("ExtenderArgs.NodeNames must be a list of names")
+        return pod, names, None
+    if not isinstance(nodes, dict) or not isinstance(nodes.get("items"), list):
+        raise BadArgs("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes (a NodeList)")
+    return pod, None, nodes["items"]
+
+
+def _candidates(
+    index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
+) -> tuple[list[Node], dict[str, dict[str, Any]], dict[str, str]]:
+    """(nodes to evaluate, raw items by name, nodes failed for being unknown or unreadable)."""
+    failed: dict[str, str] = {}
+    nodes: list[Node] = []
+    raw: dict[str, dict[str, Any]] = {}
+    if names is not None:
+        for name in names:
+            node = index.node_by_name.get(name)
+            if node is None:
+                failed[name] = f"node {name} is not known to the extender"
+            else:
+                nodes.append(node)
+        return nodes, raw, failed
+    for position, item in enumerate(items or []):
+        try:
+            node = Node.parse(item)
+        except (ValueError, TypeError, AttributeError) as error:
+            name = (
+                str(((item or {}).get("metadata") or {}).get("name") or f"#{position}")
+                if isinstance(item, dict)
+                else f"#{position}"
+            )
+            failed[name] = f"unreadable Node: {error}"
+            continue
+        nodes.append(node)
+        raw[node.name] = item
+    return nodes, raw, failed
+
+
+async def _read(request: web.Request) -> bytes | web.Response:
+    if request.content_type != "application/json":
+        return web.json_response(
+            {"Error": f"Content-Type must be application/json, not {request.content_type!r}"}, status=400
+        )
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return web.json_response({"Error": f"the request body is larger than {MAX_BODY} bytes"}, status=413)
+
+
+async def filter_handler(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    body = await _read(request)
+    if isinstance(body, web.Response):
+        return body
+    try:
+        pod, names, items = _parse_args(body)
+    except BadArgs as error:
+        return web.json_response({"Error": str(error)}, status=400)
+    state = request.app[STATE_KEY]
+    index = state.index()
+    nodes, raw, failed = _candidates(index, names, items)
+    result = schedule(pod, index, state.config, tuple(nodes))
+    passing = []
+    for node in nodes:
+        reasons = [reason for reason in result["filter"][node.name].values() if reason != PASSED]
+        if reasons:
+            failed[node.name] = "; ".join(reasons)
+        else:
+            passing.append(node.name)
+    answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
+    if names is not None:
+        answer.update(NodeNames=passing, Nodes=None)
+    else:
+        answer.update(
+            Nodes={"apiVersion": "v1", "kind": "NodeList", "items": [raw[name] for name in passing]}, NodeNames=None
+        )
+    request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
+    return web.json_response(answer)
+
+
+def extender_scores(result: dict[str, Any], config: SchedulerConfig) -> dict[str, int]:
+    """The weighted total per node on the extender's 0..10 scale."""
+    weights = sum(config.weights.values()) or 1
+    return {node: total * MAX_EXTENDER_PRIORITY // (100 * weights) for node, total in result["totalScore"].items()}
+
+
+async def prioritize_handler(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    body = await _read(request)
+    if isinstance(body, web.Response):
+        return body
+    try:
+        pod, names, items = _parse_args(body)
+    except BadArgs as error:
+        return web.json_response({"Error": str(error)}, status=400)
+    state = request.app[STATE_KEY]
+    index = state.index()
+    nodes, _, _ = _candidates(index, names, items)
+    scores = extender_scores(schedule(pod, index, state.config, tuple(nodes)), state.config)
+    requested = (
+        names
+        if names is not None
+        else [
+            str(((item or {}).get("metadata") or {}).get("name", "")) for item in items or [] if isinstance(item, dict)
+        ]
+    )
+    request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)
+    return web.json_response([{"Host": name, "Score": scores.get(name, 0)} for name in requested])
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    ready = request.app[STATE_KEY].ready()
+    return web.Response(text="ok" if ready else "cluster cache not synced yet", status=200 if ready else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    payload = generate_latest(request.app[METRICS_KEY].registry)
+    return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def build_app(state: ExtenderState) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY)
+    app[STATE_KEY] = state
+    app[METRICS_KEY] = ExtenderMetrics.create()
+    app.router.add_post("/filter", filter_handler)
+    app.router.add_post("/prioritize", prioritize_handler)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app
