@@ -229,6 +229,77 @@ def webhook_command(
     asyncio.run(main())
 
 
+@cli.command("extender")
+@click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8888, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), help="Serving certificate (PEM).")
+@click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), help="Its private key (PEM).")
+@click.option(
+    "--cert-reload-interval",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds between checks of the certificate files for changes.",
+)
+@click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration-shaped file: plugin weights and pluginConfig args.",
+)
+@filename_option(required=False)
+def extender_command(
+    listen_address: str,
+    port: int,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    cert_reload_interval: float,
+    insecure: bool,
+    config_path: str | None,
+    filenames: tuple[str, ...],
+) -> None:
+    """Serve the kube-scheduler extender (POST /filter, POST /prioritize).
+
+    Nodes, pods, AppGroups, NetworkTopologies and NodeSLOs come from watches of the cluster, or from
+    a snapshot with -f.
+    """
+    import asyncio
+    import logging
+    import signal
+
+    from operators.controllers.kube import cluster_api_client
+    from operators.extender.server import ExtenderState, serve
+    from operators.serving import ReloadingTLS
+    from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
+
+    if not insecure and not (tls_cert_file and tls_private_key_file):
+        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
+    config = load_scheduler_config(config_path)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
+        follower = None
+        if filenames:
+            snapshot = load(filenames)
+            state = ExtenderState(lambda: snapshot, config)
+        else:
+            live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
+            state = ExtenderState(live.snapshot, config, lambda: live.ready)
+            follower = asyncio.create_task(live.follow(await cluster_api_client(), stop))
+        await serve(state, listen_address, port, tls, stop, cert_reload_interval)
+        if follower:
+            await follower
+
+    asyncio.run(main())
+
+
 def _not_implemented(name: str, summary: str) -> click.Command:
     @click.command(
         name,
@@ -246,7 +317,6 @@ for _name, _summary in (
     ("deschedule", "Plan LowNodeLoad evictions for a snapshot"),
     ("simulate", "Schedule a generated workload with the default and the network-aware scheduler"),
     ("run", "Run the controllers against a cluster"),
-    ("extender", "Serve the kube-scheduler extender"),
     ("demo", "Run the whole suite against the embedded API emulator with the example cluster"),
 ):
     cli.add_command(_not_implemented(_name, _summary))

@@ -342,7 +342,7 @@ def bandwidth_filter(
             return f"insufficient network bandwidth: requested {demand[0] + demand[1]} bits/s, free {max(free, 0)}"
         return None
     for direction, want, used in (("ingress", demand[0], used_in), ("egress", demand[1], used_out)):
-        if want > capacity - used:
+        if want and want > capacity - used:
             return f"insufficient {direction} bandwidth: requested {want} bits/s, free {max(capacity - used, 0)}"
     return None
 

@@ -9,6 +9,7 @@ body over 10 MiB is refused (413); an unknown node name is a ``FailedNodes`` ent
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -23,6 +24,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from operators.engine.plugins import ClusterIndex
 from operators.engine.schedule import PASSED, SchedulerConfig, schedule
 from operators.engine.snapshot import Node, Pod, Snapshot
+from operators.serving import ReloadingTLS, serve_app
 
 logger = logging.getLogger("netaware.extender")
 
@@ -222,3 +224,15 @@ def build_app(state: ExtenderState) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     return app
+
+
+async def serve(
+    state: ExtenderState,
+    host: str,
+    port: int,
+    tls: ReloadingTLS | None,
+    stop: asyncio.Event,
+    reload_interval: float = 10.0,
+) -> None:
+    """Serve the extender until ``stop`` is set."""
+    await serve_app(build_app(state), "extender", "/filter", host, port, tls, stop, reload_interval)

@@ -1,0 +1,119 @@
+"""The extender over HTTP: both nodeCacheCapable forms, bad input, agreement with `netaware schedule`."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient, TestServer
+from click.testing import CliRunner
+
+from operators.cli.main import cli
+from operators.engine.plugins import ClusterIndex
+from operators.engine.schedule import parse_config, schedule
+from operators.engine.snapshot import Pod, build_snapshot
+from operators.extender.server import ExtenderState, build_app, extender_scores
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "hack" / "examples"
+CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+NODES = [f"n-{i}" for i in range(1, 9)]
+
+
+def documents() -> list[dict[str, Any]]:
+    return [d for path in sorted(EXAMPLES.glob("*.yaml")) for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def p1_pod() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "hack" / "pod-p1.yaml").read_text())
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[TestClient[Any, Any]]:
+    snapshot = build_snapshot(documents())
+    async with TestClient(TestServer(build_app(ExtenderState(lambda: snapshot, CONFIG)))) as test_client:
+        yield test_client
+
+
+async def test_filter_with_node_names(client: TestClient[Any, Any]) -> None:
+    response = await client.post("/filter", json={"Pod": p1_pod(), "NodeNames": [*NODES, "ghost"], "Nodes": None})
+    assert response.status == 200
+    answer = await response.json()
+    assert answer["NodeNames"] == NODES and answer["Nodes"] is None and answer["Error"] == ""
+    assert answer["FailedNodes"] == {"ghost": "node ghost is not known to the extender"}
+
+
+async def test_filter_with_node_objects_answers_in_the_same_form(client: TestClient[Any, Any]) -> None:
+    nodes = [d for d in documents() if d["kind"] == "Node"]
+    nodes[0]["metadata"]["annotations"]["node.koordinator.sh/network-bandwidth"] = "10M"  # as sent by the scheduler
+    pod = p1_pod()
+    pod["metadata"]["annotations"]["kubernetes.io/egress-request"] = "500M"
+    response = await client.post("/filter", json={"Pod": pod, "Nodes": {"items": nodes}})
+    answer = await response.json()
+    assert answer["NodeNames"] is None
+    assert [item["metadata"]["name"] for item in answer["Nodes"]["items"]] == NODES[1:]
+    assert "insufficient egress bandwidth" in answer["FailedNodes"]["n-1"]
+
+
+async def test_prioritize_agrees_with_netaware_schedule(client: TestClient[Any, Any]) -> None:
+    response = await client.post("/prioritize", json={"Pod": p1_pod(), "NodeNames": NODES})
+    scores = {entry["Host"]: entry["Score"] for entry in await response.json()}
+    assert set(scores) == set(NODES) and all(0 <= score <= 10 for score in scores.values())
+    result = CliRunner().invoke(
+        cli,
+        [
+            "schedule",
+            "-f",
+            str(EXAMPLES),
+            "--pod",
+            str(ROOT / "hack" / "pod-p1.yaml"),
+            "--config",
+            str(ROOT / "hack" / "scheduler-config.yaml"),
+        ],
+    )
+    offline = json.loads(result.stdout)
+    assert scores == extender_scores(offline, CONFIG)
+    assert scores[offline["selectedNode"]] == max(scores.values())
+    assert offline["selectedNode"] == "n-2"  # overhead 95 x 5 + bandwidth 85 x 2 beats n-1's 100 x 5 + 0 x 2
+    direct = schedule(Pod.parse(p1_pod()), ClusterIndex.build(build_snapshot(documents())), CONFIG)
+    assert direct["totalScore"] == offline["totalScore"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "message"),
+    [
+        (b"{not json", "application/json", 400, "not JSON"),
+        (b'{"NodeNames": []}', "application/json", 400, "ExtenderArgs.Pod must be a Pod object"),
+        (
+            b'{"Pod": {"metadata": {"name": "x"}}, "NodeNames": "n-1"}',
+            "application/json",
+            400,
+            "NodeNames must be a list",
+        ),
+        (b'{"Pod": {"metadata": {"name": "x"}}}', "application/json", 400, "needs NodeNames"),
+        (b'{"Pod": {"metadata": {}}, "NodeNames": []}', "application/json", 400, "ExtenderArgs.Pod"),
+        (b"{}", "text/plain", 400, "Content-Type must be application/json"),
+        (b'{"x": "' + b"y" * (10 * 1024 * 1024 + 5) + b'"}', "application/json", 413, "larger than"),
+    ],
+)
+async def test_bad_input_is_refused_and_the_next_request_is_served(
+    client: TestClient[Any, Any], body: bytes, content_type: str, status: int, message: str
+) -> None:
+    for verb in ("/filter", "/prioritize"):
+        response = await client.post(verb, data=body, headers={"Content-Type": content_type})
+        assert response.status == status
+        assert message in (await response.json())["Error"]
+    response = await client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
+    assert response.status == 200
+
+
+async def test_probes_and_metrics(client: TestClient[Any, Any]) -> None:
+    await client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
+    assert (await client.get("/healthz")).status == 200
+    assert (await client.get("/readyz")).status == 200
+    text = await (await client.get("/metrics")).text()
+    assert 'netaware_extender_latency_seconds_count{verb="filter"}' in text
