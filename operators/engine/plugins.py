@@ -135,6 +135,10 @@ class ClusterIndex:
         )
 
     @functools.cached_property
+    def places(self) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted({(node.region, node.zone) for node in self.nodes}))
+
+    @functools.cached_property
     def app_groups(self) -> dict[tuple[str, str], AppGroup]:
         return {
             (group.metadata.namespace or "default", group.metadata.name): group for group in self.snapshot.app_groups
@@ -149,6 +153,23 @@ class ClusterIndex:
             if label:
                 index[label].append(pod)
         return index
+
+    def capacities(self, default: Quantity | None) -> dict[str, int | None]:
+        """Node -> capacity bits/s (None: unknown), computed once per default."""
+        key = default.nanos if default is not None else None
+        cache: dict[int | None, dict[str, int | None]] = self.__dict__.setdefault("_capacities", {})
+        if key not in cache:
+            cache[key] = {
+                node.name: node_capacity(node, self.slo_totals.get(node.name), default) for node in self.nodes
+            }
+        return cache[key]
+
+    def allocatable(self, args: NodeResourcesAllocatableArgs) -> dict[str, int]:
+        """Node -> NodeResourcesAllocatable raw score, computed once per args."""
+        cache: dict[NodeResourcesAllocatableArgs, dict[str, int]] = self.__dict__.setdefault("_allocatable", {})
+        if args not in cache:
+            cache[args] = {node.name: allocatable_score(node, args) for node in self.nodes}
+        return cache[args]
 
     def cost_map(self, args: NetworkOverheadArgs, namespace_hint: str | None) -> dict[tuple[str, str], int] | None:
         """(origin, destination) -> cost, zones and regions in one map (upstream's costMap); None if no topology."""
@@ -256,22 +277,15 @@ def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -
         on_host[host] += count
         host_node = index.node_by_name[host]
         by_place[(host_node.region, host_node.zone)].append((host, limit, count))
-    per_place: dict[tuple[str, str], tuple[int, int, int]] = {}
-    per_node: dict[str, tuple[int, int, int]] = {}
-    for node in index.nodes:
-        place = (node.region, node.zone)
-        if place not in per_place:
-            per_place[place] = _place_totals(place, by_place, costs)
-        satisfied, violated, cost = per_place[place]
-        count = on_host.get(node.name, 0)
-        if count:  # pairs on this very node: same node, satisfied with cost 0 (not same-zone or unlabelled)
-            if node.region or node.zone:
-                cost -= SAME_ZONE_COST * count
-            else:
-                cost -= MAX_COST * count
-                violated -= count
-                satisfied += count
-        per_node[node.name] = (satisfied, violated, cost)
+    per_place = {place: _place_totals(place, by_place, costs) for place in index.places}
+    per_node = {node.name: per_place[(node.region, node.zone)] for node in index.nodes}
+    for host, count in on_host.items():  # pairs on the very node: same node, satisfied with cost 0
+        node = index.node_by_name[host]
+        satisfied, violated, cost = per_node[host]
+        if node.region or node.zone:
+            per_node[host] = (satisfied, violated, cost - SAME_ZONE_COST * count)
+        else:
+            per_node[host] = (satisfied + count, violated - count, cost - MAX_COST * count)
     return OverheadResult(per_node=per_node)
 
 
@@ -326,13 +340,19 @@ def normalize_overhead(scores: Mapping[str, int]) -> dict[str, int]:
 # --- NetworkBandwidth ------------------------------------------------------------------------------------------
 
 
+def _capacity(node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int | None:
+    if index.node_by_name.get(node.name) is node:  # the snapshot's own node: precomputed
+        return index.capacities(args.default_node_bandwidth)[node.name]
+    return node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth)  # as the scheduler sent it
+
+
 def bandwidth_filter(
     demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs
 ) -> str | None:
     """None when the node's free bandwidth holds the pod's request, else the reason."""
     if demand == (0, 0):
         return None
-    capacity = node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth)
+    capacity = _capacity(node, index, args)
     if capacity is None:
         return f"node {node.name} has no known bandwidth capacity"
     used_in, used_out = index.used.get(node.name, (0, 0))
@@ -349,13 +369,61 @@ def bandwidth_filter(
 
 def bandwidth_score(demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int:
     """``(capacity - used_after) * 100 // capacity``; in duplex mode both directions count (capacity doubled)."""
-    capacity = node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth)
+    capacity = _capacity(node, index, args)
     if not capacity:
         return 0
     used_in, used_out = index.used.get(node.name, (0, 0))
     total = capacity if args.accounting_mode == "combined" else 2 * capacity
     after = used_in + used_out + demand[0] + demand[1]
     return max(0, (total - after) * 100 // total)
+
+
+def bandwidth_failures(
+    demand: tuple[int, int], nodes: Sequence[Node], index: ClusterIndex, args: NetworkBandwidthArgs
+) -> dict[str, str]:
+    """:func:`bandwidth_filter` for many nodes; only the nodes that fail appear."""
+    if demand == (0, 0):
+        return {}
+    capacities = index.capacities(args.default_node_bandwidth)
+    used = index.used
+    combined = args.accounting_mode == "combined"
+    want_in, want_out = demand
+    failed: dict[str, str] = {}
+    for node in nodes:
+        own = index.node_by_name.get(node.name) is node
+        capacity = capacities.get(node.name) if own else _capacity(node, index, args)
+        used_in, used_out = used.get(node.name, (0, 0))
+        if (
+            capacity is None
+            or (combined and want_in + want_out > capacity - used_in - used_out)
+            or (
+                not combined
+                and ((want_in and want_in > capacity - used_in) or (want_out and want_out > capacity - used_out))
+            )
+        ):
+            failed[node.name] = bandwidth_filter(demand, node, index, args) or ""
+    return failed
+
+
+def bandwidth_scores(
+    demand: tuple[int, int], nodes: Sequence[Node], index: ClusterIndex, args: NetworkBandwidthArgs
+) -> dict[str, int]:
+    """:func:`bandwidth_score` for many nodes (one tight loop: the extender scores thousands per pod)."""
+    capacities = index.capacities(args.default_node_bandwidth)
+    used = index.used
+    factor = 1 if args.accounting_mode == "combined" else 2
+    wanted = demand[0] + demand[1]
+    result: dict[str, int] = {}
+    for node in nodes:
+        own = index.node_by_name.get(node.name) is node
+        capacity = capacities.get(node.name) if own else _capacity(node, index, args)
+        if not capacity:
+            result[node.name] = 0
+            continue
+        used_in, used_out = used.get(node.name, (0, 0))
+        total = capacity * factor
+        result[node.name] = max(0, (total - used_in - used_out - wanted) * 100 // total)
+    return result
 
 
 def normalize_min_max(scores: Mapping[str, int], invert: bool = False) -> dict[str, int]:

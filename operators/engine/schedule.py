@@ -24,8 +24,8 @@ from operators.engine.plugins import (
     NetworkOverheadArgs,
     NodeResourcesAllocatableArgs,
     allocatable_score,
-    bandwidth_filter,
-    bandwidth_score,
+    bandwidth_failures,
+    bandwidth_scores,
     network_overhead,
     normalize_min_max,
     normalize_overhead,
@@ -110,22 +110,48 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
 
 
 def schedule(
-    pod: Pod, index: ClusterIndex, config: SchedulerConfig, nodes: tuple[Node, ...] | None = None
+    pod: Pod,
+    index: ClusterIndex,
+    config: SchedulerConfig,
+    nodes: tuple[Node, ...] | None = None,
+    stages: tuple[str, ...] = ("filter", "score"),
+    detail: bool = True,
 ) -> dict[str, Any]:
-    """Filter, score and select a node for ``pod`` among ``nodes`` (default: all of the snapshot)."""
-    candidates = nodes if nodes is not None else index.nodes
+    """Filter, score and select a node for ``pod`` among ``nodes`` (default: all of the snapshot).
+
+    ``stages`` lets the extender run one verb at a time: ``("filter",)`` for /filter, ``("score",)``
+    for /prioritize (kube-scheduler sends only the nodes that passed).
+    """
+    candidates: tuple[Node, ...] = nodes if nodes is not None else index.nodes
     overhead = network_overhead(pod, index, config.overhead)
     demand = pod_demand(pod.annotations)
     filters: dict[str, dict[str, str]] = {}
     passing: list[Node] = []
+    if "filter" not in stages:
+        passing = list(candidates)
+        candidates = ()
+    elif "score" not in stages:
+        config = SchedulerConfig(
+            filters=config.filters,
+            weights={},
+            overhead=config.overhead,
+            bandwidth=config.bandwidth,
+            allocatable=config.allocatable,
+        )
+    overhead_failed = _overhead_failures(overhead, candidates) if NETWORK_OVERHEAD in config.filters else {}
+    bandwidth_failed = (
+        bandwidth_failures(demand, candidates, index, config.bandwidth) if NETWORK_BANDWIDTH in config.filters else {}
+    )
+    check_overhead, check_bandwidth = NETWORK_OVERHEAD in config.filters, NETWORK_BANDWIDTH in config.filters
     for node in candidates:
+        name = node.name
         results: dict[str, str] = {}
-        if NETWORK_OVERHEAD in config.filters:
-            results[NETWORK_OVERHEAD] = _overhead_filter(overhead, node.name)
-        if NETWORK_BANDWIDTH in config.filters:
-            results[NETWORK_BANDWIDTH] = bandwidth_filter(demand, node, index, config.bandwidth) or PASSED
-        filters[node.name] = results
-        if all(result == PASSED for result in results.values()):
+        if check_overhead:
+            results[NETWORK_OVERHEAD] = overhead_failed.get(name, PASSED)
+        if check_bandwidth:
+            results[NETWORK_BANDWIDTH] = bandwidth_failed.get(name, PASSED)
+        filters[name] = results
+        if name not in overhead_failed and name not in bandwidth_failed:
             passing.append(node)
     raw: dict[str, dict[str, int]] = {}
     if NETWORK_OVERHEAD in config.weights:
@@ -134,9 +160,13 @@ def schedule(
             for node in passing
         }
     if NETWORK_BANDWIDTH in config.weights:
-        raw[NETWORK_BANDWIDTH] = {node.name: bandwidth_score(demand, node, index, config.bandwidth) for node in passing}
+        raw[NETWORK_BANDWIDTH] = bandwidth_scores(demand, passing, index, config.bandwidth)
     if ALLOCATABLE in config.weights:
-        raw[ALLOCATABLE] = {node.name: allocatable_score(node, config.allocatable) for node in passing}
+        known = index.allocatable(config.allocatable)
+        raw[ALLOCATABLE] = {
+            node.name: known[node.name] if node.name in known else allocatable_score(node, config.allocatable)
+            for node in passing
+        }
     normalized = {
         plugin: normalize_overhead(scores) if plugin == NETWORK_OVERHEAD else normalize_min_max(scores)
         for plugin, scores in raw.items()
@@ -145,26 +175,34 @@ def schedule(
         plugin: {node: value * config.weights[plugin] for node, value in scores.items()}
         for plugin, scores in normalized.items()
     }
-    totals = {node.name: sum(final[plugin][node.name] for plugin in final) for node in passing}
+    totals = dict.fromkeys((node.name for node in passing), 0)
+    for scores in final.values():
+        for name, value in scores.items():
+            totals[name] += value
     selected = min(totals, key=lambda name: (-totals[name], name)) if totals else None
     return {
         "pod": pod.key,
         "filter": filters,
-        "score": _by_node(raw),
-        "normalizedScore": _by_node(normalized),
-        "finalScore": _by_node(final),
+        "score": _by_node(raw) if detail else {},
+        "normalizedScore": _by_node(normalized) if detail else {},
+        "finalScore": _by_node(final) if detail else {},
         "totalScore": totals,
         "selectedNode": selected,
     }
 
 
-def _overhead_filter(result: Any, node: str) -> str:
+def _overhead_failures(result: Any, nodes: tuple[Node, ...]) -> dict[str, str]:
+    """Nodes the NetworkOverhead filter rejects, with the reason."""
     if result.error:
-        return str(result.error)
+        return {node.name: str(result.error) for node in nodes}
     if result.per_node is None:
-        return PASSED
-    satisfied, violated, _ = result.per_node.get(node, (0, 0, 0))
-    return overhead_reason(node, satisfied, violated) if violated > satisfied else PASSED
+        return {}
+    failed = {}
+    for node in nodes:
+        satisfied, violated, _ = result.per_node.get(node.name, (0, 0, 0))
+        if violated > satisfied:
+            failed[node.name] = overhead_reason(node.name, satisfied, violated)
+    return failed
 
 
 def _by_node(per_plugin: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:

@@ -151,7 +151,7 @@ async def filter_handler(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     index = state.index()
     nodes, raw, failed = _candidates(index, names, items)
-    result = schedule(pod, index, state.config, tuple(nodes))
+    result = schedule(pod, index, state.config, tuple(nodes), stages=("filter",))
     passing = []
     for node in nodes:
         reasons = [reason for reason in result["filter"][node.name].values() if reason != PASSED]
@@ -188,7 +188,8 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     index = state.index()
     nodes, _, _ = _candidates(index, names, items)
-    scores = extender_scores(schedule(pod, index, state.config, tuple(nodes)), state.config)
+    result = schedule(pod, index, state.config, tuple(nodes), stages=("score",), detail=False)
+    scores = extender_scores(result, state.config)
     requested = (
         names
         if names is not None
