@@ -135,8 +135,13 @@ class ClusterIndex:
         )
 
     @functools.cached_property
+    def place_of(self) -> dict[str, tuple[str, str]]:
+        """Node name -> (region, zone)."""
+        return {node.name: (node.region, node.zone) for node in self.nodes}
+
+    @functools.cached_property
     def places(self) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted({(node.region, node.zone) for node in self.nodes}))
+        return tuple(sorted(set(self.place_of.values())))
 
     @functools.cached_property
     def app_groups(self) -> dict[tuple[str, str], AppGroup]:
@@ -278,7 +283,7 @@ def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -
         host_node = index.node_by_name[host]
         by_place[(host_node.region, host_node.zone)].append((host, limit, count))
     per_place = {place: _place_totals(place, by_place, costs) for place in index.places}
-    per_node = {node.name: per_place[(node.region, node.zone)] for node in index.nodes}
+    per_node = {name: per_place[place] for name, place in index.place_of.items()}
     for host, count in on_host.items():  # pairs on the very node: same node, satisfied with cost 0
         node = index.node_by_name[host]
         satisfied, violated, cost = per_node[host]

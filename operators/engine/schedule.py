@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
+from operators.engine import vectorized
 from operators.engine.plugins import (
     ALLOCATABLE,
     NETWORK_BANDWIDTH,
@@ -23,12 +26,11 @@ from operators.engine.plugins import (
     NetworkBandwidthArgs,
     NetworkOverheadArgs,
     NodeResourcesAllocatableArgs,
+    OverheadResult,
     allocatable_score,
     bandwidth_failures,
     bandwidth_scores,
     network_overhead,
-    normalize_min_max,
-    normalize_overhead,
     overhead_reason,
     pod_demand,
 )
@@ -109,6 +111,85 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
     )
 
 
+def _fast(nodes: tuple[Node, ...], index: ClusterIndex) -> bool:
+    """True when every candidate is the snapshot's own node object (the array path applies)."""
+    if nodes is index.nodes:
+        return True
+    own = index.node_by_name
+    return all(own.get(node.name) is node for node in nodes)
+
+
+def filter_failures(
+    pod: Pod,
+    index: ClusterIndex,
+    config: SchedulerConfig,
+    nodes: tuple[Node, ...],
+    overhead: OverheadResult | None = None,
+) -> dict[str, dict[str, str]]:
+    """Per filter plugin, the nodes it rejects with the reason (nodes absent from every map pass)."""
+    overhead = overhead or network_overhead(pod, index, config.overhead)
+    demand = pod_demand(pod.annotations)
+    failed: dict[str, dict[str, str]] = {}
+    if _fast(nodes, index):
+        names = [node.name for node in nodes]
+        position = vectorized.arrays(index).position
+        positions = np.array([position[name] for name in names], dtype=np.int64)
+        if NETWORK_OVERHEAD in config.filters:
+            failed[NETWORK_OVERHEAD] = vectorized.overhead_failures(overhead, names)
+        if NETWORK_BANDWIDTH in config.filters:
+            failed[NETWORK_BANDWIDTH] = vectorized.bandwidth_failures(
+                demand, list(nodes), positions, index, config.bandwidth
+            )
+        return failed
+    if NETWORK_OVERHEAD in config.filters:
+        failed[NETWORK_OVERHEAD] = _overhead_failures(overhead, nodes)
+    if NETWORK_BANDWIDTH in config.filters:
+        failed[NETWORK_BANDWIDTH] = bandwidth_failures(pod_demand(pod.annotations), nodes, index, config.bandwidth)
+    return failed
+
+
+def score_nodes(
+    pod: Pod,
+    index: ClusterIndex,
+    config: SchedulerConfig,
+    nodes: tuple[Node, ...],
+    overhead: OverheadResult | None = None,
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """(raw, normalised) scores per plugin, in the order of ``nodes``."""
+    overhead = overhead or network_overhead(pod, index, config.overhead)
+    demand = pod_demand(pod.annotations)
+    names = [node.name for node in nodes]
+    raw: dict[str, list[int]] = {}
+    normalized: dict[str, list[int]] = {}
+    fast = _fast(nodes, index)
+    position = vectorized.arrays(index).position
+    positions = np.array([position[name] for name in names], dtype=np.int64) if fast else None
+    if NETWORK_OVERHEAD in config.weights:
+        costs = (
+            [(overhead.per_node or {}).get(name, (0, 0, 0))[2] for name in names]
+            if overhead.per_node
+            else [0] * len(names)
+        )
+        raw[NETWORK_OVERHEAD] = costs
+        normalized[NETWORK_OVERHEAD] = vectorized.normalize_overhead(np.array(costs, dtype=np.int64)).tolist()
+    if NETWORK_BANDWIDTH in config.weights:
+        if positions is not None:
+            values = vectorized.bandwidth_raw(demand, positions, index, config.bandwidth)
+        else:
+            scores = bandwidth_scores(demand, nodes, index, config.bandwidth)
+            values = np.array([scores[name] for name in names], dtype=np.int64)
+        raw[NETWORK_BANDWIDTH] = values.tolist()
+        normalized[NETWORK_BANDWIDTH] = vectorized.normalize_min_max(values).tolist()
+    if ALLOCATABLE in config.weights:
+        if positions is not None:
+            values = vectorized.allocatables(index, config.allocatable)[positions]
+        else:
+            values = np.array([allocatable_score(node, config.allocatable) for node in nodes], dtype=np.int64)
+        raw[ALLOCATABLE] = values.tolist()
+        normalized[ALLOCATABLE] = vectorized.normalize_min_max(values).tolist()
+    return raw, normalized
+
+
 def schedule(
     pod: Pod,
     index: ClusterIndex,
@@ -120,75 +201,58 @@ def schedule(
     """Filter, score and select a node for ``pod`` among ``nodes`` (default: all of the snapshot).
 
     ``stages`` lets the extender run one verb at a time: ``("filter",)`` for /filter, ``("score",)``
-    for /prioritize (kube-scheduler sends only the nodes that passed).
+    for /prioritize (kube-scheduler sends only the nodes that passed). ``detail=False`` leaves out the
+    per-node breakdown (the extender needs the failures and the totals only).
     """
     candidates: tuple[Node, ...] = nodes if nodes is not None else index.nodes
     overhead = network_overhead(pod, index, config.overhead)
-    demand = pod_demand(pod.annotations)
     filters: dict[str, dict[str, str]] = {}
-    passing: list[Node] = []
-    if "filter" not in stages:
-        passing = list(candidates)
-        candidates = ()
-    elif "score" not in stages:
-        config = SchedulerConfig(
-            filters=config.filters,
-            weights={},
-            overhead=config.overhead,
-            bandwidth=config.bandwidth,
-            allocatable=config.allocatable,
-        )
-    overhead_failed = _overhead_failures(overhead, candidates) if NETWORK_OVERHEAD in config.filters else {}
-    bandwidth_failed = (
-        bandwidth_failures(demand, candidates, index, config.bandwidth) if NETWORK_BANDWIDTH in config.filters else {}
+    failed: dict[str, dict[str, str]] = {}
+    if "filter" in stages:
+        failed = filter_failures(pod, index, config, candidates, overhead)
+        rejected = set().union(*failed.values()) if failed else set()
+        passing = tuple(node for node in candidates if node.name not in rejected)
+        if detail:
+            filters = {
+                node.name: {plugin: failed[plugin].get(node.name, PASSED) for plugin in config.filters}
+                for node in candidates
+            }
+    else:
+        passing = candidates
+    names = [node.name for node in passing]
+    raw: dict[str, list[int]] = {}
+    normalized: dict[str, list[int]] = {}
+    if "score" in stages:
+        raw, normalized = score_nodes(pod, index, config, passing, overhead)
+    final = (
+        {plugin: [value * config.weights[plugin] for value in values] for plugin, values in normalized.items()}
+        if detail
+        else {}
     )
-    check_overhead, check_bandwidth = NETWORK_OVERHEAD in config.filters, NETWORK_BANDWIDTH in config.filters
-    for node in candidates:
-        name = node.name
-        results: dict[str, str] = {}
-        if check_overhead:
-            results[NETWORK_OVERHEAD] = overhead_failed.get(name, PASSED)
-        if check_bandwidth:
-            results[NETWORK_BANDWIDTH] = bandwidth_failed.get(name, PASSED)
-        filters[name] = results
-        if name not in overhead_failed and name not in bandwidth_failed:
-            passing.append(node)
-    raw: dict[str, dict[str, int]] = {}
-    if NETWORK_OVERHEAD in config.weights:
-        raw[NETWORK_OVERHEAD] = {
-            node.name: (overhead.per_node or {}).get(node.name, (0, 0, 0))[2] if overhead.per_node else 0
-            for node in passing
-        }
-    if NETWORK_BANDWIDTH in config.weights:
-        raw[NETWORK_BANDWIDTH] = bandwidth_scores(demand, passing, index, config.bandwidth)
-    if ALLOCATABLE in config.weights:
-        known = index.allocatable(config.allocatable)
-        raw[ALLOCATABLE] = {
-            node.name: known[node.name] if node.name in known else allocatable_score(node, config.allocatable)
-            for node in passing
-        }
-    normalized = {
-        plugin: normalize_overhead(scores) if plugin == NETWORK_OVERHEAD else normalize_min_max(scores)
-        for plugin, scores in raw.items()
-    }
-    final = {
-        plugin: {node: value * config.weights[plugin] for node, value in scores.items()}
-        for plugin, scores in normalized.items()
-    }
-    totals = dict.fromkeys((node.name for node in passing), 0)
-    for scores in final.values():
-        for name, value in scores.items():
-            totals[name] += value
-    selected = min(totals, key=lambda name: (-totals[name], name)) if totals else None
-    return {
+    totals = np.zeros(len(names), dtype=np.int64)
+    for plugin, values in normalized.items():
+        totals += np.asarray(values, dtype=np.int64) * config.weights[plugin]
+    total_by_name = dict(zip(names, totals.tolist(), strict=True)) if "score" in stages else {}
+    selected = min(total_by_name, key=lambda name: (-total_by_name[name], name)) if total_by_name else None
+    result: dict[str, Any] = {
         "pod": pod.key,
         "filter": filters,
-        "score": _by_node(raw) if detail else {},
-        "normalizedScore": _by_node(normalized) if detail else {},
-        "finalScore": _by_node(final) if detail else {},
-        "totalScore": totals,
+        "score": _by_node(names, raw) if detail else {},
+        "normalizedScore": _by_node(names, normalized) if detail else {},
+        "finalScore": _by_node(names, final) if detail else {},
+        "totalScore": total_by_name,
         "selectedNode": selected,
     }
+    if not detail:
+        result["failed"] = (
+            {
+                name: "; ".join(failed[plugin][name] for plugin in failed if name in failed[plugin])
+                for name in set().union(*failed.values())
+            }
+            if failed
+            else {}
+        )
+    return result
 
 
 def _overhead_failures(result: Any, nodes: tuple[Node, ...]) -> dict[str, str]:
@@ -205,9 +269,5 @@ def _overhead_failures(result: Any, nodes: tuple[Node, ...]) -> dict[str, str]:
     return failed
 
 
-def _by_node(per_plugin: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
-    result: dict[str, dict[str, int]] = {}
-    for plugin, scores in per_plugin.items():
-        for node, value in scores.items():
-            result.setdefault(node, {})[plugin] = value
-    return result
+def _by_node(names: list[str], per_plugin: Mapping[str, list[int]]) -> dict[str, dict[str, int]]:
+    return {name: {plugin: values[i] for plugin, values in per_plugin.items()} for i, name in enumerate(names)}

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from operators.engine.plugins import ClusterIndex
-from operators.engine.schedule import PASSED, SchedulerConfig, schedule
+from operators.engine.schedule import SchedulerConfig, schedule
 from operators.engine.snapshot import Node, Pod, Snapshot
 from operators.serving import ReloadingTLS, serve_app
 
@@ -151,14 +151,9 @@ async def filter_handler(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     index = state.index()
     nodes, raw, failed = _candidates(index, names, items)
-    result = schedule(pod, index, state.config, tuple(nodes), stages=("filter",))
-    passing = []
-    for node in nodes:
-        reasons = [reason for reason in result["filter"][node.name].values() if reason != PASSED]
-        if reasons:
-            failed[node.name] = "; ".join(reasons)
-        else:
-            passing.append(node.name)
+    result = schedule(pod, index, state.config, tuple(nodes), stages=("filter",), detail=False)
+    failed.update(result["failed"])
+    passing = [node.name for node in nodes if node.name not in result["failed"]]
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
     if names is not None:
         answer.update(NodeNames=passing, Nodes=None)

@@ -1,0 +1,148 @@
+"""The scheduling cycle over arrays (numpy): same arithmetic as :mod:`operators.engine.plugins`, per node
+vectors instead of per node calls. Used when every candidate is a node of the snapshot (the
+extender's NodeNames form, ``netaware schedule``); candidates sent as objects take the plain path.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from operators.engine.plugins import (
+    ClusterIndex,
+    NetworkBandwidthArgs,
+    NodeResourcesAllocatableArgs,
+    OverheadResult,
+    allocatable_score,
+    bandwidth_filter,
+    node_capacity,
+    overhead_reason,
+)
+from operators.engine.snapshot import Node
+
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass
+class NodeArrays:
+    names: list[str]
+    position: dict[str, int]
+    used_in: Ints
+    used_out: Ints
+
+    @classmethod
+    def of(cls, index: ClusterIndex) -> NodeArrays:
+        names = [node.name for node in index.nodes]
+        used = [index.used.get(name, (0, 0)) for name in names]
+        return cls(
+            names,
+            {name: position for position, name in enumerate(names)},
+            np.array([pair[0] for pair in used], dtype=np.int64),
+            np.array([pair[1] for pair in used], dtype=np.int64),
+        )
+
+
+def arrays(index: ClusterIndex) -> NodeArrays:
+    cached: NodeArrays | None = index.__dict__.get("_arrays")
+    if cached is None:
+        cached = NodeArrays.of(index)
+        index.__dict__["_arrays"] = cached
+    return cached
+
+
+def capacities(index: ClusterIndex, args: NetworkBandwidthArgs) -> Ints:
+    """Capacity per node (bits/s), -1 when unknown; once per default."""
+    cache: dict[Any, Ints] = index.__dict__.setdefault("_capacity_arrays", {})
+    key = args.default_node_bandwidth.nanos if args.default_node_bandwidth is not None else None
+    if key not in cache:
+        values = [
+            node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth) for node in index.nodes
+        ]
+        cache[key] = np.array([-1 if value is None else value for value in values], dtype=np.int64)
+    return cache[key]
+
+
+def allocatables(index: ClusterIndex, args: NodeResourcesAllocatableArgs) -> Ints:
+    cache: dict[NodeResourcesAllocatableArgs, Ints] = index.__dict__.setdefault("_allocatable_arrays", {})
+    if args not in cache:
+        cache[args] = np.array([allocatable_score(node, args) for node in index.nodes], dtype=np.int64)
+    return cache[args]
+
+
+def overhead_arrays(result: OverheadResult, names: list[str]) -> tuple[Ints, Ints, Ints]:
+    per_node = result.per_node or {}
+    table = np.array([per_node.get(name, (0, 0, 0)) for name in names], dtype=np.int64).reshape(-1, 3)
+    return table[:, 0], table[:, 1], table[:, 2]
+
+
+def overhead_failures(result: OverheadResult, names: list[str]) -> dict[str, str]:
+    if result.error:
+        return dict.fromkeys(names, str(result.error))
+    if result.per_node is None or not names:
+        return {}
+    satisfied, violated, _ = overhead_arrays(result, names)
+    return {
+        names[i]: overhead_reason(names[i], int(satisfied[i]), int(violated[i]))
+        for i in np.nonzero(violated > satisfied)[0].tolist()
+    }
+
+
+def bandwidth_failures(
+    demand: tuple[int, int], nodes: list[Node], positions: Ints, index: ClusterIndex, args: NetworkBandwidthArgs
+) -> dict[str, str]:
+    if demand == (0, 0) or not nodes:
+        return {}
+    data = arrays(index)
+    capacity = capacities(index, args)[positions]
+    used_in, used_out = data.used_in[positions], data.used_out[positions]
+    want_in, want_out = demand
+    unknown = capacity < 0
+    if args.accounting_mode == "combined":
+        failed = unknown | (want_in + want_out > capacity - used_in - used_out)
+    else:
+        failed = (
+            unknown
+            | ((want_in > 0) & (want_in > capacity - used_in))
+            | ((want_out > 0) & (want_out > capacity - used_out))
+        )
+    return {
+        nodes[i].name: bandwidth_filter(demand, nodes[i], index, args) or "" for i in np.nonzero(failed)[0].tolist()
+    }
+
+
+def normalize_overhead(raw: Ints) -> Ints:
+    if raw.size == 0:
+        return raw
+    low, high = int(raw.min()), int(raw.max())
+    if low == 0 and high == 0:
+        return raw
+    if high == low:
+        return 100 - (raw - low)
+    return 100 - np.trunc(100 * (raw - low) / (high - low)).astype(np.int64)
+
+
+def normalize_min_max(raw: Ints) -> Ints:
+    if raw.size == 0:
+        return raw
+    low, high = int(raw.min()), int(raw.max())
+    if high == low:
+        return np.zeros_like(raw)
+    return (raw - low) * 100 // (high - low)
+
+
+def bandwidth_raw(demand: tuple[int, int], positions: Ints, index: ClusterIndex, args: NetworkBandwidthArgs) -> Ints:
+    data = arrays(index)
+    capacity = capacities(index, args)[positions]
+    total = capacity * (1 if args.accounting_mode == "combined" else 2)
+    after = data.used_in[positions] + data.used_out[positions] + demand[0] + demand[1]
+    safe = np.where(total > 0, total, 1)
+    return np.where(total > 0, np.maximum(0, (total - after) * 100 // safe), 0)
+
+
+@functools.cache
+def _empty() -> Ints:
+    return np.zeros(0, dtype=np.int64)
