@@ -212,16 +212,31 @@ def _costs_of(weights: Sequence[Any], weights_name: str) -> dict[tuple[str, str]
 # --- NetworkOverhead -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class OverheadResult:
-    """Per node: (satisfied, violated, accumulated cost); or a reason every node fails with; or score equally."""
+    """Per node: (satisfied, violated, accumulated cost); or a reason every node fails with; or score equally.
 
-    per_node: dict[str, tuple[int, int, int]] | None = None
+    Computed per place (region, zone) plus the nodes that host dependency pods themselves; the
+    per-node table is derived on first use (the array path reads the per-place form directly).
+    """
+
+    place_totals: dict[tuple[str, str], tuple[int, int, int]] | None = None
+    on_host: dict[str, int] = field(default_factory=dict)
+    place_of: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     error: str | None = None
 
     @property
     def score_equally(self) -> bool:
-        return self.per_node is None and self.error is None
+        return self.place_totals is None and self.error is None
+
+    @functools.cached_property
+    def per_node(self) -> dict[str, tuple[int, int, int]] | None:
+        if self.place_totals is None:
+            return None
+        table = {name: self.place_totals[place] for name, place in self.place_of.items()}
+        for host, count in self.on_host.items():
+            table[host] = host_corrected(table[host], self.place_of[host], count)
+        return table
 
 
 def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -> OverheadResult:
@@ -275,7 +290,7 @@ def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -
                     return OverheadResult(error=f"node {member.node_name} of pod {member.key} not found")
                 pairs[(member.node_name, dependency.max_network_cost or 0)] += 1
     if not pairs:
-        return OverheadResult(per_node={node.name: (0, 0, 0) for node in index.nodes})
+        return OverheadResult(place_totals=dict.fromkeys(index.places, (0, 0, 0)), place_of=index.place_of)
     by_place: dict[tuple[str, str], list[tuple[str, int, int]]] = defaultdict(list)
     on_host: dict[str, int] = defaultdict(int)
     for (host, limit), count in pairs.items():
@@ -283,15 +298,15 @@ def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -
         host_node = index.node_by_name[host]
         by_place[(host_node.region, host_node.zone)].append((host, limit, count))
     per_place = {place: _place_totals(place, by_place, costs) for place in index.places}
-    per_node = {name: per_place[place] for name, place in index.place_of.items()}
-    for host, count in on_host.items():  # pairs on the very node: same node, satisfied with cost 0
-        node = index.node_by_name[host]
-        satisfied, violated, cost = per_node[host]
-        if node.region or node.zone:
-            per_node[host] = (satisfied, violated, cost - SAME_ZONE_COST * count)
-        else:
-            per_node[host] = (satisfied + count, violated - count, cost - MAX_COST * count)
-    return OverheadResult(per_node=per_node)
+    return OverheadResult(place_totals=per_place, on_host=dict(on_host), place_of=index.place_of)
+
+
+def host_corrected(totals: tuple[int, int, int], place: tuple[str, str], count: int) -> tuple[int, int, int]:
+    """Pairs on the very node were counted as same zone (or unlabelled); they are same node: satisfied, 0."""
+    satisfied, violated, cost = totals
+    if place[0] or place[1]:
+        return satisfied, violated, cost - SAME_ZONE_COST * count
+    return satisfied + count, violated - count, cost - MAX_COST * count
 
 
 def _place_totals(

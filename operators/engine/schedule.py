@@ -135,7 +135,7 @@ def filter_failures(
         position = vectorized.arrays(index).position
         positions = np.array([position[name] for name in names], dtype=np.int64)
         if NETWORK_OVERHEAD in config.filters:
-            failed[NETWORK_OVERHEAD] = vectorized.overhead_failures(overhead, names)
+            failed[NETWORK_OVERHEAD] = vectorized.overhead_failures(overhead, names, index, positions)
         if NETWORK_BANDWIDTH in config.filters:
             failed[NETWORK_BANDWIDTH] = vectorized.bandwidth_failures(
                 demand, list(nodes), positions, index, config.bandwidth

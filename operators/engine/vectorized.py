@@ -19,6 +19,7 @@ from operators.engine.plugins import (
     OverheadResult,
     allocatable_score,
     bandwidth_filter,
+    host_corrected,
     node_capacity,
     overhead_reason,
 )
@@ -33,16 +34,19 @@ class NodeArrays:
     position: dict[str, int]
     used_in: Ints
     used_out: Ints
+    place: Ints  # index into ClusterIndex.places
 
     @classmethod
     def of(cls, index: ClusterIndex) -> NodeArrays:
         names = [node.name for node in index.nodes]
         used = [index.used.get(name, (0, 0)) for name in names]
+        place_id = {place: i for i, place in enumerate(index.places)}
         return cls(
             names,
             {name: position for position, name in enumerate(names)},
             np.array([pair[0] for pair in used], dtype=np.int64),
             np.array([pair[1] for pair in used], dtype=np.int64),
+            np.array([place_id[index.place_of[name]] for name in names], dtype=np.int64),
         )
 
 
@@ -73,18 +77,29 @@ def allocatables(index: ClusterIndex, args: NodeResourcesAllocatableArgs) -> Int
     return cache[args]
 
 
-def overhead_arrays(result: OverheadResult, names: list[str]) -> tuple[Ints, Ints, Ints]:
-    per_node = result.per_node or {}
-    table = np.array([per_node.get(name, (0, 0, 0)) for name in names], dtype=np.int64).reshape(-1, 3)
+def overhead_arrays(result: OverheadResult, index: ClusterIndex, positions: Ints) -> tuple[Ints, Ints, Ints]:
+    """(satisfied, violated, cost) for the nodes at ``positions``, from the per-place totals."""
+    if result.place_totals is None:
+        zeros = np.zeros(len(positions), dtype=np.int64)
+        return zeros, zeros, zeros
+    per_place = np.array([result.place_totals[place] for place in index.places], dtype=np.int64).reshape(-1, 3)
+    data = arrays(index)
+    table = per_place[data.place[positions]]
+    if result.on_host:
+        where = {int(position): i for i, position in enumerate(positions.tolist())}
+        for host, count in result.on_host.items():
+            row = where.get(data.position[host])
+            if row is not None:
+                table[row] = host_corrected(tuple(table[row].tolist()), index.place_of[host], count)
     return table[:, 0], table[:, 1], table[:, 2]
 
 
-def overhead_failures(result: OverheadResult, names: list[str]) -> dict[str, str]:
+def overhead_failures(result: OverheadResult, names: list[str], index: ClusterIndex, positions: Ints) -> dict[str, str]:
     if result.error:
         return dict.fromkeys(names, str(result.error))
-    if result.per_node is None or not names:
+    if result.place_totals is None or not names:
         return {}
-    satisfied, violated, _ = overhead_arrays(result, names)
+    satisfied, violated, _ = overhead_arrays(result, index, positions)
     return {
         names[i]: overhead_reason(names[i], int(satisfied[i]), int(violated[i]))
         for i in np.nonzero(violated > satisfied)[0].tolist()
