@@ -31,7 +31,9 @@ from operators.extender.server import ExtenderState, build_app
 BUDGET_MS = 20.0
 
 
-def cluster(nodes: int, zones: int, pods: int, groups: int, rng: random.Random) -> list[dict[str, Any]]:
+def cluster(
+    nodes: int, zones: int, pods: int, groups: int, rng: random.Random, max_cost: int = 10
+) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     regions = max(1, zones // 10)
     for index in range(nodes):
@@ -161,9 +163,15 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument(
+        "--max-network-cost",
+        type=int,
+        default=10,
+        help="maxNetworkCost of every dependency (10: most nodes rejected; 100: most accepted)",
+    )
     args = parser.parse_args()
     rng = random.Random(7)
-    snapshot = build_snapshot(cluster(args.nodes, args.zones, args.pods, args.groups, rng))
+    snapshot = build_snapshot(cluster(args.nodes, args.zones, args.pods, args.groups, rng, args.max_network_cost))
     config = SchedulerConfig(overhead=NetworkOverheadArgs(network_topology_name="nt"))
     start = time.perf_counter()
     index = ClusterIndex.build(snapshot)

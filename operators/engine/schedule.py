@@ -165,13 +165,13 @@ def score_nodes(
     position = vectorized.arrays(index).position
     positions = np.array([position[name] for name in names], dtype=np.int64) if fast else None
     if NETWORK_OVERHEAD in config.weights:
-        costs = (
-            [(overhead.per_node or {}).get(name, (0, 0, 0))[2] for name in names]
-            if overhead.per_node
-            else [0] * len(names)
-        )
-        raw[NETWORK_OVERHEAD] = costs
-        normalized[NETWORK_OVERHEAD] = vectorized.normalize_overhead(np.array(costs, dtype=np.int64)).tolist()
+        if positions is not None:
+            costs = vectorized.overhead_arrays(overhead, index, positions)[2]
+        else:
+            table = overhead.per_node or {}
+            costs = np.array([table.get(name, (0, 0, 0))[2] for name in names], dtype=np.int64)
+        raw[NETWORK_OVERHEAD] = costs.tolist()
+        normalized[NETWORK_OVERHEAD] = vectorized.normalize_overhead(costs).tolist()
     if NETWORK_BANDWIDTH in config.weights:
         if positions is not None:
             values = vectorized.bandwidth_raw(demand, positions, index, config.bandwidth)
@@ -244,14 +244,14 @@ def schedule(
         "selectedNode": selected,
     }
     if not detail:
-        result["failed"] = (
-            {
-                name: "; ".join(failed[plugin][name] for plugin in failed if name in failed[plugin])
-                for name in set().union(*failed.values())
-            }
-            if failed
-            else {}
-        )
+        merged: dict[str, str] = {}
+        for reasons in failed.values():
+            if not merged:
+                merged = dict(reasons)
+                continue
+            for name, reason in reasons.items():
+                merged[name] = f"{merged[name]}; {reason}" if name in merged else reason
+        result["failed"] = merged
     return result
 
 
