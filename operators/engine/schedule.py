@@ -233,7 +233,10 @@ def schedule(
     for plugin, values in normalized.items():
         totals += np.asarray(values, dtype=np.int64) * config.weights[plugin]
     total_by_name = dict(zip(names, totals.tolist(), strict=True)) if "score" in stages else {}
-    selected = min(total_by_name, key=lambda name: (-total_by_name[name], name)) if total_by_name else None
+    selected = None
+    if total_by_name:  # the highest total; ties go to the first name
+        best = totals.max()
+        selected = min(name for name, total in zip(names, (totals == best).tolist(), strict=True) if total)
     result: dict[str, Any] = {
         "pod": pod.key,
         "filter": filters,
