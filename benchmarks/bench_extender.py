@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from operators.engine.plugins import ClusterIndex, NetworkOverheadArgs
+from operators.engine.plugins import NetworkOverheadArgs
 from operators.engine.schedule import SchedulerConfig, schedule
 from operators.engine.snapshot import Pod, build_snapshot
 from operators.extender.server import ExtenderState, build_app
@@ -173,8 +173,9 @@ def main() -> None:
     rng = random.Random(7)
     snapshot = build_snapshot(cluster(args.nodes, args.zones, args.pods, args.groups, rng, args.max_network_cost))
     config = SchedulerConfig(overhead=NetworkOverheadArgs(network_topology_name="nt"))
+    state = ExtenderState(lambda: snapshot, config)
     start = time.perf_counter()
-    index = ClusterIndex.build(snapshot)
+    index = state.index()  # as the server builds it (and freezes it out of the garbage collector's way)
     build_ms = (time.perf_counter() - start) * 1000
     pods = [
         {
@@ -196,18 +197,15 @@ def main() -> None:
     for raw in pods:
         pod = Pod.parse(raw)
         started = time.perf_counter()
-        first = schedule(pod, index, config, stages=("filter",))
-        passing = tuple(
-            node for node in index.nodes if all(result == "passed" for result in first["filter"][node.name].values())
-        )
-        schedule(pod, index, config, passing, stages=("score",), detail=False)
+        overhead = state.overhead(pod, index)  # shared by the two verbs, as in the server
+        first = schedule(pod, index, config, stages=("filter",), detail=False, overhead=overhead)
+        passing = tuple(node for node in index.nodes if node.name not in first["failed"])
+        schedule(pod, index, config, passing, stages=("score",), detail=False, overhead=overhead)
         in_process.append((time.perf_counter() - started) * 1000)
-    state = ExtenderState(lambda: snapshot, config)
-    state.index()
     http = asyncio.run(over_http(state, pods, [node.name for node in snapshot.nodes]))
     print(
         f"extender filter+prioritize: {args.nodes} nodes, {args.zones} zones, {args.pods} placed pods, "
-        f"{args.groups} AppGroups, {args.samples} pods"
+        f"{args.groups} AppGroups, {args.samples} pods, maxNetworkCost {args.max_network_cost}"
     )
     print(f"  cluster index build: {build_ms:.0f} ms (once per snapshot change)")
     print(f"  in-process  {percentiles(in_process)}")

@@ -197,6 +197,7 @@ def schedule(
     nodes: tuple[Node, ...] | None = None,
     stages: tuple[str, ...] = ("filter", "score"),
     detail: bool = True,
+    overhead: OverheadResult | None = None,
 ) -> dict[str, Any]:
     """Filter, score and select a node for ``pod`` among ``nodes`` (default: all of the snapshot).
 
@@ -205,7 +206,7 @@ def schedule(
     per-node breakdown (the extender needs the failures and the totals only).
     """
     candidates: tuple[Node, ...] = nodes if nodes is not None else index.nodes
-    overhead = network_overhead(pod, index, config.overhead)
+    overhead = overhead or network_overhead(pod, index, config.overhead)
     filters: dict[str, dict[str, str]] = {}
     failed: dict[str, dict[str, str]] = {}
     if "filter" in stages:

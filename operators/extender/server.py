@@ -10,6 +10,7 @@ body over 10 MiB is refused (413); an unknown node name is a ``FailedNodes`` ent
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import time
@@ -21,7 +22,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from operators.engine.plugins import ClusterIndex
+from operators.engine.plugins import ClusterIndex, OverheadResult, network_overhead
 from operators.engine.schedule import SchedulerConfig, schedule
 from operators.engine.snapshot import Node, Pod, Snapshot
 from operators.serving import ReloadingTLS, serve_app
@@ -40,12 +41,24 @@ class ExtenderState:
     config: SchedulerConfig
     ready: Callable[[], bool] = lambda: True
     _index: tuple[int, ClusterIndex] | None = None
+    _overhead: tuple[str, int, OverheadResult] | None = None
 
     def index(self) -> ClusterIndex:
         snapshot = self.source()
         if self._index is None or self._index[0] != id(snapshot):
             self._index = (id(snapshot), ClusterIndex.build(snapshot))
+            self._overhead = None
+            # The cluster is long-lived: keep the collector from walking it on every request.
+            gc.collect()
+            gc.freeze()
         return self._index[1]
+
+    def overhead(self, pod: Pod, index: ClusterIndex) -> OverheadResult:
+        """NetworkOverhead of a pod, shared by its /filter and /prioritize calls on the same snapshot."""
+        key = f"{pod.key}/{pod.uid}"
+        if self._overhead is None or self._overhead[:2] != (key, id(index)):
+            self._overhead = (key, id(index), network_overhead(pod, index, self.config.overhead))
+        return self._overhead[2]
 
 
 @dataclass
@@ -151,7 +164,9 @@ async def filter_handler(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     index = state.index()
     nodes, raw, failed = _candidates(index, names, items)
-    result = schedule(pod, index, state.config, tuple(nodes), stages=("filter",), detail=False)
+    result = schedule(
+        pod, index, state.config, tuple(nodes), stages=("filter",), detail=False, overhead=state.overhead(pod, index)
+    )
     failed.update(result["failed"])
     passing = [node.name for node in nodes if node.name not in result["failed"]]
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
@@ -183,7 +198,9 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     index = state.index()
     nodes, _, _ = _candidates(index, names, items)
-    result = schedule(pod, index, state.config, tuple(nodes), stages=("score",), detail=False)
+    result = schedule(
+        pod, index, state.config, tuple(nodes), stages=("score",), detail=False, overhead=state.overhead(pod, index)
+    )
     scores = extender_scores(result, state.config)
     requested = (
         names
