@@ -178,12 +178,16 @@ class ClusterIndex:
 
     def cost_map(self, args: NetworkOverheadArgs, namespace_hint: str | None) -> dict[tuple[str, str], int] | None:
         """(origin, destination) -> cost, zones and regions in one map (upstream's costMap); None if no topology."""
-        namespaces = args.namespaces
-        for namespace in namespaces:
+        cache: dict[NetworkOverheadArgs, dict[tuple[str, str], int] | None] = self.__dict__.setdefault("_costs", {})
+        if args not in cache:
+            cache[args] = self._cost_map(args)
+        return cache[args]
+
+    def _cost_map(self, args: NetworkOverheadArgs) -> dict[tuple[str, str], int] | None:
+        for namespace in args.namespaces:
             for topology in self.snapshot.network_topologies:
                 if topology.metadata.name == args.network_topology_name and topology.metadata.namespace == namespace:
                     return _costs_of(topology.spec.weights, args.weights_name)
-        del namespace_hint
         return None
 
 

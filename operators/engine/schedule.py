@@ -115,8 +115,11 @@ def _fast(nodes: tuple[Node, ...], index: ClusterIndex) -> bool:
     """True when every candidate is the snapshot's own node object (the array path applies)."""
     if nodes is index.nodes:
         return True
-    own = index.node_by_name
-    return all(own.get(node.name) is node for node in nodes)
+    ids: set[int] | None = index.__dict__.get("_node_ids")
+    if ids is None:
+        ids = {id(node) for node in index.nodes}
+        index.__dict__["_node_ids"] = ids
+    return ids.issuperset(map(id, nodes))
 
 
 def filter_failures(
