@@ -33,8 +33,8 @@ class Followed:
     args: tuple[str, ...] = ()
 
 
-def _custom(plural: str, group: str) -> Callable[[client.ApiClient], Callable[..., Awaitable[Any]]]:
-    return lambda api: client.CustomObjectsApi(api).list_cluster_custom_object
+def _custom(api: client.ApiClient) -> Callable[..., Awaitable[Any]]:
+    return client.CustomObjectsApi(api).list_cluster_custom_object
 
 
 NODES = Followed("nodes", "v1", "Node", lambda api: client.CoreV1Api(api).list_node)
@@ -44,21 +44,21 @@ APPGROUPS = Followed(
     "appgroups",
     f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
     "AppGroup",
-    _custom("appgroups", keys.APPGROUP_GROUP),
+    _custom,
     (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups"),
 )
 NETWORKTOPOLOGIES = Followed(
     "networktopologies",
     f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}",
     "NetworkTopology",
-    _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP),
+    _custom,
     (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies"),
 )
 NODESLOS = Followed(
     "nodeslos",
     f"{keys.SLO_GROUP}/{keys.V1ALPHA1}",
     "NodeSLO",
-    _custom("nodeslos", keys.SLO_GROUP),
+    _custom,
     (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos"),
 )
 
