@@ -84,12 +84,9 @@ def overhead_arrays(result: OverheadResult, index: ClusterIndex, positions: Ints
     per_place = np.array([result.place_totals[place] for place in index.places], dtype=np.int64).reshape(-1, 3)
     data = arrays(index)
     table = per_place[data.place[positions]]
-    if result.on_host:
-        where = {int(position): i for i, position in enumerate(positions.tolist())}
-        for host, count in result.on_host.items():
-            row = where.get(data.position[host])
-            if row is not None:
-                table[row] = host_corrected(tuple(table[row].tolist()), index.place_of[host], count)
+    for host, count in result.on_host.items():  # a few hosts: find their rows, correct them
+        for row in np.nonzero(positions == data.position[host])[0].tolist():
+            table[row] = host_corrected(tuple(table[row].tolist()), index.place_of[host], count)
     return table[:, 0], table[:, 1], table[:, 2]
 
 

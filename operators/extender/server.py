@@ -125,11 +125,11 @@ def _candidates(
     raw: dict[str, dict[str, Any]] = {}
     if names is not None:
         found = list(map(index.node_by_name.get, names))
-        if None in found:
+        nodes = [node for node in found if node is not None]  # (not `None in found`: that compares Nodes)
+        if len(nodes) != len(found):
             for name, node in zip(names, found, strict=True):
                 if node is None:
                     failed[name] = f"node {name} is not known to the extender"
-        nodes = [node for node in found if node is not None]
         return nodes, raw, failed
     for position, item in enumerate(items or []):
         try:
