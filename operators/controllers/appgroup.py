@@ -21,9 +21,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
-from operators.api.meta import Condition
 from operators.controllers.kube import patch_status
 from operators.engine.appgroup import appgroup_status, workload_namespaces
+from operators.engine.conditions import condition
 from operators.engine.snapshot import Node, Pod, Snapshot
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
@@ -67,15 +67,16 @@ def compute_status(
         message = errors.render_all(errors.from_pydantic(error))
         previous = body.get("status") or {}
         status = AppGroupStatus.model_validate(previous) if previous else AppGroupStatus()
-        condition = Condition(
-            type=keys.CONDITION_READY,
-            status="False",
-            reason=INVALID_SPEC,
-            message=message,
-            last_transition_time=now,
-            observed_generation=body.get("metadata", {}).get("generation"),
+        ready = condition(
+            status.conditions,
+            keys.CONDITION_READY,
+            False,
+            INVALID_SPEC,
+            message,
+            now,
+            body.get("metadata", {}).get("generation"),
         )
-        return status.model_copy(update={"conditions": [condition]})
+        return status.model_copy(update={"conditions": [ready]})
     members = [
         Pod.parse(pod)
         for namespace in workload_namespaces(group)

@@ -34,7 +34,7 @@ from operators.api.appgroup import (
     TopologyOrderEntry,
     WorkloadPlacement,
 )
-from operators.api.meta import Condition
+from operators.engine.conditions import condition
 from operators.engine.snapshot import Pod, Snapshot
 from operators.engine.toposort import ALGORITHMS, CycleError, topology_order
 
@@ -161,21 +161,6 @@ def placements(group: AppGroup, pods: tuple[Pod, ...], snapshot: Snapshot) -> li
     return result
 
 
-def _ready_condition(
-    previous: AppGroupStatus, status: str, reason: str, message: str, generation: int | None, now: datetime.datetime
-) -> Condition:
-    old = next((condition for condition in previous.conditions or () if condition.type == keys.CONDITION_READY), None)
-    moment = old.last_transition_time if old is not None and old.status == status else now
-    return Condition(
-        type=keys.CONDITION_READY,
-        status="True" if status == "True" else "False",
-        reason=reason,
-        message=message,
-        last_transition_time=moment,
-        observed_generation=generation,
-    )
-
-
 def _order_is_current(group: AppGroup, previous: AppGroupStatus) -> bool:
     generation = group.metadata.generation
     ready = next((c for c in previous.conditions or () if c.type == keys.CONDITION_READY), None)
@@ -197,8 +182,14 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
     calculated = previous.topology_calculation_time
     problems = validate(group.spec)
     if problems:
-        condition = _ready_condition(
-            previous, "False", problems[0].reason, "; ".join(problem.message for problem in problems), generation, now
+        ready = condition(
+            previous.conditions,
+            keys.CONDITION_READY,
+            False,
+            problems[0].reason,
+            "; ".join(problem.message for problem in problems),
+            now,
+            generation,
         )
     else:
         if not _order_is_current(group, previous):
@@ -207,13 +198,14 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
                 order, calculated = computed, now
             calculated = calculated or now
         workloads = len(group.spec.workloads)
-        condition = _ready_condition(
-            previous,
-            "True",
+        ready = condition(
+            previous.conditions,
+            keys.CONDITION_READY,
+            True,
             READY_REASON,
             f"{workloads} workload{'s' if workloads != 1 else ''} ordered by {group.spec.topology_sorting_algorithm}",
-            generation,
             now,
+            generation,
         )
     other_conditions = [c for c in previous.conditions or () if c.type != keys.CONDITION_READY]
     return previous.model_copy(
@@ -222,7 +214,7 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             "topology_order": order,
             "topology_calculation_time": calculated,
             "placements": placements(group, pods, snapshot),
-            "conditions": [condition, *other_conditions],
+            "conditions": [ready, *other_conditions],
             "observed_generation": generation,
         }
     )

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
-from operators.api.meta import Condition
 from operators.api.networktopology import (
     CostInfo,
     MissingCost,
@@ -45,6 +44,7 @@ from operators.api.networktopology import (
 )
 from operators.api.quantity import Quantity
 from operators.engine.appgroup import workload_namespaces
+from operators.engine.conditions import condition
 from operators.engine.netperf import Measurements, Skipped, netperf_config_maps, read_measurements
 from operators.engine.snapshot import Node, Pod, Snapshot
 
@@ -216,22 +216,6 @@ def _with_weight(weights: Sequence[WeightInfo], new: WeightInfo) -> list[WeightI
     return result if any(weight.name == new.name for weight in weights) else [*result, new]
 
 
-def _ready(
-    previous: NetworkTopologyStatus, ok: bool, reason: str, message: str, generation: int | None, now: datetime.datetime
-) -> Condition:
-    old = next((c for c in previous.conditions or () if c.type == keys.CONDITION_READY), None)
-    status = "True" if ok else "False"
-    moment = old.last_transition_time if old is not None and old.status == status and old.reason == reason else now
-    return Condition(
-        type=keys.CONDITION_READY,
-        status=status,
-        reason=reason,
-        message=message,
-        last_transition_time=moment,
-        observed_generation=generation,
-    )
-
-
 @dataclass(frozen=True)
 class TopologyResult:
     topology: NetworkTopology
@@ -249,15 +233,16 @@ def networktopology_result(
     config_maps = netperf_config_maps(snapshot.config_maps, namespace, topology.metadata.name, named)
     update: dict[str, object] = {"node_count": len(snapshot.nodes), "observed_generation": generation}
     if not config_maps or config_maps[0].name != named:
-        condition = _ready(
-            previous,
+        ready = condition(
+            previous.conditions,
+            keys.CONDITION_READY,
             False,
             "ConfigMapNotFound",
             f"ConfigMap {namespace}/{named} (spec.configmapName) not found; the weights are unchanged",
-            generation,
             now,
+            generation,
         )
-        status = previous.model_copy(update={**update, "conditions": [condition]})
+        status = previous.model_copy(update={**update, "conditions": [ready]})
         return TopologyResult(topology.model_copy(update={"status": status}), [])
     nodes = snapshot.nodes
     zones = {node.zone for node in nodes if node.zone}
@@ -269,15 +254,16 @@ def networktopology_result(
     changed = weights != list(topology.spec.weights)
     skipped = [*measurements.skipped, *costs.unlabelled]
     measured = len(costs.costs)
-    condition = _ready(
-        previous,
+    ready = condition(
+        previous.conditions,
+        keys.CONDITION_READY,
         True,
         "CostsComputed",
         f"{measured} zone and region pairs measured from {measurements.used} measurements"
         + (f", {len(costs.missing)} pairs without measurements" if costs.missing else "")
         + (f", {len(skipped)} entries skipped" if skipped else ""),
-        generation,
         now,
+        generation,
     )
     status = previous.model_copy(
         update={
@@ -296,7 +282,7 @@ def networktopology_result(
                 for key, origin, destination in costs.missing
             ]
             or None,
-            "conditions": [condition],
+            "conditions": [ready],
         }
     )
     spec = topology.spec.model_copy(update={"weights": weights})

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from operators.api import keys
 from operators.api.errors import FieldError
-from operators.api.meta import Condition, ObjectMeta
+from operators.api.meta import ObjectMeta
 from operators.api.nodeslo import (
     ClassBandwidth,
     NetworkQOSClasses,
@@ -41,6 +41,7 @@ from operators.api.nodeslo import (
     NodeSLOStatus,
 )
 from operators.api.quantity import Quantity, QuantityError
+from operators.engine.conditions import condition
 from operators.engine.sloconfig import ConfigState, KeyConfig, network_qos
 from operators.engine.snapshot import Node
 
@@ -132,19 +133,6 @@ def _class_bandwidth(classes_json: str, total_nanos: int) -> NetworkQOSClasses:
     return NetworkQOSClasses(**classes)
 
 
-def _condition(
-    existing: NodeSLO | None, kind: str, ok: bool, reason: str, message: str, now: datetime.datetime
-) -> Condition:
-    old = (
-        next((c for c in (existing.status.conditions or ()) if c.type == kind), None)
-        if existing and existing.status
-        else None
-    )
-    status = "True" if ok else "False"
-    moment = old.last_transition_time if old is not None and old.status == status and old.message == message else now
-    return Condition(type=kind, status=status, reason=reason, message=message, last_transition_time=moment)
-
-
 def _strategy(config: KeyConfig | None, node: Node, fallback: Mapping[str, Any] | None) -> dict[str, Any]:
     if config is None:
         return dict(fallback or {})
@@ -175,9 +163,10 @@ def render_nodeslo(
         spec = NodeSLOSpec.model_validate({"resourceQOSStrategy": qos_strategy, "systemStrategy": system_strategy})
     total, source, problem = node_total(node, system_strategy, options.default_total)
     refused = [str(state.problems[key]) for key in sorted(state.problems)]
+    previous = existing.status.conditions if existing and existing.status else None
     conditions = [
-        _condition(
-            existing,
+        condition(
+            previous,
             keys.CONDITION_NETWORK_QOS_VALID,
             not refused,
             "ConfigRefused" if refused else "ConfigApplied",
@@ -186,8 +175,8 @@ def render_nodeslo(
             else "the network QoS configuration is valid",
             now,
         ),
-        _condition(
-            existing,
+        condition(
+            previous,
             BANDWIDTH_KNOWN,
             total is not None,
             "TotalFound" if total is not None else "TotalUnknown",
