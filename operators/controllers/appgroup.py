@@ -89,9 +89,9 @@ def compute_status(
 
 
 def _ready(status: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    for condition in (status or {}).get("conditions") or ():
-        if condition.get("type") == keys.CONDITION_READY:
-            return dict(condition)
+    for item in (status or {}).get("conditions") or ():
+        if item.get("type") == keys.CONDITION_READY:
+            return dict(item)
     return {}
 
 
