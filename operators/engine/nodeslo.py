@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from operators.api import keys
-from operators.api.errors import FieldError
 from operators.api.meta import ObjectMeta
 from operators.api.nodeslo import (
     ClassBandwidth,
@@ -203,7 +202,3 @@ def render_all(
     now: datetime.datetime,
 ) -> list[NodeSLO]:
     return [render_nodeslo(node, state, existing.get(node.name), options, now) for node in nodes]
-
-
-def config_problems(state: ConfigState) -> list[FieldError]:
-    return [state.problems[key] for key in sorted(state.problems)]

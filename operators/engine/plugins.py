@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
+from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity, QuantityError
 from operators.engine.appgroup import workload_namespaces
 from operators.engine.snapshot import Node, Pod, Snapshot
@@ -176,7 +177,7 @@ class ClusterIndex:
             cache[args] = {node.name: allocatable_score(node, args) for node in self.nodes}
         return cache[args]
 
-    def cost_map(self, args: NetworkOverheadArgs, namespace_hint: str | None) -> dict[tuple[str, str], int] | None:
+    def cost_map(self, args: NetworkOverheadArgs) -> dict[tuple[str, str], int] | None:
         """(origin, destination) -> cost, zones and regions in one map (upstream's costMap); None if no topology."""
         cache: dict[NetworkOverheadArgs, dict[tuple[str, str], int] | None] = self.__dict__.setdefault("_costs", {})
         if args not in cache:
@@ -191,26 +192,18 @@ class ClusterIndex:
         return None
 
 
-@functools.lru_cache(maxsize=64)
-def _costs_cached(weights_json: str, weights_name: str) -> dict[tuple[str, str], int]:
+def _costs_of(weights: Sequence[WeightInfo], weights_name: str) -> dict[tuple[str, str], int]:
     costs: dict[tuple[str, str], int] = {}
-    for weight in json.loads(weights_json):
-        if weight["name"] != weights_name:
+    for weight in weights:
+        if weight.name != weights_name:
             continue
-        for topology in weight["topologyList"]:
-            if topology["topologyKey"] not in (keys.REGION_LABEL, keys.ZONE_LABEL):
+        for topology in weight.topology_list:
+            if topology.topology_key not in (keys.REGION_LABEL, keys.ZONE_LABEL):
                 continue
-            for origin in topology["originList"]:
-                for cost in origin.get("costList") or ():
-                    costs[(origin["origin"], cost["destination"])] = int(cost["networkCost"])
+            for origin in topology.origin_list:
+                for cost in origin.cost_list or ():
+                    costs[(origin.origin, cost.destination)] = cost.network_cost
     return costs
-
-
-def _costs_of(weights: Sequence[Any], weights_name: str) -> dict[tuple[str, str], int]:
-    raw = json.dumps(
-        [weight.model_dump(mode="json", by_alias=True, exclude_none=True) for weight in weights], sort_keys=True
-    )
-    return _costs_cached(raw, weights_name)
 
 
 # --- NetworkOverhead -----------------------------------------------------------------------------------------
@@ -264,7 +257,7 @@ def network_overhead(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -
     )
     if group is None:
         return OverheadResult(error=f"AppGroup {name} not found in namespaces {', '.join(args.namespaces)}")
-    costs = index.cost_map(args, None)
+    costs = index.cost_map(args)
     if costs is None:
         return OverheadResult(
             error=f"NetworkTopology {args.network_topology_name} not found in namespaces {', '.join(args.namespaces)}"
@@ -406,48 +399,14 @@ def bandwidth_failures(
     demand: tuple[int, int], nodes: Sequence[Node], index: ClusterIndex, args: NetworkBandwidthArgs
 ) -> dict[str, str]:
     """:func:`bandwidth_filter` for many nodes; only the nodes that fail appear."""
-    if demand == (0, 0):
-        return {}
-    capacities = index.capacities(args.default_node_bandwidth)
-    used = index.used
-    combined = args.accounting_mode == "combined"
-    want_in, want_out = demand
-    failed: dict[str, str] = {}
-    for node in nodes:
-        own = index.node_by_name.get(node.name) is node
-        capacity = capacities.get(node.name) if own else _capacity(node, index, args)
-        used_in, used_out = used.get(node.name, (0, 0))
-        if (
-            capacity is None
-            or (combined and want_in + want_out > capacity - used_in - used_out)
-            or (
-                not combined
-                and ((want_in and want_in > capacity - used_in) or (want_out and want_out > capacity - used_out))
-            )
-        ):
-            failed[node.name] = bandwidth_filter(demand, node, index, args) or ""
-    return failed
+    return {node.name: reason for node in nodes if (reason := bandwidth_filter(demand, node, index, args))}
 
 
 def bandwidth_scores(
     demand: tuple[int, int], nodes: Sequence[Node], index: ClusterIndex, args: NetworkBandwidthArgs
 ) -> dict[str, int]:
-    """:func:`bandwidth_score` for many nodes (one tight loop: the extender scores thousands per pod)."""
-    capacities = index.capacities(args.default_node_bandwidth)
-    used = index.used
-    factor = 1 if args.accounting_mode == "combined" else 2
-    wanted = demand[0] + demand[1]
-    result: dict[str, int] = {}
-    for node in nodes:
-        own = index.node_by_name.get(node.name) is node
-        capacity = capacities.get(node.name) if own else _capacity(node, index, args)
-        if not capacity:
-            result[node.name] = 0
-            continue
-        used_in, used_out = used.get(node.name, (0, 0))
-        total = capacity * factor
-        result[node.name] = max(0, (total - used_in - used_out - wanted) * 100 // total)
-    return result
+    """:func:`bandwidth_score` for many nodes (the array path in :mod:`vectorized` handles the snapshot's own)."""
+    return {node.name: bandwidth_score(demand, node, index, args) for node in nodes}
 
 
 def normalize_min_max(scores: Mapping[str, int], invert: bool = False) -> dict[str, int]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
@@ -122,6 +123,14 @@ def _fast(nodes: tuple[Node, ...], index: ClusterIndex) -> bool:
     return ids.issuperset(map(id, nodes))
 
 
+def _positions(nodes: tuple[Node, ...], index: ClusterIndex) -> npt.NDArray[np.int64] | None:
+    """Row of each node in the index's arrays, or None when a node is not the snapshot's own (plain path)."""
+    if not _fast(nodes, index):
+        return None
+    position = vectorized.arrays(index).position
+    return np.array([position[node.name] for node in nodes], dtype=np.int64)
+
+
 def filter_failures(
     pod: Pod,
     index: ClusterIndex,
@@ -133,11 +142,10 @@ def filter_failures(
     overhead = overhead or network_overhead(pod, index, config.overhead)
     demand = pod_demand(pod.annotations)
     failed: dict[str, dict[str, str]] = {}
-    if _fast(nodes, index):
-        names = [node.name for node in nodes]
-        position = vectorized.arrays(index).position
-        positions = np.array([position[name] for name in names], dtype=np.int64)
+    positions = _positions(nodes, index)
+    if positions is not None:
         if NETWORK_OVERHEAD in config.filters:
+            names = [node.name for node in nodes]
             failed[NETWORK_OVERHEAD] = vectorized.overhead_failures(overhead, names, index, positions)
         if NETWORK_BANDWIDTH in config.filters:
             failed[NETWORK_BANDWIDTH] = vectorized.bandwidth_failures(
@@ -147,7 +155,7 @@ def filter_failures(
     if NETWORK_OVERHEAD in config.filters:
         failed[NETWORK_OVERHEAD] = _overhead_failures(overhead, nodes)
     if NETWORK_BANDWIDTH in config.filters:
-        failed[NETWORK_BANDWIDTH] = bandwidth_failures(pod_demand(pod.annotations), nodes, index, config.bandwidth)
+        failed[NETWORK_BANDWIDTH] = bandwidth_failures(demand, nodes, index, config.bandwidth)
     return failed
 
 
@@ -164,9 +172,7 @@ def score_nodes(
     names = [node.name for node in nodes]
     raw: dict[str, list[int]] = {}
     normalized: dict[str, list[int]] = {}
-    fast = _fast(nodes, index)
-    position = vectorized.arrays(index).position
-    positions = np.array([position[name] for name in names], dtype=np.int64) if fast else None
+    positions = _positions(nodes, index)
     if NETWORK_OVERHEAD in config.weights:
         if positions is not None:
             costs = vectorized.overhead_arrays(overhead, index, positions)[2]

@@ -34,8 +34,6 @@ from operators.api.quantity import Quantity, QuantityError
 from operators.engine.selectors import Selector, from_label_selector
 from operators.engine.snapshot import Node
 
-CONFIG_KEYS = (keys.RESOURCE_QOS_CONFIG_KEY, keys.SYSTEM_CONFIG_KEY)
-REQUEST_CLASSES = ("lsrClass", "lsClass", "beClass")
 ALL_CLASSES = ("lsrClass", "lsClass", "beClass", "systemClass")
 DIRECTIONS = ("ingress", "egress")
 

@@ -5,7 +5,6 @@ extender's NodeNames form, ``netaware schedule``); candidates sent as objects ta
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,8 +154,3 @@ def bandwidth_raw(demand: tuple[int, int], positions: Ints, index: ClusterIndex,
     after = data.used_in[positions] + data.used_out[positions] + demand[0] + demand[1]
     safe = np.where(total > 0, total, 1)
     return np.where(total > 0, np.maximum(0, (total - after) * 100 // safe), 0)
-
-
-@functools.cache
-def _empty() -> Ints:
-    return np.zeros(0, dtype=np.int64)
