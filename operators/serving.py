@@ -6,10 +6,48 @@ import asyncio
 import logging
 import os
 import ssl
+from collections.abc import Callable
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 logger = logging.getLogger("netaware.serving")
+
+
+class BadBody(ValueError):
+    """A request body the shell refuses before reading it: the HTTP status and the message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_json_body(request: web.Request, limit: int, oversize_status: int) -> bytes:
+    """The raw body of a JSON request; raises ``BadBody`` for another content type or a body over ``limit``."""
+    if request.content_type != "application/json":
+        raise BadBody(400, f"Content-Type must be application/json, not {request.content_type!r}")
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise BadBody(oversize_status, f"the request body is larger than {limit} bytes") from None
+
+
+def add_probes(app: web.Application, ready: Callable[[], bool], not_ready: str, registry: CollectorRegistry) -> None:
+    """``/healthz`` (the process answers), ``/readyz`` (``ready()``), ``/metrics`` (``registry``)."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        return web.Response(text="ok") if ready() else web.Response(text=not_ready, status=503)
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
 
 
 class ReloadingTLS:

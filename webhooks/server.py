@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from operators.engine.bandwidth import Denied, admit_pod, json_patch
-from operators.serving import ReloadingTLS, serve_app
+from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
 
 logger = logging.getLogger("netaware.webhook")
@@ -149,12 +148,10 @@ async def mutate_pods(request: web.Request) -> web.Response:
 
 
 async def _mutate(request: web.Request) -> web.Response:
-    if request.content_type != "application/json":
-        return _bad_request(f"Content-Type must be application/json, not {request.content_type!r}")
     try:
-        body = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return _bad_request(f"the request body is larger than {MAX_BODY} bytes")
+        body = await read_json_body(request, MAX_BODY, oversize_status=400)
+    except BadBody as error:
+        return _bad_request(str(error))
     try:
         review = json.loads(body)
         answer = decide(review, request.app[VIEW_KEY])
@@ -163,29 +160,12 @@ async def _mutate(request: web.Request) -> web.Response:
     return web.json_response(answer)
 
 
-async def healthz(_: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    if request.app[VIEW_KEY].ready:
-        return web.Response(text="ok")
-    return web.Response(text="cluster view not synced yet", status=503)
-
-
-async def metrics_endpoint(request: web.Request) -> web.Response:
-    payload = generate_latest(request.app[METRICS_KEY].registry)
-    return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
 def build_app(view: ClusterView, metrics: WebhookMetrics | None = None) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[VIEW_KEY] = view
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app.router.add_post("/mutate-pods", mutate_pods)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_endpoint)
+    add_probes(app, lambda: view.ready, "cluster view not synced yet", app[METRICS_KEY].registry)
     return app
 
 

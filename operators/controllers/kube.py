@@ -41,35 +41,25 @@ def url_api_client(url: str) -> ApiClientFactory:
     return make
 
 
-async def read_json(api: client.ApiClient, path: str, **params: str) -> dict[str, Any] | None:
-    """GET an API path as plain JSON (no model classes: faster for large lists); None when not found."""
-    try:
-        result = await api.call_api(
-            path,
-            "GET",
-            query_params=list(params.items()),
-            header_params={"Accept": "application/json"},
-            response_types_map={200: "object"},
-            auth_settings=["BearerToken"],
-            _return_http_data_only=True,
-        )
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    return dict(result) if result is not None else None
-
-
-async def send_json(
-    api: client.ApiClient, method: str, path: str, body: Any, content_type: str = "application/json"
+async def _json_call(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    params: dict[str, str] | None = None,
+    content_type: str | None = None,
 ) -> dict[str, Any] | None:
-    """Send a JSON body (POST, PUT, PATCH) or nothing (DELETE) to an API path; None when not found."""
+    """An API call as plain JSON (no model classes: faster for large lists); None when not found."""
+    headers = {"Accept": "application/json"}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
     try:
         result = await api.call_api(
             path,
             method,
             body=body,
-            header_params={"Accept": "application/json", "Content-Type": content_type},
+            query_params=list((params or {}).items()),
+            header_params=headers,
             response_types_map={200: "object", 201: "object"},
             auth_settings=["BearerToken"],
             _return_http_data_only=True,
@@ -79,6 +69,18 @@ async def send_json(
             return None
         raise
     return dict(result) if result is not None else None
+
+
+async def read_json(api: client.ApiClient, path: str, **params: str) -> dict[str, Any] | None:
+    """GET an API path as plain JSON; None when not found."""
+    return await _json_call(api, "GET", path, params=params)
+
+
+async def send_json(
+    api: client.ApiClient, method: str, path: str, body: Any, content_type: str = "application/json"
+) -> dict[str, Any] | None:
+    """Send a JSON body (POST, PUT, PATCH) or nothing (DELETE) to an API path; None when not found."""
+    return await _json_call(api, method, path, body=body, content_type=content_type)
 
 
 RETRYABLE = frozenset({409, 429, 500, 502, 503, 504})

@@ -19,13 +19,12 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Histogram
 
 from operators.engine.plugins import ClusterIndex, OverheadResult, network_overhead
 from operators.engine.schedule import SchedulerConfig, schedule
 from operators.engine.snapshot import Node, Pod, Snapshot
-from operators.serving import ReloadingTLS, serve_app
+from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
 logger = logging.getLogger("netaware.extender")
 
@@ -147,36 +146,41 @@ def _candidates(
     return nodes, raw, failed
 
 
-async def _read(request: web.Request) -> bytes | web.Response:
-    if request.content_type != "application/json":
-        return _json_response(
-            {"Error": f"Content-Type must be application/json, not {request.content_type!r}"}, status=400
-        )
+@dataclass(frozen=True)
+class Call:
+    """What both verbs start from: the state, its index, the pod and the candidate nodes as sent."""
+
+    state: ExtenderState
+    index: ClusterIndex
+    pod: Pod
+    names: list[str] | None
+    items: list[dict[str, Any]] | None
+
+
+async def _call(request: web.Request) -> Call | web.Response:
+    """Read and check ExtenderArgs: a ``Call``, or the 400/413 answer."""
     try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return _json_response({"Error": f"the request body is larger than {MAX_BODY} bytes"}, status=413)
+        body = await read_json_body(request, MAX_BODY, oversize_status=413)
+        pod, names, items = _parse_args(body)
+    except BadBody as error:
+        return _json_response({"Error": str(error)}, status=error.status)
+    except BadArgs as error:
+        return _json_response({"Error": str(error)}, status=400)
+    state = request.app[STATE_KEY]
+    return Call(state, state.index(), pod, names, items)
 
 
 async def filter_handler(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    body = await _read(request)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        pod, names, items = _parse_args(body)
-    except BadArgs as error:
-        return _json_response({"Error": str(error)}, status=400)
-    state = request.app[STATE_KEY]
-    index = state.index()
-    nodes, raw, failed = _candidates(index, names, items)
-    result = schedule(
-        pod, index, state.config, tuple(nodes), stages=("filter",), detail=False, overhead=state.overhead(pod, index)
-    )
+    call = await _call(request)
+    if isinstance(call, web.Response):
+        return call
+    nodes, raw, failed = _candidates(call.index, call.names, call.items)
+    result = _schedule(call, nodes, "filter")
     failed.update(result["failed"])
     passing = [node.name for node in nodes if node.name not in result["failed"]]
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
-    if names is not None:
+    if call.names is not None:
         answer.update(NodeNames=passing, Nodes=None)
     else:
         answer.update(
@@ -184,6 +188,14 @@ async def filter_handler(request: web.Request) -> web.Response:
         )
     request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
     return _json_response(answer)
+
+
+def _schedule(call: Call, nodes: list[Node], stage: str) -> dict[str, Any]:
+    """One verb of the cycle; NetworkOverhead is shared by the two verbs of the same pod."""
+    overhead = call.state.overhead(call.pod, call.index)
+    return schedule(
+        call.pod, call.index, call.state.config, tuple(nodes), stages=(stage,), detail=False, overhead=overhead
+    )
 
 
 def extender_scores(result: dict[str, Any], config: SchedulerConfig) -> dict[str, int]:
@@ -194,20 +206,12 @@ def extender_scores(result: dict[str, Any], config: SchedulerConfig) -> dict[str
 
 async def prioritize_handler(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    body = await _read(request)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        pod, names, items = _parse_args(body)
-    except BadArgs as error:
-        return _json_response({"Error": str(error)}, status=400)
-    state = request.app[STATE_KEY]
-    index = state.index()
-    nodes, _, _ = _candidates(index, names, items)
-    result = schedule(
-        pod, index, state.config, tuple(nodes), stages=("score",), detail=False, overhead=state.overhead(pod, index)
-    )
-    scores = extender_scores(result, state.config)
+    call = await _call(request)
+    if isinstance(call, web.Response):
+        return call
+    names, items = call.names, call.items
+    nodes, _, _ = _candidates(call.index, names, items)
+    scores = extender_scores(_schedule(call, nodes, "score"), call.state.config)
     requested = (
         names
         if names is not None
@@ -219,29 +223,13 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     return _json_response([{"Host": name, "Score": scores.get(name, 0)} for name in requested])
 
 
-async def healthz(_: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    ready = request.app[STATE_KEY].ready()
-    return web.Response(text="ok" if ready else "cluster cache not synced yet", status=200 if ready else 503)
-
-
-async def metrics(request: web.Request) -> web.Response:
-    payload = generate_latest(request.app[METRICS_KEY].registry)
-    return web.Response(body=payload, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-
 def build_app(state: ExtenderState) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[STATE_KEY] = state
     app[METRICS_KEY] = ExtenderMetrics.create()
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
+    add_probes(app, state.ready, "cluster cache not synced yet", app[METRICS_KEY].registry)
     return app
 
 
