@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import pathlib
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
@@ -168,19 +168,67 @@ def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str 
     click.echo(output.dump(result, fmt), nl=False)
 
 
+def serving_options(default_port: int) -> Callable[[Any], Any]:
+    """The listen address, port and TLS flags every HTTP component takes."""
+    options = [
+        click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on."),
+        click.option(
+            "--port", default=default_port, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on."
+        ),
+        click.option(
+            "--tls-cert-file", type=click.Path(exists=True, dir_okay=False), help="Serving certificate (PEM)."
+        ),
+        click.option(
+            "--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), help="Its private key (PEM)."
+        ),
+        click.option(
+            "--cert-reload-interval",
+            default=10.0,
+            show_default=True,
+            type=click.FloatRange(min=0.1),
+            help="Seconds between checks of the certificate files for changes.",
+        ),
+        click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only."),
+    ]
+
+    def apply(command: Any) -> Any:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+def run_server(
+    insecure: bool,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    body: Callable[[Any, Any], Awaitable[None]],
+) -> None:
+    """Check the TLS flags, then run ``body(stop, tls)`` until SIGTERM or SIGINT sets ``stop``."""
+    import asyncio
+    import logging
+    import signal
+
+    from operators.serving import ReloadingTLS
+
+    if not insecure and not (tls_cert_file and tls_private_key_file):
+        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
+        await body(stop, tls)
+
+    asyncio.run(main())
+
+
 @cli.command("webhook")
-@click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on.")
-@click.option("--port", default=9443, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
-@click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), help="Serving certificate (PEM).")
-@click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), help="Its private key (PEM).")
-@click.option(
-    "--cert-reload-interval",
-    default=10.0,
-    show_default=True,
-    type=click.FloatRange(min=0.1),
-    help="Seconds between checks of the certificate files for changes.",
-)
-@click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only.")
+@serving_options(default_port=9443)
 @filename_option(required=False)
 def webhook_command(
     listen_address: str,
@@ -197,51 +245,27 @@ def webhook_command(
     kubeconfig), or from a snapshot with -f.
     """
     import asyncio
-    import logging
-    import signal
 
     from operators.controllers.kube import cluster_api_client
-    from operators.serving import ReloadingTLS
     from webhooks.server import serve
     from webhooks.view import ClusterView
 
-    if not insecure and not (tls_cert_file and tls_private_key_file):
-        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
-        follower = None
+    async def body(stop: asyncio.Event, tls: Any) -> None:
         if filenames:
-            view = ClusterView.from_snapshot(load(filenames))
-        else:
-            view = ClusterView()
-            api = await cluster_api_client()
-            follower = asyncio.create_task(view.follow(api, stop))
+            await serve(
+                ClusterView.from_snapshot(load(filenames)), listen_address, port, tls, stop, cert_reload_interval
+            )
+            return
+        view = ClusterView()
+        follower = asyncio.create_task(view.follow(await cluster_api_client(), stop))
         await serve(view, listen_address, port, tls, stop, cert_reload_interval)
-        if follower:
-            await follower
+        await follower
 
-    asyncio.run(main())
+    run_server(insecure, tls_cert_file, tls_private_key_file, body)
 
 
 @cli.command("extender")
-@click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8888, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
-@click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), help="Serving certificate (PEM).")
-@click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), help="Its private key (PEM).")
-@click.option(
-    "--cert-reload-interval",
-    default=10.0,
-    show_default=True,
-    type=click.FloatRange(min=0.1),
-    help="Seconds between checks of the certificate files for changes.",
-)
-@click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only.")
+@serving_options(default_port=8888)
 @click.option(
     "--config",
     "config_path",
@@ -266,38 +290,31 @@ def extender_command(
     a snapshot with -f.
     """
     import asyncio
-    import logging
-    import signal
 
     from operators.controllers.kube import cluster_api_client
     from operators.extender.server import ExtenderState, serve
-    from operators.serving import ReloadingTLS
     from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 
-    if not insecure and not (tls_cert_file and tls_private_key_file):
-        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
     config = load_scheduler_config(config_path)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
-        follower = None
+    async def body(stop: asyncio.Event, tls: Any) -> None:
         if filenames:
             snapshot = load(filenames)
-            state = ExtenderState(lambda: snapshot, config)
-        else:
-            live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
-            state = ExtenderState(live.snapshot, config, lambda: live.ready)
-            follower = asyncio.create_task(live.follow(await cluster_api_client(), stop))
-        await serve(state, listen_address, port, tls, stop, cert_reload_interval)
-        if follower:
-            await follower
+            await serve(ExtenderState(lambda: snapshot, config), listen_address, port, tls, stop, cert_reload_interval)
+            return
+        live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
+        follower = asyncio.create_task(live.follow(await cluster_api_client(), stop))
+        await serve(
+            ExtenderState(live.snapshot, config, lambda: live.ready),
+            listen_address,
+            port,
+            tls,
+            stop,
+            cert_reload_interval,
+        )
+        await follower
 
-    asyncio.run(main())
+    run_server(insecure, tls_cert_file, tls_private_key_file, body)
 
 
 def _not_implemented(name: str, summary: str) -> click.Command:
