@@ -16,7 +16,7 @@ from operators.engine.schedule import parse_config
 from operators.extender.server import ExtenderState, build_app
 from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 from tests.integration.conftest import Api
-from tests.integration.test_kopf_operator import documents, eventually
+from tests.integration.test_kopf_operator import documents, eventually, labelled_pod
 
 pytestmark = pytest.mark.integration
 
@@ -40,15 +40,7 @@ async def test_extender_follows_the_cluster(api: Api, emulator: ApiEmulator) -> 
             assert answer["NodeNames"] == names  # no p2 placed yet: every node passes, scores equal
 
             # p2 lands on n-7 (us-east-1): the extender sees it and prefers n-7 for p1
-            placed = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": "p2-a",
-                    "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p2"},
-                },
-                "spec": {"nodeName": "n-7", "containers": [{"name": "c", "image": "x"}]},
-            }
+            placed = labelled_pod("p2-a", "p2", "n-7")
             await api.call("POST", "/api/v1/namespaces/default/pods", placed)
 
             async def best() -> str:

@@ -15,6 +15,7 @@ from tests.engine.test_networktopology import KEY, seeds_matrix
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
 from tests.integration.test_kopf_operator import documents, eventually
+from tests.integration.test_kopf_operator import labelled_pod as pod
 
 pytestmark = pytest.mark.integration
 
@@ -59,18 +60,6 @@ async def reasons_posted(api: Api, reason: str, namespace: str = "default") -> N
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {reason} event")
-
-
-def pod(name: str, selector: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
-        },
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]},
-    }
 
 
 async def test_networktopology_lifecycle(api: Api, emulator: ApiEmulator) -> None:
