@@ -110,6 +110,15 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
         click.echo(output.dump(output.as_list(items), resolved), nl=False)
 
 
+scheduler_config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="KubeSchedulerConfiguration-shaped file: plugin weights and pluginConfig args.",
+)
+
+
 def load_scheduler_config(path: str | None) -> Any:
     from operators.api.errors import FieldError
     from operators.engine.schedule import SchedulerConfig, parse_config
@@ -137,13 +146,7 @@ def load_scheduler_config(path: str | None) -> Any:
     metavar="FILE|NAMESPACE/NAME",
     help="The pod to place: a YAML/JSON file, or a pod of the snapshot.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="KubeSchedulerConfiguration-shaped file: plugin weights and pluginConfig args.",
-)
+@scheduler_config_option
 @click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
 def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
     """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON)."""
@@ -266,13 +269,7 @@ def webhook_command(
 
 @cli.command("extender")
 @serving_options(default_port=8888)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="KubeSchedulerConfiguration-shaped file: plugin weights and pluginConfig args.",
-)
+@scheduler_config_option
 @filename_option(required=False)
 def extender_command(
     listen_address: str,
