@@ -20,6 +20,7 @@ class ClusterView:
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self._fixed = snapshot
         self._live = LiveSnapshot((APPGROUPS, NAMESPACES)) if snapshot is None else None
+        self._by_key: tuple[Snapshot, dict[tuple[str, str], AppGroup]] | None = None
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> ClusterView:
