@@ -336,8 +336,14 @@ def _place_totals(
 
 
 def overhead_reason(node: str, satisfied: int, violated: int) -> str:
+    """Upstream's Unschedulable message."""
+    return f"Node {node} {overhead_shortfall(satisfied, violated)}"
+
+
+def overhead_shortfall(satisfied: int, violated: int) -> str:
+    """The message after the node's name (the same for every node with these counts)."""
     return (
-        f"Node {node} does not meet several network requirements from Workload dependencies: "
+        "does not meet several network requirements from Workload dependencies: "
         f"Satisfied: {satisfied} Violated: {violated}"
     )
 

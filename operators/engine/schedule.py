@@ -125,10 +125,15 @@ def _fast(nodes: tuple[Node, ...], index: ClusterIndex) -> bool:
 
 def _positions(nodes: tuple[Node, ...], index: ClusterIndex) -> npt.NDArray[np.int64] | None:
     """Row of each node in the index's arrays, or None when a node is not the snapshot's own (plain path)."""
-    if not _fast(nodes, index):
-        return None
-    position = vectorized.arrays(index).position
-    return np.array([position[node.name] for node in nodes], dtype=np.int64)
+    last: tuple[tuple[Node, ...], npt.NDArray[np.int64] | None] | None = index.__dict__.get("_last_positions")
+    if last is not None and last[0] is nodes:  # the extender's /filter: the same candidates pod after pod
+        return last[1]
+    positions = None
+    if _fast(nodes, index):
+        position = vectorized.arrays(index).position
+        positions = np.array([position[node.name] for node in nodes], dtype=np.int64)
+    index.__dict__["_last_positions"] = (nodes, positions)
+    return positions
 
 
 def filter_failures(
@@ -257,15 +262,20 @@ def schedule(
         "selectedNode": selected,
     }
     if not detail:
-        merged: dict[str, str] = {}
-        for reasons in failed.values():
-            if not merged:
-                merged = dict(reasons)
-                continue
-            for name, reason in reasons.items():
-                merged[name] = f"{merged[name]}; {reason}" if name in merged else reason
-        result["failed"] = merged
+        result["failed"] = merge_reasons(failed)
     return result
+
+
+def merge_reasons(failed: Mapping[str, dict[str, str]]) -> dict[str, str]:
+    """One reason per rejected node: the plugins' reasons joined with ``; `` in filter order."""
+    merged: dict[str, str] = {}
+    for reasons in failed.values():
+        if not merged:
+            merged = dict(reasons)
+            continue
+        for name, reason in reasons.items():
+            merged[name] = f"{merged[name]}; {reason}" if name in merged else reason
+    return merged
 
 
 def _overhead_failures(result: Any, nodes: tuple[Node, ...]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from operators.engine.plugins import (
     bandwidth_filter,
     host_corrected,
     node_capacity,
+    overhead_shortfall,
 )
 from operators.engine.snapshot import Node
 
@@ -95,13 +96,32 @@ def overhead_failures(result: OverheadResult, names: list[str], index: ClusterIn
     if result.place_totals is None or not names:
         return {}
     satisfied, violated, _ = overhead_arrays(result, index, positions)
-    # One f-string per rejected node (thousands per pod): inline, no helper call per node.
+    rows = np.nonzero(violated > satisfied)[0]
+    if rows.size == 0:
+        return {}
+    # Thousands of rejected nodes per pod share a handful of (satisfied, violated) pairs: each pair's
+    # messages for every node of the snapshot are built once and looked up, not formatted per request.
+    good, bad = satisfied[rows], violated[rows]
+    span = int(bad.max()) + 1
+    codes, which = np.unique(good * span + bad, return_inverse=True)
+    tables = [_overhead_messages(index, code // span, code % span) for code in codes.tolist()]
     return {
-        name: f"Node {name} does not meet several network requirements from Workload dependencies: "
-        f"Satisfied: {good} Violated: {bad}"
-        for name, good, bad in zip(names, satisfied.tolist(), violated.tolist(), strict=True)
-        if bad > good
+        names[row]: tables[table][position]
+        for row, table, position in zip(rows.tolist(), which.ravel().tolist(), positions[rows].tolist(), strict=True)
     }
+
+
+def _overhead_messages(index: ClusterIndex, satisfied: int, violated: int) -> list[str]:
+    """Upstream's message for every node of the snapshot (by position) with these counts; kept for the
+    few dozen most recent pairs."""
+    cache: dict[tuple[int, int], list[str]] = index.__dict__.setdefault("_overhead_messages", {})
+    key = (satisfied, violated)
+    if key not in cache:
+        if len(cache) >= 64:
+            cache.pop(next(iter(cache)))
+        tail = " " + overhead_shortfall(satisfied, violated)
+        cache[key] = ["Node " + name + tail for name in arrays(index).names]
+    return cache[key]
 
 
 def bandwidth_failures(

@@ -22,7 +22,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
 from operators.engine.plugins import ClusterIndex, OverheadResult, network_overhead
-from operators.engine.schedule import SchedulerConfig, schedule
+from operators.engine.schedule import SchedulerConfig, filter_failures, merge_reasons, schedule
 from operators.engine.snapshot import Node, Pod, Snapshot
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
@@ -41,6 +41,9 @@ class ExtenderState:
     ready: Callable[[], bool] = lambda: True
     _index: tuple[int, ClusterIndex] | None = None
     _overhead: tuple[str, int, OverheadResult] | None = None
+    _last_candidates: (
+        tuple[int, list[str], tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]] | None
+    ) = None
 
     def index(self) -> ClusterIndex:
         snapshot = self.source()
@@ -52,6 +55,17 @@ class ExtenderState:
             gc.freeze()
             gc.set_threshold(50_000, 20, 20)  # answers allocate thousands of small objects per request
         return self._index[1]
+
+    def candidates(
+        self, index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
+    ) -> tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]:
+        """``_candidates``, remembered for a repeated NodeNames list (kube-scheduler sends every node to
+        /filter, the same list pod after pod)."""
+        if names is None:
+            return _candidates(index, names, items)
+        if self._last_candidates is None or self._last_candidates[0] != id(index) or self._last_candidates[1] != names:
+            self._last_candidates = (id(index), names, _candidates(index, names, None))
+        return self._last_candidates[2]
 
     def overhead(self, pod: Pod, index: ClusterIndex) -> OverheadResult:
         """NetworkOverhead of a pod, shared by its /filter and /prioritize calls on the same snapshot."""
@@ -117,19 +131,19 @@ def _parse_args(body: bytes) -> tuple[Pod, list[str] | None, list[dict[str, Any]
 
 def _candidates(
     index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
-) -> tuple[list[Node], dict[str, dict[str, Any]], dict[str, str]]:
+) -> tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]:
     """(nodes to evaluate, raw items by name, nodes failed for being unknown or unreadable)."""
     failed: dict[str, str] = {}
     nodes: list[Node] = []
     raw: dict[str, dict[str, Any]] = {}
     if names is not None:
         found = list(map(index.node_by_name.get, names))
-        nodes = [node for node in found if node is not None]  # (not `None in found`: that compares Nodes)
-        if len(nodes) != len(found):
+        known = tuple(node for node in found if node is not None)  # (not `None in found`: that compares Nodes)
+        if len(known) != len(found):
             for name, node in zip(names, found, strict=True):
                 if node is None:
                     failed[name] = f"node {name} is not known to the extender"
-        return nodes, raw, failed
+        return known, raw, failed
     for position, item in enumerate(items or []):
         try:
             node = Node.parse(item)
@@ -143,7 +157,7 @@ def _candidates(
             continue
         nodes.append(node)
         raw[node.name] = item
-    return nodes, raw, failed
+    return tuple(nodes), raw, failed
 
 
 @dataclass(frozen=True)
@@ -175,10 +189,11 @@ async def filter_handler(request: web.Request) -> web.Response:
     call = await _call(request)
     if isinstance(call, web.Response):
         return call
-    nodes, raw, failed = _candidates(call.index, call.names, call.items)
-    result = _schedule(call, nodes, "filter")
-    failed.update(result["failed"])
-    passing = [node.name for node in nodes if node.name not in result["failed"]]
+    nodes, raw, failed = call.state.candidates(call.index, call.names, call.items)
+    overhead = call.state.overhead(call.pod, call.index)
+    rejected = merge_reasons(filter_failures(call.pod, call.index, call.state.config, nodes, overhead))
+    failed = {**failed, **rejected}
+    passing = [node.name for node in nodes if node.name not in rejected]
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
     if call.names is not None:
         answer.update(NodeNames=passing, Nodes=None)
@@ -190,12 +205,10 @@ async def filter_handler(request: web.Request) -> web.Response:
     return _json_response(answer)
 
 
-def _schedule(call: Call, nodes: list[Node], stage: str) -> dict[str, Any]:
-    """One verb of the cycle; NetworkOverhead is shared by the two verbs of the same pod."""
+def _scores(call: Call, nodes: tuple[Node, ...]) -> dict[str, Any]:
+    """The score half of the cycle; NetworkOverhead is shared with the pod's /filter call."""
     overhead = call.state.overhead(call.pod, call.index)
-    return schedule(
-        call.pod, call.index, call.state.config, tuple(nodes), stages=(stage,), detail=False, overhead=overhead
-    )
+    return schedule(call.pod, call.index, call.state.config, nodes, stages=("score",), detail=False, overhead=overhead)
 
 
 def extender_scores(result: dict[str, Any], config: SchedulerConfig) -> dict[str, int]:
@@ -211,7 +224,7 @@ async def prioritize_handler(request: web.Request) -> web.Response:
         return call
     names, items = call.names, call.items
     nodes, _, _ = _candidates(call.index, names, items)
-    scores = extender_scores(_schedule(call, nodes, "score"), call.state.config)
+    scores = extender_scores(_scores(call, nodes), call.state.config)
     requested = (
         names
         if names is not None
