@@ -39,16 +39,17 @@ class ExtenderState:
     source: Callable[[], Snapshot]
     config: SchedulerConfig
     ready: Callable[[], bool] = lambda: True
-    _index: tuple[int, ClusterIndex] | None = None
-    _overhead: tuple[str, int, OverheadResult] | None = None
+    _index: tuple[Snapshot, ClusterIndex] | None = None
+    _overhead: tuple[str, ClusterIndex, OverheadResult] | None = None
     _last_candidates: (
-        tuple[int, list[str], tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]] | None
+        tuple[ClusterIndex, list[str], tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]] | None
     ) = None
 
     def index(self) -> ClusterIndex:
         snapshot = self.source()
-        if self._index is None or self._index[0] != id(snapshot):
-            self._index = (id(snapshot), ClusterIndex.build(snapshot))
+        # Held, not compared by id(): a freed snapshot's id can be reused by the next one.
+        if self._index is None or self._index[0] is not snapshot:
+            self._index = (snapshot, ClusterIndex.build(snapshot))
             self._overhead = None
             # The cluster is long-lived: keep the collector from walking it on every request.
             gc.collect()
@@ -63,15 +64,15 @@ class ExtenderState:
         /filter, the same list pod after pod)."""
         if names is None:
             return _candidates(index, names, items)
-        if self._last_candidates is None or self._last_candidates[0] != id(index) or self._last_candidates[1] != names:
-            self._last_candidates = (id(index), names, _candidates(index, names, None))
+        if self._last_candidates is None or self._last_candidates[0] is not index or self._last_candidates[1] != names:
+            self._last_candidates = (index, names, _candidates(index, names, None))
         return self._last_candidates[2]
 
     def overhead(self, pod: Pod, index: ClusterIndex) -> OverheadResult:
         """NetworkOverhead of a pod, shared by its /filter and /prioritize calls on the same snapshot."""
         key = f"{pod.key}/{pod.uid}"
-        if self._overhead is None or self._overhead[:2] != (key, id(index)):
-            self._overhead = (key, id(index), network_overhead(pod, index, self.config.overhead))
+        if self._overhead is None or self._overhead[0] != key or self._overhead[1] is not index:
+            self._overhead = (key, index, network_overhead(pod, index, self.config.overhead))
         return self._overhead[2]
 
 

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import copy
 import pathlib
+import random
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from operators.engine.plugins import ClusterIndex, NetworkOverheadArgs, network_overhead, normalize_overhead
+from operators.engine.plugins import (
+    ClusterIndex,
+    NetworkOverheadArgs,
+    network_overhead,
+    normalize_overhead,
+    overhead_reason,
+)
 from operators.engine.schedule import SchedulerConfig, parse_config, schedule
-from operators.engine.snapshot import Pod, build_snapshot
+from operators.engine.snapshot import Node, Pod, build_snapshot
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
@@ -190,3 +199,115 @@ def test_config_file_weights_and_errors() -> None:
     assert config.overhead.network_topology_name == "net-topology-test"
     with pytest.raises(ValueError, match="accountingMode"):
         parse_config({"profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": "x"}}]}]})
+
+
+def random_cluster(rng: random.Random, nodes: int = 30, zones: int = 6) -> list[dict[str, Any]]:
+    """Nodes over 2 regions, costs between zones and regions, 3 AppGroups of 4 workloads (each depending on
+    all the later ones, random maxNetworkCost) with placed pods: many (satisfied, violated) pairs."""
+    objects: list[dict[str, Any]] = []
+    for i in range(nodes):
+        labels = {"topology.kubernetes.io/region": f"r{i % zones % 2}", "topology.kubernetes.io/zone": f"z{i % zones}"}
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i:02d}", "labels": labels},
+                "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+            }
+        )
+    zone_costs = [
+        {"origin": f"z{a}", "costList": [{"destination": f"z{b}", "networkCost": rng.randint(2, 30)}]}
+        for a in range(zones)
+        for b in range(zones)
+        if a != b and a % 2 == b % 2
+    ]
+    region_costs = [
+        {"origin": f"r{a}", "costList": [{"destination": f"r{1 - a}", "networkCost": rng.randint(10, 40)}]}
+        for a in range(2)
+    ]
+    objects.append(
+        {
+            "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
+            "kind": "NetworkTopology",
+            "metadata": {"name": "net-topology-test", "namespace": "default"},
+            "spec": {
+                "configmapName": "x",
+                "weights": [
+                    {
+                        "name": "UserDefined",
+                        "topologyList": [
+                            {"topologyKey": "topology.kubernetes.io/region", "originList": region_costs},
+                            {"topologyKey": "topology.kubernetes.io/zone", "originList": zone_costs},
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    for group in range(3):
+        workloads = [
+            {
+                "workload": {"kind": "Deployment", "name": f"w{w}", "selector": f"w{w}"},
+                "dependencies": [
+                    {
+                        "workload": {"kind": "Deployment", "name": f"w{d}", "selector": f"w{d}"},
+                        "maxNetworkCost": rng.randint(0, 30),
+                    }
+                    for d in range(w + 1, 4)
+                ],
+            }
+            for w in range(4)
+        ]
+        objects.append(
+            {
+                "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+                "kind": "AppGroup",
+                "metadata": {"name": f"g{group}", "namespace": "default"},
+                "spec": {"numMembers": 4, "topologySortingAlgorithm": "KahnSort", "workloads": workloads},
+            }
+        )
+    for i in range(40):
+        labels = {"appgroup.diktyo.x-k8s.io": f"g{i % 3}", "appgroup.diktyo.x-k8s.io.workload": f"w{rng.randint(1, 3)}"}
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{i}", "namespace": "default", "labels": labels},
+                "spec": {"nodeName": f"n{rng.randrange(nodes):02d}"},
+                "status": {"phase": "Running"},
+            }
+        )
+    return objects
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_array_path_agrees_with_the_per_node_path(seed: int) -> None:
+    """The numpy path (the snapshot's own nodes) and the per-node path (nodes sent as objects) give the same
+    reasons and totals, including the per-(satisfied, violated) message tables reused across pods."""
+    rng = random.Random(seed)
+    objects = random_cluster(rng)
+    index = ClusterIndex.build(build_snapshot(objects))
+    sent = tuple(Node.parse(copy.deepcopy(o)) for o in objects if o["kind"] == "Node")
+    config = SchedulerConfig(weights={"NetworkOverhead": 1}, overhead=ARGS)
+    for group in range(3):
+        pod = Pod.parse(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"new-{group}",
+                    "namespace": "default",
+                    "labels": {"appgroup.diktyo.x-k8s.io": f"g{group}", "appgroup.diktyo.x-k8s.io.workload": "w0"},
+                },
+            }
+        )
+        arrays = schedule(pod, index, config, detail=False)
+        per_node = schedule(pod, index, config, sent, detail=False)
+        assert arrays["failed"] == per_node["failed"]
+        assert arrays["totalScore"] == per_node["totalScore"]
+        for node, reason in arrays["failed"].items():
+            result = network_overhead(pod, index, ARGS)
+            assert result.per_node is not None
+            good, bad, _ = result.per_node[node]
+            assert reason == overhead_reason(node, good, bad)

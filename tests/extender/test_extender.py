@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from operators.cli.main import cli
 from operators.engine.plugins import ClusterIndex
 from operators.engine.schedule import parse_config, schedule
-from operators.engine.snapshot import Pod, build_snapshot
+from operators.engine.snapshot import Pod, Snapshot, build_snapshot
 from operators.extender.server import ExtenderState, build_app, extender_scores
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -117,3 +117,26 @@ async def test_probes_and_metrics(client: TestClient[Any, Any]) -> None:
     assert (await client.get("/readyz")).status == 200
     text = await (await client.get("/metrics")).text()
     assert 'netaware_extender_latency_seconds_count{verb="filter"}' in text
+
+
+async def test_answers_follow_the_current_snapshot_for_a_repeated_node_list() -> None:
+    """/filter remembers the last NodeNames list and the pod's NetworkOverhead; neither may outlive the snapshot."""
+
+    def cluster(p2_node: str) -> Snapshot:
+        objects = documents()
+        for document in objects:
+            if document["kind"] == "AppGroup" and document["metadata"]["name"] == "a1":
+                document["spec"]["workloads"][0]["dependencies"][0]["maxNetworkCost"] = 0
+            if document["kind"] == "Pod" and document["metadata"]["name"].startswith("p2-"):
+                document["spec"]["nodeName"] = p2_node
+        return build_snapshot(objects)
+
+    current = [cluster("n-1")]
+    async with TestClient(TestServer(build_app(ExtenderState(lambda: current[0], CONFIG)))) as test_client:
+        answers = []
+        for p2_node in ("n-1", "n-5"):
+            current[0] = cluster(p2_node)
+            for _ in range(2):  # the second call is served from the remembered candidates and overhead
+                response = await test_client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
+                answers.append((await response.json())["NodeNames"])
+    assert answers == [["n-1", "n-2"]] * 2 + [["n-5", "n-6"]] * 2
