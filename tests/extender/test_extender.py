@@ -16,7 +16,8 @@ from operators.cli.main import cli
 from operators.engine.plugins import ClusterIndex
 from operators.engine.schedule import parse_config, schedule
 from operators.engine.snapshot import Pod, Snapshot, build_snapshot
-from operators.extender.server import ExtenderState, build_app, extender_scores
+from operators.extender.server import ExtenderState, build_app, extender_scores, serve
+from operators.serving import ReloadingTLS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
@@ -140,3 +141,53 @@ async def test_answers_follow_the_current_snapshot_for_a_repeated_node_list() ->
                 response = await test_client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
                 answers.append((await response.json())["NodeNames"])
     assert answers == [["n-1", "n-2"]] * 2 + [["n-5", "n-6"]] * 2
+
+
+async def test_extender_serves_over_tls(tmp_path: pathlib.Path) -> None:
+    import asyncio
+    import socket
+    import ssl
+
+    import aiohttp
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(cert_file))
+    leaf.private_key_pem.write_to_path(str(key_file))
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    snapshot = build_snapshot(documents())
+    stop = asyncio.Event()
+    server = asyncio.create_task(
+        serve(
+            ExtenderState(lambda: snapshot, CONFIG),
+            "127.0.0.1",
+            port,
+            ReloadingTLS(str(cert_file), str(key_file)),
+            stop,
+        )
+    )
+    try:
+        async with aiohttp.ClientSession() as session:
+            for _ in range(100):
+                try:
+                    async with session.post(
+                        f"https://127.0.0.1:{port}/filter", json={"Pod": p1_pod(), "NodeNames": NODES}, ssl=context
+                    ) as response:
+                        assert (await response.json())["NodeNames"] == NODES
+                    break
+                except aiohttp.ClientConnectorError:
+                    await asyncio.sleep(0.05)
+            else:
+                pytest.fail("the extender did not start")
+            with pytest.raises(aiohttp.ClientError):  # no plain-text fallback on the TLS port
+                async with session.post(f"http://127.0.0.1:{port}/filter", json={}) as response:
+                    await response.read()
+    finally:
+        stop.set()
+        await server
