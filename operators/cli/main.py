@@ -119,22 +119,32 @@ scheduler_config_option = click.option(
 )
 
 
-def load_scheduler_config(path: str | None) -> Any:
+def load_config_file(path: str, parse: Callable[[Any], Any]) -> Any:
+    """Read a YAML (or JSON) file and ``parse`` it; any failure is one line naming the file and the field."""
     from operators.api.errors import FieldError
-    from operators.engine.schedule import SchedulerConfig, parse_config
 
-    if path is None:
-        return SchedulerConfig()
     try:
         with open(path, encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
-        return parse_config(document)
+        return parse(document)
     except OSError as error:
         raise CommandError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise CommandError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
     except (FieldError, KeyError, TypeError, ValueError) as error:
         raise CommandError(f"{path}: {error}") from None
+
+
+def load_scheduler_config(path: str | None) -> Any:
+    from operators.engine.schedule import SchedulerConfig, parse_config
+
+    return SchedulerConfig() if path is None else load_config_file(path, parse_config)
+
+
+def load_descheduler_policy(path: str | None) -> Any:
+    from operators.engine.descheduler_policy import DEFAULT_POLICY, parse_policy
+
+    return parse_policy(DEFAULT_POLICY) if path is None else load_config_file(path, parse_policy)
 
 
 @cli.command("schedule")
@@ -314,6 +324,40 @@ def extender_command(
     run_server(insecure, tls_cert_file, tls_private_key_file, body)
 
 
+@cli.command("deschedule")
+@filename_option()
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="DeschedulerConfiguration with a LowNodeLoad profile (default: netBandwidth low 30 %, high 70 %).",
+)
+@click.option(
+    "--metrics",
+    "metrics_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A saved Prometheus /api/v1/query answer, for a policy whose netBandwidth usage comes from Prometheus.",
+)
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
+@now_option
+def deschedule_command(
+    filenames: tuple[str, ...], policy_path: str | None, metrics_path: str | None, fmt: str, now: datetime.datetime
+) -> None:
+    """Plan LowNodeLoad evictions for a snapshot (no API calls): node classes, usage, ordered evictions."""
+    from operators.engine.lownodeload import plan
+    from operators.engine.node_load import prometheus_samples
+
+    snapshot = load(filenames)
+    policy = load_descheduler_policy(policy_path)
+    samples = None
+    if metrics_path is not None:
+        label = policy.args.usage.prometheus.node_label
+        samples = load_config_file(metrics_path, lambda document: prometheus_samples(document, label))
+    click.echo(output.dump(plan(snapshot, policy, now, prometheus=samples).to_json(), fmt), nl=False)
+
+
 def _not_implemented(name: str, summary: str) -> click.Command:
     @click.command(
         name,
@@ -328,7 +372,6 @@ def _not_implemented(name: str, summary: str) -> click.Command:
 
 
 for _name, _summary in (
-    ("deschedule", "Plan LowNodeLoad evictions for a snapshot"),
     ("simulate", "Schedule a generated workload with the default and the network-aware scheduler"),
     ("run", "Run the controllers against a cluster"),
     ("demo", "Run the whole suite against the embedded API emulator with the example cluster"),

@@ -96,6 +96,16 @@ def node_capacity(node: Node, slo_total: Quantity | None, default: Quantity | No
     return default.value() if default is not None else None
 
 
+def slo_network_totals(snapshot: Snapshot) -> dict[str, Quantity]:
+    """node -> ``systemStrategy.totalNetworkBandwidth`` of its NodeSLO, where set."""
+    totals = {}
+    for slo in snapshot.node_slos:
+        system = slo.spec.system_strategy
+        if system is not None and system.total_network_bandwidth is not None:
+            totals[slo.metadata.name] = system.total_network_bandwidth
+    return totals
+
+
 # --- what does not depend on the pod -------------------------------------------------------------------
 
 
@@ -121,11 +131,7 @@ class ClusterIndex:
                 entry[0] += ingress
                 entry[1] += egress
                 count[pod.node_name] += 1
-        totals = {}
-        for slo in snapshot.node_slos:
-            system = slo.spec.system_strategy
-            if system is not None and system.total_network_bandwidth is not None:
-                totals[slo.metadata.name] = system.total_network_bandwidth
+        totals = slo_network_totals(snapshot)
         return cls(
             snapshot,
             snapshot.nodes,

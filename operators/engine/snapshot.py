@@ -228,6 +228,37 @@ class PodDisruptionBudget:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class NodeMetric:
+    """Koordinator's ``NodeMetric`` (slo.koordinator.sh/v1alpha1): measured cpu/memory of a node and its pods."""
+
+    name: str
+    update_time: str  # RFC 3339; "" when the koordlet has not reported yet
+    node_usage: Mapping[str, Quantity]
+    pod_usage: Mapping[str, Mapping[str, Quantity]]  # "namespace/name" -> resources
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> NodeMetric:
+        meta = _metadata(raw)
+        status = raw.get("status") or {}
+        usage = ((status.get("nodeMetric") or {}).get("nodeUsage") or {}).get("resources")
+        pods: dict[str, Mapping[str, Quantity]] = {}
+        for index, entry in enumerate(status.get("podsMetric") or []):
+            path = f"status.podsMetric[{index}]"
+            if not isinstance(entry, dict) or not entry.get("name"):
+                raise FieldError(path, entry, "expected {namespace, name, podUsage}")
+            key = f"{entry.get('namespace') or 'default'}/{entry['name']}"
+            pods[key] = _quantities((entry.get("podUsage") or {}).get("resources"), f"{path}.podUsage.resources")
+        return cls(
+            name=meta["name"],
+            update_time=str(status.get("updateTime") or ""),
+            node_usage=_quantities(usage, "status.nodeMetric.nodeUsage.resources"),
+            pod_usage=MappingProxyType(pods),
+            raw=raw,
+        )
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """An immutable view of a cluster. Indexes are computed on first use."""
@@ -240,6 +271,7 @@ class Snapshot:
     app_groups: tuple[AppGroup, ...] = ()
     network_topologies: tuple[NetworkTopology, ...] = ()
     node_slos: tuple[NodeSLO, ...] = ()
+    node_metrics: tuple[NodeMetric, ...] = ()
     warnings: tuple[str, ...] = ()
 
     @functools.cached_property
@@ -300,6 +332,7 @@ class SnapshotBuilder:
         ("v1", "Namespace"): "namespaces",
         ("v1", "ConfigMap"): "config_maps",
         ("policy/v1", "PodDisruptionBudget"): "pdbs",
+        ("slo.koordinator.sh/v1alpha1", "NodeMetric"): "node_metrics",
     }
 
     def __init__(self) -> None:
@@ -337,6 +370,8 @@ class SnapshotBuilder:
             obj = ConfigMap.parse(raw)
         elif slot == "pdbs":
             obj = PodDisruptionBudget.parse(raw)
+        elif slot == "node_metrics":
+            obj = NodeMetric.parse(raw)
         elif kind in ("AppGroup", "NetworkTopology", "NodeSLO"):
             slot, obj = self._custom(raw, kind, api_version, prefix)
         else:
@@ -392,6 +427,7 @@ class SnapshotBuilder:
             app_groups=values("app_groups"),
             network_topologies=values("network_topologies"),
             node_slos=values("node_slos"),
+            node_metrics=values("node_metrics"),
             warnings=tuple(self.warnings),
         )
 

@@ -102,7 +102,7 @@ def test_bad_input_is_one_line_naming_file_and_field(
     assert err.startswith("error: ") and expected in err and target.name in err
 
 
-@pytest.mark.parametrize("command", ["deschedule", "simulate", "run", "demo"])
+@pytest.mark.parametrize("command", ["simulate", "run", "demo"])
 def test_commands_not_yet_implemented_say_so(command: str) -> None:
     code, _, err = run(command)
     assert code == 3
@@ -124,3 +124,43 @@ def test_console_script_is_installed() -> None:
 def test_webhook_requires_tls_unless_insecure() -> None:
     code, _, err = run("webhook")
     assert code == 2 and "--tls-cert-file and --tls-private-key-file are required" in err
+
+
+def test_deschedule_prints_the_engines_plan(tmp_path: pathlib.Path) -> None:
+    from operators.engine.descheduler_policy import parse_policy
+    from operators.engine.lownodeload import plan
+    from operators.engine.snapshot import build_snapshot
+    from tests.engine.test_lownodeload import NOW as PLAN_NOW
+    from tests.engine.test_lownodeload import hot_cluster
+
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(hot_cluster()))
+    document = yaml.safe_load((ROOT / "hack" / "descheduler-policy.yaml").read_text())
+    args = document["profiles"][0]["pluginConfig"][0]["args"]
+    args.update(accountingMode="combined", anomalyCondition={"consecutiveAbnormalities": 1})
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
+    code, out, _ = run(
+        "deschedule",
+        "-f",
+        str(tmp_path / "cluster.yaml"),
+        "--policy",
+        str(tmp_path / "policy.yaml"),
+        "--now",
+        PLAN_NOW.isoformat(),
+    )
+    assert code == 0
+    printed = json.loads(out)
+    assert printed == plan(build_snapshot(hot_cluster()), parse_policy(document), PLAN_NOW).to_json()
+    assert printed["nodes"]["n0"]["class"] == "high" and len(printed["evictions"]) == 5  # PerNamespace limit
+    assert set(printed["evictions"][0]) == {"pod", "node", "target", "reason"}
+
+
+def test_deschedule_bad_policy_is_one_line_naming_the_field(tmp_path: pathlib.Path) -> None:
+    document = yaml.safe_load((ROOT / "hack" / "descheduler-policy.yaml").read_text())
+    document["profiles"][0]["pluginConfig"][0]["args"]["lowThresholds"]["cpu"] = 90
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
+    code, out, err = run("deschedule", "-f", EXAMPLES, "--policy", str(tmp_path / "policy.yaml"))
+    assert code == 1 and out == ""
+    assert err.strip() == (
+        f"error: {tmp_path / 'policy.yaml'}: profiles[0].pluginConfig[0].args.lowThresholds.cpu: "
+        "above highThresholds.cpu (80) (got 90)"
+    )

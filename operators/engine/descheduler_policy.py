@@ -1,0 +1,231 @@
+"""The descheduler's policy: a ``DeschedulerConfiguration`` (``descheduler/v1alpha2``) with one
+``LowNodeLoad`` profile, shaped like Koordinator's so its users feel at home.
+
+Validated on load; every error names the field and the value (``FieldError``). Differences from
+Koordinator, on purpose: ``lowThresholds`` and ``highThresholds`` must name the same resources
+(Koordinator silently sets a high threshold without a low one to 100 %), percentages must lie in
+0..100, and ``anomalyCondition.consecutiveAbnormalities: N`` means N consecutive high observations
+(Koordinator needs N+1, except for N = 1); its default is 1 so a one-shot plan acts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from operators.api.errors import FieldError, from_pydantic
+
+RESOURCES = ("cpu", "memory", "pods", "netBandwidth")
+LOW_NODE_LOAD = "LowNodeLoad"
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms))+$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds from a Go duration (``90s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError("must not be negative")
+        return float(text)
+    if not isinstance(text, str) or not _DURATION.match(text):
+        raise ValueError("expected a duration such as 60s, 5m or 1m30s")
+    return sum(float(number) * _SECONDS[unit] for number, unit in _PART.findall(text))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
+
+
+class Namespaces(_Model):
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Namespaces:
+        if self.include and self.exclude:
+            raise ValueError("set include or exclude, not both")
+        return self
+
+    def allows(self, namespace: str) -> bool:
+        if self.include:
+            return namespace in self.include
+        return namespace not in self.exclude
+
+
+class PodSelector(_Model):
+    name: str = ""
+    selector: dict[str, Any] = Field(default_factory=dict)
+
+
+class AnomalyCondition(_Model):
+    consecutive_abnormalities: int = Field(1, ge=1)
+
+
+class PrometheusSource(_Model):
+    """An instant query whose result has one sample per node (``nodeLabel`` names the node), in bits/s."""
+
+    url: str = ""
+    query: str = 'sum by (node) (rate(node_network_transmit_bytes_total{device!="lo"}[5m])) * 8'
+    node_label: str = "node"
+    max_age_seconds: float = Field(300.0, gt=0)
+
+
+class UsageSources(_Model):
+    """Where usage comes from per resource: pod ``requests`` (default), Koordinator ``NodeMetric`` CRs (cpu,
+    memory) or a Prometheus query (netBandwidth)."""
+
+    cpu: Literal["requests", "nodeMetric"] = "requests"
+    memory: Literal["requests", "nodeMetric"] = "requests"
+    net_bandwidth: Literal["requests", "prometheus"] = "requests"
+    node_metric_expiration_seconds: float = Field(180.0, gt=0)
+    prometheus: PrometheusSource = Field(default_factory=PrometheusSource)
+
+
+class LowNodeLoadArgs(_Model):
+    low_thresholds: dict[str, float] = Field(default_factory=dict)
+    high_thresholds: dict[str, float] = Field(default_factory=dict)
+    use_deviation_thresholds: bool = False
+    number_of_nodes: int = Field(0, ge=0)
+    evictable_namespaces: Namespaces = Field(default_factory=Namespaces)
+    node_selector: dict[str, Any] | str | None = None
+    pod_selectors: tuple[PodSelector, ...] = ()
+    node_fit: bool = True
+    resource_weights: dict[str, int] = Field(default_factory=dict)
+    anomaly_condition: AnomalyCondition = Field(default_factory=AnomalyCondition)
+    evict_local_storage_pods: bool = False
+    accounting_mode: Literal["duplex", "combined"] = "duplex"
+    default_node_bandwidth: str | None = None
+    usage: UsageSources = Field(default_factory=UsageSources)
+
+    @field_validator("low_thresholds", "high_thresholds", "resource_weights")
+    @classmethod
+    def _known_resources(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if name not in RESOURCES:
+                raise FieldError(name, name, f"unknown resource; expected one of {', '.join(RESOURCES)}")
+        return value
+
+    @field_validator("low_thresholds", "high_thresholds")
+    @classmethod
+    def _percent(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, percent in value.items():
+            if not 0 <= percent <= 100:
+                raise FieldError(name, percent, "a percentage must lie in 0..100")
+        return value
+
+    @field_validator("resource_weights")
+    @classmethod
+    def _positive(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, weight in value.items():
+            if weight < 1:
+                raise FieldError(name, weight, "a weight must be >= 1")
+        return value
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> LowNodeLoadArgs:
+        if not self.high_thresholds:
+            raise FieldError("highThresholds", {}, "name at least one resource")
+        if set(self.low_thresholds) != set(self.high_thresholds):
+            only = sorted(set(self.low_thresholds) ^ set(self.high_thresholds))
+            raise FieldError("lowThresholds", only, "lowThresholds and highThresholds must name the same resources")
+        if not self.use_deviation_thresholds:
+            for name, low in self.low_thresholds.items():
+                if low > self.high_thresholds[name]:
+                    shown = int(low) if low.is_integer() else low
+                    raise FieldError(
+                        f"lowThresholds.{name}", shown, f"above highThresholds.{name} ({self.high_thresholds[name]:g})"
+                    )
+        return self
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The threshold resources, in a fixed order."""
+        return tuple(name for name in RESOURCES if name in self.high_thresholds)
+
+    def weight(self, resource: str) -> int:
+        """Koordinator's defaults: cpu and memory 1, every threshold resource 1, unless configured."""
+        return self.resource_weights.get(resource, 1)
+
+
+class DeschedulerPolicy(_Model):
+    descheduling_interval: float = 60.0
+    dry_run: bool = False
+    max_no_of_pods_to_evict_per_node: int | None = Field(None, ge=0)
+    max_no_of_pods_to_evict_per_namespace: int | None = Field(None, ge=0)
+    max_no_of_pods_to_evict_total: int | None = Field(None, ge=0)
+    profile: str = "default"
+    args: LowNodeLoadArgs
+
+
+DEFAULT_POLICY: dict[str, Any] = {
+    "apiVersion": "descheduler/v1alpha2",
+    "kind": "DeschedulerConfiguration",
+    "deschedulingInterval": "60s",
+    "profiles": [
+        {
+            "name": "netaware",
+            "plugins": {"balance": {"enabled": [{"name": LOW_NODE_LOAD}]}},
+            "pluginConfig": [
+                {
+                    "name": LOW_NODE_LOAD,
+                    "args": {"lowThresholds": {"netBandwidth": 30}, "highThresholds": {"netBandwidth": 70}},
+                }
+            ],
+        }
+    ],
+}
+
+
+def parse_policy(document: Any) -> DeschedulerPolicy:
+    """Read a DeschedulerConfiguration; raises ``FieldError`` naming the field (the first of its errors)."""
+    if not isinstance(document, Mapping):
+        raise FieldError("", document, "expected a DeschedulerConfiguration object")
+    kind = document.get("kind", "DeschedulerConfiguration")
+    if kind != "DeschedulerConfiguration":
+        raise FieldError("kind", kind, "expected DeschedulerConfiguration")
+    profiles = document.get("profiles") or []
+    found: list[tuple[int, int, str, Any]] = []
+    for p, profile in enumerate(profiles if isinstance(profiles, list) else []):
+        for c, entry in enumerate((profile or {}).get("pluginConfig") or []):
+            if isinstance(entry, Mapping) and entry.get("name") == LOW_NODE_LOAD:
+                found.append((p, c, str(profile.get("name") or f"profiles[{p}]"), entry.get("args") or {}))
+    if len(found) != 1:
+        raise FieldError("profiles", len(found), f"expected exactly one {LOW_NODE_LOAD} pluginConfig")
+    p, c, profile_name, args = found[0]
+    enabled = [
+        entry.get("name")
+        for entry in (((profiles[p].get("plugins") or {}).get("balance") or {}).get("enabled") or [])
+        if isinstance(entry, Mapping)
+    ]
+    if (profiles[p].get("plugins") or {}) and LOW_NODE_LOAD not in enabled:
+        raise FieldError(
+            f"profiles[{p}].plugins.balance.enabled", enabled, f"{LOW_NODE_LOAD} is configured but not enabled"
+        )
+    fields: dict[str, Any] = {
+        key: document[key]
+        for key in (
+            "dryRun",
+            "maxNoOfPodsToEvictPerNode",
+            "maxNoOfPodsToEvictPerNamespace",
+            "maxNoOfPodsToEvictTotal",
+        )
+        if document.get(key) is not None
+    }
+    if "deschedulingInterval" in document:
+        try:
+            fields["deschedulingInterval"] = parse_duration(document["deschedulingInterval"])
+        except ValueError as error:
+            raise FieldError("deschedulingInterval", document["deschedulingInterval"], str(error)) from None
+    try:
+        args_model = LowNodeLoadArgs.model_validate(args)
+        return DeschedulerPolicy.model_validate({**fields, "profile": profile_name, "args": args_model})
+    except pydantic.ValidationError as error:
+        first = from_pydantic(error)[0]
+        prefix = f"profiles[{p}].pluginConfig[{c}].args" if error.title == LowNodeLoadArgs.__name__ else ""
+        raise first.at(prefix) if prefix else first from None

@@ -1,0 +1,171 @@
+"""Which pods a descheduler may evict, where they may go, and in what order they are taken (pure).
+
+Never a candidate (the descheduler's DefaultEvictor protections): DaemonSet pods, mirror and
+static pods, ``system-cluster-critical``/``system-node-critical`` pods (or priority at or above
+2,000,000,000), bare pods (no owner: nothing would recreate them), pods with local storage
+(``emptyDir``/``hostPath``) unless allowed, terminating and finished pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from operators.engine.selectors import from_label_selector
+from operators.engine.snapshot import Node, Pod
+
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+EVICTION_COST = "scheduling.koordinator.sh/eviction-cost"
+KOORD_PRIORITY_CLASS = "koordinator.sh/priority-class"
+KOORD_QOS = "koordinator.sh/qosClass"
+
+
+def protection(pod: Pod, allow_local_storage: bool = False) -> str:
+    """Why ``pod`` may never be evicted, or "" when it may."""
+    metadata: Mapping[str, Any] = pod.raw.get("metadata") or {}
+    spec: Mapping[str, Any] = pod.raw.get("spec") or {}
+    if metadata.get("deletionTimestamp"):
+        return "terminating"
+    if pod.is_terminal:
+        return f"finished ({pod.phase})"
+    if MIRROR_ANNOTATION in pod.annotations:
+        return "mirror pod"
+    if pod.annotations.get(SOURCE_ANNOTATION, "api") != "api":
+        return "static pod"
+    if "DaemonSet" in pod.owner_kinds:
+        return "DaemonSet pod"
+    if spec.get("priorityClassName") in CRITICAL_CLASSES or pod.priority >= SYSTEM_CRITICAL_PRIORITY:
+        return "system-critical pod"
+    if not pod.owner_kinds:
+        return "bare pod (no controller would recreate it)"
+    if not allow_local_storage:
+        for volume in spec.get("volumes") or []:
+            if isinstance(volume, Mapping) and ("emptyDir" in volume or "hostPath" in volume):
+                return f"local storage (volume {volume.get('name', '?')})"
+    return ""
+
+
+# --- candidate order (Koordinator's PodSorter; ascending, the first differing key decides) ------------
+
+_KOORD_CLASS_RANK = {"koord-free": 0, "koord-batch": 1, "koord-mid": 2, "koord-prod": 3}
+_KOORD_CLASS_RANGES = ((3000, 3999, 0), (5000, 5999, 1), (7000, 7999, 2), (9000, 9999, 3))
+_K8S_QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+_KOORD_QOS_RANK = {"BE": 0, "LS": 1, "LSR": 2, "LSE": 3, "SYSTEM": 3}
+
+
+def koord_priority_rank(pod: Pod) -> int:
+    """free < batch < mid < prod < none: from the label, else the priority range."""
+    label = pod.labels.get(KOORD_PRIORITY_CLASS)
+    if label in _KOORD_CLASS_RANK:
+        return _KOORD_CLASS_RANK[label]
+    for low, high, rank in _KOORD_CLASS_RANGES:
+        if low <= pod.priority <= high:
+            return rank
+    return 4
+
+
+def qos_class(pod: Pod) -> str:
+    """``status.qosClass`` when the API server set it, else computed from the containers."""
+    status = pod.raw.get("status") or {}
+    if status.get("qosClass") in _K8S_QOS_RANK:
+        return str(status["qosClass"])
+    containers = [c or {} for c in (pod.raw.get("spec") or {}).get("containers") or []]
+    resources = [(c.get("resources") or {}) for c in containers]
+    if not any((r.get("requests") or r.get("limits")) for r in resources):
+        return "BestEffort"
+    for r in resources:
+        limits, requests = r.get("limits") or {}, r.get("requests") or {}
+        for name in ("cpu", "memory"):
+            if name not in limits or str(requests.get(name, limits[name])) != str(limits[name]):
+                return "Burstable"
+    return "Guaranteed"
+
+
+def _cost(pod: Pod, annotation: str) -> int:
+    try:
+        return int(pod.annotations.get(annotation, "0"))
+    except ValueError:
+        return 0
+
+
+def order_key(pod: Pod, usage_score: float) -> tuple[Any, ...]:
+    """Koordinator's order: priority class, priority, QoS, Koordinator QoS, deletion cost, eviction cost,
+    usage score (descending), creation time (newest first); the pod's key last, for a total order."""
+    created = str((pod.raw.get("metadata") or {}).get("creationTimestamp") or "")
+    return (
+        koord_priority_rank(pod),
+        pod.priority,
+        _K8S_QOS_RANK[qos_class(pod)],
+        _KOORD_QOS_RANK.get(pod.labels.get(KOORD_QOS, ""), 4),
+        _cost(pod, DELETION_COST),
+        _cost(pod, EVICTION_COST),
+        -usage_score,
+        _Descending(created),
+        pod.key,
+    )
+
+
+class _Descending(str):
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+    def __gt__(self, other: str) -> bool:
+        return str.__lt__(self, other)
+
+
+def usage_score(pod_usage: Mapping[str, int], excess: Mapping[str, int], weights: Mapping[str, int]) -> float:
+    """How well a pod's usage matches the node's excess over high (weighted mean; pods about the size of
+    the excess score highest): per resource ``r = used/excess``, ``r`` below 1 else ``1/r + 1``."""
+    total = weight_sum = 0.0
+    for resource, over in excess.items():
+        if over <= 0:
+            continue
+        ratio = pod_usage.get(resource, 0) / over
+        total += weights.get(resource, 1) * (ratio if ratio < 1 else 1 / ratio + 1)
+        weight_sum += weights.get(resource, 1)
+    return total / weight_sum if weight_sum else 0.0
+
+
+# --- where a pod may go (nodeFit) ----------------------------------------------------------------------
+
+
+def tolerates(pod: Pod, node: Node) -> bool:
+    """The pod tolerates every NoSchedule/NoExecute taint of the node."""
+    taints = (node.raw.get("spec") or {}).get("taints") or []
+    tolerations = (pod.raw.get("spec") or {}).get("tolerations") or []
+    for taint in taints:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(toleration, taint) for toleration in tolerations):
+            return False
+    return True
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    key = toleration.get("key")
+    if toleration.get("operator", "Equal") == "Exists":
+        return not key or key == taint.get("key")
+    return bool(key == taint.get("key") and toleration.get("value", "") == taint.get("value", ""))
+
+
+def placement_allows(pod: Pod, node: Node) -> bool:
+    """The pod's nodeSelector and required node affinity (any of its terms) accept the node."""
+    spec = pod.raw.get("spec") or {}
+    labels = node.labels
+    if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
+        return False
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = affinity.get("nodeSelectorTerms") or []
+    return not terms or any(
+        from_label_selector({"matchExpressions": term.get("matchExpressions") or []}).matches(labels) for term in terms
+    )

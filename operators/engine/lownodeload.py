@@ -1,0 +1,301 @@
+"""LowNodeLoad with netBandwidth: classify nodes, pick pods to evict from the hot ones (pure).
+
+Follows Koordinator's LowNodeLoad (reference/koordinator.md §4) for one node pool, with these
+choices: the fit check runs per candidate in eviction order and reserves room on the target only
+for pods actually evicted (Koordinator reserves for every pod that fits, in list order, evicted or
+not); the threshold reservation on a target always applies and ``nodeFit`` adds kube-scheduler's
+checks (selector, affinity, taints, requests) — so no plan pushes a target above its high
+threshold; there is no prod tier and no node pools.
+
+``Planner.steps()`` is a generator: it yields each eviction it wants and is sent back whether the
+eviction happened (the live shell calls the Eviction API; a 429 sends ``False`` and the planner
+carries on with the next pod). ``plan()`` drives it with "yes" for an offline plan or a dry run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from operators.engine.descheduler_policy import DeschedulerPolicy
+from operators.engine.evictability import order_key, placement_allows, protection, tolerates, usage_score
+from operators.engine.node_load import Amounts, Loads, NodeLoad, node_loads, requested
+from operators.engine.selectors import Selector, from_label_selector, parse_selector
+from operators.engine.snapshot import Pod, Snapshot
+
+LOW, HIGH, NORMAL = "low", "high", "normal"
+
+
+@dataclass(frozen=True)
+class Eviction:
+    pod: Pod
+    node: str
+    target: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    classes: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, dict[str, float]] = field(default_factory=dict)  # percent, as first observed
+    thresholds: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # percent (low, high)
+    skipped: dict[str, str] = field(default_factory=dict)
+    evictions: list[Eviction] = field(default_factory=list)
+    refused: list[Eviction] = field(default_factory=list)  # wanted, but the API said no
+    observations: dict[str, int] = field(default_factory=dict)  # consecutive high observations per node
+    note: str = ""  # why nothing was planned, when nothing was
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodes": {
+                name: {"class": self.classes[name], "usage": {r: round(v, 2) for r, v in self.usage[name].items()}}
+                for name in sorted(self.classes)
+            },
+            "evictions": [
+                {"pod": e.pod.key, "node": e.node, "target": e.target, "reason": e.reason} for e in self.evictions
+            ],
+            "skipped": dict(sorted(self.skipped.items())),
+            "note": self.note,
+        }
+
+
+def _absolute(percent: float, capacity: int) -> int:
+    # Koordinator: int64(float64(pct) * 0.01 * float64(capacity)), left to right.
+    return int(percent * 0.01 * capacity)
+
+
+class Planner:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        policy: DeschedulerPolicy,
+        now: datetime,
+        observations: Mapping[str, int] | None = None,
+        prometheus: Mapping[str, tuple[float, float]] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.args = policy.args
+        self.plan = Plan()
+        self._previous = dict(observations or {})
+        self._loads: Loads = node_loads(snapshot, self.args, now, prometheus)
+        self._pool = self._pool_nodes(snapshot)
+        self._pod_selectors = [from_label_selector(s.selector, "podSelectors") for s in self.args.pod_selectors]
+
+    def _pool_nodes(self, snapshot: Snapshot) -> list[NodeLoad]:
+        """The nodes the policy's nodeSelector picks (all without one); reports the skipped ones among them."""
+        raw = self.args.node_selector
+        selector: Selector | None = None
+        if isinstance(raw, str):
+            selector = parse_selector(raw, "nodeSelector")
+        elif raw:
+            selector = from_label_selector(raw, "nodeSelector")
+        nodes = snapshot.node_by_name
+        self.plan.skipped = {
+            name: why
+            for name, why in self._loads.skipped.items()
+            if selector is None or selector.matches(nodes[name].labels)
+        }
+        return [load for load in self._loads.nodes.values() if selector is None or selector.matches(load.node.labels)]
+
+    # --- classification --------------------------------------------------------------------------
+
+    def _thresholds(self) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+        """node -> (low, high) absolute amounts per threshold resource."""
+        args = self.args
+        low_pct, high_pct = args.low_thresholds, args.high_thresholds
+        result = {}
+        if not args.use_deviation_thresholds:
+            for load in self._pool:
+                result[load.name] = (
+                    {r: _absolute(low_pct[r], load.capacity[r]) for r in args.resources},
+                    {r: _absolute(high_pct[r], load.capacity[r]) for r in args.resources},
+                )
+            return result
+        # Deviation: a band around the pool's mean utilisation (Koordinator: low 0 means "no band").
+        mean = {
+            r: sum(load.percent(r) for load in self._pool) / len(self._pool) if self._pool else 0.0
+            for r in args.resources
+        }
+        for load in self._pool:
+            low, high = {}, {}
+            for r in args.resources:
+                if low_pct[r] == 0:
+                    low[r] = high[r] = load.capacity[r]
+                    continue
+                low[r] = _absolute(min(100.0, max(0.0, mean[r] - low_pct[r])), load.capacity[r])
+                high[r] = _absolute(min(100.0, max(0.0, mean[r] + high_pct[r])), load.capacity[r])
+            result[load.name] = (low, high)
+        return result
+
+    def _classify(self, thresholds: Mapping[str, tuple[dict[str, int], dict[str, int]]]) -> None:
+        plan = self.plan
+        for load in self._pool:
+            low, high = thresholds[load.name]
+            if not load.node.unschedulable and all(load.usage[r] <= low[r] for r in low):
+                plan.classes[load.name] = LOW
+            elif any(load.usage[r] > high[r] for r in high):
+                plan.classes[load.name] = HIGH
+            else:
+                plan.classes[load.name] = NORMAL
+            plan.usage[load.name] = {r: load.percent(r) for r in self.args.resources}
+            plan.thresholds[load.name] = {
+                r: (100.0 * low[r] / load.capacity[r], 100.0 * high[r] / load.capacity[r]) for r in low
+            }
+            if plan.classes[load.name] == HIGH:
+                plan.observations[load.name] = self._previous.get(load.name, 0) + 1
+
+    def _source_score(self, load: NodeLoad) -> int:
+        weights = {r: self.args.weight(r) for r in self.args.resources}
+        total = sum(weights[r] * min(load.usage[r], load.capacity[r]) * 1000 // load.capacity[r] for r in weights)
+        return total // sum(weights.values())
+
+    # --- the eviction loop -----------------------------------------------------------------------
+
+    def steps(self) -> Generator[Eviction, bool, Plan]:
+        """Yield evictions one by one; send back whether each happened. Returns the finished plan."""
+        plan = self.plan
+        thresholds = self._thresholds()
+        self._classify(thresholds)
+        needed = self.args.anomaly_condition.consecutive_abnormalities
+        sources = [
+            load for load in self._pool if plan.classes[load.name] == HIGH and plan.observations[load.name] >= needed
+        ]
+        targets = [load for load in self._pool if plan.classes[load.name] == LOW]
+        for load in self._pool:
+            if plan.classes[load.name] == HIGH and load not in sources:
+                plan.note = f"{load.name} high {plan.observations[load.name]} of {needed} consecutive times"
+        if not sources:
+            plan.note = plan.note or "no node above its high thresholds"
+            return plan
+        if not targets:
+            plan.note = "no node below its low thresholds to take pods"
+            return plan
+        if len(targets) <= self.args.number_of_nodes:
+            plan.note = f"{len(targets)} low nodes, not more than numberOfNodes {self.args.number_of_nodes}"
+            return plan
+        resources = self.args.resources
+        available = {r: sum(thresholds[t.name][1][r] - t.usage[r] for t in targets) for r in resources}
+        targets.sort(key=lambda t: (self._source_score(t), t.name))
+        sources.sort(key=lambda s: (-self._source_score(s), s.name))
+        per_node: dict[str, int] = {}
+        per_namespace: dict[str, int] = {}
+        total = 0
+        policy = self.policy
+        for source in sources:
+            high = thresholds[source.name][1]
+            excess = {r: source.usage[r] - high[r] for r in resources}
+            weights = {r: self.args.weight(r) for r in resources}
+            candidates = sorted(
+                (pod for pod in source.pods if self._candidate(pod)),
+                key=lambda pod: order_key(pod, usage_score(self._loads.pod_usage[pod.key], excess, weights)),
+            )
+            evicted_here = False
+            for pod in candidates:
+                if all(source.usage[r] <= high[r] for r in resources):
+                    break  # no longer high
+                if any(available[r] <= 0 for r in resources):
+                    break
+                if policy.max_no_of_pods_to_evict_total is not None and total >= policy.max_no_of_pods_to_evict_total:
+                    plan.note = f"maxNoOfPodsToEvictTotal {policy.max_no_of_pods_to_evict_total} reached"
+                    return plan
+                if (
+                    policy.max_no_of_pods_to_evict_per_node is not None
+                    and per_node.get(source.name, 0) >= policy.max_no_of_pods_to_evict_per_node
+                ):
+                    break
+                if (
+                    policy.max_no_of_pods_to_evict_per_namespace is not None
+                    and per_namespace.get(pod.namespace, 0) >= policy.max_no_of_pods_to_evict_per_namespace
+                ):
+                    continue
+                used = self._loads.pod_usage[pod.key]
+                target = self._target(pod, used, targets, thresholds)
+                if target is None:
+                    continue
+                eviction = Eviction(pod, source.name, target.name, self._reason(source, high))
+                if not (yield eviction):
+                    plan.refused.append(eviction)
+                    continue
+                plan.evictions.append(eviction)
+                evicted_here = True
+                total += 1
+                per_node[source.name] = per_node.get(source.name, 0) + 1
+                per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
+                asked = requested(pod)
+                for r in resources:
+                    available[r] -= used[r]
+                    source.usage[r] -= used[r]
+                    target.usage[r] += used[r]
+                for r, amount in asked.items():
+                    source.requested[r] -= amount
+                    target.requested[r] += amount
+            if evicted_here:
+                plan.observations[source.name] = 0  # acted on: observe it afresh (Koordinator's Mark(true))
+        return plan
+
+    def _candidate(self, pod: Pod) -> bool:
+        if protection(pod, self.args.evict_local_storage_pods):
+            return False
+        if not self.args.evictable_namespaces.allows(pod.namespace):
+            return False
+        return not self._pod_selectors or any(s.matches(pod.labels) for s in self._pod_selectors)
+
+    def _target(
+        self,
+        pod: Pod,
+        used: Amounts,
+        targets: list[NodeLoad],
+        thresholds: Mapping[str, tuple[dict[str, int], dict[str, int]]],
+    ) -> NodeLoad | None:
+        """The first target that stays at or below its high thresholds with the pod (and, with nodeFit,
+        that kube-scheduler would accept it on)."""
+        asked = requested(pod) if self.args.node_fit else {}
+        for target in targets:
+            high = thresholds[target.name][1]
+            if any(target.usage[r] + used[r] > high[r] for r in high):
+                continue
+            if self.args.node_fit and not self._fits(pod, asked, target):
+                continue
+            return target
+        return None
+
+    @staticmethod
+    def _fits(pod: Pod, asked: Amounts, target: NodeLoad) -> bool:
+        node = target.node
+        if node.unschedulable or not tolerates(pod, node) or not placement_allows(pod, node):
+            return False
+        allocatable = node.allocatable
+        limits = {
+            "cpu": allocatable["cpu"].milli_value() if "cpu" in allocatable else None,
+            "memory": allocatable["memory"].value() if "memory" in allocatable else None,
+            "pods": allocatable["pods"].value() if "pods" in allocatable else 110,
+        }
+        return all(limit is None or target.requested[r] + asked[r] <= limit for r, limit in limits.items())
+
+    def _reason(self, source: NodeLoad, high: Mapping[str, int]) -> str:
+        over = [
+            f"node {r} usage({source.percent(r):.2f}%)>threshold({100.0 * high[r] / source.capacity[r]:.2f}%)"
+            for r in sorted(high)
+            if source.usage[r] > high[r]
+        ]
+        return "node is overutilized, " + ", ".join(over)
+
+
+def plan(
+    snapshot: Snapshot,
+    policy: DeschedulerPolicy,
+    now: datetime,
+    observations: Mapping[str, int] | None = None,
+    prometheus: Mapping[str, tuple[float, float]] | None = None,
+) -> Plan:
+    """The whole plan, every wanted eviction taken as done (offline plans and dry runs)."""
+    steps = Planner(snapshot, policy, now, observations, prometheus).steps()
+    try:
+        next(steps)
+        while True:
+            steps.send(True)
+    except StopIteration as finished:
+        result: Plan = finished.value
+        return result
