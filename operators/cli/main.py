@@ -212,21 +212,12 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
     return apply
 
 
-def run_server(
-    insecure: bool,
-    tls_cert_file: str | None,
-    tls_private_key_file: str | None,
-    body: Callable[[Any, Any], Awaitable[None]],
-) -> None:
-    """Check the TLS flags, then run ``body(stop, tls)`` until SIGTERM or SIGINT sets ``stop``."""
+def run_until_signal(body: Callable[[Any], Awaitable[None]]) -> None:
+    """Run ``body(stop)`` until SIGTERM or SIGINT sets ``stop`` (graceful: ``body`` finishes its work)."""
     import asyncio
     import logging
     import signal
 
-    from operators.serving import ReloadingTLS
-
-    if not insecure and not (tls_cert_file and tls_private_key_file):
-        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     async def main() -> None:
@@ -234,10 +225,24 @@ def run_server(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
-        await body(stop, tls)
+        await body(stop)
 
     asyncio.run(main())
+
+
+def run_server(
+    insecure: bool,
+    tls_cert_file: str | None,
+    tls_private_key_file: str | None,
+    body: Callable[[Any, Any], Awaitable[None]],
+) -> None:
+    """Check the TLS flags, then run ``body(stop, tls)`` until a signal."""
+    from operators.serving import ReloadingTLS
+
+    if not insecure and not (tls_cert_file and tls_private_key_file):
+        raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
+    tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
+    run_until_signal(lambda stop: body(stop, tls))
 
 
 @cli.command("webhook")
@@ -358,6 +363,63 @@ def deschedule_command(
     click.echo(output.dump(plan(snapshot, policy, now, prometheus=samples).to_json(), fmt), nl=False)
 
 
+def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
+    from operators.runtime import ALL_COMPONENTS
+
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    unknown = [name for name in names if name not in ALL_COMPONENTS]
+    if unknown or not names:
+        raise click.BadParameter(f"{value!r}: expected a comma-separated list of {', '.join(ALL_COMPONENTS)}")
+    return names
+
+
+@cli.command("run")
+@click.option(
+    "--components",
+    default="appgroup,networktopology,nodeslo",
+    show_default=True,
+    callback=_components,
+    help="Comma-separated: appgroup, networktopology, nodeslo, descheduler.",
+)
+@click.option(
+    "--descheduler-policy",
+    "policy_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="DeschedulerConfiguration for the descheduler (default: netBandwidth low 30 %, high 70 %).",
+)
+@click.option(
+    "--server",
+    default=None,
+    metavar="URL",
+    help="A plain-HTTP API server (the embedded emulator). Default: in-cluster credentials, else the kubeconfig.",
+)
+@click.option("--health-address", default="0.0.0.0", show_default=True, help="Address of /healthz, /readyz, /metrics.")
+@click.option(
+    "--health-port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port of /healthz, /readyz and /metrics (0: none).",
+)
+def run_command(
+    components: tuple[str, ...], policy_path: str | None, server: str | None, health_address: str, health_port: int
+) -> None:
+    """Run the controllers (and the descheduler) against a cluster until SIGTERM."""
+    from operators.runtime import DESCHEDULER, RunOptions, run
+
+    policy = load_descheduler_policy(policy_path) if DESCHEDULER in components else None
+    options = RunOptions(
+        components,
+        server=server,
+        policy=policy,
+        health_address=health_address,
+        health_port=health_port or None,
+    )
+
+    run_until_signal(lambda stop: run(options, stop))
+
+
 def _not_implemented(name: str, summary: str) -> click.Command:
     @click.command(
         name,
@@ -373,7 +435,6 @@ def _not_implemented(name: str, summary: str) -> click.Command:
 
 for _name, _summary in (
     ("simulate", "Schedule a generated workload with the default and the network-aware scheduler"),
-    ("run", "Run the controllers against a cluster"),
     ("demo", "Run the whole suite against the embedded API emulator with the example cluster"),
 ):
     cli.add_command(_not_implemented(_name, _summary))

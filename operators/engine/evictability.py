@@ -9,6 +9,7 @@ static pods, ``system-cluster-critical``/``system-node-critical`` pods (or prior
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from operators.engine.selectors import from_label_selector
@@ -95,7 +96,6 @@ def _cost(pod: Pod, annotation: str) -> int:
 def order_key(pod: Pod, usage_score: float) -> tuple[Any, ...]:
     """Koordinator's order: priority class, priority, QoS, Koordinator QoS, deletion cost, eviction cost,
     usage score (descending), creation time (newest first); the pod's key last, for a total order."""
-    created = str((pod.raw.get("metadata") or {}).get("creationTimestamp") or "")
     return (
         koord_priority_rank(pod),
         pod.priority,
@@ -104,19 +104,17 @@ def order_key(pod: Pod, usage_score: float) -> tuple[Any, ...]:
         _cost(pod, DELETION_COST),
         _cost(pod, EVICTION_COST),
         -usage_score,
-        _Descending(created),
+        -_created(pod),
         pod.key,
     )
 
 
-class _Descending(str):
-    __slots__ = ()
-
-    def __lt__(self, other: str) -> bool:
-        return str.__gt__(self, other)
-
-    def __gt__(self, other: str) -> bool:
-        return str.__lt__(self, other)
+def _created(pod: Pod) -> float:
+    text = (pod.raw.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return datetime.fromisoformat(str(text)).timestamp() if text else 0.0
+    except ValueError:
+        return 0.0
 
 
 def usage_score(pod_usage: Mapping[str, int], excess: Mapping[str, int], weights: Mapping[str, int]) -> float:

@@ -14,7 +14,9 @@ carries on with the next pod). ``plan()`` drives it with "yes" for an offline pl
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+import bisect
+import heapq
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -64,6 +66,46 @@ class Plan:
 def _absolute(percent: float, capacity: int) -> int:
     # Koordinator: int64(float64(pct) * 0.01 * float64(capacity)), left to right.
     return int(percent * 0.01 * capacity)
+
+
+class Targets:
+    """The low nodes taking evicted pods, roomiest first (by the smallest share of capacity left below
+    high over the threshold resources), with the exact largest room per resource so that a pod that
+    fits nowhere is rejected without a scan. Rooms only shrink as pods are placed."""
+
+    def __init__(self, loads: list[NodeLoad], high: Mapping[str, Mapping[str, int]], resources: tuple[str, ...]):
+        self.resources = resources
+        self.by_name = {load.node.name: load for load in loads}
+        self.room = {name: {r: high[name][r] - load.usage[r] for r in resources} for name, load in self.by_name.items()}
+        self.order = sorted((self._key(name), name) for name in self.by_name)
+        self._version = dict.fromkeys(self.by_name, 0)
+        self._largest = {r: [(-room[r], name, 0) for name, room in self.room.items()] for r in resources}
+        for heap in self._largest.values():
+            heapq.heapify(heap)
+
+    def _key(self, name: str) -> float:
+        capacity = self.by_name[name].capacity
+        return -min(self.room[name][r] / capacity[r] for r in self.resources)
+
+    def largest_room(self, resource: str) -> int:
+        heap = self._largest[resource]
+        while heap and heap[0][2] != self._version[heap[0][1]]:
+            heapq.heappop(heap)  # an entry from before the node took a pod
+        return -heap[0][0] if heap else 0
+
+    def __iter__(self) -> Iterator[NodeLoad]:
+        return (self.by_name[name] for _, name in self.order)
+
+    def place(self, name: str, used: Mapping[str, int]) -> None:
+        """Take ``used`` from the node's room (its usage is updated by the caller)."""
+        del self.order[bisect.bisect_left(self.order, (self._key(name), name))]
+        room = self.room[name]
+        for r in self.resources:
+            room[r] -= used[r]
+        version = self._version[name] = self._version[name] + 1
+        for r in self.resources:
+            heapq.heappush(self._largest[r], (-room[r], name, version))
+        bisect.insort(self.order, (self._key(name), name))
 
 
 class Planner:
@@ -163,8 +205,9 @@ class Planner:
             load for load in self._pool if plan.classes[load.name] == HIGH and plan.observations[load.name] >= needed
         ]
         targets = [load for load in self._pool if plan.classes[load.name] == LOW]
+        acting = {load.name for load in sources}
         for load in self._pool:
-            if plan.classes[load.name] == HIGH and load not in sources:
+            if plan.classes[load.name] == HIGH and load.name not in acting:
                 plan.note = f"{load.name} high {plan.observations[load.name]} of {needed} consecutive times"
         if not sources:
             plan.note = plan.note or "no node above its high thresholds"
@@ -177,7 +220,7 @@ class Planner:
             return plan
         resources = self.args.resources
         available = {r: sum(thresholds[t.name][1][r] - t.usage[r] for t in targets) for r in resources}
-        targets.sort(key=lambda t: (self._source_score(t), t.name))
+        room = Targets(targets, {t.name: thresholds[t.name][1] for t in targets}, resources)
         sources.sort(key=lambda s: (-self._source_score(s), s.name))
         per_node: dict[str, int] = {}
         per_namespace: dict[str, int] = {}
@@ -187,9 +230,10 @@ class Planner:
             high = thresholds[source.name][1]
             excess = {r: source.usage[r] - high[r] for r in resources}
             weights = {r: self.args.weight(r) for r in resources}
+            usage_of = {pod.key: self._loads.pod_usage(pod) for pod in source.pods if self._candidate(pod)}
             candidates = sorted(
-                (pod for pod in source.pods if self._candidate(pod)),
-                key=lambda pod: order_key(pod, usage_score(self._loads.pod_usage[pod.key], excess, weights)),
+                (pod for pod in source.pods if pod.key in usage_of),
+                key=lambda pod: order_key(pod, usage_score(usage_of[pod.key], excess, weights)),
             )
             evicted_here = False
             for pod in candidates:
@@ -210,8 +254,8 @@ class Planner:
                     and per_namespace.get(pod.namespace, 0) >= policy.max_no_of_pods_to_evict_per_namespace
                 ):
                     continue
-                used = self._loads.pod_usage[pod.key]
-                target = self._target(pod, used, targets, thresholds)
+                used = usage_of[pod.key]
+                target = self._target(pod, used, room)
                 if target is None:
                     continue
                 eviction = Eviction(pod, source.name, target.name, self._reason(source, high))
@@ -224,6 +268,7 @@ class Planner:
                 per_node[source.name] = per_node.get(source.name, 0) + 1
                 per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
                 asked = requested(pod)
+                room.place(target.name, used)
                 for r in resources:
                     available[r] -= used[r]
                     source.usage[r] -= used[r]
@@ -242,19 +287,15 @@ class Planner:
             return False
         return not self._pod_selectors or any(s.matches(pod.labels) for s in self._pod_selectors)
 
-    def _target(
-        self,
-        pod: Pod,
-        used: Amounts,
-        targets: list[NodeLoad],
-        thresholds: Mapping[str, tuple[dict[str, int], dict[str, int]]],
-    ) -> NodeLoad | None:
-        """The first target that stays at or below its high thresholds with the pod (and, with nodeFit,
+    def _target(self, pod: Pod, used: Amounts, targets: Targets) -> NodeLoad | None:
+        """The roomiest target that stays at or below its high thresholds with the pod (and, with nodeFit,
         that kube-scheduler would accept it on)."""
+        if any(used[r] > targets.largest_room(r) for r in targets.resources):
+            return None  # fits nowhere
         asked = requested(pod) if self.args.node_fit else {}
         for target in targets:
-            high = thresholds[target.name][1]
-            if any(target.usage[r] + used[r] > high[r] for r in high):
+            room = targets.room[target.node.name]
+            if any(used[r] > room[r] for r in targets.resources):
                 continue
             if self.args.node_fit and not self._fits(pod, asked, target):
                 continue

@@ -49,7 +49,25 @@ class NodeLoad:
 class Loads:
     nodes: dict[str, NodeLoad]
     skipped: dict[str, str]  # node -> why its usage is unknown
-    pod_usage: dict[str, Amounts]  # "namespace/name" -> per threshold resource
+    modes: dict[str, str]  # resource -> "requests", "metric" or "bandwidth"
+    metrics: dict[str, NodeMetric]
+
+    def pod_usage(self, pod: Pod) -> Amounts:
+        """What ``pod`` adds to its node's usage, per threshold resource (only asked for candidates)."""
+        metric = self.metrics.get(pod.node_name)
+        pod_metrics = metric.pod_usage.get(pod.key, {}) if metric is not None else {}
+        return {name: _pod_amount(name, mode, pod, pod_metrics) for name, mode in self.modes.items()}
+
+
+def _pod_amount(name: str, mode: str, pod: Pod, pod_metrics: Mapping[str, Quantity]) -> int:
+    if mode == "bandwidth":
+        return pod_bandwidth(pod)
+    if mode == "metric" and name in pod_metrics:
+        return _amount(name, pod_metrics[name])
+    if name == "pods":
+        return 1
+    quantity = pod.requests.get(name)  # requests (a pod the NodeMetric does not list: its requests)
+    return 0 if quantity is None else _amount(name, quantity)
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -57,13 +75,6 @@ def _parse_time(text: str) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _demand(values: tuple[tuple[str, str], ...]) -> int:
-    """in + out bits/s for a pod's bandwidth annotations (cached: pods share a handful of values)."""
-    ingress, egress = pod_demand(dict(values))
-    return ingress + egress
 
 
 _BANDWIDTH_KEYS = (
@@ -76,18 +87,33 @@ _BANDWIDTH_KEYS = (
 
 
 def pod_bandwidth(pod: Pod) -> int:
-    annotations = pod.annotations
-    return _demand(tuple((key, annotations[key]) for key in _BANDWIDTH_KEYS if key in annotations))
+    """in + out bits/s the pod asks for (SPEC §3)."""
+    return _demand(tuple(map(pod.annotations.get, _BANDWIDTH_KEYS)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _demand(values: tuple[str | None, ...]) -> int:
+    # Cached: the pods of a cluster share a handful of bandwidth annotations.
+    ingress, egress = pod_demand({key: value for key, value in zip(_BANDWIDTH_KEYS, values, strict=True) if value})
+    return ingress + egress
 
 
 def requested(pod: Pod) -> Amounts:
     """cpu (milli), memory (bytes) and pods (1) a pod requests."""
-    cpu, memory = pod.requests.get("cpu"), pod.requests.get("memory")
-    return {
-        "cpu": cpu.milli_value() if cpu is not None else 0,
-        "memory": memory.value() if memory is not None else 0,
-        "pods": 1,
-    }
+    milli, size = requested_cpu_memory(pod)
+    return {"cpu": milli, "memory": size, "pods": 1}
+
+
+def requested_cpu_memory(pod: Pod) -> tuple[int, int]:
+    requests = pod.requests
+    cpu, memory = requests.get("cpu"), requests.get("memory")
+    return _requested(cpu.nanos if cpu is not None else 0, memory.nanos if memory is not None else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _requested(cpu_nanos: int, memory_nanos: int) -> tuple[int, int]:
+    # Cached by exact amount: the pods of a cluster share a handful of request sizes.
+    return Quantity(cpu_nanos).milli_value(), Quantity(memory_nanos).value()
 
 
 def prometheus_samples(response: Any, node_label: str) -> dict[str, tuple[float, float]]:
@@ -120,9 +146,16 @@ def node_loads(
     default_bandwidth = Quantity.parse(args.default_node_bandwidth) if args.default_node_bandwidth else None
     duplex = 2 if args.accounting_mode == "duplex" else 1
     by_node = snapshot.pods_by_node
+    modes = {
+        name: "bandwidth"
+        if name == "netBandwidth"
+        else "metric"
+        if name in ("cpu", "memory") and getattr(sources, name) == "nodeMetric"
+        else "requests"
+        for name in resources
+    }
     nodes: dict[str, NodeLoad] = {}
     skipped: dict[str, str] = {}
-    pod_usage: dict[str, Amounts] = {}
     uses_metrics = any(getattr(sources, name) == "nodeMetric" for name in ("cpu", "memory") if name in resources)
     for node in snapshot.nodes:
         pods = tuple(pod for pod in by_node.get(node.name, ()) if not pod.is_terminal)
@@ -150,25 +183,22 @@ def node_loads(
         if missing:
             skipped[node.name] = f"no allocatable {', '.join(missing)}"
             continue
-        total_requested: Amounts = {"cpu": 0, "memory": 0, "pods": 0}
-        usage: Amounts = dict.fromkeys(resources, 0)
-        for pod in pods:
-            asked = requested(pod)
-            for name in total_requested:
-                total_requested[name] += asked[name]
-            own: Amounts = {}
-            for name in resources:
-                if name == "netBandwidth":
-                    own[name] = pod_bandwidth(pod)
-                elif name == "pods":
-                    own[name] = 1
-                elif getattr(sources, name) == "nodeMetric" and metric is not None:
-                    measured = metric.pod_usage.get(pod.key, {}).get(name)
-                    own[name] = _amount(name, measured) if measured is not None else asked[name]
-                else:
-                    own[name] = asked[name]
-                usage[name] += own[name]
-            pod_usage[pod.key] = own
+        asked = [requested_cpu_memory(pod) for pod in pods]
+        total_requested: Amounts = {
+            "cpu": sum(cpu for cpu, _ in asked),
+            "memory": sum(memory for _, memory in asked),
+            "pods": len(pods),
+        }
+        usage: Amounts = {}
+        for name in resources:
+            mode = modes[name]
+            if mode == "requests":
+                usage[name] = total_requested[name]
+            elif mode == "bandwidth":
+                usage[name] = sum(pod_bandwidth(pod) for pod in pods)
+            else:
+                pod_metrics = metric.pod_usage if metric is not None else {}
+                usage[name] = sum(_pod_amount(name, mode, pod, pod_metrics.get(pod.key, {})) for pod in pods)
         if metric is not None:
             for name in ("cpu", "memory"):
                 if name in resources and getattr(sources, name) == "nodeMetric":
@@ -184,7 +214,7 @@ def node_loads(
                 continue
             usage["netBandwidth"] = int(sample[1])
         nodes[node.name] = NodeLoad(node, capacity, usage, total_requested, pods)
-    return Loads(nodes, skipped, pod_usage)
+    return Loads(nodes, skipped, modes, metrics)
 
 
 def _amount(resource: str, quantity: Quantity) -> int:

@@ -62,6 +62,14 @@ NODESLOS = Followed(
     (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos"),
 )
 
+NODEMETRICS = Followed(
+    "nodemetrics",
+    f"{keys.SLO_GROUP}/{keys.V1ALPHA1}",
+    "NodeMetric",
+    _custom,
+    (keys.SLO_GROUP, keys.V1ALPHA1, "nodemetrics"),
+)
+
 
 class LiveSnapshot:
     def __init__(self, kinds: tuple[Followed, ...]) -> None:

@@ -102,7 +102,7 @@ def test_bad_input_is_one_line_naming_file_and_field(
     assert err.startswith("error: ") and expected in err and target.name in err
 
 
-@pytest.mark.parametrize("command", ["simulate", "run", "demo"])
+@pytest.mark.parametrize("command", ["simulate", "demo"])
 def test_commands_not_yet_implemented_say_so(command: str) -> None:
     code, _, err = run(command)
     assert code == 3

@@ -1,0 +1,208 @@
+"""The live descheduler: every ``deschedulingInterval``, plan LowNodeLoad on the informers' snapshot
+and evict through the ``pods/eviction`` subresource (policy/v1), so PodDisruptionBudgets hold.
+
+The decisions are the pure planner's (:mod:`operators.engine.lownodeload`); this shell only feeds
+it the cluster, asks the API for each eviction, and tells the planner whether it happened: a 429
+(a PDB's budget is spent) or a 404 (the pod is gone) skips that pod and the cycle goes on with the
+next one. Every attempt is an Event on the pod and a ``descheduler_pods_evicted_total`` sample;
+``dryRun`` logs the plan and evicts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter
+
+from operators.controllers.kube import send_json
+from operators.engine.descheduler_policy import DeschedulerPolicy
+from operators.engine.lownodeload import Eviction, Plan, Planner
+from operators.engine.node_load import prometheus_samples
+from operators.engine.snapshot import Snapshot
+from operators.sources.live import NODEMETRICS, NODES, PODS, Followed
+
+logger = logging.getLogger("netaware.descheduler")
+
+COMPONENT = "netaware-descheduler"
+
+
+def followed_kinds(policy: DeschedulerPolicy) -> tuple[Followed, ...]:
+    """What the descheduler watches: nodes and pods, and NodeMetrics only when the policy reads them."""
+    usage = policy.args.usage
+    uses_metrics = "nodeMetric" in (usage.cpu, usage.memory)
+    return (NODES, PODS, NODEMETRICS) if uses_metrics else (NODES, PODS)
+
+
+@dataclass
+class DeschedulerMetrics:
+    registry: CollectorRegistry
+    evicted: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None = None) -> DeschedulerMetrics:
+        registry = registry or CollectorRegistry()
+        return cls(
+            registry,
+            Counter(
+                "descheduler_pods_evicted",
+                "Eviction attempts by the descheduler, by result (success, refused, gone, error, dry-run).",
+                ["result", "node", "namespace"],
+                registry=registry,
+            ),
+        )
+
+
+@dataclass
+class Descheduler:
+    api: client.ApiClient
+    policy: DeschedulerPolicy
+    snapshot: Callable[[], Snapshot]
+    metrics: DeschedulerMetrics = field(default_factory=DeschedulerMetrics.create)
+    clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
+    observations: dict[str, int] = field(default_factory=dict)  # carried between cycles (anomaly counts)
+
+    async def cycle(self) -> Plan:
+        """One descheduling cycle; returns the plan as carried out."""
+        samples = await self._prometheus() if self.policy.args.usage.net_bandwidth == "prometheus" else None
+        steps = Planner(self.snapshot(), self.policy, self.clock(), self.observations, samples).steps()
+        try:
+            eviction = next(steps)
+            while True:
+                eviction = steps.send(await self._evict(eviction))
+        except StopIteration as finished:
+            plan: Plan = finished.value
+        self.observations = plan.observations
+        for node, why in plan.skipped.items():
+            logger.info("node %s skipped: %s", node, why)
+        if plan.note and not plan.evictions:
+            logger.info("nothing to evict: %s", plan.note)
+        return plan
+
+    async def _evict(self, eviction: Eviction) -> bool:
+        pod = eviction.pod
+        if self.policy.dry_run:
+            logger.info("dry run: would evict %s from %s: %s", pod.key, eviction.node, eviction.reason)
+            self._count("dry-run", eviction)
+            return True
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+        }
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
+        try:
+            answer = await send_json(self.api, "POST", path, body)
+        except ApiException as error:
+            result = "refused" if error.status == 429 else "error"
+            message = _status_message(error)
+            logger.warning("eviction of %s refused (%s): %s", pod.key, error.status, message)
+            self._count(result, eviction)
+            await self._event(eviction, "Warning", "EvictionRefused", f"Eviction refused ({error.status}): {message}")
+            return False
+        if answer is None:  # 404: the pod went away on its own
+            self._count("gone", eviction)
+            return False
+        logger.info("evicted %s from %s: %s", pod.key, eviction.node, eviction.reason)
+        self._count("success", eviction)
+        await self._event(eviction, "Normal", "Descheduled", f"Evicted by LowNodeLoad: {eviction.reason}")
+        return True
+
+    def _count(self, result: str, eviction: Eviction) -> None:
+        self.metrics.evicted.labels(result, eviction.node, eviction.pod.namespace).inc()
+
+    async def _event(self, eviction: Eviction, kind: str, reason: str, message: str) -> None:
+        pod = eviction.pod
+        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{secrets.token_hex(8)}", "namespace": pod.namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.uid,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await send_json(self.api, "POST", f"/api/v1/namespaces/{pod.namespace}/events", body)
+        except ApiException as error:  # an Event is a courtesy: never fail the cycle for it
+            logger.warning("event for %s not posted: %s", pod.key, error.status)
+
+    async def _prometheus(self) -> Mapping[str, tuple[float, float]]:
+        source = self.policy.args.usage.prometheus
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session,
+                session.get(f"{source.url.rstrip('/')}/api/v1/query", params={"query": source.query}) as response,
+            ):
+                return prometheus_samples(await response.json(content_type=None), source.node_label)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+            logger.warning("Prometheus query failed (%s): every node's netBandwidth is unknown this cycle", error)
+            return {}
+
+    async def run(self, stop: asyncio.Event, ready: Callable[[], bool] = lambda: True) -> None:
+        """Cycle every ``deschedulingInterval`` (once when it is 0) until ``stop`` is set."""
+        while not ready() and not stop.is_set():  # caches still listing: poll (LiveSnapshot has no event)  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+        while not stop.is_set():
+            try:
+                await self.cycle()
+            except Exception:  # a failed cycle is logged; the next one starts from a fresh snapshot
+                logger.exception("descheduling cycle failed")
+            if self.policy.descheduling_interval <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.policy.descheduling_interval)
+
+
+def _status_message(error: ApiException) -> str:
+    import json
+
+    try:
+        status = json.loads(error.body or "{}")
+    except ValueError:
+        return str(error.reason)
+    causes = (status.get("details") or {}).get("causes") or []
+    return "; ".join([str(status.get("message") or error.reason), *(str(c.get("message")) for c in causes)])
+
+
+async def run_descheduler(
+    api_factory: Callable[[], Awaitable[client.ApiClient]],
+    policy: DeschedulerPolicy,
+    stop: asyncio.Event,
+    metrics: DeschedulerMetrics | None = None,
+) -> None:
+    """The component as ``netaware run`` starts it: its own watches, then cycles until ``stop``."""
+    from operators.sources.live import LiveSnapshot
+
+    api = await api_factory()
+    live = LiveSnapshot(followed_kinds(policy))
+    follower = asyncio.create_task(live.follow(api, stop))
+    descheduler = Descheduler(api, policy, live.snapshot, metrics or DeschedulerMetrics.create())
+    try:
+        await descheduler.run(stop, lambda: live.ready)
+        await stop.wait()
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await api.close()

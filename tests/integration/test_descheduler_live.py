@@ -1,0 +1,156 @@
+"""The live descheduler against the emulator: evictions through pods/eviction, a PDB's 429, Events, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import pathlib
+import signal
+import sys
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+from prometheus_client import generate_latest
+
+from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
+from operators.controllers.kube import url_api_client
+from operators.emulator import ApiEmulator
+from operators.engine.descheduler_policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
+from operators.sources.live import LiveSnapshot
+from tests.engine.test_lownodeload import node, pod
+from tests.integration.conftest import Api
+from tests.integration.test_kopf_operator import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def cluster() -> list[dict[str, Any]]:
+    """hot: 3 `web` pods (priority 0, evicted first) under a PDB allowing one disruption, and 6 `api` pods:
+    9 units, 87.9 % of 1Gi. Two evictions bring it to 68.4 %, below the 70 % high threshold."""
+    objects = [node("hot"), node("cold-1"), node("cold-2")]
+    objects += [pod(f"web-{k}", "hot", 1, labels={"app": "web"}) for k in range(3)]
+    objects += [pod(f"api-{k}", "hot", 1, labels={"app": "api"}, spec={"priority": 100}) for k in range(6)]
+    objects.append(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        }
+    )
+    return objects
+
+
+def policy(dry_run: bool = False) -> DeschedulerPolicy:
+    document = copy.deepcopy(DEFAULT_POLICY)
+    document["dryRun"] = dry_run
+    document["profiles"][0]["pluginConfig"][0]["args"]["accountingMode"] = "combined"
+    return parse_policy(document)
+
+
+@contextlib.asynccontextmanager
+async def descheduler(emulator: ApiEmulator, chosen: DeschedulerPolicy) -> Any:
+    api = await url_api_client(emulator.base_url)()
+    live = LiveSnapshot(followed_kinds(chosen))
+    stop = asyncio.Event()
+    follower = asyncio.create_task(live.follow(api, stop))
+    try:
+        await eventually(lambda: live.ready and len(live.snapshot().pods) == 9, within=5)
+        yield Descheduler(api, chosen, live.snapshot, DeschedulerMetrics.create())
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await api.close()
+
+
+async def pod_names(api: Api) -> set[str]:
+    _, listing = await api.call("GET", "/api/v1/namespaces/default/pods")
+    return {item["metadata"]["name"] for item in listing["items"]}
+
+
+async def test_a_spent_budget_skips_the_pod_and_the_cycle_goes_on(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(cluster())
+    async with descheduler(emulator, policy()) as running:
+        plan = await running.cycle()
+        metrics = generate_latest(running.metrics.registry).decode()
+    assert [e.pod.name for e in plan.evictions] == ["web-0", "api-0"]
+    assert [e.pod.name for e in plan.refused] == ["web-1", "web-2"]
+    remaining = await pod_names(api)
+    assert "web-0" not in remaining and "api-0" not in remaining
+    assert {"web-1", "web-2", "api-1"} <= remaining and len(remaining) == 7
+    assert 'descheduler_pods_evicted_total{namespace="default",node="hot",result="success"} 2.0' in metrics
+    assert 'descheduler_pods_evicted_total{namespace="default",node="hot",result="refused"} 2.0' in metrics
+    _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+    by_pod = {(e["involvedObject"]["name"], e["reason"], e["type"]) for e in events["items"]}
+    assert by_pod == {
+        ("web-0", "Descheduled", "Normal"),
+        ("api-0", "Descheduled", "Normal"),
+        ("web-1", "EvictionRefused", "Warning"),
+        ("web-2", "EvictionRefused", "Warning"),
+    }
+    refused = next(e for e in events["items"] if e["involvedObject"]["name"] == "web-1")
+    assert "disruption budget web needs 2 healthy pods" in refused["message"]
+
+
+async def test_dry_run_evicts_nothing(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(cluster())
+    async with descheduler(emulator, policy(dry_run=True)) as running:
+        plan = await running.cycle()
+        metrics = generate_latest(running.metrics.registry).decode()
+    assert [e.pod.name for e in plan.evictions] == ["web-0", "web-1"]  # planned as if every eviction happened
+    assert len(await pod_names(api)) == 9
+    assert 'result="dry-run"} 2.0' in metrics
+    _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+    assert events["items"] == []
+
+
+async def test_netaware_run_with_the_descheduler(
+    api: Api, emulator: ApiEmulator, tmp_path: pathlib.Path, unused_tcp_port: int
+) -> None:
+    """`netaware run --components descheduler` in its own process: evicts, serves the metric, stops on SIGTERM."""
+    await emulator.seed(cluster())
+    document = copy.deepcopy(DEFAULT_POLICY)
+    document["profiles"][0]["pluginConfig"][0]["args"]["accountingMode"] = "combined"
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "operators.cli",
+        "run",
+        "--components",
+        "descheduler",
+        "--server",
+        emulator.base_url,
+        "--descheduler-policy",
+        str(tmp_path / "policy.yaml"),
+        "--health-address",
+        "127.0.0.1",
+        "--health-port",
+        str(unused_tcp_port),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+
+        async def evicted() -> bool:
+            return len(await pod_names(api)) == 7
+
+        for _ in range(200):
+            if await evicted():
+                break
+            await asyncio.sleep(0.1)
+        assert await evicted()
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{unused_tcp_port}/readyz") as response:
+                assert response.status == 200
+            async with session.get(f"http://127.0.0.1:{unused_tcp_port}/metrics") as response:
+                text = await response.text()
+        assert 'descheduler_pods_evicted_total{namespace="default",node="hot",result="success"} 2.0' in text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = await asyncio.wait_for(process.communicate(), timeout=20)
+    assert process.returncode == 0, output.decode()
