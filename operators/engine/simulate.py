@@ -1,0 +1,390 @@
+"""Schedule a generated workload pod by pod with two schedulers and compare them (pure, numpy).
+
+``default`` models kube-scheduler's default profile for these scenarios (reference/perf-anchors.md
+§1): NodeResourcesFit filter on real requests plus the pod-count limit; LeastAllocated (integer
+arithmetic, 100m / 200Mi for missing requests) and BalancedAllocation (real requests, skipped for
+best-effort pods) scores, weight 1 each; the adaptive ``percentageOfNodesToScore`` with the rotating
+start index; reservoir sampling among the top scores with a seeded RNG. The other default plugins
+are constant on these clusters (no taints, affinities, images or spreading constraints).
+``network-aware`` is the same plus the NetworkBandwidth filter and score (SPEC §3).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from operators.api.quantity import Quantity
+from operators.engine.node_load import requested_cpu_memory
+from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
+from operators.engine.snapshot import Snapshot
+
+Ints = npt.NDArray[np.int64]
+
+DEFAULT_MILLI_CPU = 100  # kube-scheduler's non-zero substitutes for a missing request (scoring only)
+DEFAULT_MEMORY = 200 * 1024 * 1024
+MIN_FEASIBLE_NODES = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+SCHEDULERS = ("default", "network-aware")
+
+
+# --- kube-scheduler's arithmetic, one function each (tested against hand-computed values) ----------
+
+
+def num_feasible_nodes_to_find(nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes kube-scheduler looks for before scoring (``numFeasibleNodesToFind``)."""
+    if nodes < MIN_FEASIBLE_NODES or percentage >= 100:
+        return nodes
+    if percentage == 0:
+        percentage = max(50 - nodes // 125, MIN_FEASIBLE_PERCENTAGE)
+    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES)
+
+
+def least_allocated(requested: Ints, capacity: Ints) -> Ints:
+    """``(capacity - requested) * 100 // capacity``, 0 when over capacity or no capacity."""
+    safe = np.where(capacity > 0, capacity, 1)
+    return np.asarray(np.where((capacity == 0) | (requested > capacity), 0, (capacity - requested) * 100 // safe))
+
+
+def balanced_allocation(cpu_fraction: npt.NDArray[np.float64], memory_fraction: npt.NDArray[np.float64]) -> Ints:
+    """``int64((1 - std) * 100)`` with ``std = |f_cpu - f_mem| / 2`` (fractions capped at 1)."""
+    std = np.abs(np.minimum(cpu_fraction, 1.0) - np.minimum(memory_fraction, 1.0)) / 2
+    return np.asarray(((1 - std) * 100).astype(np.int64))
+
+
+def bandwidth_raw(capacity: Ints, used: Ints, demand: int) -> Ints:
+    """NetworkBandwidth's raw score ``(capacity - used_after) * 100 // capacity`` (capacity doubled in duplex
+    by the caller), floored at 0."""
+    safe = np.where(capacity > 0, capacity, 1)
+    return np.asarray(np.where(capacity > 0, np.maximum(0, (capacity - used - demand) * 100 // safe), 0))
+
+
+def min_max(raw: Ints) -> Ints:
+    """The thesis' normalisation ``(s - min) * 100 // (max - min)``; all equal: 0."""
+    if raw.size == 0:
+        return raw
+    low, high = int(raw.min()), int(raw.max())
+    if high == low:
+        return np.zeros_like(raw)
+    return (raw - low) * 100 // (high - low)
+
+
+# --- scenarios ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodShape:
+    count: int
+    cpu: int = 0  # milli, requested
+    memory: int = 0  # bytes, requested
+    ingress: int = 0  # bits/s the NetworkBandwidth plugin counts (request, else limit)
+    egress: int = 0
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    cpu: int = 32_000
+    memory: int = 256 * 1024**3
+    pods: int = 110
+    bandwidth: int = 1024**3  # 1Gi
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    nodes: int
+    node: NodeShape
+    pods: tuple[PodShape, ...]
+
+
+def _network_pods(count: int, request: str) -> PodShape:
+    amount = Quantity.parse(request).value()
+    return PodShape(count, ingress=amount, egress=amount, label=f"network {request}+{request}")
+
+
+def scenario(name: str, nodes: int | None = None, pods: int | None = None) -> Scenario:
+    """thesis-1..4 (seed 004 §6); ``pods`` overrides the number of network pods."""
+    network = pods if pods is not None else 1500
+    cpu_pods = PodShape(1600, cpu=2000, memory=16 * 1024**3, label="2 CPU / 16Gi")
+    shapes = {
+        # guaranteed bandwidth: request = limit = 100M each way
+        "thesis-1": (_network_pods(network, "100M"),),
+        # requests 50M, limits 100M: the plugin counts the request
+        "thesis-2": (_network_pods(network, "50M"),),
+        "thesis-3": (cpu_pods, _network_pods(network, "100M")),
+        # both burstable: the cpu pods' limits do not count for scheduling, the network pods' requests do
+        "thesis-4": (cpu_pods, _network_pods(network, "50M")),
+    }
+    if name not in shapes:
+        raise ValueError(f"unknown scenario {name!r}; expected one of {', '.join(shapes)}")
+    return Scenario(name, nodes if nodes is not None else 200, NodeShape(), shapes[name])
+
+
+SCENARIOS = ("thesis-1", "thesis-2", "thesis-3", "thesis-4")
+
+
+# --- the cluster as arrays ---------------------------------------------------------------------------
+
+
+@dataclass
+class Cluster:
+    names: list[str]
+    cpu: Ints
+    memory: Ints
+    pods: Ints
+    bandwidth: Ints  # bits/s per direction (NIC capacity)
+    requested_cpu: Ints
+    requested_memory: Ints
+    nonzero_cpu: Ints
+    nonzero_memory: Ints
+    pod_count: Ints
+    used_in: Ints
+    used_out: Ints
+    placements: list[tuple[int, int]] = field(default_factory=list)  # (pod index, node), scheduled pods
+
+    @classmethod
+    def generated(cls, count: int, shape: NodeShape) -> Cluster:
+        def full(value: int) -> Ints:
+            return np.full(count, value, dtype=np.int64)
+
+        def zeros() -> Ints:
+            return np.zeros(count, dtype=np.int64)
+
+        return cls(
+            [f"node-{i:05d}" for i in range(count)],
+            full(shape.cpu),
+            full(shape.memory),
+            full(shape.pods),
+            full(shape.bandwidth),
+            zeros(),
+            zeros(),
+            zeros(),
+            zeros(),
+            zeros(),
+            zeros(),
+            zeros(),
+        )
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot, default_bandwidth: int) -> Cluster:
+        """The snapshot's nodes with the requests and bandwidth of the pods already on them."""
+        nodes = snapshot.nodes
+        cluster = cls.generated(len(nodes), NodeShape())
+        cluster.names = [node.name for node in nodes]
+        totals = slo_network_totals(snapshot)
+        fallback = Quantity(default_bandwidth * 10**9)
+        for i, node in enumerate(nodes):
+            allocatable = node.allocatable
+            cluster.cpu[i] = allocatable["cpu"].milli_value() if "cpu" in allocatable else 0
+            cluster.memory[i] = allocatable["memory"].value() if "memory" in allocatable else 0
+            cluster.pods[i] = allocatable["pods"].value() if "pods" in allocatable else 110
+            cluster.bandwidth[i] = node_capacity(node, totals.get(node.name), fallback) or 0
+            for pod in snapshot.pods_by_node.get(node.name, ()):
+                if pod.is_terminal:
+                    continue
+                cpu, memory = requested_cpu_memory(pod)
+                ingress, egress = pod_demand(pod.annotations)
+                cluster._add(i, cpu, memory, ingress, egress)
+        return cluster
+
+    def copy(self) -> Cluster:
+        return replace(
+            self,
+            **{name: getattr(self, name).copy() for name in self._arrays()},
+            placements=list(self.placements),
+        )
+
+    @staticmethod
+    def _arrays() -> tuple[str, ...]:
+        return (
+            "cpu",
+            "memory",
+            "pods",
+            "bandwidth",
+            "requested_cpu",
+            "requested_memory",
+            "nonzero_cpu",
+            "nonzero_memory",
+            "pod_count",
+            "used_in",
+            "used_out",
+        )
+
+    def _add(self, node: int, cpu: int, memory: int, ingress: int, egress: int, sign: int = 1) -> None:
+        self.requested_cpu[node] += sign * cpu
+        self.requested_memory[node] += sign * memory
+        self.nonzero_cpu[node] += sign * (cpu or DEFAULT_MILLI_CPU)
+        self.nonzero_memory[node] += sign * (memory or DEFAULT_MEMORY)
+        self.pod_count[node] += sign
+        self.used_in[node] += sign * ingress
+        self.used_out[node] += sign * egress
+
+
+# --- the two schedulers ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    accounting: str = "duplex"  # duplex | combined
+    bandwidth_weight: int = 1
+    percentage_of_nodes_to_score: int = 0  # 0: adaptive, as kube-scheduler's default
+
+
+def bandwidth_fits(cluster: Cluster, ingress: int, egress: int, accounting: str) -> npt.NDArray[np.bool_]:
+    free_in = cluster.bandwidth - cluster.used_in
+    free_out = cluster.bandwidth - cluster.used_out
+    if accounting == "combined":
+        return np.asarray(ingress + egress <= cluster.bandwidth - cluster.used_in - cluster.used_out)
+    return np.asarray(((ingress == 0) | (ingress <= free_in)) & ((egress == 0) | (egress <= free_out)))
+
+
+def total_capacity(cluster: Cluster, accounting: str) -> Ints:
+    return cluster.bandwidth * (1 if accounting == "combined" else 2)
+
+
+class Scheduler:
+    """kube-scheduler's cycle for one pod at a time over ``cluster`` (mutated as pods bind)."""
+
+    def __init__(self, network_aware: bool, options: Options, rng: random.Random) -> None:
+        self.network_aware = network_aware
+        self.options = options
+        self.rng = rng
+        self.next_start = 0
+
+    def schedule(self, cluster: Cluster, shape: PodShape) -> int | None:
+        """The node the pod binds to (and bind it), or None when nothing fits."""
+        n = len(cluster.names)
+        fits = (
+            (cluster.requested_cpu + shape.cpu <= cluster.cpu)
+            & (cluster.requested_memory + shape.memory <= cluster.memory)
+            & (cluster.pod_count + 1 <= cluster.pods)
+        )
+        if self.network_aware and (shape.ingress or shape.egress):
+            fits &= bandwidth_fits(cluster, shape.ingress, shape.egress, self.options.accounting)
+        wanted = num_feasible_nodes_to_find(n, self.options.percentage_of_nodes_to_score)
+        order = (self.next_start + np.arange(n)) % n
+        found = np.nonzero(fits[order])[0]
+        if found.size == 0:  # every node processed: the start index wraps to itself
+            return None
+        if found.size >= wanted:
+            found = found[:wanted]
+            processed = int(found[-1]) + 1
+        else:
+            processed = n
+        self.next_start = (self.next_start + processed) % n
+        feasible = order[found]
+        totals = self._scores(cluster, shape, feasible)
+        best = int(totals.max())
+        chosen = -1
+        for ties, position in enumerate(np.nonzero(totals == best)[0].tolist(), start=1):
+            if self.rng.randrange(ties) == 0:  # reservoir sampling among the top scores, as selectHost
+                chosen = position
+        node = int(feasible[chosen])
+        cluster._add(node, shape.cpu, shape.memory, shape.ingress, shape.egress)
+        return node
+
+    def _scores(self, cluster: Cluster, shape: PodShape, nodes: Ints) -> Ints:
+        cpu = cluster.cpu[nodes]
+        memory = cluster.memory[nodes]
+        fit = (
+            least_allocated(cluster.nonzero_cpu[nodes] + (shape.cpu or DEFAULT_MILLI_CPU), cpu)
+            + least_allocated(cluster.nonzero_memory[nodes] + (shape.memory or DEFAULT_MEMORY), memory)
+        ) // 2
+        total = fit
+        if shape.cpu or shape.memory:  # BalancedAllocation skips best-effort pods (PreScore Skip)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f_cpu = np.where(cpu > 0, (cluster.requested_cpu[nodes] + shape.cpu) / np.maximum(cpu, 1), 0.0)
+                f_mem = np.where(
+                    memory > 0, (cluster.requested_memory[nodes] + shape.memory) / np.maximum(memory, 1), 0.0
+                )
+            total = total + balanced_allocation(f_cpu, f_mem)
+        if self.network_aware and (shape.ingress or shape.egress):
+            capacity = total_capacity(cluster, self.options.accounting)[nodes]
+            used = cluster.used_in[nodes] + cluster.used_out[nodes]
+            raw = bandwidth_raw(capacity, used, shape.ingress + shape.egress)
+            total = total + self.options.bandwidth_weight * min_max(raw)
+        return np.asarray(total, dtype=np.int64)
+
+
+# --- the run and its report ----------------------------------------------------------------------------
+
+
+def expand(shapes: Sequence[PodShape]) -> list[PodShape]:
+    return [shape for shape in shapes for _ in range(shape.count)]
+
+
+@dataclass
+class Outcome:
+    cluster: Cluster
+    scheduled: int
+    pending: int
+    seconds: float
+
+
+def run_scheduler(
+    cluster: Cluster,
+    pods: Sequence[PodShape],
+    network_aware: bool,
+    options: Options,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+) -> Outcome:
+    scheduler = Scheduler(network_aware, options, random.Random(seed))
+    started = time.perf_counter()
+    scheduled = pending = 0
+    for index, shape in enumerate(pods):
+        node = scheduler.schedule(cluster, shape)
+        if node is None:
+            pending += 1
+        else:
+            scheduled += 1
+            cluster.placements.append((index, node))
+        if progress is not None and index % 100 == 99:
+            progress(100)
+    return Outcome(cluster, scheduled, pending, time.perf_counter() - started)
+
+
+def objective(cluster: Cluster, accounting: str) -> int:
+    """The thesis' objective: Σ over nodes of the squared free bandwidth (bits/s); lower is more even."""
+    free = total_capacity(cluster, accounting) - cluster.used_in - cluster.used_out
+    return sum(value * value for value in free.tolist())
+
+
+def report(outcome: Outcome, accounting: str) -> dict[str, Any]:
+    cluster = outcome.cluster
+    capacity = total_capacity(cluster, accounting)
+    if accounting == "combined":
+        over = cluster.used_in + cluster.used_out - cluster.bandwidth
+    else:
+        over = np.maximum(cluster.used_in, cluster.used_out) - cluster.bandwidth
+    used = cluster.used_in + cluster.used_out
+    utilisation = np.where(capacity > 0, 100.0 * used / np.maximum(capacity, 1), 0.0)
+    return {
+        "scheduled": outcome.scheduled,
+        "pending": outcome.pending,
+        "overcommittedNodes": int((over > 0).sum()),
+        "maxOvercommitBitsPerSecond": max(0, int(over.max())) if over.size else 0,
+        "utilization": {
+            "min": round(float(utilisation.min()), 2),
+            "p50": round(float(np.percentile(utilisation, 50)), 2),
+            "p90": round(float(np.percentile(utilisation, 90)), 2),
+            "max": round(float(utilisation.max()), 2),
+            "stddev": round(float(utilisation.std()), 2),
+        },
+        "objective": objective(cluster, accounting),
+        "seconds": round(outcome.seconds, 3),
+        "podsPerSecond": round(outcome.scheduled / outcome.seconds, 1) if outcome.seconds > 0 else 0.0,
+    }
+
+
+def percent_utilisation(cluster: Cluster, accounting: str) -> list[float]:
+    capacity = total_capacity(cluster, accounting)
+    used = cluster.used_in + cluster.used_out
+    return [100.0 * u / c if c else 0.0 for u, c in zip(used.tolist(), capacity.tolist(), strict=True)]
