@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Every component benchmark, then one table: figure, budget (SPEC.md §8), ratio.
+# Usage: hack/bench.sh [--quick]   (a few minutes; --quick shortens the webhook runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
+exec "$PYTHON" benchmarks/run_all.py "$@"
