@@ -329,15 +329,19 @@ def extender_command(
     run_server(insecure, tls_cert_file, tls_private_key_file, body)
 
 
+def descheduler_policy_option(flag: str) -> Callable[[Any], Any]:
+    return click.option(
+        flag,
+        "policy_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="DeschedulerConfiguration with a LowNodeLoad profile (default: netBandwidth low 30 %, high 70 %).",
+    )
+
+
 @cli.command("deschedule")
 @filename_option()
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="DeschedulerConfiguration with a LowNodeLoad profile (default: netBandwidth low 30 %, high 70 %).",
-)
+@descheduler_policy_option("--policy")
 @click.option(
     "--metrics",
     "metrics_path",
@@ -381,13 +385,7 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     callback=_components,
     help="Comma-separated: appgroup, networktopology, nodeslo, descheduler.",
 )
-@click.option(
-    "--descheduler-policy",
-    "policy_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="DeschedulerConfiguration for the descheduler (default: netBandwidth low 30 %, high 70 %).",
-)
+@descheduler_policy_option("--descheduler-policy")
 @click.option(
     "--server",
     default=None,

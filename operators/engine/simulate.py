@@ -24,6 +24,7 @@ from operators.api.quantity import Quantity
 from operators.engine.node_load import requested_cpu_memory
 from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
 from operators.engine.snapshot import Snapshot
+from operators.engine.vectorized import bandwidth_headroom_score, normalize_min_max
 
 Ints = npt.NDArray[np.int64]
 
@@ -56,23 +57,6 @@ def balanced_allocation(cpu_fraction: npt.NDArray[np.float64], memory_fraction: 
     """``int64((1 - std) * 100)`` with ``std = |f_cpu - f_mem| / 2`` (fractions capped at 1)."""
     std = np.abs(np.minimum(cpu_fraction, 1.0) - np.minimum(memory_fraction, 1.0)) / 2
     return np.asarray(((1 - std) * 100).astype(np.int64))
-
-
-def bandwidth_raw(capacity: Ints, used: Ints, demand: int) -> Ints:
-    """NetworkBandwidth's raw score ``(capacity - used_after) * 100 // capacity`` (capacity doubled in duplex
-    by the caller), floored at 0."""
-    safe = np.where(capacity > 0, capacity, 1)
-    return np.asarray(np.where(capacity > 0, np.maximum(0, (capacity - used - demand) * 100 // safe), 0))
-
-
-def min_max(raw: Ints) -> Ints:
-    """The thesis' normalisation ``(s - min) * 100 // (max - min)``; all equal: 0."""
-    if raw.size == 0:
-        return raw
-    low, high = int(raw.min()), int(raw.max())
-    if high == low:
-        return np.zeros_like(raw)
-    return (raw - low) * 100 // (high - low)
 
 
 # --- scenarios ---------------------------------------------------------------------------------------
@@ -308,8 +292,8 @@ class Scheduler:
         if self.network_aware and (shape.ingress or shape.egress):
             capacity = total_capacity(cluster, self.options.accounting)[nodes]
             used = cluster.used_in[nodes] + cluster.used_out[nodes]
-            raw = bandwidth_raw(capacity, used, shape.ingress + shape.egress)
-            total = total + self.options.bandwidth_weight * min_max(raw)
+            raw = bandwidth_headroom_score(capacity, used + shape.ingress + shape.egress)
+            total = total + self.options.bandwidth_weight * normalize_min_max(raw)
         return np.asarray(total, dtype=np.int64)
 
 

@@ -171,6 +171,11 @@ def bandwidth_raw(demand: tuple[int, int], positions: Ints, index: ClusterIndex,
     data = arrays(index)
     capacity = capacities(index, args)[positions]
     total = capacity * (1 if args.accounting_mode == "combined" else 2)
-    after = data.used_in[positions] + data.used_out[positions] + demand[0] + demand[1]
+    return bandwidth_headroom_score(total, data.used_in[positions] + data.used_out[positions] + demand[0] + demand[1])
+
+
+def bandwidth_headroom_score(total: Ints, after: Ints) -> Ints:
+    """NetworkBandwidth's raw score ``(total - used_after) * 100 // total`` per node, floored at 0; 0 when
+    the capacity is unknown (``total`` is the capacity, doubled in duplex accounting)."""
     safe = np.where(total > 0, total, 1)
-    return np.where(total > 0, np.maximum(0, (total - after) * 100 // safe), 0)
+    return np.asarray(np.where(total > 0, np.maximum(0, (total - after) * 100 // safe), 0))

@@ -40,35 +40,16 @@ def _custom(api: client.ApiClient) -> Callable[..., Awaitable[Any]]:
 NODES = Followed("nodes", "v1", "Node", lambda api: client.CoreV1Api(api).list_node)
 PODS = Followed("pods", "v1", "Pod", lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces)
 NAMESPACES = Followed("namespaces", "v1", "Namespace", lambda api: client.CoreV1Api(api).list_namespace)
-APPGROUPS = Followed(
-    "appgroups",
-    f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
-    "AppGroup",
-    _custom,
-    (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups"),
-)
-NETWORKTOPOLOGIES = Followed(
-    "networktopologies",
-    f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}",
-    "NetworkTopology",
-    _custom,
-    (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies"),
-)
-NODESLOS = Followed(
-    "nodeslos",
-    f"{keys.SLO_GROUP}/{keys.V1ALPHA1}",
-    "NodeSLO",
-    _custom,
-    (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos"),
-)
 
-NODEMETRICS = Followed(
-    "nodemetrics",
-    f"{keys.SLO_GROUP}/{keys.V1ALPHA1}",
-    "NodeMetric",
-    _custom,
-    (keys.SLO_GROUP, keys.V1ALPHA1, "nodemetrics"),
-)
+
+def _custom_kind(plural: str, group: str, kind: str) -> Followed:
+    return Followed(plural, f"{group}/{keys.V1ALPHA1}", kind, _custom, (group, keys.V1ALPHA1, plural))
+
+
+APPGROUPS = _custom_kind("appgroups", keys.APPGROUP_GROUP, "AppGroup")
+NETWORKTOPOLOGIES = _custom_kind("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
+NODESLOS = _custom_kind("nodeslos", keys.SLO_GROUP, "NodeSLO")
+NODEMETRICS = _custom_kind("nodemetrics", keys.SLO_GROUP, "NodeMetric")
 
 
 class LiveSnapshot:
