@@ -102,13 +102,6 @@ def test_bad_input_is_one_line_naming_file_and_field(
     assert err.startswith("error: ") and expected in err and target.name in err
 
 
-@pytest.mark.parametrize("command", ["demo"])
-def test_commands_not_yet_implemented_say_so(command: str) -> None:
-    code, _, err = run(command)
-    assert code == 3
-    assert err.strip() == f"error: netaware {command} is not implemented yet"
-
-
 def test_bad_now_is_a_usage_error() -> None:
     code, _, err = run("reconcile", "-f", EXAMPLES, "--now", "yesterday")
     assert code == 2 and "RFC 3339" in err

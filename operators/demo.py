@@ -1,0 +1,302 @@
+"""``netaware demo``: the whole suite against the in-process API emulator and the example cluster.
+
+Starts the emulator (CRDs and ``hack/examples/`` loaded), the three kopf controllers, the webhook
+and the extender (real aiohttp servers on loopback, fed by watches of the emulator); creates new
+pods through the webhook, schedules them through the extender and binds them; runs one descheduling
+cycle (planning only); then prints what converged and returns 0, or the first thing that did not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import pathlib
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import jsonpatch
+import yaml
+from aiohttp import ClientSession
+from aiohttp.test_utils import BaseTestServer, TestServer
+
+from operators.api import keys
+from operators.controllers.descheduler import Descheduler
+from operators.controllers.kube import read_json, send_json, url_api_client
+from operators.engine.descheduler_policy import DEFAULT_POLICY, parse_policy
+from operators.engine.schedule import parse_config
+from operators.extender.server import ExtenderState
+from operators.extender.server import build_app as extender_app
+from operators.runtime import RunOptions, kopf_operator
+from operators.sources.live import APPGROUPS, NAMESPACES, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
+from webhooks.server import build_app as webhook_app
+from webhooks.view import ClusterView
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONTROLLERS = ("appgroup", "networktopology", "nodeslo")
+# New pods of the a1 AppGroup and of Online Boutique, created through the webhook and scheduled by the extender.
+# (AppGroup, workload selector): Online Boutique's selectors are upstream's p1 (frontend), p2 (cartservice)...
+NEW_PODS = (("a1", "p1"), ("a1", "p1"), ("onlineboutique", "p2"), ("onlineboutique", "p1"))
+
+
+class NotConverged(RuntimeError):
+    pass
+
+
+def _documents(folder: pathlib.Path) -> list[dict[str, Any]]:
+    return [
+        document
+        for path in sorted(folder.glob("*.yaml"))
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        if document
+    ]
+
+
+async def _until(what: str, check: Callable[[], Any], within: float) -> Any:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        result = check()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise NotConverged(f"{what}: not reached within {within:.0f}s")
+        await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def _emulator() -> AsyncIterator[str]:
+    import kmock
+
+    from operators.emulator import ApiEmulator
+
+    async with ApiEmulator() as emulator, kmock.Server(emulator) as server:
+        emulator.base_url = str(server.url).rstrip("/")
+        await emulator.seed(_documents(ROOT / "crds") + _documents(ROOT / "hack" / "examples"))
+        yield emulator.base_url
+
+
+def _new_pod(group: str, workload: str, index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{group}-{workload}-demo-{index}",
+            "namespace": "default",
+            "labels": {keys.APPGROUP_LABEL: group, keys.APPGROUP_WORKLOAD_LABEL: workload},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{workload}-rs", "uid": "demo"}
+            ],
+        },
+        "spec": {
+            "schedulerName": "network-aware-scheduler",
+            "containers": [
+                {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "100m"}}}
+            ],
+        },
+    }
+
+
+async def run_demo(echo: Callable[[str], None], within: float = 60.0) -> int:
+    """Run the demo, printing as it goes; 0 when every component converged, 1 (with the reason) when not."""
+    try:
+        async with _emulator() as url:
+            await _converge(url, echo, within)
+    except NotConverged as error:
+        echo(f"\nNOT CONVERGED: {error}")
+        return 1
+    echo("\nevery component converged")
+    return 0
+
+
+async def _converge(url: str, echo: Callable[[str], None], within: float) -> None:
+    stop = asyncio.Event()
+    api = await url_api_client(url)()
+    live = LiveSnapshot((NODES, PODS, NAMESPACES, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
+    view = ClusterView()
+    tasks = [asyncio.create_task(live.follow(api, stop)), asyncio.create_task(view.follow(api, stop))]
+    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text(encoding="utf-8")))
+    try:
+        async with (
+            kopf_operator(CONTROLLERS, RunOptions(CONTROLLERS, server=url), stop),
+            TestServer(webhook_app(view)) as webhook,
+            TestServer(extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))) as extender,
+            ClientSession() as http,
+        ):
+            await _until("watches synced", lambda: live.ready and view.ready, within)
+            echo(
+                f"API emulator at {url}; controllers, webhook at {webhook.make_url('/')}, extender at "
+                f"{extender.make_url('/')}"
+            )
+            await _controllers(live, echo, within)
+            await _pods(api, http, webhook, extender, live, echo, within)
+            await _appgroups_after(live, echo, within)
+            await _deschedule(api, live, echo)
+    finally:
+        stop.set()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await api.close()
+
+
+async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: float) -> None:
+    def topologies_done() -> bool:
+        return all(
+            nt.status is not None and nt.status.weight_calculation_time for nt in live.snapshot().network_topologies
+        )
+
+    await _until(
+        "AppGroup status",
+        lambda: all(ag.status and ag.status.topology_order for ag in live.snapshot().app_groups),
+        within,
+    )
+    await _until("NetworkTopology costs", topologies_done, within)
+    await _until("a NodeSLO per node", lambda: len(live.snapshot().node_slos) == len(live.snapshot().nodes), within)
+    snapshot = live.snapshot()
+    echo("\n== AppGroups (topology order)")
+    for ag in snapshot.app_groups:
+        entries = ag.status.topology_order if ag.status is not None else None
+        order = sorted((entry.index, entry.workload.selector) for entry in entries or [])
+        echo(f"  {ag.metadata.name} ({ag.spec.topology_sorting_algorithm}): {' -> '.join(s for _, s in order)}")
+    echo("\n== NetworkTopology costs")
+    for nt in snapshot.network_topologies:
+        for weight in nt.spec.weights:
+            for topology in weight.topology_list:
+                pairs = [
+                    f"{origin.origin}->{cost.destination}={cost.network_cost}"
+                    for origin in topology.origin_list
+                    for cost in origin.cost_list or []
+                ]
+                echo(
+                    f"  {nt.metadata.name} {weight.name} {topology.topology_key.rsplit('/', 1)[-1]}: {', '.join(pairs)}"
+                )
+    echo("\n== NodeSLO network QoS")
+    for slo in snapshot.node_slos:
+        echo(f"  {slo.metadata.name}: {_netqos(slo)}")
+
+
+def _netqos(slo: Any) -> str:
+    """``total 1G (source); lsr 200M/1G, ls ...`` — ingress request/limit per class."""
+    qos = slo.status.network_qos if slo.status is not None else None
+    if qos is None:
+        return "(none)"
+    wire = qos.model_dump(by_alias=True, exclude_none=True, mode="json")
+    classes = "; ".join(
+        f"{name} {values.get('ingressRequest', '-')}/{values.get('ingressLimit', '-')}"
+        for name, values in (wire.get("classes") or {}).items()
+    )
+    return f"total {wire.get('totalNetworkBandwidth')} ({wire.get('totalSource')}); ingress request/limit: {classes}"
+
+
+async def _pods(
+    api: Any,
+    http: ClientSession,
+    webhook: BaseTestServer,
+    extender: BaseTestServer,
+    live: LiveSnapshot,
+    echo: Callable[[str], None],
+    within: float,
+) -> None:
+    echo("\n== pods through the webhook and the extender")
+    names = [node.name for node in live.snapshot().nodes]
+    for index, (group, workload) in enumerate(NEW_PODS):
+        pod = _new_pod(group, workload, index)
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "operation": "CREATE",
+                "namespace": "default",
+                "object": pod,
+            },
+        }
+        async with http.post(webhook.make_url("/mutate-pods"), json=review) as response:
+            answer = (await response.json())["response"]
+        if not answer.get("allowed"):
+            raise NotConverged(f"webhook denied {pod['metadata']['name']}: {answer.get('status')}")
+        if "patch" in answer:
+            pod = jsonpatch.apply_patch(pod, yaml.safe_load(base64.b64decode(answer["patch"])))
+        annotations = {
+            k: v for k, v in pod["metadata"].get("annotations", {}).items() if "bandwidth" in k or "request" in k
+        }
+        await send_json(api, "POST", "/api/v1/namespaces/default/pods", pod)
+        async with http.post(extender.make_url("/filter"), json={"Pod": pod, "NodeNames": names}) as response:
+            passing = (await response.json())["NodeNames"]
+        async with http.post(extender.make_url("/prioritize"), json={"Pod": pod, "NodeNames": passing}) as response:
+            scores = {entry["Host"]: entry["Score"] for entry in await response.json()}
+        if not scores:
+            raise NotConverged(f"no node passed the extender's filter for {pod['metadata']['name']}")
+        best = max(sorted(scores), key=lambda name: scores[name])
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod["metadata"]["name"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": best},
+        }
+        await send_json(api, "POST", f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}/binding", binding)
+        await send_json(
+            api,
+            "PATCH",
+            f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}/status",
+            {"status": {"phase": "Running"}},
+            "application/merge-patch+json",
+        )
+        echo(
+            f"  {pod['metadata']['name']}: annotations {annotations}; {len(passing)}/{len(names)} nodes passed; "
+            f"scores {scores} -> {best}"
+        )
+        stored = await read_json(api, f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}")
+        if not stored or (stored.get("spec") or {}).get("nodeName") != best:
+            raise NotConverged(f"{pod['metadata']['name']} is not bound to {best}")
+    await _until(
+        "the new pods in the watch cache",
+        lambda: sum(1 for p in live.snapshot().pods if "-demo-" in p.name and p.node_name) == len(NEW_PODS),
+        within,
+    )
+
+
+async def _appgroups_after(live: LiveSnapshot, echo: Callable[[str], None], within: float) -> None:
+    def placed() -> bool:
+        a1 = next(ag for ag in live.snapshot().app_groups if ag.metadata.name == "a1")
+        placements = a1.status.placements if a1.status is not None else None
+        return any("-demo-" in pod.name for workload in placements or [] for pod in workload.pods)
+
+    await _until("a1 placements include the new pods", placed, within)
+    echo("\n== AppGroup placements")
+    for ag in live.snapshot().app_groups:
+        if ag.status is not None:
+            running = ", ".join(
+                f"{pod.name}@{pod.node}" for workload in ag.status.placements or [] for pod in workload.pods
+            )
+            echo(f"  {ag.metadata.name}: {running or '(none)'}")
+    echo("\n== NetworkTopology allocated bandwidth")
+    for nt in live.snapshot().network_topologies:
+        echo(f"  {nt.metadata.name}: {_allocated(nt)}")
+
+
+def _allocated(nt: Any) -> str:
+    entries = []
+    for weight in nt.spec.weights:
+        for topology in weight.topology_list:
+            for origin in topology.origin_list:
+                for cost in origin.cost_list or []:
+                    if cost.bandwidth_allocated:
+                        entries.append(f"{origin.origin}->{cost.destination}={cost.bandwidth_allocated}")
+    return ", ".join(entries) or "(nothing allocated)"
+
+
+async def _deschedule(api: Any, live: LiveSnapshot, echo: Callable[[str], None]) -> None:
+    document = dict(DEFAULT_POLICY)
+    document["dryRun"] = True
+    plan = await Descheduler(api, parse_policy(document), live.snapshot).cycle()
+    echo("\n== one descheduling cycle (dry run)")
+    for node, entry in plan.to_json()["nodes"].items():
+        echo(f"  {node}: {entry['class']} {entry['usage']}")
+    for eviction in plan.evictions:
+        echo(f"  evict {eviction.pod.key} from {eviction.node} to {eviction.target}: {eviction.reason}")
+    if not plan.evictions:
+        echo(f"  no evictions: {plan.note}")
