@@ -53,7 +53,7 @@ def _documents(folder: pathlib.Path) -> list[dict[str, Any]]:
     ]
 
 
-async def _until(what: str, check: Callable[[], Any], within: float) -> Any:
+async def until(what: str, check: Callable[[], Any], within: float) -> Any:
     deadline = asyncio.get_running_loop().time() + within
     while True:
         result = check()
@@ -61,7 +61,7 @@ async def _until(what: str, check: Callable[[], Any], within: float) -> Any:
             return result
         if asyncio.get_running_loop().time() > deadline:
             raise NotConverged(f"{what}: not reached within {within:.0f}s")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager
@@ -123,7 +123,7 @@ async def _converge(url: str, echo: Callable[[str], None], within: float) -> Non
             TestServer(extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))) as extender,
             ClientSession() as http,
         ):
-            await _until("watches synced", lambda: live.ready and view.ready, within)
+            await until("watches synced", lambda: live.ready and view.ready, within)
             echo(
                 f"API emulator at {url}; controllers, webhook at {webhook.make_url('/')}, extender at "
                 f"{extender.make_url('/')}"
@@ -146,13 +146,13 @@ async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: 
             nt.status is not None and nt.status.weight_calculation_time for nt in live.snapshot().network_topologies
         )
 
-    await _until(
+    await until(
         "AppGroup status",
         lambda: all(ag.status and ag.status.topology_order for ag in live.snapshot().app_groups),
         within,
     )
-    await _until("NetworkTopology costs", topologies_done, within)
-    await _until("a NodeSLO per node", lambda: len(live.snapshot().node_slos) == len(live.snapshot().nodes), within)
+    await until("NetworkTopology costs", topologies_done, within)
+    await until("a NodeSLO per node", lambda: len(live.snapshot().node_slos) == len(live.snapshot().nodes), within)
     snapshot = live.snapshot()
     echo("\n== AppGroups (topology order)")
     for ag in snapshot.app_groups:
@@ -252,7 +252,7 @@ async def _pods(
         stored = await read_json(api, f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}")
         if not stored or (stored.get("spec") or {}).get("nodeName") != best:
             raise NotConverged(f"{pod['metadata']['name']} is not bound to {best}")
-    await _until(
+    await until(
         "the new pods in the watch cache",
         lambda: sum(1 for p in live.snapshot().pods if "-demo-" in p.name and p.node_name) == len(NEW_PODS),
         within,
@@ -265,7 +265,7 @@ async def _appgroups_after(live: LiveSnapshot, echo: Callable[[str], None], with
         placements = a1.status.placements if a1.status is not None else None
         return any("-demo-" in pod.name for workload in placements or [] for pod in workload.pods)
 
-    await _until("a1 placements include the new pods", placed, within)
+    await until("a1 placements include the new pods", placed, within)
     echo("\n== AppGroup placements")
     for ag in live.snapshot().app_groups:
         if ag.status is not None:

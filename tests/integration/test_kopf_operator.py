@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from operators.demo import NotConverged, until
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
@@ -26,14 +27,10 @@ def documents(name: str) -> list[dict[str, Any]]:
 
 
 async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = check()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
+    try:
+        return await until("condition", check, within)
+    except NotConverged as error:
+        raise AssertionError(str(error)) from None
 
 
 def status_of(emulator: ApiEmulator, name: str = "a1") -> dict[str, Any]:
