@@ -7,6 +7,7 @@ field), 2 a usage error, 3 a command that is declared but not implemented yet.
 from __future__ import annotations
 
 import datetime
+import os
 import pathlib
 import sys
 from collections.abc import Awaitable, Callable
@@ -399,19 +400,74 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     type=click.IntRange(0, 65535),
     help="Port of /healthz, /readyz and /metrics (0: none).",
 )
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=True,
+    show_default=True,
+    help="Hold a coordination.k8s.io/v1 Lease before running anything (safe with several replicas).",
+)
+@click.option(
+    "--leader-election-namespace",
+    default=lambda: os.environ.get("POD_NAMESPACE", "default"),
+    show_default="$POD_NAMESPACE or default",
+    help="Namespace of the Lease.",
+)
+@click.option("--leader-election-id", default="netaware", show_default=True, help="Name of the Lease.")
+@click.option(
+    "--leader-election-identity",
+    default=None,
+    help="This replica's name in the Lease (default: the host name and a random suffix).",
+)
+@click.option("--lease-duration", default=15, show_default=True, type=click.IntRange(min=2), help="Seconds.")
+@click.option("--renew-deadline", default=10.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
+@click.option("--retry-period", default=2.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
 def run_command(
-    components: tuple[str, ...], policy_path: str | None, server: str | None, health_address: str, health_port: int
+    components: tuple[str, ...],
+    policy_path: str | None,
+    server: str | None,
+    health_address: str,
+    health_port: int,
+    leader_elect: bool,
+    leader_election_namespace: str,
+    leader_election_id: str,
+    leader_election_identity: str | None,
+    lease_duration: int,
+    renew_deadline: float,
+    retry_period: float,
 ) -> None:
-    """Run the controllers (and the descheduler) against a cluster until SIGTERM."""
-    from operators.runtime import DESCHEDULER, RunOptions, run
+    """Run the controllers (and the descheduler) against a cluster until SIGTERM.
 
+    With leader election (the default) only the holder of the Lease runs them; a follower takes over
+    within the lease duration when the leader dies, at once when it stops gracefully.
+    """
+    from operators.runtime import DESCHEDULER, LeaderElectionOptions, RunOptions, run
+
+    if not lease_duration > renew_deadline > 1.2 * retry_period:
+        raise click.BadParameter(
+            f"need --lease-duration > --renew-deadline > 1.2 x --retry-period "
+            f"(got {lease_duration:g}, {renew_deadline:g}, {retry_period:g})"
+        )
     policy = load_descheduler_policy(policy_path) if DESCHEDULER in components else None
+    election = (
+        LeaderElectionOptions(
+            leader_election_namespace,
+            leader_election_id,
+            **({"identity": leader_election_identity} if leader_election_identity else {}),
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+        )
+        if leader_elect
+        else None
+    )
     options = RunOptions(
         components,
         server=server,
         policy=policy,
         health_address=health_address,
         health_port=health_port or None,
+        leader_election=election,
+        signals=True,
     )
 
     run_until_signal(lambda stop: run(options, stop))

@@ -1,0 +1,95 @@
+"""Two `netaware run` replicas against the emulator: only the Lease holder runs the controllers; when it
+is killed the other takes over within the lease duration; a graceful stop hands the Lease over at once."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import signal
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from operators.emulator import ApiEmulator
+from tests.integration.conftest import Api
+from tests.integration.test_kopf_operator import AG, documents, eventually, status_of
+
+pytestmark = pytest.mark.integration
+
+LEASE = ("coordination.k8s.io/v1/leases", "default", "netaware")
+LEASE_SECONDS = 5
+RETRY_SECONDS = 1.2
+
+
+async def replica(emulator: ApiEmulator, name: str, log: pathlib.Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "operators.cli",
+        "run",
+        "--components",
+        "appgroup",
+        "--server",
+        emulator.base_url,
+        "--health-port",
+        "0",
+        "--leader-election-identity",
+        name,
+        "--lease-duration",
+        str(LEASE_SECONDS),
+        "--renew-deadline",
+        "3",
+        "--retry-period",
+        str(RETRY_SECONDS),
+        stdout=log.open("w"),
+        stderr=asyncio.subprocess.STDOUT,
+    )
+
+
+def holder(emulator: ApiEmulator) -> Any:
+    lease = emulator.get_object(*LEASE) or {}
+    return (lease.get("spec") or {}).get("holderIdentity")
+
+
+def status_writes(emulator: ApiEmulator) -> int:
+    return sum(1 for w in emulator.writes if w[2] == "appgroups" and w[4] == "a1" and w[5] == "status")
+
+
+async def test_only_the_leader_writes_and_a_follower_takes_over(
+    api: Api, emulator: ApiEmulator, tmp_path: pathlib.Path
+) -> None:
+    await emulator.seed(documents("cluster.yaml") + documents("pods.yaml"))
+    first = await replica(emulator, "replica-a", tmp_path / "a.log")
+    await eventually(lambda: holder(emulator) == "replica-a", within=20)
+    second = await replica(emulator, "replica-b", tmp_path / "b.log")
+    try:
+        await asyncio.sleep(2 * RETRY_SECONDS + 1)  # the follower has tried, and failed, to take the Lease
+        assert holder(emulator) == "replica-a"
+        await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
+        await eventually(lambda: status_of(emulator).get("topologyOrder"), within=20)
+        await asyncio.sleep(1)
+        writes_for_create = status_writes(emulator)
+        assert "running appgroup" not in (tmp_path / "b.log").read_text()  # the follower runs nothing
+
+        first.send_signal(signal.SIGKILL)  # dies without handing the Lease back
+        await first.wait()
+        killed = time.monotonic()
+        await eventually(lambda: holder(emulator) == "replica-b", within=LEASE_SECONDS + 10)
+        takeover = time.monotonic() - killed
+        assert takeover <= LEASE_SECONDS + 4 * RETRY_SECONDS + 1, takeover  # the lease duration, plus retries
+
+        await eventually(lambda: "running appgroup" in (tmp_path / "b.log").read_text(), within=20)
+        await asyncio.sleep(1)
+        assert status_writes(emulator) == writes_for_create  # the new leader does not rewrite an unchanged status
+        patch = {"spec": {"topologySortingAlgorithm": "TarjanSort"}}
+        await api.call("PATCH", f"{AG}/a1", patch, content_type="application/merge-patch+json")
+        await eventually(lambda: status_of(emulator).get("observedGeneration") == 2, within=20)
+    finally:
+        for process in (first, second):
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(second.wait(), timeout=20)
+    assert second.returncode == 0
+    assert holder(emulator) == ""  # released on SIGTERM: a third replica would not wait for it to expire
