@@ -25,6 +25,7 @@ from kubernetes_asyncio.leaderelection.leaderelection import LeaderElection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 from prometheus_client import CollectorRegistry
 
+from operators.controllers import metrics as controller_metrics
 from operators.controllers.descheduler import DeschedulerMetrics, run_descheduler
 from operators.controllers.kube import ApiClientFactory, cluster_api_client, send_json, url_api_client
 from operators.controllers.registry import COMPONENTS, ControllerOptions, build_registry, configure
@@ -233,5 +234,5 @@ async def _release(api: Any, election: LeaderElectionOptions) -> None:
 
 def _probe_app(options: RunOptions, ready: Any) -> web.Application:
     app = web.Application(client_max_size=1024)
-    add_probes(app, ready, "components starting", options.registry)
+    add_probes(app, ready, "components starting", options.registry, controller_metrics.REGISTRY)
     return app

@@ -33,8 +33,8 @@ async def read_json_body(request: web.Request, limit: int, oversize_status: int)
         raise BadBody(oversize_status, f"the request body is larger than {limit} bytes") from None
 
 
-def add_probes(app: web.Application, ready: Callable[[], bool], not_ready: str, registry: CollectorRegistry) -> None:
-    """``/healthz`` (the process answers), ``/readyz`` (``ready()``), ``/metrics`` (``registry``)."""
+def add_probes(app: web.Application, ready: Callable[[], bool], not_ready: str, *registries: CollectorRegistry) -> None:
+    """``/healthz`` (the process answers), ``/readyz`` (``ready()``), ``/metrics`` (every registry)."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -43,7 +43,8 @@ def add_probes(app: web.Application, ready: Callable[[], bool], not_ready: str, 
         return web.Response(text="ok") if ready() else web.Response(text=not_ready, status=503)
 
     async def metrics(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        body = b"".join(generate_latest(registry) for registry in registries)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)

@@ -22,6 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
 from operators.controllers.kube import patch_status
+from operators.controllers.metrics import reconciler
 from operators.engine.appgroup import appgroup_status, workload_namespaces
 from operators.engine.conditions import condition
 from operators.engine.snapshot import Node, Pod, Snapshot
@@ -95,6 +96,7 @@ def _ready(status: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return {}
 
 
+@reconciler("appgroup")
 async def sync_status(
     key: tuple[str, str],
     body: Mapping[str, Any],

@@ -31,6 +31,7 @@ from operators.api import errors, keys
 from operators.api.networktopology import NetworkTopology
 from operators.api.quantity import Quantity
 from operators.controllers.kube import MERGE_PATCH, patch_status, read_json
+from operators.controllers.metrics import reconciler
 from operators.engine.ledger import PodLedger
 from operators.engine.netperf import Skipped
 from operators.engine.networktopology import SKIPPED_SHOWN, networktopology_result
@@ -71,6 +72,7 @@ def _skipped_message(skipped: list[Skipped]) -> str:
     return f"{len(skipped)} netperf entries skipped: {shown}{more}"
 
 
+@reconciler("networktopology")
 async def recompute(
     api: client.ApiClient,
     state: _State,

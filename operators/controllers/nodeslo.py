@@ -25,6 +25,7 @@ import pydantic
 from operators.api import keys
 from operators.api.nodeslo import NodeSLO
 from operators.controllers.kube import patch_status, read_json, send_json
+from operators.controllers.metrics import reconciler
 from operators.engine.nodeslo import NodeSLOOptions, render_nodeslo
 from operators.engine.sloconfig import ConfigState, update_config
 from operators.engine.snapshot import Node
@@ -48,6 +49,7 @@ def _watched(node: Node) -> tuple[Any, ...]:
     return (dict(node.labels), tuple(node.annotations.get(key) for key in WATCHED_ANNOTATIONS))
 
 
+@reconciler("nodeslo")
 async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions) -> None:
     """Create, fix or delete the NodeSLO of one node, from the configuration in force."""
     async with state.locks.setdefault(name, asyncio.Lock()):
