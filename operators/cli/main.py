@@ -212,13 +212,14 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
     return apply
 
 
-def run_until_signal(body: Callable[[Any], Awaitable[None]]) -> None:
+def run_until_signal(body: Callable[[Any], Awaitable[None]], log_format: str = "text") -> None:
     """Run ``body(stop)`` until SIGTERM or SIGINT sets ``stop`` (graceful: ``body`` finishes its work)."""
     import asyncio
-    import logging
     import signal
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from operators import logs
+
+    logs.configure(log_format)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -421,6 +422,13 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
 @click.option("--lease-duration", default=15, show_default=True, type=click.IntRange(min=2), help="Seconds.")
 @click.option("--renew-deadline", default=10.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
 @click.option("--retry-period", default=2.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
+@click.option(
+    "--log-format",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="json: one object per line.",
+)
 def run_command(
     components: tuple[str, ...],
     policy_path: str | None,
@@ -434,6 +442,7 @@ def run_command(
     lease_duration: int,
     renew_deadline: float,
     retry_period: float,
+    log_format: str,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
 
@@ -470,7 +479,7 @@ def run_command(
         signals=True,
     )
 
-    run_until_signal(lambda stop: run(options, stop))
+    run_until_signal(lambda stop: run(options, stop), log_format)
 
 
 @cli.command("simulate")
