@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write crds/*.yaml from the pydantic models (``python hack/gen_crds.py``; ``--check`` fails on drift)."""
+"""Write crds/*.yaml and the Helm chart's copy (helm/netaware/files/crds/) from the pydantic models
+(``python hack/gen_crds.py``; ``--check`` fails on drift in either)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ def render(info_index: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if crds/ differs from the models")
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "crds")
+    parser.add_argument("--out", type=pathlib.Path, action="append", help="folder (repeatable)")
     args = parser.parse_args()
+    folders = args.out or [ROOT / "crds", ROOT / "helm" / "netaware" / "files" / "crds"]
     drift = []
-    for index, info in enumerate(ALL_CRDS):
-        target = args.out / info.file_name
+    for folder, (index, info) in ((f, pair) for f in folders for pair in enumerate(ALL_CRDS)):
+        target = folder / info.file_name
         text = render(index)
         if args.check:
             if not target.exists() or target.read_text() != text:

