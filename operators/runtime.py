@@ -62,6 +62,7 @@ class RunOptions:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     leader_election: LeaderElectionOptions | None = None  # None: run the components at once (one replica)
     signals: bool = False  # the process's SIGTERM/SIGINT set the stop flag (the CLI), not kopf's own
+    namespaces: tuple[str, ...] = ()  # namespaced objects only from these (cluster-scoped ones always); (): all
 
     def api_client_factory(self) -> ApiClientFactory:
         return url_api_client(self.server) if self.server else cluster_api_client
@@ -90,7 +91,8 @@ async def kopf_operator(
         kopf.operator(
             registry=registry,
             settings=settings,
-            clusterwide=True,
+            clusterwide=not options.namespaces,
+            namespaces=list(options.namespaces),
             standalone=True,
             stop_flag=own_stop,
             ready_flag=ready,

@@ -429,6 +429,14 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     show_default=True,
     help="json: one object per line.",
 )
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Handle AppGroups and NetworkTopologies of this namespace only (repeatable; default: all namespaces).",
+)
+@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace (the default; conflicts with --namespace).")
 def run_command(
     components: tuple[str, ...],
     policy_path: str | None,
@@ -443,6 +451,8 @@ def run_command(
     renew_deadline: float,
     retry_period: float,
     log_format: str,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
 
@@ -456,6 +466,8 @@ def run_command(
             f"need --lease-duration > --renew-deadline > 1.2 x --retry-period "
             f"(got {lease_duration:g}, {renew_deadline:g}, {retry_period:g})"
         )
+    if namespaces and all_namespaces:
+        raise click.UsageError("--namespace and --all-namespaces exclude each other")
     policy = load_descheduler_policy(policy_path) if DESCHEDULER in components else None
     election = (
         LeaderElectionOptions(
@@ -477,6 +489,7 @@ def run_command(
         health_port=health_port or None,
         leader_election=election,
         signals=True,
+        namespaces=namespaces,
     )
 
     run_until_signal(lambda stop: run(options, stop), log_format)
