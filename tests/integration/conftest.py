@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -38,3 +40,18 @@ async def emulator() -> AsyncIterator[ApiEmulator]:
 async def api(emulator: ApiEmulator) -> AsyncIterator[Api]:
     async with aiohttp.ClientSession() as session:
         yield Api(session, emulator.base_url)
+
+
+async def start_run(emulator: ApiEmulator, *args: str, output: Any = None) -> asyncio.subprocess.Process:
+    """`netaware run --server <emulator> ARGS...` in its own process (stdout and stderr to ``output``)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "operators.cli",
+        "run",
+        "--server",
+        emulator.base_url,
+        *args,
+        stdout=output if output is not None else asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.STDOUT,
+    )

@@ -7,7 +7,6 @@ import contextlib
 import copy
 import pathlib
 import signal
-import sys
 from typing import Any
 
 import aiohttp
@@ -21,7 +20,7 @@ from operators.emulator import ApiEmulator
 from operators.engine.descheduler_policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
 from operators.sources.live import LiveSnapshot
 from tests.engine.test_lownodeload import node, pod
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, start_run
 from tests.integration.test_kopf_operator import eventually
 
 pytestmark = pytest.mark.integration
@@ -116,23 +115,17 @@ async def test_netaware_run_with_the_descheduler(
     document = copy.deepcopy(DEFAULT_POLICY)
     document["profiles"][0]["pluginConfig"][0]["args"]["accountingMode"] = "combined"
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "operators.cli",
-        "run",
+    process = await start_run(
+        emulator,
         "--components",
         "descheduler",
-        "--server",
-        emulator.base_url,
         "--descheduler-policy",
         str(tmp_path / "policy.yaml"),
         "--health-address",
         "127.0.0.1",
         "--health-port",
         str(unused_tcp_port),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        output=asyncio.subprocess.PIPE,
     )
     try:
 

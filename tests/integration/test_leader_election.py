@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import signal
-import sys
 import time
 from typing import Any
 
 import pytest
 
 from operators.emulator import ApiEmulator
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, start_run
 from tests.integration.test_kopf_operator import AG, documents, eventually, status_of
 
 pytestmark = pytest.mark.integration
@@ -24,15 +23,10 @@ RETRY_SECONDS = 1.2
 
 
 async def replica(emulator: ApiEmulator, name: str, log: pathlib.Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "operators.cli",
-        "run",
+    return await start_run(
+        emulator,
         "--components",
         "appgroup",
-        "--server",
-        emulator.base_url,
         "--health-port",
         "0",
         "--leader-election-identity",
@@ -43,8 +37,7 @@ async def replica(emulator: ApiEmulator, name: str, log: pathlib.Path) -> asynci
         "3",
         "--retry-period",
         str(RETRY_SECONDS),
-        stdout=log.open("w"),
-        stderr=asyncio.subprocess.STDOUT,
+        output=log.open("w"),
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import sys
 from typing import Any
 
 import aiohttp
@@ -13,7 +12,7 @@ import pytest
 
 from operators.emulator import ApiEmulator
 from operators.runtime import RunOptions, kopf_operator
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, start_run
 from tests.integration.test_kopf_operator import AG, documents, eventually, labelled_pod, status_of
 
 pytestmark = pytest.mark.integration
@@ -44,22 +43,15 @@ def reconciles(text: str) -> float:
 
 async def test_reconcile_counters_increase(api: Api, emulator: ApiEmulator, unused_tcp_port: int) -> None:
     await emulator.seed(documents("cluster.yaml") + documents("pods.yaml"))
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "operators.cli",
-        "run",
+    process = await start_run(
+        emulator,
         "--no-leader-elect",
         "--components",
         "appgroup,nodeslo",
-        "--server",
-        emulator.base_url,
         "--health-address",
         "127.0.0.1",
         "--health-port",
         str(unused_tcp_port),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         async with aiohttp.ClientSession() as session:
