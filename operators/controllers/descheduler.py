@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -161,7 +162,8 @@ class Descheduler:
 
     async def run(self, stop: asyncio.Event, ready: Callable[[], bool] = lambda: True) -> None:
         """Cycle every ``deschedulingInterval`` (once when it is 0) until ``stop`` is set."""
-        while not ready() and not stop.is_set():  # caches still listing: poll (LiveSnapshot has no event)  # noqa: ASYNC110
+        # The caches are still listing; LiveSnapshot offers no event to wait on, so poll.
+        while not ready() and not stop.is_set():  # noqa: ASYNC110
             await asyncio.sleep(0.1)
         while not stop.is_set():
             try:
@@ -175,8 +177,6 @@ class Descheduler:
 
 
 def _status_message(error: ApiException) -> str:
-    import json
-
     try:
         status = json.loads(error.body or "{}")
     except ValueError:
