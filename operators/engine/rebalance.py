@@ -119,5 +119,5 @@ def rebalance(
 
 
 def _move(cluster: Cluster, shape: PodShape, source: int, target: int) -> None:
-    cluster._add(source, shape.cpu, shape.memory, shape.ingress, shape.egress, sign=-1)
-    cluster._add(target, shape.cpu, shape.memory, shape.ingress, shape.egress)
+    cluster.add(source, shape.cpu, shape.memory, shape.ingress, shape.egress, sign=-1)
+    cluster.add(target, shape.cpu, shape.memory, shape.ingress, shape.egress)

@@ -175,7 +175,7 @@ class Cluster:
                     continue
                 cpu, memory = requested_cpu_memory(pod)
                 ingress, egress = pod_demand(pod.annotations)
-                cluster._add(i, cpu, memory, ingress, egress)
+                cluster.add(i, cpu, memory, ingress, egress)
         return cluster
 
     def copy(self) -> Cluster:
@@ -201,7 +201,7 @@ class Cluster:
             "used_out",
         )
 
-    def _add(self, node: int, cpu: int, memory: int, ingress: int, egress: int, sign: int = 1) -> None:
+    def add(self, node: int, cpu: int, memory: int, ingress: int, egress: int, sign: int = 1) -> None:
         self.requested_cpu[node] += sign * cpu
         self.requested_memory[node] += sign * memory
         self.nonzero_cpu[node] += sign * (cpu or DEFAULT_MILLI_CPU)
@@ -271,7 +271,7 @@ class Scheduler:
             if self.rng.randrange(ties) == 0:  # reservoir sampling among the top scores, as selectHost
                 chosen = position
         node = int(feasible[chosen])
-        cluster._add(node, shape.cpu, shape.memory, shape.ingress, shape.egress)
+        cluster.add(node, shape.cpu, shape.memory, shape.ingress, shape.egress)
         return node
 
     def _scores(self, cluster: Cluster, shape: PodShape, nodes: Ints) -> Ints:

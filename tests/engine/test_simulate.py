@@ -77,7 +77,7 @@ def test_scheduler_scores_match_the_hand_computed_table() -> None:
     cluster = Cluster.generated(12, NodeShape())
     for node in range(12):
         for _ in range(node):  # node i already runs i best-effort pods
-            cluster._add(node, 0, 0, 0, 0)
+            cluster.add(node, 0, 0, 0, 0)
     scores = Scheduler(False, Options(), random.Random(0))._scores(cluster, PodShape(1), np.arange(12))
     assert scores.tolist() == LEAST_ALLOCATED_BY_K  # BalancedAllocation skips best-effort pods
 
@@ -131,7 +131,7 @@ def test_rebalance_never_breaks_a_filter_or_raises_the_objective(case: tuple[Clu
     recomputed = Cluster.generated(len(after.names), NodeShape())
     for pod, node in after.placements:
         s = shapes[pod]
-        recomputed._add(node, s.cpu, s.memory, s.ingress, s.egress)
+        recomputed.add(node, s.cpu, s.memory, s.ingress, s.egress)
     assert recomputed.used_in.tolist() == after.used_in.tolist()
     assert recomputed.requested_cpu.tolist() == after.requested_cpu.tolist()
     assert sorted(p for p, _ in after.placements) == sorted(p for p, _ in cluster.placements)
