@@ -202,6 +202,7 @@ class Cluster:
         )
 
     def add(self, node: int, cpu: int, memory: int, ingress: int, egress: int, sign: int = 1) -> None:
+        """Place a pod's requests and bandwidth on a node (``sign=-1`` takes them off)."""
         self.requested_cpu[node] += sign * cpu
         self.requested_memory[node] += sign * memory
         self.nonzero_cpu[node] += sign * (cpu or DEFAULT_MILLI_CPU)
