@@ -62,3 +62,9 @@ CONDITION_NETWORK_QOS_VALID: Final = "NetworkQOSConfigValid"
 FIELD_MANAGER: Final = "netaware"
 KOPF_PREFIX: Final = "netaware.io"
 FINALIZER: Final = "netaware.io/finalizer"
+
+# Pod metadata the descheduler reads (which pods it may evict, and in what order).
+MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
+POD_SOURCE_ANNOTATION: Final = "kubernetes.io/config.source"  # "api" unless a static pod
+POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+KOORD_EVICTION_COST: Final = "scheduling.koordinator.sh/eviction-cost"

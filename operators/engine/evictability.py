@@ -12,17 +12,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from operators.api import keys
 from operators.engine.selectors import from_label_selector
 from operators.engine.snapshot import Node, Pod
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-SOURCE_ANNOTATION = "kubernetes.io/config.source"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-EVICTION_COST = "scheduling.koordinator.sh/eviction-cost"
-KOORD_PRIORITY_CLASS = "koordinator.sh/priority-class"
-KOORD_QOS = "koordinator.sh/qosClass"
 
 
 def protection(pod: Pod, allow_local_storage: bool = False) -> str:
@@ -33,9 +28,9 @@ def protection(pod: Pod, allow_local_storage: bool = False) -> str:
         return "terminating"
     if pod.is_terminal:
         return f"finished ({pod.phase})"
-    if MIRROR_ANNOTATION in pod.annotations:
+    if keys.MIRROR_POD_ANNOTATION in pod.annotations:
         return "mirror pod"
-    if pod.annotations.get(SOURCE_ANNOTATION, "api") != "api":
+    if pod.annotations.get(keys.POD_SOURCE_ANNOTATION, "api") != "api":
         return "static pod"
     if "DaemonSet" in pod.owner_kinds:
         return "DaemonSet pod"
@@ -60,7 +55,7 @@ _KOORD_QOS_RANK = {"BE": 0, "LS": 1, "LSR": 2, "LSE": 3, "SYSTEM": 3}
 
 def koord_priority_rank(pod: Pod) -> int:
     """free < batch < mid < prod < none: from the label, else the priority range."""
-    label = pod.labels.get(KOORD_PRIORITY_CLASS)
+    label = pod.labels.get(keys.KOORD_PRIORITY_CLASS_LABEL)
     if label in _KOORD_CLASS_RANK:
         return _KOORD_CLASS_RANK[label]
     for low, high, rank in _KOORD_CLASS_RANGES:
@@ -100,9 +95,9 @@ def order_key(pod: Pod, usage_score: float) -> tuple[Any, ...]:
         koord_priority_rank(pod),
         pod.priority,
         _K8S_QOS_RANK[qos_class(pod)],
-        _KOORD_QOS_RANK.get(pod.labels.get(KOORD_QOS, ""), 4),
-        _cost(pod, DELETION_COST),
-        _cost(pod, EVICTION_COST),
+        _KOORD_QOS_RANK.get(pod.labels.get(keys.KOORD_QOS_CLASS_LABEL, ""), 4),
+        _cost(pod, keys.POD_DELETION_COST),
+        _cost(pod, keys.KOORD_EVICTION_COST),
         -usage_score,
         -_created(pod),
         pod.key,

@@ -307,13 +307,7 @@ class Planner:
         node = target.node
         if node.unschedulable or not tolerates(pod, node) or not placement_allows(pod, node):
             return False
-        allocatable = node.allocatable
-        limits = {
-            "cpu": allocatable["cpu"].milli_value() if "cpu" in allocatable else None,
-            "memory": allocatable["memory"].value() if "memory" in allocatable else None,
-            "pods": allocatable["pods"].value() if "pods" in allocatable else 110,
-        }
-        return all(limit is None or target.requested[r] + asked[r] <= limit for r, limit in limits.items())
+        return all(limit is None or target.requested[r] + asked[r] <= limit for r, limit in target.allocatable.items())
 
     def _reason(self, source: NodeLoad, high: Mapping[str, int]) -> str:
         over = [

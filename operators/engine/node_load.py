@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from operators.api import keys
 from operators.api.quantity import Quantity
 from operators.engine.descheduler_policy import LowNodeLoadArgs
 from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
@@ -35,6 +36,7 @@ class NodeLoad:
     usage: Amounts  # per threshold resource
     requested: Amounts  # cpu, memory, pods from pod requests (what kube-scheduler's fit counts)
     pods: tuple[Pod, ...]  # non-terminal pods on the node
+    allocatable: Mapping[str, int | None]  # cpu, memory, pods (kube-scheduler's fit); None: not reported
 
     @property
     def name(self) -> str:
@@ -77,12 +79,12 @@ def _parse_time(text: str) -> datetime | None:
         return None
 
 
-_BANDWIDTH_KEYS = (
-    "kubernetes.io/ingress-request",
-    "kubernetes.io/ingress-bandwidth",
-    "kubernetes.io/egress-request",
-    "kubernetes.io/egress-bandwidth",
-    "koordinator.sh/networkQOS",
+_BANDWIDTH_KEYS = (  # everything pod_demand reads
+    keys.INGRESS_REQUEST,
+    keys.INGRESS_BANDWIDTH,
+    keys.EGRESS_REQUEST,
+    keys.EGRESS_BANDWIDTH,
+    keys.KOORDINATOR_NETWORK_QOS,
 )
 
 
@@ -114,6 +116,16 @@ def requested_cpu_memory(pod: Pod) -> tuple[int, int]:
 def _requested(cpu_nanos: int, memory_nanos: int) -> tuple[int, int]:
     # Cached by exact amount: the pods of a cluster share a handful of request sizes.
     return Quantity(cpu_nanos).milli_value(), Quantity(memory_nanos).value()
+
+
+def allocatable_amounts(node: Node) -> dict[str, int | None]:
+    """The node's allocatable cpu (milli), memory (bytes) and pods (110 when not reported, as the kubelet)."""
+    allocatable = node.allocatable
+    return {
+        "cpu": allocatable["cpu"].milli_value() if "cpu" in allocatable else None,
+        "memory": allocatable["memory"].value() if "memory" in allocatable else None,
+        "pods": allocatable["pods"].value() if "pods" in allocatable else 110,
+    }
 
 
 def prometheus_samples(response: Any, node_label: str) -> dict[str, tuple[float, float]]:
@@ -165,14 +177,8 @@ def node_loads(
             if why:
                 skipped[node.name] = why
                 continue
-        capacity: Amounts = {}
-        allocatable = node.allocatable
-        if "cpu" in resources:
-            capacity["cpu"] = allocatable["cpu"].milli_value() if "cpu" in allocatable else 0
-        if "memory" in resources:
-            capacity["memory"] = allocatable["memory"].value() if "memory" in allocatable else 0
-        if "pods" in resources:
-            capacity["pods"] = allocatable["pods"].value() if "pods" in allocatable else 110
+        allocatable = allocatable_amounts(node)
+        capacity: Amounts = {name: allocatable[name] or 0 for name in ("cpu", "memory", "pods") if name in resources}
         if "netBandwidth" in resources:
             bandwidth = node_capacity(node, slo_totals.get(node.name), default_bandwidth)
             if not bandwidth:
@@ -213,7 +219,7 @@ def node_loads(
                 skipped[node.name] = f"Prometheus sample is {now.timestamp() - sample[0]:.0f}s old"
                 continue
             usage["netBandwidth"] = int(sample[1])
-        nodes[node.name] = NodeLoad(node, capacity, usage, total_requested, pods)
+        nodes[node.name] = NodeLoad(node, capacity, usage, total_requested, pods, allocatable)
     return Loads(nodes, skipped, modes, metrics)
 
 

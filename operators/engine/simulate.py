@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from operators.api.quantity import Quantity
-from operators.engine.node_load import requested_cpu_memory
+from operators.engine.node_load import allocatable_amounts, requested_cpu_memory
 from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
 from operators.engine.snapshot import Snapshot
 from operators.engine.vectorized import bandwidth_headroom_score, normalize_min_max
@@ -165,10 +165,10 @@ class Cluster:
         totals = slo_network_totals(snapshot)
         fallback = Quantity(default_bandwidth * 10**9)
         for i, node in enumerate(nodes):
-            allocatable = node.allocatable
-            cluster.cpu[i] = allocatable["cpu"].milli_value() if "cpu" in allocatable else 0
-            cluster.memory[i] = allocatable["memory"].value() if "memory" in allocatable else 0
-            cluster.pods[i] = allocatable["pods"].value() if "pods" in allocatable else 110
+            allocatable = allocatable_amounts(node)
+            cluster.cpu[i] = allocatable["cpu"] or 0
+            cluster.memory[i] = allocatable["memory"] or 0
+            cluster.pods[i] = allocatable["pods"] or 0
             cluster.bandwidth[i] = node_capacity(node, totals.get(node.name), fallback) or 0
             for pod in snapshot.pods_by_node.get(node.name, ()):
                 if pod.is_terminal:
