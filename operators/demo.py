@@ -29,6 +29,7 @@ from operators.engine.schedule import parse_config
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
 from operators.runtime import RunOptions, kopf_operator
+from operators.sources.files import expand_paths, read_documents
 from operators.sources.live import APPGROUPS, NAMESPACES, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 from webhooks.server import build_app as webhook_app
 from webhooks.view import ClusterView
@@ -45,12 +46,12 @@ class NotConverged(RuntimeError):
 
 
 def _documents(folder: pathlib.Path) -> list[dict[str, Any]]:
-    return [
-        document
-        for path in sorted(folder.glob("*.yaml"))
-        for document in yaml.safe_load_all(path.read_text(encoding="utf-8"))
-        if document
-    ]
+    """Every document of the folder's YAML/JSON files, as the offline commands read them."""
+    documents: list[dict[str, Any]] = []
+    for path in expand_paths([str(folder)]):
+        with open(path, encoding="utf-8") as stream:
+            documents.extend(document for _, document in read_documents(path, stream))
+    return documents
 
 
 async def until(what: str, check: Callable[[], Any], within: float) -> Any:
