@@ -3,6 +3,12 @@
 kopf runs the CRD controllers (appgroup, networktopology, nodeslo); the descheduler is its own
 task with its own watches. Credentials: in-cluster, else the kubeconfig, or ``server`` for a
 plain-HTTP API server (the embedded emulator). Probes and metrics are served on ``health_port``.
+
+Every component task is supervised: when one ends or fails before the stop flag is set (kopf gives
+up after its API retries, the descheduler loop dies), ``/healthz`` answers 503 naming it, the other
+components stop, the Lease is released and :func:`run` raises :class:`ComponentFailed`, so the
+process exits non-zero, Kubernetes restarts it and a follower takes over. A process that keeps its
+Lease while doing nothing (a zombie) is the failure this prevents.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import contextlib
 import logging
 import signal
 import socket
+import threading
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +45,18 @@ logger = logging.getLogger("netaware.run")
 DESCHEDULER = "descheduler"
 ALL_COMPONENTS = (*COMPONENTS, DESCHEDULER)
 DEFAULT_COMPONENTS = tuple(COMPONENTS)
+FAILURE_LINGER = 2.0  # seconds /healthz keeps reporting a failed component before the process exits
+
+
+class ComponentFailed(RuntimeError):
+    """A component ended or failed while it should have been running."""
+
+
+@dataclass
+class Health:
+    """What ``/healthz`` reports: "" while every component runs, else why the process is going down."""
+
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,8 @@ class RunOptions:
     leader_election: LeaderElectionOptions | None = None  # None: run the components at once (one replica)
     signals: bool = False  # the process's SIGTERM/SIGINT set the stop flag (the CLI), not kopf's own
     namespaces: tuple[str, ...] = ()  # namespaced objects only from these (cluster-scoped ones always); (): all
+    api_error_backoffs: tuple[float, ...] | None = None  # kopf's retry delays for API errors; None: kopf's own
+    health: Health = field(default_factory=Health)
 
     def api_client_factory(self) -> ApiClientFactory:
         return url_api_client(self.server) if self.server else cluster_api_client
@@ -71,8 +93,12 @@ class RunOptions:
 @contextlib.asynccontextmanager
 async def kopf_operator(
     components: tuple[str, ...], options: RunOptions, stop: asyncio.Event
-) -> AsyncIterator[asyncio.Task[None]]:
-    """kopf with our controllers, started and ready inside the block, stopped when it ends."""
+) -> AsyncIterator[asyncio.Future[None]]:
+    """kopf with our controllers, started and ready inside the block, stopped when it ends.
+
+    kopf runs in a thread with its own event loop, as its documentation asks: when it exits it cancels
+    every task of its loop, and in ours that would include the supervisor and the leader election.
+    The future completes when kopf ends (its exception, if it failed)."""
     registry = build_registry(components, api_client_factory=options.api_client_factory(), options=options.controllers)
     if options.server:
         server = options.server.rstrip("/")
@@ -83,12 +109,19 @@ async def kopf_operator(
 
     settings = kopf.OperatorSettings()
     configure(settings)
+    if options.api_error_backoffs is not None:
+        settings.networking.error_backoffs = options.api_error_backoffs
     settings.posting.enabled = True
     settings.scanning.disabled = True  # the CRDs are installed with the chart, not discovered at runtime
-    ready = asyncio.Event()
-    own_stop = asyncio.Event()
-    task = asyncio.create_task(
-        kopf.operator(
+    ready = threading.Event()  # kopf only sets it: no thread waits on it
+    # The stop flag lives in kopf's own loop: kopf waits for a threading flag in an executor thread, which
+    # would keep that loop from ever closing once kopf has failed on its own.
+    kopf_loop: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    async def operate_in_own_loop() -> None:
+        own_stop = asyncio.Event()
+        kopf_loop.append((asyncio.get_running_loop(), own_stop))
+        await kopf.operator(
             registry=registry,
             settings=settings,
             clusterwide=not options.namespaces,
@@ -97,36 +130,43 @@ async def kopf_operator(
             stop_flag=own_stop,
             ready_flag=ready,
         )
-    )
-    relay = asyncio.create_task(_relay(stop, own_stop))
+
+    def operate() -> None:
+        asyncio.run(operate_in_own_loop())
+
+    def stop_kopf() -> None:
+        for loop, own_stop in kopf_loop:
+            with contextlib.suppress(RuntimeError):  # its loop is already closed
+                loop.call_soon_threadsafe(own_stop.set)
+
+    task = asyncio.ensure_future(asyncio.to_thread(operate))
     try:
-        await asyncio.wait_for(ready.wait(), timeout=30)
-        if options.signals:  # kopf took SIGTERM/SIGINT for itself; the process's stop flag is ours
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, stop.set)
+        deadline = time.monotonic() + 30
+        while not ready.is_set() and not task.done() and not stop.is_set():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the controllers did not start within 30 s")
+            await asyncio.sleep(0.05)
         yield task
     finally:
-        own_stop.set()
-        relay.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, timeout=30)
-
-
-async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
-    await source.wait()
-    target.set()
+        stop_kopf()
+        with contextlib.suppress(Exception):  # its failure is the supervisor's to report
+            await asyncio.wait_for(asyncio.shield(task), timeout=30)
 
 
 async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event | None = None) -> None:
     """Run until ``stop`` is set; ``started`` is set once every component is up (on the leader, with
     leader election). Losing the lease stops everything, as controller-runtime does: the pod restarts
-    as a follower."""
+    as a follower. A component that ends on its own raises ``ComponentFailed`` (after the Lease is
+    released)."""
     unknown = sorted(set(options.components) - set(ALL_COMPONENTS))
     if unknown:
         raise ValueError(f"unknown components {', '.join(unknown)}; expected some of {', '.join(ALL_COMPONENTS)}")
     if DESCHEDULER in options.components and options.policy is None:
         raise ValueError("the descheduler needs a policy")
+    if options.signals:  # before anything starts: a SIGTERM during start-up stops us too
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
     components_up = asyncio.Event()
     async with contextlib.AsyncExitStack() as stack:
         if options.health_port is not None:
@@ -141,29 +181,51 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
             await _components(options, stop, components_up, started)
         else:
             await _as_leader(options, options.leader_election, stop, components_up, started)
+        if options.health.problem and options.health_port is not None:
+            await asyncio.sleep(FAILURE_LINGER)  # the Lease is free already; probes and scrapes see why
+    if options.health.problem:
+        raise ComponentFailed(options.health.problem)
 
 
 async def _components(
-    options: RunOptions, stop: asyncio.Event, up: asyncio.Event, started: asyncio.Event | None
+    options: RunOptions,
+    stop: asyncio.Event,
+    up: asyncio.Event,
+    started: asyncio.Event | None,
+    still_leader: Callable[[], bool] = lambda: True,
 ) -> None:
+    """Start the components, then wait for ``stop`` or for one of them to end (a failure: see ``Health``)."""
     kopf_components = tuple(name for name in options.components if name in COMPONENTS)
-    tasks: list[asyncio.Task[None]] = []
+    tasks: dict[str, asyncio.Future[None]] = {}
     async with contextlib.AsyncExitStack() as stack:
         if kopf_components:
-            tasks.append(await stack.enter_async_context(kopf_operator(kopf_components, options, stop)))
+            tasks["controllers"] = await stack.enter_async_context(kopf_operator(kopf_components, options, stop))
         if DESCHEDULER in options.components and options.policy is not None:
             metrics = DeschedulerMetrics.create(options.registry)
-            tasks.append(
-                asyncio.create_task(run_descheduler(options.api_client_factory(), options.policy, stop, metrics))
+            may_evict = lambda: still_leader() and not stop.is_set()  # noqa: E731
+            tasks[DESCHEDULER] = asyncio.create_task(
+                run_descheduler(options.api_client_factory(), options.policy, stop, metrics, may_evict)
             )
         logger.info("running %s", ", ".join(options.components))
         up.set()
         if started is not None:
             started.set()
-        await stop.wait()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        stopping = asyncio.create_task(stop.wait())
+        watched: list[asyncio.Future[Any]] = [stopping, *tasks.values()]
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        ended = [(name, task) for name, task in tasks.items() if task.done()]
+        if ended and not stop.is_set():
+            name, task = ended[0]
+            error = None if task.cancelled() else task.exception()
+            why = f"failed: {type(error).__name__}: {str(error)[:300]}" if error else "ended"
+            options.health.problem = f"component {name} {why}; exiting"
+            logger.error("%s (the Lease is released and the process exits non-zero)", options.health.problem)
+            stop.set()
+        for name, task in tasks.items():  # the controllers stop as the stack closes (kopf_operator)
+            if name != "controllers":
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(task, timeout=30)
 
 
 async def _as_leader(
@@ -180,11 +242,20 @@ async def _as_leader(
     finished = asyncio.Event()  # ... and have stopped, in-flight writes done
     lost = asyncio.Event()
 
+    elector: LeaderElection | None = None
+
+    def still_leader() -> bool:
+        """We held the Lease at our last renewal, and that was less than a lease duration ago."""
+        if elector is None or lost.is_set() or elector.observed_record is None:
+            return False
+        age = time.time() - elector.observed_time_milliseconds / 1000
+        return elector.observed_record.holder_identity == election.identity and age < election.lease_duration
+
     async def lead() -> None:
         logger.info("%s acquired the lease %s/%s", election.identity, election.namespace, election.name)
         leading.set()
         try:
-            await _components(options, stop, up, started)
+            await _components(options, stop, up, started, still_leader)
         finally:
             finished.set()
 
@@ -202,7 +273,8 @@ async def _as_leader(
         onstarted_leading=lead,
         onstopped_leading=on_lost,
     )
-    candidate = asyncio.create_task(LeaderElection(config).run())
+    elector = LeaderElection(config)
+    candidate = asyncio.create_task(elector.run())
     stopping = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait((candidate, stopping), return_when=asyncio.FIRST_COMPLETED)
@@ -236,5 +308,12 @@ async def _release(api: Any, election: LeaderElectionOptions) -> None:
 
 def _probe_app(options: RunOptions, ready: Any) -> web.Application:
     app = web.Application(client_max_size=1024)
-    add_probes(app, ready, "components starting", options.registry, controller_metrics.REGISTRY)
+    add_probes(
+        app,
+        ready,
+        "components starting",
+        options.registry,
+        controller_metrics.REGISTRY,
+        health=lambda: options.health.problem,
+    )
     return app

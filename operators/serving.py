@@ -33,13 +33,24 @@ async def read_json_body(request: web.Request, limit: int, oversize_status: int)
         raise BadBody(oversize_status, f"the request body is larger than {limit} bytes") from None
 
 
-def add_probes(app: web.Application, ready: Callable[[], bool], not_ready: str, *registries: CollectorRegistry) -> None:
-    """``/healthz`` (the process answers), ``/readyz`` (``ready()``), ``/metrics`` (every registry)."""
+def add_probes(
+    app: web.Application,
+    ready: Callable[[], bool],
+    not_ready: str,
+    *registries: CollectorRegistry,
+    health: Callable[[], str] = lambda: "",
+) -> None:
+    """``/healthz`` (503 with ``health()`` when it names a problem), ``/readyz`` (``ready()``, and healthy),
+    ``/metrics`` (every registry)."""
 
     async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        problem = health()
+        return web.Response(text=problem, status=503) if problem else web.Response(text="ok")
 
     async def readyz(_: web.Request) -> web.Response:
+        problem = health()
+        if problem:
+            return web.Response(text=problem, status=503)
         return web.Response(text="ok") if ready() else web.Response(text=not_ready, status=503)
 
     async def metrics(_: web.Request) -> web.Response:

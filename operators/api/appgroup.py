@@ -11,7 +11,7 @@ from pydantic import Field, WithJsonSchema
 
 from operators.api import keys
 from operators.api.meta import ApiModel, Condition, ObjectMeta, Timestamp
-from operators.api.quantity import QuantityField
+from operators.api.quantity import BandwidthField
 
 API_VERSION: Final = f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}"
 KIND: Final = "AppGroup"
@@ -33,7 +33,7 @@ class AppGroupWorkloadInfo(ApiModel):
 
 class DependenciesInfo(ApiModel):
     workload: AppGroupWorkloadInfo
-    min_bandwidth: QuantityField | None = None
+    min_bandwidth: BandwidthField | None = None
     max_network_cost: int | None = Field(default=None, ge=0, le=10000)
 
 

@@ -34,7 +34,9 @@ class FieldError(ValueError):
 
 def _render_value(value: object) -> str:
     if isinstance(value, str):
-        return json.dumps(value)
+        return json.dumps(value if len(value) <= 200 else value[:197] + "...")
+    if isinstance(value, int) and value.bit_length() > 256:  # never hit the int-to-string digit limit
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
     try:
         text = json.dumps(value, default=str, sort_keys=True)
     except (TypeError, ValueError):

@@ -437,6 +437,14 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="Handle AppGroups and NetworkTopologies of this namespace only (repeatable; default: all namespaces).",
 )
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace (the default; conflicts with --namespace).")
+@click.option(
+    "--api-error-backoffs",
+    default="1,1,2,3,5,8,13,21",
+    show_default=True,
+    metavar="SECONDS,...",
+    help="Delays between the controllers' retries of a failed API call; when they are used up the "
+    "process releases its Lease and exits non-zero (Kubernetes restarts it).",
+)
 def run_command(
     components: tuple[str, ...],
     policy_path: str | None,
@@ -453,13 +461,14 @@ def run_command(
     log_format: str,
     namespaces: tuple[str, ...],
     all_namespaces: bool,
+    api_error_backoffs: str,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
 
     With leader election (the default) only the holder of the Lease runs them; a follower takes over
     within the lease duration when the leader dies, at once when it stops gracefully.
     """
-    from operators.runtime import DESCHEDULER, LeaderElectionOptions, RunOptions, run
+    from operators.runtime import DESCHEDULER, ComponentFailed, LeaderElectionOptions, RunOptions, run
 
     if not lease_duration > renew_deadline > 1.2 * retry_period:
         raise click.BadParameter(
@@ -490,9 +499,22 @@ def run_command(
         leader_election=election,
         signals=True,
         namespaces=namespaces,
+        api_error_backoffs=_backoffs(api_error_backoffs),
     )
+    try:
+        run_until_signal(lambda stop: run(options, stop), log_format)
+    except ComponentFailed as error:
+        raise CommandError(str(error)) from None
 
-    run_until_signal(lambda stop: run(options, stop), log_format)
+
+def _backoffs(text: str) -> tuple[float, ...]:
+    try:
+        delays = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        delays = ()
+    if not delays or not all(0 <= delay <= 3600 for delay in delays):
+        raise click.BadParameter(f"expected comma-separated seconds between 0 and 3600 (got {text!r})")
+    return delays
 
 
 @cli.command("simulate")

@@ -15,7 +15,6 @@ import contextlib
 import datetime
 import json
 import logging
-import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -24,7 +23,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
 
-from operators.controllers.kube import send_json
+from operators.controllers.kube import post_event, send_json
 from operators.engine.descheduler_policy import DeschedulerPolicy
 from operators.engine.lownodeload import Eviction, Plan, Planner
 from operators.engine.node_load import prometheus_samples
@@ -70,6 +69,9 @@ class Descheduler:
     metrics: DeschedulerMetrics = field(default_factory=DeschedulerMetrics.create)
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
     observations: dict[str, int] = field(default_factory=dict)  # carried between cycles (anomaly counts)
+    # Asked before every eviction: still the leader and not stopping. False ends the cycle there, so an
+    # old leader never finishes its plan while a new one starts its own.
+    may_evict: Callable[[], bool] = lambda: True
 
     async def cycle(self) -> Plan:
         """One descheduling cycle; returns the plan as carried out."""
@@ -78,6 +80,10 @@ class Descheduler:
         try:
             eviction = next(steps)
             while True:
+                if not self.may_evict():
+                    logger.warning("no longer the leader (or stopping): the rest of this cycle's plan is dropped")
+                    steps.close()
+                    return Plan(observations=self.observations, note="abandoned: no longer the leader or stopping")
                 eviction = steps.send(await self._evict(eviction))
         except StopIteration as finished:
             plan: Plan = finished.value
@@ -122,31 +128,8 @@ class Descheduler:
 
     async def _event(self, eviction: Eviction, kind: str, reason: str, message: str) -> None:
         pod = eviction.pod
-        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{pod.name}.{secrets.token_hex(8)}", "namespace": pod.namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod.name,
-                "namespace": pod.namespace,
-                "uid": pod.uid,
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": kind,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            await send_json(self.api, "POST", f"/api/v1/namespaces/{pod.namespace}/events", body)
-        except ApiException as error:  # an Event is a courtesy: never fail the cycle for it
-            logger.warning("event for %s not posted: %s", pod.key, error.status)
+        involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+        await post_event(self.api, involved, kind, reason, message, COMPONENT)
 
     async def _prometheus(self) -> Mapping[str, tuple[float, float]]:
         source = self.policy.args.usage.prometheus
@@ -190,6 +173,7 @@ async def run_descheduler(
     policy: DeschedulerPolicy,
     stop: asyncio.Event,
     metrics: DeschedulerMetrics | None = None,
+    may_evict: Callable[[], bool] = lambda: True,
 ) -> None:
     """The component as ``netaware run`` starts it: its own watches, then cycles until ``stop``."""
     from operators.sources.live import LiveSnapshot
@@ -197,7 +181,7 @@ async def run_descheduler(
     api = await api_factory()
     live = LiveSnapshot(followed_kinds(policy))
     follower = asyncio.create_task(live.follow(api, stop))
-    descheduler = Descheduler(api, policy, live.snapshot, metrics or DeschedulerMetrics.create())
+    descheduler = Descheduler(api, policy, live.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict)
     try:
         await descheduler.run(stop, lambda: live.ready)
         await stop.wait()

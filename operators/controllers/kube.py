@@ -8,7 +8,10 @@ factory is injectable so that tests and the demo point it at the emulator.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import datetime
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes_asyncio import client, config
@@ -16,6 +19,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 ApiClientFactory = Callable[[], Awaitable[client.ApiClient]]
+logger = logging.getLogger("netaware.kube")
 
 MERGE_PATCH = "application/merge-patch+json"
 ATTEMPTS = 5
@@ -120,3 +124,36 @@ async def patch_status(
             if error.status not in RETRYABLE or attempt == ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.1 * 2**attempt)
+
+
+async def post_event(
+    api: client.ApiClient,
+    involved: Mapping[str, Any],
+    event_type: str,
+    reason: str,
+    message: str,
+    component: str,
+) -> None:
+    """Post a core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid). An Event is a
+    courtesy: a refused one is logged, never raised. Namespaced objects get it in their namespace,
+    cluster-scoped ones (a Namespace, a Node) in ``default``."""
+    namespace = involved.get("namespace") or "default"
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{involved['name']}.{secrets.token_hex(8)}", "namespace": namespace},
+        "involvedObject": {key: value for key, value in involved.items() if value},
+        "reason": reason,
+        "message": message[:1024],
+        "type": event_type,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        await send_json(api, "POST", f"/api/v1/namespaces/{namespace}/events", body)
+    except (TimeoutError, ApiException, OSError) as error:
+        logger.warning("event %s on %s %s not posted: %s", reason, involved.get("kind"), involved["name"], error)

@@ -106,6 +106,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
     _last_rv: int = attrs.field(default=999, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
     _injected: list[_Injected] = attrs.field(factory=list, init=False)
+    _outage: tuple[float, int, tuple[str, ...]] | None = attrs.field(default=None, init=False)
     history_limit: int = HISTORY_LIMIT
     base_url: str = attrs.field(default="", init=False)  # set by whoever serves it (tests, demo)
     # Every successful write: (monotonic time, verb, plural, namespace, name, subresource), for assertions.
@@ -149,6 +150,25 @@ class ApiEmulator(kmock.KubernetesEmulator):
             await self._stream_error(error, raw_response)
             await raw_response.write_eof()
             return raw_response
+
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        # A Status as the API server writes it: no Python traceback in ``details`` (kmock adds one).
+        status, reason, message, details = 500, "InternalError", f"internal error: {exc!r}", None
+        if isinstance(exc, kmock.KubernetesError):
+            status, reason, message = exc.status or 500, exc.reason or "InternalError", exc.message or repr(exc)
+            details = exc.details or None
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": status,
+        }
+        if details:
+            body["details"] = details
+        return aiohttp.web.json_response(body, status=status)
 
     async def _parse_request(self, raw: aiohttp.web.BaseRequest) -> rendering.Request:
         body = await raw.read()
@@ -259,7 +279,18 @@ class ApiEmulator(kmock.KubernetesEmulator):
         """Answer the next ``times`` matching requests with ``code`` (before any state change)."""
         self._injected.append(_Injected(method.upper() if method else None, plural, subresource, code, times))
 
+    async def outage(self, seconds: float, code: int = 503, spare: tuple[str, ...] = ()) -> None:
+        """Answer every request ``code`` for ``seconds`` (resources in ``spare``, e.g. ``leases``, still work);
+        open watches end at once, as when the API server goes away."""
+        self._outage = (asyncio.get_running_loop().time() + seconds, code, spare)
+        await self.drop_watches()
+
     def _maybe_fail(self, request: rendering.Request) -> None:
+        if self._outage is not None:
+            until, code, spare = self._outage
+            plural = request.resource.plural if request.resource else None
+            if asyncio.get_running_loop().time() < until and plural not in spare:
+                raise status_error(code, "ServiceUnavailable", "injected outage")
         method = str(request.method.value if request.method else "").upper()
         for injected in self._injected:
             if injected.remaining <= 0:

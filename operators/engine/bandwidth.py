@@ -9,7 +9,12 @@
    dependencies' ``minBandwidth``, and ingress request = the sum of the ``minBandwidth`` of the
    dependencies that point at its workload.
 4. The Namespace annotations ``netaware.io/default-{ingress,egress}-{bandwidth,request}`` fill the rest.
+   A namespace default that is not a bandwidth is skipped, never a reason to deny: the pod is admitted
+   without it and the problem is returned (``Admission.namespace_problems``) for an Event and a warning.
 5. A request still missing defaults to its limit; a request above its limit is denied.
+
+A bandwidth is a quantity between 0 and 1P bits/s (:func:`operators.api.quantity.parse_bandwidth`);
+anything else on the pod itself is denied with a message naming the annotation and the value.
 
 Every added annotation is recorded, with where it came from, in ``netaware.io/bandwidth-source``
 (``key=source`` pairs, comma-separated, sorted). Bandwidth is in bits/s.
@@ -25,8 +30,9 @@ from typing import Any
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
-from operators.api.quantity import Quantity, QuantityError
+from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
 from operators.engine.appgroup import workload_namespaces
+from operators.engine.plugins import koordinator_qos
 from operators.engine.snapshot import Namespace
 
 DIRECTIONS = ("ingress", "egress")
@@ -57,6 +63,7 @@ class Admission:
 
     added: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    namespace_problems: tuple[str, ...] = ()  # namespace defaults skipped because they are not bandwidths
 
     def annotations(self, existing: Mapping[str, str]) -> dict[str, str]:
         """The annotations to write, the source record included (empty when nothing is added)."""
@@ -77,31 +84,17 @@ def _parse_sources(text: str) -> list[tuple[str, str]]:
 
 def _quantity(value: Any, where: str) -> Quantity:
     try:
-        quantity = Quantity.parse(value, where)
+        return parse_bandwidth(value, where)
     except QuantityError as error:
         raise Denied(str(error)) from None
-    if quantity < 0:
-        raise Denied(str(FieldError(where, value, "negative bandwidth")))
-    return quantity
 
 
 def _koordinator(annotations: Mapping[str, str]) -> dict[str, Quantity]:
-    text = annotations.get(keys.KOORDINATOR_NETWORK_QOS)
-    if text is None:
-        return {}
-    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}]"
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise Denied(str(FieldError(where, text, f"not valid JSON: {error.msg}"))) from None
-    if not isinstance(document, dict):
-        raise Denied(
-            str(
-                FieldError(
-                    where, text, "expected a JSON object with ingressLimit, egressLimit, ingressRequest, egressRequest"
-                )
-            )
-        )
+        document = koordinator_qos(annotations)
+    except FieldError as error:
+        raise Denied(str(error)) from None
+    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}]"
     result = {}
     for key, field_name in KOORDINATOR_FIELDS.items():
         if document.get(field_name) is not None:
@@ -158,12 +151,7 @@ def admit_pod(pod: Mapping[str, Any], app_groups: Iterable[AppGroup], namespace:
         (keys.KOORDINATOR_NETWORK_QOS, _koordinator(annotations)),
         ("appgroup", appgroup_requests(labels, pod_namespace, app_groups)),
     ]
-    defaults: dict[str, Quantity] = {}
-    for key, annotation in NAMESPACE_DEFAULTS.items():
-        if namespace is not None and annotation in namespace.annotations:
-            defaults[key] = _quantity(
-                namespace.annotations[annotation], f"Namespace {namespace.name} metadata.annotations[{annotation}]"
-            )
+    defaults, problems = namespace_defaults(namespace)
     layers.append(("namespace", defaults))
     for source, layer in layers:  # rules 2-4
         for key, quantity in layer.items():
@@ -181,7 +169,21 @@ def admit_pod(pod: Mapping[str, Any], app_groups: Iterable[AppGroup], namespace:
                 f"{limit} {_render(values[limit], sources.get(limit), annotations.get(limit))}"
             )
     added = {key: str(values[key]) for key in BANDWIDTH_KEYS if key in sources}
-    return Admission(added, {key: sources[key] for key in added})
+    return Admission(added, {key: sources[key] for key in added}, problems)
+
+
+def namespace_defaults(namespace: Namespace | None) -> tuple[dict[str, Quantity], tuple[str, ...]]:
+    """(the namespace's default bandwidths, the problems of the defaults that are not bandwidths)."""
+    defaults: dict[str, Quantity] = {}
+    problems: list[str] = []
+    for key, annotation in NAMESPACE_DEFAULTS.items():
+        if namespace is not None and annotation in namespace.annotations:
+            where = f"Namespace {namespace.name} metadata.annotations[{annotation}]"
+            try:
+                defaults[key] = parse_bandwidth(namespace.annotations[annotation], where)
+            except QuantityError as error:
+                problems.append(f"{error}; the default is ignored")
+    return defaults, tuple(problems)
 
 
 def _render(value: Quantity, source: str | None, original: str | None) -> str:

@@ -13,15 +13,17 @@ the reason, never counted as idle.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from operators.api import keys
-from operators.api.quantity import Quantity
+from operators.api.errors import FieldError
+from operators.api.quantity import MAX_BANDWIDTH, Quantity
 from operators.engine.descheduler_policy import LowNodeLoadArgs
-from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
+from operators.engine.plugins import capacity_or_problem, pod_demand, slo_network_totals
 from operators.engine.snapshot import Node, NodeMetric, Pod, Snapshot
 
 Amounts = dict[str, int]
@@ -89,8 +91,11 @@ _BANDWIDTH_KEYS = (  # everything pod_demand reads
 
 
 def pod_bandwidth(pod: Pod) -> int:
-    """in + out bits/s the pod asks for (SPEC §3)."""
-    return _demand(tuple(map(pod.annotations.get, _BANDWIDTH_KEYS)))
+    """in + out bits/s the pod asks for (SPEC §3); ``FieldError`` naming the pod when unreadable."""
+    try:
+        return _demand(tuple(map(pod.annotations.get, _BANDWIDTH_KEYS)))
+    except FieldError as error:
+        raise FieldError(f"pod {pod.key}: {error.path}", error.value, error.reason) from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -180,7 +185,10 @@ def node_loads(
         allocatable = allocatable_amounts(node)
         capacity: Amounts = {name: allocatable[name] or 0 for name in ("cpu", "memory", "pods") if name in resources}
         if "netBandwidth" in resources:
-            bandwidth = node_capacity(node, slo_totals.get(node.name), default_bandwidth)
+            bandwidth, problem = capacity_or_problem(node, slo_totals.get(node.name), default_bandwidth)
+            if problem:
+                skipped[node.name] = problem
+                continue
             if not bandwidth:
                 skipped[node.name] = "no network bandwidth capacity (node annotation, NodeSLO or defaultNodeBandwidth)"
                 continue
@@ -201,10 +209,16 @@ def node_loads(
             if mode == "requests":
                 usage[name] = total_requested[name]
             elif mode == "bandwidth":
-                usage[name] = sum(pod_bandwidth(pod) for pod in pods)
+                try:
+                    usage[name] = sum(pod_bandwidth(pod) for pod in pods)
+                except FieldError as error:  # one unreadable pod makes the node's usage unknown, not 0
+                    skipped[node.name] = f"used bandwidth unknown: {error}"
+                    break
             else:
                 pod_metrics = metric.pod_usage if metric is not None else {}
                 usage[name] = sum(_pod_amount(name, mode, pod, pod_metrics.get(pod.key, {})) for pod in pods)
+        if node.name in skipped:
+            continue
         if metric is not None:
             for name in ("cpu", "memory"):
                 if name in resources and getattr(sources, name) == "nodeMetric":
@@ -217,6 +231,9 @@ def node_loads(
                 continue
             if now.timestamp() - sample[0] > sources.prometheus.max_age_seconds:
                 skipped[node.name] = f"Prometheus sample is {now.timestamp() - sample[0]:.0f}s old"
+                continue
+            if not math.isfinite(sample[1]) or not 0 <= sample[1] <= 2 * MAX_BANDWIDTH:
+                skipped[node.name] = f"Prometheus sample {sample[1]} is not a bandwidth (0 to 2P bits/s)"
                 continue
             usage["netBandwidth"] = int(sample[1])
         nodes[node.name] = NodeLoad(node, capacity, usage, total_requested, pods, allocatable)

@@ -16,12 +16,16 @@ from typing import Any, Literal
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
+from operators.api.errors import FieldError
 from operators.api.networktopology import WeightInfo
-from operators.api.quantity import Quantity, QuantityError
+from operators.api.quantity import Quantity, parse_bandwidth
 from operators.engine.appgroup import workload_namespaces
 from operators.engine.snapshot import Node, Pod, Snapshot
 
 MAX_COST = 100  # a missing cost, upstream's MaxCost
+# A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the
+# array arithmetic on it stays inside int64.
+MAX_USED = 2**60
 SAME_ZONE_COST = 1
 NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE = "NetworkOverhead", "NetworkBandwidth", "NodeResourcesAllocatable"
 
@@ -48,52 +52,69 @@ class NodeResourcesAllocatableArgs:
 # --- pod and node bandwidth (SPEC.md §3) ---------------------------------------------------------------
 
 
-def _quantity_or_none(text: Any) -> Quantity | None:
-    try:
-        return Quantity.parse(text)
-    except QuantityError:
-        return None
-
-
 def pod_demand(annotations: Mapping[str, str]) -> tuple[int, int]:
-    """(ingress, egress) bits/s a pod needs: its request, else its limit, else Koordinator's networkQOS.
+    """(ingress, egress) bits/s a pod needs, per direction the first present of: its request, its limit,
+    Koordinator's networkQOS request, its limit; none: 0.
 
-    An unreadable value counts 0 here: the admission webhook refuses such pods before they exist.
+    A value that is present but not a bandwidth (not a quantity, negative, above 1P) raises
+    ``FieldError`` naming the annotation: never a silent 0 (SPEC §3).
     """
-    qos: dict[str, Any] = {}
-    if keys.KOORDINATOR_NETWORK_QOS in annotations:
-        try:
-            loaded = json.loads(annotations[keys.KOORDINATOR_NETWORK_QOS])
-            qos = loaded if isinstance(loaded, dict) else {}
-        except json.JSONDecodeError:
-            qos = {}
     result = []
+    qos: Mapping[str, Any] | None = None
     for direction in ("ingress", "egress"):
-        for text in (
-            annotations.get(f"kubernetes.io/{direction}-request"),
-            annotations.get(f"kubernetes.io/{direction}-bandwidth"),
-            qos.get(f"{direction}Request"),
-            qos.get(f"{direction}Limit"),
-        ):
-            quantity = _quantity_or_none(text) if text is not None else None
-            if quantity is not None:
-                result.append(max(0, quantity.value()))
+        for key in (f"kubernetes.io/{direction}-request", f"kubernetes.io/{direction}-bandwidth"):
+            if key in annotations:
+                result.append(parse_bandwidth(annotations[key], f"metadata.annotations[{key}]").value())
                 break
         else:
-            result.append(0)
+            qos = koordinator_qos(annotations) if qos is None else qos
+            for name in (f"{direction}Request", f"{direction}Limit"):
+                if qos.get(name) is not None:
+                    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}].{name}"
+                    result.append(parse_bandwidth(qos[name], where).value())
+                    break
+            else:
+                result.append(0)
     return result[0], result[1]
 
 
+def koordinator_qos(annotations: Mapping[str, str]) -> Mapping[str, Any]:
+    """The pod's ``koordinator.sh/networkQOS`` JSON object ({} when absent); ``FieldError`` when not an object."""
+    text = annotations.get(keys.KOORDINATOR_NETWORK_QOS)
+    if text is None:
+        return {}
+    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}]"
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise FieldError(where, text, f"not valid JSON: {getattr(error, 'msg', error)}") from None
+    if not isinstance(document, dict):
+        raise FieldError(
+            where, text, "expected a JSON object with ingressLimit, egressLimit, ingressRequest, egressRequest"
+        )
+    return document
+
+
 def node_capacity(node: Node, slo_total: Quantity | None, default: Quantity | None) -> int | None:
-    """Bits/s, first found: the two node annotations, the NodeSLO total, the default; None: unknown."""
+    """Bits/s, first found: the two node annotations, the NodeSLO total, the default; None: unknown.
+
+    A present annotation that is not a bandwidth raises ``FieldError`` naming it (the node's capacity is
+    unknown, not the next source's: the NodeSLO controller reads it the same way).
+    """
     for annotation in (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS):
         if annotation in node.annotations:
-            quantity = _quantity_or_none(node.annotations[annotation])
-            if quantity is not None:
-                return quantity.value()
+            return parse_bandwidth(node.annotations[annotation], f"metadata.annotations[{annotation}]").value()
     if slo_total is not None and slo_total:
-        return slo_total.value()
+        return parse_bandwidth(slo_total, f"NodeSLO {node.name} spec.systemStrategy.totalNetworkBandwidth").value()
     return default.value() if default is not None else None
+
+
+def capacity_or_problem(node: Node, slo_total: Quantity | None, default: Quantity | None) -> tuple[int | None, str]:
+    """(capacity or None, "" or why it is unreadable): :func:`node_capacity` without raising."""
+    try:
+        return node_capacity(node, slo_total, default), ""
+    except FieldError as error:
+        return None, f"node {node.name} bandwidth capacity unreadable: {error}"
 
 
 def slo_network_totals(snapshot: Snapshot) -> dict[str, Quantity]:
@@ -119,14 +140,21 @@ class ClusterIndex:
     used: dict[str, tuple[int, int]]  # node -> (ingress, egress) requested by its pods
     slo_totals: dict[str, Quantity] = field(default_factory=dict)
     pod_count: dict[str, int] = field(default_factory=dict)
+    # node -> why its used bandwidth is unknown (a pod on it with an unreadable bandwidth annotation)
+    usage_problems: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> ClusterIndex:
         used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         count: dict[str, int] = defaultdict(int)
+        problems: dict[str, str] = {}
         for pod in snapshot.pods:
             if pod.node_name and not pod.is_terminal:
-                ingress, egress = pod_demand(pod.annotations)
+                try:
+                    ingress, egress = pod_demand(pod.annotations)
+                except FieldError as error:
+                    problems.setdefault(pod.node_name, f"pod {pod.key} on node {pod.node_name}: {error}")
+                    ingress = egress = 0
                 entry = used[pod.node_name]
                 entry[0] += ingress
                 entry[1] += egress
@@ -136,9 +164,10 @@ class ClusterIndex:
             snapshot,
             snapshot.nodes,
             snapshot.node_by_name,
-            {name: (values[0], values[1]) for name, values in used.items()},
+            {name: (min(values[0], MAX_USED), min(values[1], MAX_USED)) for name, values in used.items()},
             totals,
             dict(count),
+            problems,
         )
 
     @functools.cached_property
@@ -167,13 +196,26 @@ class ClusterIndex:
         return index
 
     def capacities(self, default: Quantity | None) -> dict[str, int | None]:
-        """Node -> capacity bits/s (None: unknown), computed once per default."""
+        """Node -> capacity bits/s (None: unknown or unreadable), computed once per default."""
+        return self._capacities(default)[0]
+
+    def capacity_problems(self, default: Quantity | None) -> dict[str, str]:
+        """Node -> why its capacity cannot be read (an annotation or NodeSLO total that is not a bandwidth)."""
+        return self._capacities(default)[1]
+
+    def _capacities(self, default: Quantity | None) -> tuple[dict[str, int | None], dict[str, str]]:
         key = default.nanos if default is not None else None
-        cache: dict[int | None, dict[str, int | None]] = self.__dict__.setdefault("_capacities", {})
+        cache: dict[int | None, tuple[dict[str, int | None], dict[str, str]]] = self.__dict__.setdefault(
+            "_capacity_cache", {}
+        )
         if key not in cache:
-            cache[key] = {
-                node.name: node_capacity(node, self.slo_totals.get(node.name), default) for node in self.nodes
-            }
+            values: dict[str, int | None] = {}
+            problems: dict[str, str] = {}
+            for node in self.nodes:
+                values[node.name], problem = capacity_or_problem(node, self.slo_totals.get(node.name), default)
+                if problem:
+                    problems[node.name] = problem
+            cache[key] = (values, problems)
         return cache[key]
 
     def allocatable(self, args: NodeResourcesAllocatableArgs) -> dict[str, int]:
@@ -369,10 +411,12 @@ def normalize_overhead(scores: Mapping[str, int]) -> dict[str, int]:
 # --- NetworkBandwidth ------------------------------------------------------------------------------------------
 
 
-def _capacity(node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int | None:
+def _capacity(node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> tuple[int | None, str]:
     if index.node_by_name.get(node.name) is node:  # the snapshot's own node: precomputed
-        return index.capacities(args.default_node_bandwidth)[node.name]
-    return node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth)  # as the scheduler sent it
+        default = args.default_node_bandwidth
+        return index.capacities(default)[node.name], index.capacity_problems(default).get(node.name, "")
+    # as the scheduler sent it
+    return capacity_or_problem(node, index.slo_totals.get(node.name), args.default_node_bandwidth)
 
 
 def bandwidth_filter(
@@ -381,9 +425,13 @@ def bandwidth_filter(
     """None when the node's free bandwidth holds the pod's request, else the reason."""
     if demand == (0, 0):
         return None
-    capacity = _capacity(node, index, args)
+    capacity, problem = _capacity(node, index, args)
+    if problem:
+        return problem
     if capacity is None:
         return f"node {node.name} has no known bandwidth capacity"
+    if node.name in index.usage_problems:
+        return f"used bandwidth unknown: {index.usage_problems[node.name]}"
     used_in, used_out = index.used.get(node.name, (0, 0))
     if args.accounting_mode == "combined":
         free = capacity - used_in - used_out
@@ -398,7 +446,7 @@ def bandwidth_filter(
 
 def bandwidth_score(demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int:
     """``(capacity - used_after) * 100 // capacity``; in duplex mode both directions count (capacity doubled)."""
-    capacity = _capacity(node, index, args)
+    capacity = _capacity(node, index, args)[0]
     if not capacity:
         return 0
     used_in, used_out = index.used.get(node.name, (0, 0))

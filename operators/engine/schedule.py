@@ -145,23 +145,33 @@ def filter_failures(
 ) -> dict[str, dict[str, str]]:
     """Per filter plugin, the nodes it rejects with the reason (nodes absent from every map pass)."""
     overhead = overhead or network_overhead(pod, index, config.overhead)
-    demand = pod_demand(pod.annotations)
+    demand, problem = demand_or_problem(pod)
     failed: dict[str, dict[str, str]] = {}
+    if problem and NETWORK_BANDWIDTH in config.filters:  # the pod itself is unreadable: no node can take it
+        failed[NETWORK_BANDWIDTH] = {node.name: problem for node in nodes}
     positions = _positions(nodes, index)
     if positions is not None:
         if NETWORK_OVERHEAD in config.filters:
             names = [node.name for node in nodes]
             failed[NETWORK_OVERHEAD] = vectorized.overhead_failures(overhead, names, index, positions)
-        if NETWORK_BANDWIDTH in config.filters:
+        if NETWORK_BANDWIDTH in config.filters and not problem:
             failed[NETWORK_BANDWIDTH] = vectorized.bandwidth_failures(
                 demand, list(nodes), positions, index, config.bandwidth
             )
         return failed
     if NETWORK_OVERHEAD in config.filters:
         failed[NETWORK_OVERHEAD] = _overhead_failures(overhead, nodes)
-    if NETWORK_BANDWIDTH in config.filters:
+    if NETWORK_BANDWIDTH in config.filters and not problem:
         failed[NETWORK_BANDWIDTH] = bandwidth_failures(demand, nodes, index, config.bandwidth)
     return failed
+
+
+def demand_or_problem(pod: Pod) -> tuple[tuple[int, int], str]:
+    """(the pod's bandwidth demand, "") or ((0, 0), why it cannot be read)."""
+    try:
+        return pod_demand(pod.annotations), ""
+    except FieldError as error:
+        return (0, 0), f"pod {pod.key} bandwidth unreadable: {error}"
 
 
 def score_nodes(
@@ -173,7 +183,7 @@ def score_nodes(
 ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """(raw, normalised) scores per plugin, in the order of ``nodes``."""
     overhead = overhead or network_overhead(pod, index, config.overhead)
-    demand = pod_demand(pod.annotations)
+    demand = demand_or_problem(pod)[0]
     names = [node.name for node in nodes]
     raw: dict[str, list[int]] = {}
     normalized: dict[str, list[int]] = {}

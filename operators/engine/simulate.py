@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
 from operators.engine.node_load import allocatable_amounts, requested_cpu_memory
 from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
@@ -33,6 +34,13 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 SCHEDULERS = ("default", "network-aware")
+# Amounts from a snapshot are capped here: sums of a node's requests stay inside int64, and a node with
+# more than 2**50 millicores or bytes is effectively unlimited for the arithmetic.
+AMOUNT_CAP = 2**50
+
+
+def _bounded(amount: int) -> int:
+    return max(0, min(amount, AMOUNT_CAP))
 
 
 # --- kube-scheduler's arithmetic, one function each (tested against hand-computed values) ----------
@@ -166,16 +174,22 @@ class Cluster:
         fallback = Quantity(default_bandwidth * 10**9)
         for i, node in enumerate(nodes):
             allocatable = allocatable_amounts(node)
-            cluster.cpu[i] = allocatable["cpu"] or 0
-            cluster.memory[i] = allocatable["memory"] or 0
-            cluster.pods[i] = allocatable["pods"] or 0
-            cluster.bandwidth[i] = node_capacity(node, totals.get(node.name), fallback) or 0
+            cluster.cpu[i] = _bounded(allocatable["cpu"] or 0)
+            cluster.memory[i] = _bounded(allocatable["memory"] or 0)
+            cluster.pods[i] = _bounded(allocatable["pods"] or 0)
+            try:
+                cluster.bandwidth[i] = node_capacity(node, totals.get(node.name), fallback) or 0
+            except FieldError as error:
+                raise FieldError(f"Node {node.name}: {error.path}", error.value, error.reason) from None
             for pod in snapshot.pods_by_node.get(node.name, ()):
                 if pod.is_terminal:
                     continue
                 cpu, memory = requested_cpu_memory(pod)
-                ingress, egress = pod_demand(pod.annotations)
-                cluster.add(i, cpu, memory, ingress, egress)
+                try:
+                    ingress, egress = pod_demand(pod.annotations)
+                except FieldError as error:
+                    raise FieldError(f"Pod {pod.key}: {error.path}", error.value, error.reason) from None
+                cluster.add(i, _bounded(cpu), _bounded(memory), ingress, egress)
         return cluster
 
     def copy(self) -> Cluster:

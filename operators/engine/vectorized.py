@@ -19,7 +19,6 @@ from operators.engine.plugins import (
     allocatable_score,
     bandwidth_filter,
     host_corrected,
-    node_capacity,
     overhead_shortfall,
 )
 from operators.engine.snapshot import Node
@@ -34,6 +33,7 @@ class NodeArrays:
     used_in: Ints
     used_out: Ints
     place: Ints  # index into ClusterIndex.places
+    usage_unknown: npt.NDArray[np.bool_]  # a pod on the node has an unreadable bandwidth
 
     @classmethod
     def of(cls, index: ClusterIndex) -> NodeArrays:
@@ -46,6 +46,7 @@ class NodeArrays:
             np.array([pair[0] for pair in used], dtype=np.int64),
             np.array([pair[1] for pair in used], dtype=np.int64),
             np.array([place_id[index.place_of[name]] for name in names], dtype=np.int64),
+            np.array([name in index.usage_problems for name in names], dtype=np.bool_),
         )
 
 
@@ -62,10 +63,8 @@ def capacities(index: ClusterIndex, args: NetworkBandwidthArgs) -> Ints:
     cache: dict[Any, Ints] = index.__dict__.setdefault("_capacity_arrays", {})
     key = args.default_node_bandwidth.nanos if args.default_node_bandwidth is not None else None
     if key not in cache:
-        values = [
-            node_capacity(node, index.slo_totals.get(node.name), args.default_node_bandwidth) for node in index.nodes
-        ]
-        cache[key] = np.array([-1 if value is None else value for value in values], dtype=np.int64)
+        values = index.capacities(args.default_node_bandwidth)
+        cache[key] = np.array([-1 if (v := values[node.name]) is None else v for node in index.nodes], dtype=np.int64)
     return cache[key]
 
 
@@ -133,7 +132,7 @@ def bandwidth_failures(
     capacity = capacities(index, args)[positions]
     used_in, used_out = data.used_in[positions], data.used_out[positions]
     want_in, want_out = demand
-    unknown = capacity < 0
+    unknown = (capacity < 0) | data.usage_unknown[positions]
     if args.accounting_mode == "combined":
         failed = unknown | (want_in + want_out > capacity - used_in - used_out)
     else:
@@ -178,4 +177,5 @@ def bandwidth_headroom_score(total: Ints, after: Ints) -> Ints:
     """NetworkBandwidth's raw score ``(total - used_after) * 100 // total`` per node, floored at 0; 0 when
     the capacity is unknown (``total`` is the capacity, doubled in duplex accounting)."""
     safe = np.where(total > 0, total, 1)
-    return np.asarray(np.where(total > 0, np.maximum(0, (total - after) * 100 // safe), 0))
+    # Floored before the multiplication: with the inputs' bounds (bandwidths <= 1P, used <= 2**60) nothing overflows.
+    return np.asarray(np.where(total > 0, np.maximum(0, total - after) * 100 // safe, 0))

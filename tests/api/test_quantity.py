@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import time
+from fractions import Fraction
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from operators.api.quantity import NANO, Format, Quantity, QuantityError, parse_quantity
@@ -34,7 +38,28 @@ VALID = [
     ("100M", 10**8 * NANO, "100M", Format.DECIMAL_SI),
     ("10Gi", 10 * 2**30 * NANO, "10Gi", Format.BINARY_SI),
     ("5u", 5000, "5u", Format.DECIMAL_SI),
-    ("16Ei", (2**63 - 1) * NANO, "9223372036854775807", Format.BINARY_SI),  # upstream caps BinarySI
+    ("7Ei", 7 * 2**60 * NANO, "7Ei", Format.BINARY_SI),
+    ("9223372036854775807", (2**63 - 1) * NANO, "9223372036854775807", Format.DECIMAL_SI),  # the int64 edge
+    ("-9223372036854775807", -(2**63 - 1) * NANO, "-9223372036854775807", Format.DECIMAL_SI),
+    ("1e-999999999", 1, "1e-9", Format.DECIMAL_EXPONENT),  # a huge negative exponent is 1n, in microseconds
+    ("0e99999999", 0, "0", Format.DECIMAL_EXPONENT),
+]
+
+# Beyond int64 (upstream caps BinarySI there and keeps larger decimals as big decimals; we refuse both),
+# and the hostile exponents that used to compute 10**99999999 exactly.
+OUT_OF_RANGE = [
+    "9223372036854775808",
+    "-9223372036854775808",
+    "8Ei",
+    "16Ei",
+    "10E",
+    "1e19",
+    "1e30",
+    "1e308",
+    "1e9999999",
+    "1e99999999",
+    "-1e99999999",
+    "0.00000000000000000000001e99999999",
 ]
 
 INVALID = [
@@ -76,6 +101,32 @@ def test_invalid_quantities_name_the_field_and_the_value(text: str) -> None:
     message = str(raised.value)
     assert message.startswith("spec.workloads[3].dependencies[0].minBandwidth: not a quantity")
     assert repr(text).replace("'", '"') in message
+
+
+@pytest.mark.parametrize("text", OUT_OF_RANGE)
+def test_values_beyond_int64_are_refused_quickly(text: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(QuantityError) as raised:
+        parse_quantity(text, "metadata.annotations[kubernetes.io/ingress-bandwidth]")
+    elapsed = time.perf_counter() - started
+    assert str(raised.value).startswith("metadata.annotations[kubernetes.io/ingress-bandwidth]: out of range")
+    assert json.dumps(text) in str(raised.value)
+    assert elapsed < 0.05, elapsed  # a bound on a hang (10**99999999 took minutes), not a benchmark
+
+
+def test_long_strings_are_refused_before_parsing() -> None:
+    for text in ("1" * 65, "1" * 5000, "0." + "0" * 10_000 + "1", "1" * 100_000 + "k"):
+        with pytest.raises(QuantityError, match="longer than 64 characters"):
+            parse_quantity(text, "x")
+    assert parse_quantity("0." + "0" * 61 + "1").nanos == 1  # 64 characters still parse
+
+
+def test_integers_beyond_int64_are_refused() -> None:
+    assert parse_quantity(2**63 - 1).value() == 2**63 - 1
+    with pytest.raises(QuantityError, match="out of range"):
+        parse_quantity(2**63)
+    with pytest.raises(QuantityError, match="out of range"):
+        parse_quantity(-(10**5000))  # no int-to-string conversion error either
 
 
 def test_binary_and_decimal_kilo_differ() -> None:
@@ -126,8 +177,38 @@ def quantity_texts(draw: st.DrawFn) -> str:
     return f"{sign}{whole}{fraction}{suffix}"
 
 
+SUFFIX_VALUE = {
+    **{suffix: Fraction(10) ** power for suffix, power in [("n", -9), ("u", -6), ("m", -3), ("", 0), ("k", 3)]},
+    **{suffix: Fraction(10) ** power for suffix, power in [("M", 6), ("G", 9), ("T", 12), ("P", 15), ("E", 18)]},
+    **{suffix: Fraction(2) ** power for suffix, power in [("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40), ("Pi", 50)]},
+}
+
+
+def exact_value(text: str) -> Fraction:
+    """The rational value of a generated quantity, computed independently of the parser."""
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return Fraction(mantissa) * Fraction(10) ** int(exponent)
+    suffix = max((s for s in SUFFIX_VALUE if s and text.endswith(s)), key=len, default="")
+    return Fraction(text[: len(text) - len(suffix)]) * SUFFIX_VALUE[suffix]
+
+
+def in_range(text: str) -> bool:
+    return abs(exact_value(text)) <= 2**63 - 1
+
+
+@given(quantity_texts())
+def test_range_is_exactly_int64(text: str) -> None:
+    if in_range(text):
+        assert parse_quantity(text).nanos == pytest.approx(int(exact_value(text) * NANO), abs=1)
+    else:
+        with pytest.raises(QuantityError, match="out of range"):
+            parse_quantity(text)
+
+
 @given(quantity_texts())
 def test_canonical_form_round_trips(text: str) -> None:
+    assume(in_range(text))
     quantity = parse_quantity(text)
     again = parse_quantity(str(quantity))
     assert again == quantity
@@ -136,6 +217,7 @@ def test_canonical_form_round_trips(text: str) -> None:
 
 @given(quantity_texts(), quantity_texts())
 def test_ordering_matches_exact_rational_values(left: str, right: str) -> None:
+    assume(in_range(left) and in_range(right))
     a, b = parse_quantity(left), parse_quantity(right)
     assert (a < b) == (a.nanos < b.nanos)
     assert (a == b) == (a.nanos == b.nanos)
