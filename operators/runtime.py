@@ -35,10 +35,10 @@ from prometheus_client import CollectorRegistry
 
 from operators.controllers import metrics as controller_metrics
 from operators.controllers.descheduler import DeschedulerMetrics, run_descheduler
-from operators.controllers.kube import ApiClientFactory, cluster_api_client, send_json, url_api_client
+from operators.controllers.kube import ApiClientFactory, api_client_factory, read_json, send_json
 from operators.controllers.registry import COMPONENTS, ControllerOptions, build_registry, configure
 from operators.engine.descheduler_policy import DeschedulerPolicy
-from operators.serving import add_probes
+from operators.serving import HEADER_TIMEOUT, add_probes
 
 logger = logging.getLogger("netaware.run")
 
@@ -86,8 +86,10 @@ class RunOptions:
     api_error_backoffs: tuple[float, ...] | None = None  # kopf's retry delays for API errors; None: kopf's own
     health: Health = field(default_factory=Health)
 
+    kubeconfig: str | None = None  # None: in-cluster, else $KUBECONFIG or ~/.kube/config
+
     def api_client_factory(self) -> ApiClientFactory:
-        return url_api_client(self.server) if self.server else cluster_api_client
+        return api_client_factory(self.server, self.kubeconfig)
 
 
 @contextlib.asynccontextmanager
@@ -167,12 +169,13 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
+    await _check_credentials(options)
     components_up = asyncio.Event()
     async with contextlib.AsyncExitStack() as stack:
         if options.health_port is not None:
             # Followers are ready too (they only wait for the lease); the leader once its components are up.
             ready = (lambda: True) if options.leader_election else components_up.is_set
-            runner = web.AppRunner(_probe_app(options, ready), access_log=None)
+            runner = web.AppRunner(_probe_app(options, ready), access_log=None, keepalive_timeout=HEADER_TIMEOUT)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
             await web.TCPSite(runner, options.health_address, options.health_port).start()
@@ -185,6 +188,15 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
             await asyncio.sleep(FAILURE_LINGER)  # the Lease is free already; probes and scrapes see why
     if options.health.problem:
         raise ComponentFailed(options.health.problem)
+
+
+async def _check_credentials(options: RunOptions) -> None:
+    """Fail fast, in one line, without credentials or without an API server (before kopf would retry forever)."""
+    api = await options.api_client_factory()()
+    try:
+        await read_json(api, "/version")
+    finally:
+        await api.close()
 
 
 async def _components(

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import ssl
+import tempfile
 from collections.abc import Callable
 
 from aiohttp import web
@@ -13,6 +14,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 logger = logging.getLogger("netaware.serving")
+
+# A connection must deliver a complete request head within this many seconds of being opened (or of
+# its previous answer), and a body within BODY_TIMEOUT once the head is in: slow or half-open clients
+# cannot hold connections (aiohttp's keep-alive timer closes a connection with no complete request).
+HEADER_TIMEOUT = 15.0
+BODY_TIMEOUT = 10.0
 
 
 class BadBody(ValueError):
@@ -28,9 +35,11 @@ async def read_json_body(request: web.Request, limit: int, oversize_status: int)
     if request.content_type != "application/json":
         raise BadBody(400, f"Content-Type must be application/json, not {request.content_type!r}")
     try:
-        return await request.read()
+        return await asyncio.wait_for(request.read(), timeout=BODY_TIMEOUT)
     except web.HTTPRequestEntityTooLarge:
         raise BadBody(oversize_status, f"the request body is larger than {limit} bytes") from None
+    except TimeoutError:
+        raise BadBody(408, f"the request body did not arrive within {BODY_TIMEOUT:g} s") from None
 
 
 def add_probes(
@@ -63,7 +72,13 @@ def add_probes(
 
 
 class ReloadingTLS:
-    """An SSL context whose certificate is reloaded when the files change (new connections use it)."""
+    """An SSL context whose certificate is reloaded when the files change (new connections use it).
+
+    A change is taken only once the certificate and the key on disk load together: both files are read
+    once, the pair is tried in a fresh context, and only a pair that loaded is put into the served
+    context. While a new certificate sits next to the old key (a rotation half-way), the last valid pair
+    keeps serving, and the check is repeated at the next interval.
+    """
 
     def __init__(self, cert_file: str, key_file: str) -> None:
         self.cert_file, self.key_file = cert_file, key_file
@@ -72,14 +87,26 @@ class ReloadingTLS:
         self._stamp = self._mtimes()
         self.context.load_cert_chain(cert_file, key_file)
 
-    def _mtimes(self) -> tuple[float, float]:
-        return os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime
+    def _mtimes(self) -> tuple[float, float, int, int]:
+        cert, key = os.stat(self.cert_file), os.stat(self.key_file)
+        return cert.st_mtime, key.st_mtime, cert.st_size, key.st_size
 
     def reload_if_changed(self) -> bool:
+        """True when a new pair was taken; raises ``ssl.SSLError``/``OSError`` (the old pair stays) when the
+        files on disk do not form a valid pair."""
         stamp = self._mtimes()
         if stamp == self._stamp:
             return False
-        self.context.load_cert_chain(self.cert_file, self.key_file)
+        with open(self.cert_file, "rb") as cert, open(self.key_file, "rb") as key:
+            cert_pem, key_pem = cert.read(), key.read()
+        with tempfile.TemporaryDirectory(prefix="netaware-tls-") as folder:
+            cert_copy, key_copy = os.path.join(folder, "tls.crt"), os.path.join(folder, "tls.key")
+            for path, data in ((cert_copy, cert_pem), (key_copy, key_pem)):
+                with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+                    handle.write(data)
+            trial = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            trial.load_cert_chain(cert_copy, key_copy)  # raises for a mismatched or half-written pair
+            self.context.load_cert_chain(cert_copy, key_copy)  # the same bytes: it loads
         self._stamp = stamp
         logger.info("reloaded the TLS certificate from %s", self.cert_file)
         return True
@@ -108,7 +135,7 @@ async def serve_app(
     """Serve ``app`` until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
     if tls is None:
         logger.warning("%s: serving plain HTTP (--insecure): for local testing only, never for a cluster", name)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
     await site.start()

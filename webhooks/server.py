@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from operators.controllers.kube import post_event
 from operators.engine.bandwidth import Denied, admit_pod, json_patch
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
@@ -29,6 +30,7 @@ MAX_BODY = 3 * 1024 * 1024
 WEBHOOK = "mutate-pods"
 VIEW_KEY: web.AppKey[ClusterView] = web.AppKey("view", ClusterView)
 METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", object)  # type: ignore[arg-type]
+NOTIFIER_KEY: web.AppKey[NamespaceNotifier] = web.AppKey("notifier", object)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -37,6 +39,7 @@ class WebhookMetrics:
     requests: Counter
     latency: Histogram
     in_flight: Gauge
+    namespace_default_errors: Counter
 
     @classmethod
     def create(cls) -> WebhookMetrics:
@@ -62,7 +65,42 @@ class WebhookMetrics:
                 ["webhook"],
                 registry=registry,
             ),
+            Counter(
+                "netaware_webhook_namespace_default_errors",
+                "Admissions that skipped a namespace default bandwidth annotation that is not a bandwidth.",
+                ["namespace"],
+                registry=registry,
+            ),
         )
+
+
+class NamespaceNotifier:
+    """Tells the namespace's users that one of its default annotations is broken: a Warning Event on the
+    Namespace, at most once per namespace and message every ``interval`` seconds (no Event storm). Without
+    an API client (``-f`` snapshot mode) the problem is only logged."""
+
+    def __init__(self, api: Any = None, interval: float = 600.0) -> None:
+        self.api = api
+        self.interval = interval
+        self._last: dict[tuple[str, str], float] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def namespace_problem(self, namespace: str, message: str) -> None:
+        now = time.monotonic()
+        key = (namespace, message)
+        if now - self._last.get(key, -self.interval) < self.interval:
+            return
+        if len(self._last) > 10_000:  # bounded memory whatever the namespaces
+            self._last.clear()
+        self._last[key] = now
+        logger.warning("namespace %s: %s", namespace, message)
+        if self.api is not None:
+            involved = {"apiVersion": "v1", "kind": "Namespace", "name": namespace}
+            task = asyncio.create_task(
+                post_event(self.api, involved, "Warning", "InvalidDefaultBandwidth", message, "netaware-webhook")
+            )
+            self._tasks.add(task)  # kept until done, so it is not collected half-way
+            task.add_done_callback(self._tasks.discard)
 
 
 def _bad_request(message: str) -> web.Response:
@@ -88,7 +126,8 @@ def review_response(
 
 
 def decide(review: Any, view: ClusterView) -> dict[str, Any]:
-    """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400)."""
+    """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400). Problems with the
+    namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted."""
     if (
         not isinstance(review, dict)
         or review.get("kind") != "AdmissionReview"
@@ -131,7 +170,7 @@ def decide(review: Any, view: ClusterView) -> dict[str, Any]:
     except Denied as denial:
         return review_response(uid, False, message=str(denial))
     patch = json_patch(request["object"], admission.annotations(annotations))
-    return review_response(uid, True, patch)
+    return review_response(uid, True, patch, warnings=list(admission.namespace_problems))
 
 
 async def mutate_pods(request: web.Request) -> web.Response:
@@ -157,13 +196,21 @@ async def _mutate(request: web.Request) -> web.Response:
         answer = decide(review, request.app[VIEW_KEY])
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
+    warnings = answer["response"].get("warnings")
+    if warnings:
+        namespace = str(review["request"].get("namespace") or "default")
+        request.app[METRICS_KEY].namespace_default_errors.labels(namespace).inc()
+        request.app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(warnings))
     return web.json_response(answer)
 
 
-def build_app(view: ClusterView, metrics: WebhookMetrics | None = None) -> web.Application:
+def build_app(
+    view: ClusterView, metrics: WebhookMetrics | None = None, notifier: NamespaceNotifier | None = None
+) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[VIEW_KEY] = view
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
+    app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post("/mutate-pods", mutate_pods)
     add_probes(app, lambda: view.ready, "cluster view not synced yet", app[METRICS_KEY].registry)
     return app
@@ -176,6 +223,8 @@ async def serve(
     tls: ReloadingTLS | None,
     stop: asyncio.Event,
     reload_interval: float = 10.0,
+    api: Any = None,
 ) -> None:
-    """Serve the webhook until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
-    await serve_app(build_app(view), "webhook", "/mutate-pods", host, port, tls, stop, reload_interval)
+    """Serve the webhook until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None); ``api`` posts Events."""
+    app = build_app(view, notifier=NamespaceNotifier(api))
+    await serve_app(app, "webhook", "/mutate-pods", host, port, tls, stop, reload_interval)

@@ -184,7 +184,11 @@ def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str 
 def serving_options(default_port: int) -> Callable[[Any], Any]:
     """The listen address, port and TLS flags every HTTP component takes."""
     options = [
-        click.option("--listen-address", default="0.0.0.0", show_default=True, help="Address to listen on."),
+        click.option(
+            "--listen-address",
+            default=None,
+            help="Address to listen on (default: 0.0.0.0 with TLS, 127.0.0.1 with --insecure).",
+        ),
         click.option(
             "--port", default=default_port, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on."
         ),
@@ -202,6 +206,13 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
             help="Seconds between checks of the certificate files for changes.",
         ),
         click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only."),
+        click.option(
+            "--kubeconfig",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Kubeconfig to watch the cluster with (default: in-cluster, else $KUBECONFIG or ~/.kube/config).",
+        ),
+        click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the embedded emulator)."),
     ]
 
     def apply(command: Any) -> Any:
@@ -238,24 +249,42 @@ def run_server(
     body: Callable[[Any, Any], Awaitable[None]],
 ) -> None:
     """Check the TLS flags, then run ``body(stop, tls)`` until a signal."""
+    import ssl
+
+    from operators.controllers.kube import NoCredentials
     from operators.serving import ReloadingTLS
 
     if not insecure and not (tls_cert_file and tls_private_key_file):
         raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
-    tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
-    run_until_signal(lambda stop: body(stop, tls))
+    try:
+        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
+    except (OSError, ssl.SSLError) as error:
+        raise CommandError(f"cannot load the TLS certificate and key: {error}") from None
+    try:
+        run_until_signal(lambda stop: body(stop, tls))
+    except NoCredentials as error:
+        raise CommandError(str(error)) from None
+    except OSError as error:  # the port is taken, the address is not ours, ...
+        raise CommandError(f"cannot serve: {error.strerror or error}") from None
+
+
+def listen_on(address: str | None, insecure: bool) -> str:
+    """Plain HTTP stays on loopback unless an address is given."""
+    return address or ("127.0.0.1" if insecure else "0.0.0.0")
 
 
 @cli.command("webhook")
 @serving_options(default_port=9443)
 @filename_option(required=False)
 def webhook_command(
-    listen_address: str,
+    listen_address: str | None,
     port: int,
     tls_cert_file: str | None,
     tls_private_key_file: str | None,
     cert_reload_interval: float,
     insecure: bool,
+    kubeconfig: str | None,
+    server: str | None,
     filenames: tuple[str, ...],
 ) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
@@ -265,20 +294,25 @@ def webhook_command(
     """
     import asyncio
 
-    from operators.controllers.kube import cluster_api_client
+    from operators.controllers.kube import api_client_factory
     from webhooks.server import serve
     from webhooks.view import ClusterView
 
+    address = listen_on(listen_address, insecure)
+
     async def body(stop: asyncio.Event, tls: Any) -> None:
         if filenames:
-            await serve(
-                ClusterView.from_snapshot(load(filenames)), listen_address, port, tls, stop, cert_reload_interval
-            )
+            await serve(ClusterView.from_snapshot(load(filenames)), address, port, tls, stop, cert_reload_interval)
             return
         view = ClusterView()
-        follower = asyncio.create_task(view.follow(await cluster_api_client(), stop))
-        await serve(view, listen_address, port, tls, stop, cert_reload_interval)
-        await follower
+        api = await api_client_factory(server, kubeconfig)()
+        follower = asyncio.create_task(view.follow(api, stop))
+        try:
+            await serve(view, address, port, tls, stop, cert_reload_interval, api=api)
+        finally:
+            stop.set()
+            await follower
+            await api.close()
 
     run_server(insecure, tls_cert_file, tls_private_key_file, body)
 
@@ -288,12 +322,14 @@ def webhook_command(
 @scheduler_config_option
 @filename_option(required=False)
 def extender_command(
-    listen_address: str,
+    listen_address: str | None,
     port: int,
     tls_cert_file: str | None,
     tls_private_key_file: str | None,
     cert_reload_interval: float,
     insecure: bool,
+    kubeconfig: str | None,
+    server: str | None,
     config_path: str | None,
     filenames: tuple[str, ...],
 ) -> None:
@@ -304,28 +340,30 @@ def extender_command(
     """
     import asyncio
 
-    from operators.controllers.kube import cluster_api_client
+    from operators.controllers.kube import api_client_factory
     from operators.extender.server import ExtenderState, serve
     from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 
     config = load_scheduler_config(config_path)
 
+    address = listen_on(listen_address, insecure)
+
     async def body(stop: asyncio.Event, tls: Any) -> None:
         if filenames:
             snapshot = load(filenames)
-            await serve(ExtenderState(lambda: snapshot, config), listen_address, port, tls, stop, cert_reload_interval)
+            await serve(ExtenderState(lambda: snapshot, config), address, port, tls, stop, cert_reload_interval)
             return
         live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
-        follower = asyncio.create_task(live.follow(await cluster_api_client(), stop))
-        await serve(
-            ExtenderState(live.snapshot, config, lambda: live.ready),
-            listen_address,
-            port,
-            tls,
-            stop,
-            cert_reload_interval,
-        )
-        await follower
+        api = await api_client_factory(server, kubeconfig)()
+        follower = asyncio.create_task(live.follow(api, stop))
+        try:
+            await serve(
+                ExtenderState(live.snapshot, config, lambda: live.ready), address, port, tls, stop, cert_reload_interval
+            )
+        finally:
+            stop.set()
+            await follower
+            await api.close()
 
     run_server(insecure, tls_cert_file, tls_private_key_file, body)
 
@@ -445,6 +483,20 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="Delays between the controllers' retries of a failed API call; when they are used up the "
     "process releases its Lease and exits non-zero (Kubernetes restarts it).",
 )
+@click.option(
+    "--nodeslo-spec-owner",
+    type=click.Choice(("netaware", "koordinator")),
+    default="netaware",
+    show_default=True,
+    help="netaware: write the network-QoS fields of each NodeSLO's spec (and create NodeSLOs); every other "
+    "field is left as found. koordinator: Koordinator's slo-controller owns the NodeSLOs; write the status only.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Kubeconfig to use (default: in-cluster, else $KUBECONFIG or ~/.kube/config).",
+)
 def run_command(
     components: tuple[str, ...],
     policy_path: str | None,
@@ -462,12 +514,20 @@ def run_command(
     namespaces: tuple[str, ...],
     all_namespaces: bool,
     api_error_backoffs: str,
+    nodeslo_spec_owner: str,
+    kubeconfig: str | None,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
 
     With leader election (the default) only the holder of the Lease runs them; a follower takes over
     within the lease duration when the leader dies, at once when it stops gracefully.
     """
+    import aiohttp
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from operators.controllers.kube import NoCredentials
+    from operators.controllers.registry import ControllerOptions
+    from operators.engine.nodeslo import NodeSLOOptions
     from operators.runtime import DESCHEDULER, ComponentFailed, LeaderElectionOptions, RunOptions, run
 
     if not lease_duration > renew_deadline > 1.2 * retry_period:
@@ -500,11 +560,19 @@ def run_command(
         signals=True,
         namespaces=namespaces,
         api_error_backoffs=_backoffs(api_error_backoffs),
+        kubeconfig=kubeconfig,
+        controllers=ControllerOptions(nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner)),  # type: ignore[arg-type]
     )
+    if kubeconfig:
+        os.environ["KUBECONFIG"] = kubeconfig  # kopf's own login reads it too
     try:
         run_until_signal(lambda stop: run(options, stop), log_format)
-    except ComponentFailed as error:
+    except (ComponentFailed, NoCredentials) as error:
         raise CommandError(str(error)) from None
+    except (OSError, aiohttp.ClientError) as error:
+        raise CommandError(f"cannot reach the API server ({server or 'kubeconfig'}): {error}") from None
+    except ApiException as error:
+        raise CommandError(f"the API server refused: {error.status} {error.reason}") from None
 
 
 def _backoffs(text: str) -> tuple[float, ...]:

@@ -25,15 +25,41 @@ MERGE_PATCH = "application/merge-patch+json"
 ATTEMPTS = 5
 
 
-async def cluster_api_client() -> client.ApiClient:
-    """In-cluster service account credentials, else the local kubeconfig."""
+class NoCredentials(RuntimeError):
+    """Neither in-cluster credentials nor a readable kubeconfig: what is missing and what to pass instead."""
+
+
+async def cluster_api_client(kubeconfig: str | None = None) -> client.ApiClient:
+    """``kubeconfig`` when given; else in-cluster service account credentials, else $KUBECONFIG or
+    ~/.kube/config. ``NoCredentials`` (one line) when none of them can be used."""
+    if kubeconfig is None:
+        try:
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
+            return client.ApiClient()
+        except ConfigException:
+            pass
+    configuration = client.Configuration()
     try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-        return client.ApiClient()
-    except ConfigException:
-        configuration = client.Configuration()
-        await config.load_kube_config(client_configuration=configuration)
-        return client.ApiClient(configuration)
+        await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    except (ConfigException, OSError, TypeError, ValueError) as error:
+        where = kubeconfig or "$KUBECONFIG or ~/.kube/config"
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise NoCredentials(
+            f"no cluster credentials: not running in a cluster, and no usable kubeconfig ({where}: {reason}); "
+            "pass --kubeconfig PATH, --server URL (a plain-HTTP API server) or -f PATH (serve a snapshot)"
+        ) from None
+    return client.ApiClient(configuration)
+
+
+def api_client_factory(server: str | None = None, kubeconfig: str | None = None) -> ApiClientFactory:
+    """``server``: a plain-HTTP API server (the emulator); else :func:`cluster_api_client` with ``kubeconfig``."""
+    if server:
+        return url_api_client(server)
+
+    async def make() -> client.ApiClient:
+        return await cluster_api_client(kubeconfig)
+
+    return make
 
 
 def url_api_client(url: str) -> ApiClientFactory:

@@ -6,8 +6,11 @@
   nothing (as Koordinator).
 * Node events re-render that node when its labels or bandwidth annotations change (upstream
   ignores annotation-only changes); a deleted node's NodeSLO is deleted.
-* NodeSLO events revert manual edits of the spec and recreate a deleted NodeSLO of a live node.
-  With ``spec_owner="koordinator"`` only the status is written.
+* NodeSLO events revert manual edits of the network-QoS fields netaware owns
+  (:data:`operators.engine.nodeslo.OWNED_PATHS`) and recreate a deleted NodeSLO of a live node; every
+  other field (``cpuBurstStrategy``, ``extensions``, ``cpuQOS``, ...) is left exactly as found, whoever
+  wrote it. With ``spec_owner="koordinator"`` only the status is written, and NodeSLOs are never
+  created or deleted (Koordinator's slo-controller owns them).
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from typing import Any
 
 import kopf
 import pydantic
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import keys
 from operators.api.nodeslo import NodeSLO
 from operators.controllers.kube import patch_status, read_json, send_json
 from operators.controllers.metrics import reconciler
-from operators.engine.nodeslo import NodeSLOOptions, render_nodeslo
+from operators.engine.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.sloconfig import ConfigState, update_config
 from operators.engine.snapshot import Node
 
@@ -56,7 +60,7 @@ async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions)
         node = state.nodes.get(name)
         current = state.slos.get(name)
         if node is None:
-            if current is not None:
+            if current is not None and options.spec_owner == "netaware":
                 await send_json(api, "DELETE", f"{PATH}/{name}", None)
                 state.slos.pop(name, None)
             return
@@ -68,22 +72,22 @@ async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions)
                 existing = None  # unreadable: render afresh
         wanted = render_nodeslo(node, state.config, existing, options, datetime.datetime.now(datetime.UTC)).to_wire()
         if current is None:
-            created = await send_json(
-                api, "POST", PATH, {key: value for key, value in wanted.items() if key != "status"}
-            )
+            if options.spec_owner != "netaware":
+                return  # Koordinator creates it; its first event brings us back here
+            body = {key: value for key, value in wanted.items() if key not in ("status", "spec")}
+            created = await send_json(api, "POST", PATH, {**body, "spec": owned_spec(wanted["spec"])})
             current = created or wanted
-        elif options.spec_owner == "netaware" and current.get("spec") != wanted["spec"]:
-            operation = "replace" if "spec" in current else "add"
-            current = (
-                await send_json(
-                    api,
-                    "PATCH",
-                    f"{PATH}/{name}",
-                    [{"op": operation, "path": "/spec", "value": wanted["spec"]}],
-                    JSON_PATCH,
-                )
-                or current
-            )
+        elif options.spec_owner == "netaware":
+            operations = owned_spec_patch(current, wanted["spec"])
+            if operations:
+                version = (current.get("metadata") or {}).get("resourceVersion")
+                guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
+                try:
+                    current = await send_json(api, "PATCH", f"{PATH}/{name}", guard + operations, JSON_PATCH) or current
+                except ApiException as error:
+                    if error.status not in (409, 422):
+                        raise
+                    return  # someone wrote it meanwhile: their event brings the newer object back here
         if current.get("status") != wanted.get("status"):
             await patch_status(api, *RESOURCE, None, name, wanted.get("status") or {})
             current = {**current, "status": wanted.get("status")}

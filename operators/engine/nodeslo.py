@@ -18,6 +18,11 @@
    ``total - ls request - be request`` (never below 0), with the whole total as limit.
 5. **Conditions**: ``NetworkQOSConfigValid`` (False with the refused key's message while a newer
    config is refused), ``NetworkBandwidthKnown``.
+
+Ownership: Koordinator's NodeSLO carries much more than network QoS (``cpuBurstStrategy``,
+``extensions``, ``resourceQOSStrategy.*.cpuQOS``, ...). netaware writes only the fields in
+:data:`OWNED_PATHS` (with ``spec_owner="netaware"``) and its status; :func:`owned_spec_patch` is the
+JSON patch that brings those fields, and nothing else, to what was rendered.
 """
 
 from __future__ import annotations
@@ -192,6 +197,65 @@ def render_nodeslo(
     )
     metadata = existing.metadata if existing else ObjectMeta(name=node.name)
     return NodeSLO(metadata=metadata, spec=spec, status=NodeSLOStatus(network_qos=network, conditions=conditions))
+
+
+# The spec fields netaware owns: the network QoS of each class, the network QoS policy, the node total.
+OWNED_PATHS: tuple[tuple[str, ...], ...] = (
+    *(("resourceQOSStrategy", f"{name}Class", "networkQOS") for name in ("lsr", "ls", "be", "system")),
+    ("resourceQOSStrategy", "policies", "netQOSPolicy"),
+    ("systemStrategy", "totalNetworkBandwidth"),
+)
+
+
+def _at(document: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(document, Mapping) or key not in document:
+            return None
+        document = document[key]
+    return document
+
+
+def owned_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Only the owned fields of ``spec``, nested as in the NodeSLO (what netaware creates a NodeSLO with)."""
+    result: dict[str, Any] = {}
+    for path in OWNED_PATHS:
+        value = _at(spec, path)
+        if value is not None:
+            target = result
+            for key in path[:-1]:
+                target = target.setdefault(key, {})
+            target[path[-1]] = value
+    return result
+
+
+def owned_spec_patch(current: Mapping[str, Any], wanted_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """RFC 6902 operations that set the owned fields of ``current`` (a NodeSLO) to ``wanted_spec``'s, and touch
+    nothing else: missing parents are added as empty objects, an owned field no longer wanted is removed.
+    Empty when the owned fields already agree."""
+    operations: list[dict[str, Any]] = []
+    spec = current.get("spec")
+    created: set[tuple[str, ...]] = set()
+    for path in OWNED_PATHS:
+        want, have = _at(wanted_spec, path), _at(spec, path)
+        if want == have:
+            continue
+        if want is None:
+            operations.append({"op": "remove", "path": _pointer(path)})
+            continue
+        if not isinstance(spec, Mapping) and () not in created:
+            operations.append({"op": "add", "path": "/spec", "value": {}})
+            created.add(())
+        for depth in range(1, len(path)):
+            parent = path[:depth]
+            if parent not in created and not isinstance(_at(spec, parent), Mapping):
+                operations.append({"op": "add", "path": _pointer(parent), "value": {}})
+                created.add(parent)
+        operations.append({"op": "replace" if have is not None else "add", "path": _pointer(path), "value": want})
+    return operations
+
+
+def _pointer(path: tuple[str, ...]) -> str:
+    return "/spec" + "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in path)
 
 
 def render_all(

@@ -43,7 +43,7 @@ def _labels(raw: Any, path: str) -> Mapping[str, str]:
     if not isinstance(raw, dict):
         raise FieldError(path, raw, "expected a map of strings")
     for key, value in raw.items():
-        if not isinstance(value, str):
+        if not isinstance(key, str) or not isinstance(value, str):
             raise FieldError(f"{path}[{key}]", value, "expected a string")
     return MappingProxyType(dict(raw))
 
@@ -53,7 +53,24 @@ def _quantities(raw: Any, path: str) -> Mapping[str, Quantity]:
         return MappingProxyType({})
     if not isinstance(raw, dict):
         raise FieldError(path, raw, "expected a map of quantities")
-    return MappingProxyType({name: Quantity.parse(value, f"{path}.{name}") for name, value in raw.items()})
+    return MappingProxyType({str(name): Quantity.parse(value, f"{path}.{name}") for name, value in raw.items()})
+
+
+def _object(raw: Any, path: str) -> dict[str, Any]:
+    """A nested object (``spec``, ``status``); absent or null is empty, anything but a map is a ``FieldError``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise FieldError(path, raw, "expected an object")
+    return raw
+
+
+def _list(raw: Any, path: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise FieldError(path, raw, "expected a list")
+    return raw
 
 
 def _metadata(raw: dict[str, Any]) -> dict[str, Any]:
@@ -86,8 +103,8 @@ class Node:
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> Node:
         meta = _metadata(raw)
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
+        spec = _object(raw.get("spec"), "spec")
+        status = _object(raw.get("status"), "status")
         return cls(
             name=meta["name"],
             labels=_labels(meta.get("labels"), "metadata.labels"),
@@ -128,11 +145,17 @@ class Pod:
     @classmethod
     def parse(cls, raw: dict[str, Any], default_namespace: str = "default") -> Pod:
         meta = _metadata(raw)
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
-        owners = meta.get("ownerReferences") or []
+        spec = _object(raw.get("spec"), "spec")
+        status = _object(raw.get("status"), "status")
+        owners = _list(meta.get("ownerReferences"), "metadata.ownerReferences")
+        priority = spec.get("priority") or 0
+        if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 2**31:
+            raise FieldError("spec.priority", priority, "expected a 32-bit integer")
+        namespace = meta.get("namespace") or default_namespace
+        if not isinstance(namespace, str):
+            raise FieldError("metadata.namespace", namespace, "expected a string")
         return cls(
-            namespace=meta.get("namespace") or default_namespace,
+            namespace=namespace,
             name=meta["name"],
             uid=str(meta.get("uid") or ""),
             labels=_labels(meta.get("labels"), "metadata.labels"),
@@ -140,7 +163,7 @@ class Pod:
             node_name=str(spec.get("nodeName") or ""),
             phase=str(status.get("phase") or "Pending"),
             requests=MappingProxyType(pod_requests(spec)),
-            priority=int(spec.get("priority") or 0),
+            priority=priority,
             owner_kinds=tuple(str(owner.get("kind", "")) for owner in owners if isinstance(owner, dict)),
             raw=raw,
         )
@@ -149,13 +172,15 @@ class Pod:
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, Quantity]:
     """Effective requests as kube-scheduler computes them: max(sum of containers, any init container) + overhead."""
     total: dict[str, Quantity] = {}
-    for index, container in enumerate(spec.get("containers") or []):
-        path = f"spec.containers[{index}].resources.requests"
-        for name, amount in _quantities(((container or {}).get("resources") or {}).get("requests"), path).items():
+    for index, container in enumerate(_list(spec.get("containers"), "spec.containers")):
+        path = f"spec.containers[{index}]"
+        resources = _object(_object(container, path).get("resources"), f"{path}.resources")
+        for name, amount in _quantities(resources.get("requests"), f"{path}.resources.requests").items():
             total[name] = total[name] + amount if name in total else amount
-    for index, container in enumerate(spec.get("initContainers") or []):
-        path = f"spec.initContainers[{index}].resources.requests"
-        for name, amount in _quantities(((container or {}).get("resources") or {}).get("requests"), path).items():
+    for index, container in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
+        path = f"spec.initContainers[{index}]"
+        resources = _object(_object(container, path).get("resources"), f"{path}.resources")
+        for name, amount in _quantities(resources.get("requests"), f"{path}.resources.requests").items():
             if name not in total or amount > total[name]:
                 total[name] = amount
     for name, amount in _quantities(spec.get("overhead"), "spec.overhead").items():
@@ -193,7 +218,7 @@ class ConfigMap:
     def parse(cls, raw: dict[str, Any], default_namespace: str = "default") -> ConfigMap:
         meta = _metadata(raw)
         return cls(
-            namespace=meta.get("namespace") or default_namespace,
+            namespace=str(meta.get("namespace") or default_namespace),
             name=meta["name"],
             labels=_labels(meta.get("labels"), "metadata.labels"),
             data=_labels(raw.get("data"), "data"),
@@ -214,13 +239,15 @@ class PodDisruptionBudget:
     @classmethod
     def parse(cls, raw: dict[str, Any], default_namespace: str = "default") -> PodDisruptionBudget:
         meta = _metadata(raw)
-        spec = raw.get("spec") or {}
-        status = raw.get("status") or {}
+        spec = _object(raw.get("spec"), "spec")
+        status = _object(raw.get("status"), "status")
         allowed = status.get("disruptionsAllowed")
+        if allowed is not None and (not isinstance(allowed, int) or isinstance(allowed, bool)):
+            raise FieldError("status.disruptionsAllowed", allowed, "expected an integer")
         return cls(
             namespace=meta.get("namespace") or default_namespace,
             name=meta["name"],
-            selector=MappingProxyType(dict(spec.get("selector") or {})),
+            selector=MappingProxyType(_object(spec.get("selector"), "spec.selector")),
             min_available=spec.get("minAvailable"),
             max_unavailable=spec.get("maxUnavailable"),
             disruptions_allowed=int(allowed) if allowed is not None else None,
@@ -241,15 +268,17 @@ class NodeMetric:
     @classmethod
     def parse(cls, raw: dict[str, Any]) -> NodeMetric:
         meta = _metadata(raw)
-        status = raw.get("status") or {}
-        usage = ((status.get("nodeMetric") or {}).get("nodeUsage") or {}).get("resources")
+        status = _object(raw.get("status"), "status")
+        node_metric = _object(status.get("nodeMetric"), "status.nodeMetric")
+        usage = _object(node_metric.get("nodeUsage"), "status.nodeMetric.nodeUsage").get("resources")
         pods: dict[str, Mapping[str, Quantity]] = {}
-        for index, entry in enumerate(status.get("podsMetric") or []):
+        for index, entry in enumerate(_list(status.get("podsMetric"), "status.podsMetric")):
             path = f"status.podsMetric[{index}]"
             if not isinstance(entry, dict) or not entry.get("name"):
                 raise FieldError(path, entry, "expected {namespace, name, podUsage}")
             key = f"{entry.get('namespace') or 'default'}/{entry['name']}"
-            pods[key] = _quantities((entry.get("podUsage") or {}).get("resources"), f"{path}.podUsage.resources")
+            usage_of_pod = _object(entry.get("podUsage"), f"{path}.podUsage")
+            pods[key] = _quantities(usage_of_pod.get("resources"), f"{path}.podUsage.resources")
         return cls(
             name=meta["name"],
             update_time=str(status.get("updateTime") or ""),

@@ -28,7 +28,8 @@ from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body,
 
 logger = logging.getLogger("netaware.extender")
 
-MAX_BODY = 10 * 1024 * 1024
+MAX_BODY = 32 * 1024 * 1024  # NodeNames bodies are small; full Node objects (nodeCacheCapable: false) are not
+MAX_NODES = 50_000  # per request: above the largest clusters run (Kubernetes supports 5,000 nodes)
 MAX_EXTENDER_PRIORITY = 10
 
 
@@ -110,6 +111,7 @@ def _json_response(payload: Any, status: int = 200) -> web.Response:
 
 
 def _parse_args(body: bytes) -> tuple[Pod, list[str] | None, list[dict[str, Any]] | None]:
+    """ExtenderArgs: the pod, and the candidates as names or as Node objects; ``BadArgs`` names the field."""
     try:
         args = orjson.loads(body)
     except (orjson.JSONDecodeError, RecursionError) as error:
@@ -118,16 +120,32 @@ def _parse_args(body: bytes) -> tuple[Pod, list[str] | None, list[dict[str, Any]
         raise BadArgs("ExtenderArgs.Pod must be a Pod object")
     try:
         pod = Pod.parse(args["Pod"])
-    except (ValueError, TypeError, AttributeError) as error:
+    except (ValueError, TypeError, AttributeError, OverflowError) as error:
         raise BadArgs(f"ExtenderArgs.Pod: {error}") from None
     names, nodes = args.get("NodeNames"), args.get("Nodes")
     if names is not None:
-        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             raise BadArgs("ExtenderArgs.NodeNames must be a list of names")
+        if len(names) > MAX_NODES:
+            raise BadArgs(f"ExtenderArgs.NodeNames: {len(names)} nodes, more than the {MAX_NODES} allowed")
         return pod, names, None
-    if not isinstance(nodes, dict) or not isinstance(nodes.get("items"), list):
+    if not isinstance(nodes, dict):
         raise BadArgs("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes (a NodeList)")
-    return pod, None, nodes["items"]
+    items = nodes.get("items")
+    if items is None:  # Go marshals an empty slice of a NodeList as null
+        items = []
+    if not isinstance(items, list):
+        raise BadArgs("ExtenderArgs.Nodes.items must be a list of Node objects")
+    if len(items) > MAX_NODES:
+        raise BadArgs(f"ExtenderArgs.Nodes.items: {len(items)} nodes, more than the {MAX_NODES} allowed")
+    return pod, None, items
+
+
+def _item_name(item: Any, position: int) -> str:
+    """The name of a Node object as sent, whatever shape it has (``#position`` when it has none)."""
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) and name else f"#{position}"
 
 
 def _candidates(
@@ -147,14 +165,11 @@ def _candidates(
         return known, raw, failed
     for position, item in enumerate(items or []):
         try:
+            if not isinstance(item, dict):
+                raise TypeError("expected a Node object")
             node = Node.parse(item)
-        except (ValueError, TypeError, AttributeError) as error:
-            name = (
-                str(((item or {}).get("metadata") or {}).get("name") or f"#{position}")
-                if isinstance(item, dict)
-                else f"#{position}"
-            )
-            failed[name] = f"unreadable Node: {error}"
+        except (ValueError, TypeError, AttributeError, OverflowError) as error:
+            failed[_item_name(item, position)] = f"unreadable Node: {error}"
             continue
         nodes.append(node)
         raw[node.name] = item
@@ -227,11 +242,7 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     nodes, _, _ = _candidates(call.index, names, items)
     scores = extender_scores(_scores(call, nodes), call.state.config)
     requested = (
-        names
-        if names is not None
-        else [
-            str(((item or {}).get("metadata") or {}).get("name", "")) for item in items or [] if isinstance(item, dict)
-        ]
+        names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
     )
     request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)
     return _json_response([{"Host": name, "Score": scores.get(name, 0)} for name in requested])

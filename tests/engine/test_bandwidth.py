@@ -126,11 +126,9 @@ def test_a_pod_outside_any_rule_is_left_alone() -> None:
             None,
             'kubernetes.io/egress-request "250Mi" (from appgroup) is above kubernetes.io/egress-bandwidth',
         ),
-        (
-            {},
-            ns(egress_bandwidth="lots"),
-            "Namespace default metadata.annotations[netaware.io/default-egress-bandwidth]",
-        ),
+        ({IB: "2P"}, None, "metadata.annotations[kubernetes.io/ingress-bandwidth]: out of range"),
+        ({IB: "1e99999999"}, None, "metadata.annotations[kubernetes.io/ingress-bandwidth]: out of range"),
+        ({"koordinator.sh/networkQOS": '{"egressRequest": "-1"}'}, None, "networkQOS].egressRequest: negative"),
     ],
 )
 def test_bad_values_are_denied_naming_annotation_and_value(
@@ -139,6 +137,18 @@ def test_bad_values_are_denied_naming_annotation_and_value(
     with pytest.raises(Denied) as raised:
         admit_pod(pod(annotations, selector="p2"), [A1], namespace)
     assert message in str(raised.value)
+
+
+def test_a_broken_namespace_default_is_skipped_and_reported_never_a_denial() -> None:
+    namespace = ns(egress_bandwidth="lots", ingress_bandwidth="200M")
+    admission = admit_pod(pod({}), [], namespace)  # the pod itself is fine: it is admitted
+    assert admission.added == {IB: "200M", IR: "200M"}  # the valid default still applies, the broken one not
+    assert admission.namespace_problems == (
+        "Namespace default metadata.annotations[netaware.io/default-egress-bandwidth]: not a quantity: no digits "
+        '(got "lots"); the default is ignored',
+    )
+    full = {IB: "1M", EB: "1M", IR: "1M", ER: "1M"}  # a pod that sets all four is untouched by any default
+    assert admit_pod(pod(full), [], namespace).added == {}
 
 
 def test_patch_creates_the_map_escapes_keys_and_is_idempotent() -> None:

@@ -6,10 +6,11 @@ import datetime
 import json
 from typing import Any
 
+import jsonpatch
 import pytest
 
 from operators.api.quantity import Quantity
-from operators.engine.nodeslo import NodeSLOOptions, render_nodeslo
+from operators.engine.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.sloconfig import ConfigState, overlay, update_config
 from operators.engine.snapshot import Node
 
@@ -232,3 +233,57 @@ def test_koordinator_owns_the_spec_when_told() -> None:
     rendered = render_nodeslo(node("a"), other, existing, NodeSLOOptions(spec_owner="koordinator"), NOW).to_wire()
     assert rendered["spec"] == existing.to_wire()["spec"]
     assert rendered["status"]["networkQOS"]["classes"]["ls"]["ingressRequest"] == "500M"
+
+
+# --- ownership: only the network-QoS fields are netaware's ---------------------------------------------
+
+FOREIGN_SPEC = {
+    "cpuBurstStrategy": {"policy": "auto", "cpuBurstPercent": 1000},
+    "extensions": {"someVendor": {"a": [1, 2]}},
+    "resourceQOSStrategy": {
+        "lsClass": {"cpuQOS": {"enable": True, "groupIdentity": 2}, "networkQOS": {"ingressRequest": 99}},
+        "policies": {"cpuPolicy": "coreSched"},
+    },
+    "systemStrategy": {"memcgReapBackGround": 1},
+}
+
+
+def test_owned_spec_keeps_only_network_fields() -> None:
+    assert owned_spec(FOREIGN_SPEC) == {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 99}}}}
+
+
+def test_owned_patch_touches_only_network_fields() -> None:
+    wanted = {
+        "resourceQOSStrategy": {
+            "lsClass": {"cpuQOS": {"enable": False}, "networkQOS": {"ingressRequest": 30}},
+            "beClass": {"networkQOS": {"egressLimit": 50}},
+            "policies": {"netQOSPolicy": "tc", "cpuPolicy": "none"},
+        },
+        "systemStrategy": {"totalNetworkBandwidth": "1G"},
+    }
+    operations = owned_spec_patch({"spec": FOREIGN_SPEC}, wanted)
+    assert operations == [
+        {"op": "replace", "path": "/spec/resourceQOSStrategy/lsClass/networkQOS", "value": {"ingressRequest": 30}},
+        {"op": "add", "path": "/spec/resourceQOSStrategy/beClass", "value": {}},
+        {"op": "add", "path": "/spec/resourceQOSStrategy/beClass/networkQOS", "value": {"egressLimit": 50}},
+        {"op": "add", "path": "/spec/resourceQOSStrategy/policies/netQOSPolicy", "value": "tc"},
+        {"op": "add", "path": "/spec/systemStrategy/totalNetworkBandwidth", "value": "1G"},
+    ]
+    patched = jsonpatch.apply_patch({"spec": FOREIGN_SPEC}, operations)
+    assert patched["spec"]["cpuBurstStrategy"] == FOREIGN_SPEC["cpuBurstStrategy"]
+    assert patched["spec"]["extensions"] == FOREIGN_SPEC["extensions"]
+    assert patched["spec"]["resourceQOSStrategy"]["lsClass"]["cpuQOS"] == {"enable": True, "groupIdentity": 2}
+    assert patched["spec"]["resourceQOSStrategy"]["policies"]["cpuPolicy"] == "coreSched"
+    assert patched["spec"]["systemStrategy"]["memcgReapBackGround"] == 1
+    assert owned_spec_patch(patched, wanted) == []  # a second pass changes nothing
+
+
+def test_owned_patch_removes_a_network_field_no_longer_wanted_and_builds_a_missing_spec() -> None:
+    assert owned_spec_patch({"spec": FOREIGN_SPEC}, {}) == [
+        {"op": "remove", "path": "/spec/resourceQOSStrategy/lsClass/networkQOS"}
+    ]
+    assert owned_spec_patch({}, {"systemStrategy": {"totalNetworkBandwidth": "2G"}}) == [
+        {"op": "add", "path": "/spec", "value": {}},
+        {"op": "add", "path": "/spec/systemStrategy", "value": {}},
+        {"op": "add", "path": "/spec/systemStrategy/totalNetworkBandwidth", "value": "2G"},
+    ]
