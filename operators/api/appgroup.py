@@ -65,6 +65,8 @@ class PodPlacement(ApiModel):
 class WorkloadPlacement(ApiModel):
     selector: str
     pods: list[PodPlacement]
+    # netaware: how many pods the workload has, set when ``pods`` was left out to keep the status small
+    pod_count: int | None = Field(default=None, ge=0)
 
 
 class AppGroupStatus(ApiModel):

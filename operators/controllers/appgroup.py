@@ -1,7 +1,10 @@
 """The AppGroup controller (kopf): a thin shell over :func:`operators.engine.appgroup.appgroup_status`.
 
-* AppGroup create / resume / spec update: the status is computed and written through the status
-  subresource; an invalid spec posts a Warning Event (once per new problem).
+* Every AppGroup event (level-triggered, no kopf diff-base): the status is computed and written
+  through the status subresource when it changed (the order is recomputed only when
+  ``metadata.generation`` moved past ``status.observedGeneration``); an invalid spec posts a Warning
+  Event (once per new problem). kopf's ``last-handled-configuration`` annotation would hold a
+  second copy of the spec and take a large AppGroup past etcd's object limit, so none is written.
 * Pod events of labelled pods: the pods are kept in an index keyed by (namespace, AppGroup),
   never listed per event; the AppGroups that cover the pod are recomputed and their status is
   patched only when it changed.
@@ -147,10 +150,9 @@ def register(registry: kopf.OperatorRegistry) -> None:
         return {name: dict(body)}
 
     # kopf injects indexes by name, which its handler protocols cannot express.
-    @kopf.on.resume(*RESOURCE, id="appgroup", registry=registry)
-    @kopf.on.create(*RESOURCE, id="appgroup", registry=registry)
-    @kopf.on.update(*RESOURCE, id="appgroup", field="spec", registry=registry)  # type: ignore[arg-type]
+    @kopf.on.event(*RESOURCE, id="appgroup", registry=registry)  # type: ignore[arg-type]
     async def reconcile_appgroup(
+        type: str | None,
         body: kopf.Body,
         namespace: str,
         name: str,
@@ -160,6 +162,12 @@ def register(registry: kopf.OperatorRegistry) -> None:
         logger: logging.Logger,
         **_: Any,
     ) -> None:
+        if type == "DELETED":
+            memo.appgroup_status.pop((namespace, name), None)
+            memo.appgroup_locks.pop((namespace, name), None)
+            return
+        if (body.get("metadata") or {}).get("deletionTimestamp"):
+            return
         previous, status = await sync_status((namespace, name), body, memo, appgroup_pods, appgroup_nodes)
         old, new = _ready(previous), _ready(status)
         if new.get("status") == "False" and (old.get("reason"), old.get("message")) != (new["reason"], new["message"]):
@@ -167,11 +175,6 @@ def register(registry: kopf.OperatorRegistry) -> None:
             logger.warning("AppGroup spec is not valid: %s: %s", new["reason"], new["message"])
         elif new.get("status") == "True" and old.get("status") == "False":
             kopf.info(body, reason=new["reason"], message=new["message"])
-
-    @kopf.on.delete(*RESOURCE, id="appgroup_forget", optional=True, registry=registry)  # type: ignore[arg-type]
-    def forget_appgroup(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-        memo.appgroup_status.pop((namespace, name), None)
-        memo.appgroup_locks.pop((namespace, name), None)
 
     @kopf.on.event(  # type: ignore[arg-type]
         "pods",

@@ -573,6 +573,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
                 f'{request.resource.plural} "{meta["name"]}" already exists',
                 {"name": meta["name"], "kind": request.resource.plural},
             )
+        _check_size(obj)
         if self._dry_run(request):
             return obj
         self._stamp_new(obj)
@@ -618,6 +619,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
         result = self._merge_allowed(current, patched, info, status_only=request.subresource == "status")
         if result == current:
             return copy.deepcopy(current)
+        _check_size(result)
         if self._dry_run(request):
             return result
         result["metadata"]["resourceVersion"] = self._next_rv()
@@ -827,6 +829,16 @@ class ApiEmulator(kmock.KubernetesEmulator):
         self._record(kmock.resource(group="", version="v1", plural="pods"), "MODIFIED", updated)
         await self._notify()
         return {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success", "code": 201}
+
+
+MAX_OBJECT_BYTES = 1_572_864  # etcd's default --max-request-bytes (1.5 MiB)
+
+
+def _check_size(obj: Mapping[str, Any]) -> None:
+    """etcd refuses an object above 1.5 MiB, and the API server answers 413."""
+    size = len(json.dumps(obj, separators=(",", ":")))
+    if size > MAX_OBJECT_BYTES:
+        raise status_error(413, "RequestEntityTooLarge", f"etcdserver: request is too large ({size} bytes)")
 
 
 def _has_loop() -> bool:

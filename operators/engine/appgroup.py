@@ -17,11 +17,17 @@
    in the namespaces the workloads name (default: the AppGroup's own). Upstream counts
    cluster-wide, so same-named AppGroups in two namespaces count each other's pods.
 4. **Placements** (ours): per workload, its pods with node, zone, region and phase.
+5. **Size.** etcd refuses objects above 1.5 MiB, and a status that cannot be written would be
+   recomputed and refused forever. A status that would take the whole object past ``OBJECT_BUDGET``
+   keeps only pod counts in its placements; if that is still too large, the topology order is left
+   out, then the placements (only a spec with thousands of workloads gets there). Condition ``StatusComplete=False``
+   says what was left out; ``True`` otherwise.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -39,6 +45,9 @@ from operators.engine.snapshot import Pod, Snapshot
 from operators.engine.toposort import ALGORITHMS, CycleError, topology_order
 
 READY_REASON = "TopologyComputed"
+STATUS_COMPLETE = "StatusComplete"
+# Bytes of JSON for the whole object: etcd's limit is 1.5 MiB, less room for managedFields and annotations.
+OBJECT_BUDGET = 1_300_000
 
 
 @dataclass(frozen=True)
@@ -207,8 +216,8 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             now,
             generation,
         )
-    other_conditions = [c for c in previous.conditions or () if c.type != keys.CONDITION_READY]
-    return previous.model_copy(
+    other_conditions = [c for c in previous.conditions or () if c.type not in (keys.CONDITION_READY, STATUS_COMPLETE)]
+    status = previous.model_copy(
         update={
             "running_workloads": sum(1 for pod in pods if pod.phase == "Running"),
             "topology_order": order,
@@ -218,3 +227,43 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             "observed_generation": generation,
         }
     )
+    rest = len(json.dumps(group.model_dump(mode="json", by_alias=True, exclude={"status"}), separators=(",", ":")))
+    return bounded(status, previous, now, generation, OBJECT_BUDGET - rest)
+
+
+def _size(status: AppGroupStatus) -> int:
+    return len(json.dumps(status.to_wire(), separators=(",", ":")))
+
+
+def bounded(
+    status: AppGroupStatus, previous: AppGroupStatus, now: datetime.datetime, generation: int | None, budget: int
+) -> AppGroupStatus:
+    """``status`` within ``budget`` bytes of JSON (rule 5), with its ``StatusComplete`` condition."""
+    left_out: list[str] = []
+    if _size(status) > budget:
+        counted = [
+            WorkloadPlacement(selector=entry.selector, pods=[], pod_count=len(entry.pods))
+            for entry in status.placements or ()
+        ]
+        pod_total = sum(len(entry.pods) for entry in status.placements or ())
+        status = status.model_copy(update={"placements": counted})
+        left_out.append(f"the {pod_total} pods of status.placements (counts kept per workload)")
+    if _size(status) > budget:
+        order = status.topology_order or []
+        status = status.model_copy(update={"topology_order": None})
+        left_out.append(f"status.topologyOrder of {len(order)} workloads")
+    if _size(status) > budget:
+        status = status.model_copy(update={"placements": None})
+        left_out.append("status.placements")
+    complete = condition(
+        previous.conditions,
+        STATUS_COMPLETE,
+        not left_out,
+        "TooLarge" if left_out else "Complete",
+        f"left out to keep the object within {OBJECT_BUDGET // 1000} kB: {'; '.join(left_out)}"
+        if left_out
+        else "everything fits",
+        now,
+        generation,
+    )
+    return status.model_copy(update={"conditions": [*(status.conditions or []), complete]})

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from operators.api.errors import FieldError, from_pydantic
+from operators.api.quantity import parse_bandwidth
+from operators.engine.selectors import from_label_selector, parse_selector
 
 RESOURCES = ("cpu", "memory", "pods", "netBandwidth")
 LOW_NODE_LOAD = "LowNodeLoad"
@@ -62,6 +64,12 @@ class PodSelector(_Model):
     name: str = ""
     selector: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("selector")
+    @classmethod
+    def _readable(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from_label_selector(value, "")  # checked at load, not when a plan first runs
+        return value
+
 
 class AnomalyCondition(_Model):
     consecutive_abnormalities: int = Field(1, ge=1)
@@ -102,6 +110,22 @@ class LowNodeLoadArgs(_Model):
     accounting_mode: Literal["duplex", "combined"] = "duplex"
     default_node_bandwidth: str | None = None
     usage: UsageSources = Field(default_factory=UsageSources)
+
+    @field_validator("node_selector")
+    @classmethod
+    def _node_selector(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+        if isinstance(value, str):
+            parse_selector(value, "")
+        elif value:
+            from_label_selector(value, "")
+        return value
+
+    @field_validator("default_node_bandwidth")
+    @classmethod
+    def _bandwidth(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_bandwidth(value)
+        return value
 
     @field_validator("low_thresholds", "high_thresholds", "resource_weights")
     @classmethod
@@ -190,19 +214,30 @@ def parse_policy(document: Any) -> DeschedulerPolicy:
     if kind != "DeschedulerConfiguration":
         raise FieldError("kind", kind, "expected DeschedulerConfiguration")
     profiles = document.get("profiles") or []
+    if not isinstance(profiles, list):
+        raise FieldError("profiles", profiles, "expected a list of profiles")
     found: list[tuple[int, int, str, Any]] = []
-    for p, profile in enumerate(profiles if isinstance(profiles, list) else []):
-        for c, entry in enumerate((profile or {}).get("pluginConfig") or []):
+    for p, profile in enumerate(profiles):
+        if not isinstance(profile, Mapping):
+            raise FieldError(f"profiles[{p}]", profile, "expected a profile object")
+        plugin_config = profile.get("pluginConfig") or []
+        if not isinstance(plugin_config, list):
+            raise FieldError(f"profiles[{p}].pluginConfig", plugin_config, "expected a list")
+        for c, entry in enumerate(plugin_config):
             if isinstance(entry, Mapping) and entry.get("name") == LOW_NODE_LOAD:
-                found.append((p, c, str(profile.get("name") or f"profiles[{p}]"), entry.get("args") or {}))
+                args = entry.get("args") if entry.get("args") is not None else {}
+                if not isinstance(args, Mapping):
+                    raise FieldError(f"profiles[{p}].pluginConfig[{c}].args", args, "expected an object")
+                found.append((p, c, str(profile.get("name") or f"profiles[{p}]"), args))
     if len(found) != 1:
         raise FieldError("profiles", len(found), f"expected exactly one {LOW_NODE_LOAD} pluginConfig")
     p, c, profile_name, args = found[0]
-    enabled = [
-        entry.get("name")
-        for entry in (((profiles[p].get("plugins") or {}).get("balance") or {}).get("enabled") or [])
-        if isinstance(entry, Mapping)
-    ]
+    plugins = profiles[p].get("plugins") or {}
+    balance = plugins.get("balance") if isinstance(plugins, Mapping) else None
+    listed = balance.get("enabled") if isinstance(balance, Mapping) else None
+    if plugins and not isinstance(listed, list):
+        raise FieldError(f"profiles[{p}].plugins.balance.enabled", listed, "expected a list of plugins")
+    enabled = [entry.get("name") if isinstance(entry, Mapping) else entry for entry in listed or []]
     if (profiles[p].get("plugins") or {}) and LOW_NODE_LOAD not in enabled:
         raise FieldError(
             f"profiles[{p}].plugins.balance.enabled", enabled, f"{LOW_NODE_LOAD} is configured but not enabled"

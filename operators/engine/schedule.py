@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import pydantic
 
-from operators.api.errors import FieldError
-from operators.api.quantity import Quantity
+from operators.api.errors import FieldError, from_pydantic, join_path
 from operators.engine import vectorized
 from operators.engine.plugins import (
     ALLOCATABLE,
@@ -35,7 +35,17 @@ from operators.engine.plugins import (
     overhead_reason,
     pod_demand,
 )
+from operators.engine.scheduler_config import (
+    ARGS,
+    KubeSchedulerConfiguration,
+    NetworkBandwidthArgsDoc,
+    NetworkOverheadArgsDoc,
+    NodeResourcesAllocatableArgsDoc,
+    Profile,
+)
 from operators.engine.snapshot import Node, Pod
+
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE)
 FILTER_PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH)
@@ -52,64 +62,61 @@ class SchedulerConfig:
 
 
 def parse_config(document: Any, path: str = "") -> SchedulerConfig:
-    """Read a KubeSchedulerConfiguration (its first profile); errors name the field."""
+    """Read a KubeSchedulerConfiguration (its first profile), validated whole at load
+    (:mod:`operators.engine.scheduler_config`); errors are ``FieldError`` naming the field path."""
     if not isinstance(document, Mapping):
         raise FieldError(path or "<config>", document, "expected a KubeSchedulerConfiguration object")
-    profiles = document.get("profiles") or [{}]
-    profile = profiles[0] if isinstance(profiles, list) and profiles else {}
-    plugins = profile.get("plugins") or {}
+    config = _validated(KubeSchedulerConfiguration, document, path)
+    profile = config.profiles[0] if config.profiles else Profile()
     filters: list[str] = []
     weights: dict[str, int] = {}
-    for point in ("multiPoint", "filter", "score"):
-        for index, entry in enumerate((plugins.get(point) or {}).get("enabled") or []):
-            name = entry.get("name") if isinstance(entry, Mapping) else None
-            if name not in PLUGINS:
+    plugins = profile.plugins
+    for point in ("multi_point", "filter", "score"):
+        plugin_set = getattr(plugins, point) if plugins is not None else None
+        for entry in plugin_set.enabled if plugin_set is not None else ():
+            if entry.name not in PLUGINS:
                 continue  # in-tree plugins are kube-scheduler's business, not the extender's
-            weight = entry.get("weight", 1)
-            if not isinstance(weight, int) or weight < 1:
-                raise FieldError(
-                    f"profiles[0].plugins.{point}.enabled[{index}].weight", weight, "expected an integer >= 1"
-                )
-            if point in ("multiPoint", "filter") and name in FILTER_PLUGINS and name not in filters:
-                filters.append(name)
-            if point in ("multiPoint", "score"):
-                weights[name] = weight
-    if not plugins:
+            if point in ("multi_point", "filter") and entry.name in FILTER_PLUGINS and entry.name not in filters:
+                filters.append(entry.name)
+            if point in ("multi_point", "score"):
+                weights[entry.name] = entry.weight or 1
+    if plugins is None:
         filters, weights = list(FILTER_PLUGINS), dict.fromkeys(PLUGINS, 1)
-    args = {
-        entry.get("name"): entry.get("args") or {}
-        for entry in profile.get("pluginConfig") or []
-        if isinstance(entry, Mapping)
-    }
-    overhead = args.get(NETWORK_OVERHEAD, {})
-    bandwidth = args.get(NETWORK_BANDWIDTH, {})
-    allocatable = args.get(ALLOCATABLE, {})
-    mode = bandwidth.get("accountingMode", "duplex")
-    if mode not in ("duplex", "combined"):
-        raise FieldError("pluginConfig[NetworkBandwidth].args.accountingMode", mode, "expected duplex or combined")
-    default = bandwidth.get("defaultNodeBandwidth")
-    alloc_mode = allocatable.get("mode", "Least")
-    if alloc_mode not in ("Least", "Most"):
-        raise FieldError("pluginConfig[NodeResourcesAllocatable].args.mode", alloc_mode, "expected Least or Most")
-    resources = tuple((str(item["name"]), int(item.get("weight", 1))) for item in allocatable.get("resources") or [])
+    args: dict[str, Any] = {}
+    for index, entry in enumerate(profile.plugin_config):
+        if entry.name in ARGS:
+            where = join_path(path, f"profiles[0].pluginConfig[{index}].args")
+            args[entry.name] = _validated(ARGS[entry.name], entry.args, where)
+    overhead = args.get(NETWORK_OVERHEAD) or NetworkOverheadArgsDoc()
+    bandwidth = args.get(NETWORK_BANDWIDTH) or NetworkBandwidthArgsDoc()
+    allocatable = args.get(ALLOCATABLE) or NodeResourcesAllocatableArgsDoc()
     return SchedulerConfig(
         filters=tuple(filters),
         weights=weights,
         overhead=NetworkOverheadArgs(
-            namespaces=tuple(overhead.get("namespaces") or ("default",)),
-            weights_name=str(overhead.get("weightsName") or NetworkOverheadArgs.weights_name),
-            network_topology_name=str(overhead.get("networkTopologyName") or NetworkOverheadArgs.network_topology_name),
+            namespaces=tuple(overhead.namespaces),
+            weights_name=overhead.weights_name,
+            network_topology_name=overhead.network_topology_name,
         ),
         bandwidth=NetworkBandwidthArgs(
-            accounting_mode=mode,
-            default_node_bandwidth=Quantity.parse(default, "pluginConfig[NetworkBandwidth].args.defaultNodeBandwidth")
-            if default is not None
-            else None,
+            accounting_mode=bandwidth.accounting_mode, default_node_bandwidth=bandwidth.default_node_bandwidth
         ),
         allocatable=NodeResourcesAllocatableArgs(
-            mode=alloc_mode, resources=resources or NodeResourcesAllocatableArgs.resources
+            mode=allocatable.mode,
+            resources=tuple((item.name, item.weight) for item in allocatable.resources)
+            or NodeResourcesAllocatableArgs.resources,
         ),
     )
+
+
+def _validated(model: type[ModelT], document: Any, path: str) -> ModelT:
+    try:
+        return model.model_validate(document)
+    except pydantic.ValidationError as error:
+        found = from_pydantic(error, path)
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise FieldError(first.path, first.value, first.reason + more) from None
 
 
 def _fast(nodes: tuple[Node, ...], index: ClusterIndex) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from operators.api.errors import FieldError
+from operators.api.errors import FieldError, join_path
 
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -117,18 +117,26 @@ def from_label_selector(raw: Any, path: str = "selector") -> Selector:
         raise FieldError(path, raw, "expected a label selector object")
     requirements: list[Requirement] = []
     match_labels = raw.get("matchLabels") or {}
-    if not isinstance(match_labels, Mapping):
-        raise FieldError(f"{path}.matchLabels", match_labels, "expected a map of strings")
+    if not isinstance(match_labels, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in match_labels.items()
+    ):
+        raise FieldError(join_path(path, "matchLabels"), match_labels, "expected a map of strings")
     for key, value in sorted(match_labels.items()):
-        requirements.append(Requirement(str(key), "In", frozenset({str(value)})))
-    for index, expression in enumerate(raw.get("matchExpressions") or []):
-        where = f"{path}.matchExpressions[{index}]"
+        requirements.append(Requirement(key, "In", frozenset({value})))
+    expressions = raw.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise FieldError(join_path(path, "matchExpressions"), expressions, "expected a list")
+    for index, expression in enumerate(expressions):
+        where = join_path(path, f"matchExpressions[{index}]")
         if not isinstance(expression, Mapping) or not isinstance(expression.get("key"), str):
             raise FieldError(where, expression, "expected {key, operator, values}")
         operator = expression.get("operator")
         if operator not in _OPERATORS:
             raise FieldError(f"{where}.operator", operator, f"expected one of {', '.join(_OPERATORS)}")
-        values = [str(value) for value in expression.get("values") or []]
+        raw_values = expression.get("values") or []
+        if not isinstance(raw_values, list) or not all(isinstance(value, str) for value in raw_values):
+            raise FieldError(f"{where}.values", raw_values, "expected a list of strings")
+        values = list(raw_values)
         if operator in ("In", "NotIn") and not values:
             raise FieldError(f"{where}.values", values, f"{operator} needs at least one value")
         if operator in ("Exists", "DoesNotExist") and values:

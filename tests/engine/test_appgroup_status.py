@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 import pathlib
 from typing import Any
 
@@ -103,7 +104,8 @@ def test_valid_appgroup_gets_order_running_placements_and_ready() -> None:
             ],
         },
     ]
-    (ready,) = status["conditions"]
+    (ready, complete) = status["conditions"]
+    assert (complete["type"], complete["status"], complete["reason"]) == ("StatusComplete", "True", "Complete")
     assert ready == {
         "type": "Ready",
         "status": "True",
@@ -193,7 +195,7 @@ def test_invalid_specs_keep_the_last_good_order(
     broken["metadata"]["generation"] = 2
     broken["spec"].update(workloads=workloads, topologySortingAlgorithm=algorithm, numMembers=members)
     status = status_of(broken, cluster(), LATER)
-    (ready,) = status["conditions"]
+    (ready, _complete) = status["conditions"]
     assert ready["status"] == "False" and ready["reason"] == reason
     assert message in ready["message"]
     assert ready["lastTransitionTime"] == "2026-11-22T13:00:00Z"
@@ -239,3 +241,39 @@ def test_other_appgroups_are_unaffected_by_an_invalid_one() -> None:
     statuses = {group.metadata.name: appgroup_status(group, snapshot, NOW) for group in snapshot.app_groups}
     assert statuses["a1"].conditions[0].status == "True"  # type: ignore[index]
     assert statuses["broken"].conditions[0].status == "False"  # type: ignore[index]
+
+
+def test_a_status_too_large_for_etcd_is_summarised_and_says_so() -> None:
+    """10,000 workloads and a pod each: the placements become counts, then the order and the placements are
+    left out, and the condition names what is missing; the object stays under etcd's limit."""
+    workloads = [
+        {"workload": {"kind": "Deployment", "name": f"w-{i:05d}", "selector": f"w-{i:05d}", "apiVersion": "apps/v1"}}
+        for i in range(10_000)
+    ]
+    raw = raw_a1()
+    raw["spec"].update(workloads=workloads, numMembers=10_000)
+    pods = [pod(f"w-{i:05d}-abcde", f"w-{i:05d}", node="n-1") for i in range(10_000)]
+    status = status_of(raw, cluster(*pods))
+    size = len(json.dumps(status, separators=(",", ":")))
+    assert size + len(json.dumps(raw, separators=(",", ":"))) < 1_400_000, size
+    assert status.get("topologyOrder") is None
+    assert status.get("placements") is None
+    complete = next(c for c in status["conditions"] if c["type"] == "StatusComplete")
+    assert complete["status"] == "False" and complete["reason"] == "TooLarge"
+    assert "the 10000 pods of status.placements" in complete["message"]
+    assert complete["message"].endswith(
+        "the 10000 pods of status.placements (counts kept per workload); "
+        "status.topologyOrder of 10000 workloads; status.placements"
+    )
+
+
+def test_a_large_status_keeps_its_order_when_counts_suffice() -> None:
+    workloads = [{"workload": {"kind": "Deployment", "name": f"w{i}", "selector": f"w{i}"}} for i in range(50)]
+    raw = raw_a1()
+    raw["spec"].update(workloads=workloads, numMembers=50)
+    pods = [pod(f"w{i % 50}-{i:06d}-with-a-long-generated-suffix", f"w{i % 50}", node="n-1") for i in range(12_000)]
+    status = status_of(raw, cluster(*pods))
+    assert len(status["topologyOrder"]) == 50
+    assert sum(entry["podCount"] for entry in status["placements"]) == 12_000
+    complete = next(c for c in status["conditions"] if c["type"] == "StatusComplete")
+    assert complete["message"].endswith("the 12000 pods of status.placements (counts kept per workload)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from typing import Any
 
 import pytest
@@ -379,6 +380,17 @@ def test_node_metric_and_prometheus_sources() -> None:
         ({"evictableNamespaces": {"include": ["a"], "exclude": ["b"]}}, "evictableNamespaces: set include or exclude"),
         ({"lowThresholds": {"cpu": 10}}, "lowThresholds and highThresholds must name the same resources"),
         ({"nodeFitt": True}, "nodeFitt"),
+        # selectors are checked when the policy is loaded, not when a plan first runs
+        (
+            {"nodeSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus", "values": ["x"]}]}},
+            'nodeSelector.matchExpressions[0].operator: expected one of In, NotIn, Exists, DoesNotExist (got "Bogus")',
+        ),
+        ({"nodeSelector": "zone in (a"}, "nodeSelector: not a label selector"),
+        (
+            {"podSelectors": [{"selector": {"matchLabels": {"app": 1}}}]},
+            "podSelectors[0].selector.matchLabels: expected a map of strings",
+        ),
+        ({"defaultNodeBandwidth": "-1G"}, "defaultNodeBandwidth: negative bandwidth"),
     ],
 )
 def test_policy_validation_names_the_field(args: dict[str, Any], message: str) -> None:
@@ -386,6 +398,42 @@ def test_policy_validation_names_the_field(args: dict[str, Any], message: str) -
         policy(args)
     assert message in str(caught.value)
     assert str(caught.value).startswith("profiles[0].pluginConfig[0].args.")
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"kind": "DeschedulerConfiguration", "profiles": {"name": "x"}}, "profiles: expected a list"),
+        ({"kind": "DeschedulerConfiguration", "profiles": ["x"]}, "profiles[0]: expected a profile object"),
+        ({"kind": "DeschedulerConfiguration", "profiles": [{"pluginConfig": "x"}]}, "profiles[0].pluginConfig"),
+        (
+            {"kind": "DeschedulerConfiguration", "profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": []}]}]},
+            "profiles[0].pluginConfig[0].args: expected an object",
+        ),
+    ],
+)
+def test_policy_shapes_are_errors_not_tracebacks(document: dict[str, Any], message: str) -> None:
+    with pytest.raises(FieldError, match=re.escape(message)):
+        parse_policy(document)
+
+
+def test_policy_plugins_enabled_by_name_as_upstream_writes_them() -> None:
+    document = {
+        "kind": "DeschedulerConfiguration",
+        "profiles": [
+            {
+                "name": "p",
+                "pluginConfig": [
+                    {
+                        "name": "LowNodeLoad",
+                        "args": {"lowThresholds": {"netBandwidth": 30}, "highThresholds": {"netBandwidth": 70}},
+                    }
+                ],
+                "plugins": {"balance": {"enabled": ["LowNodeLoad"]}},
+            }
+        ],
+    }
+    assert parse_policy(document).args.high_thresholds == {"netBandwidth": 70}
 
 
 def test_policy_top_level_fields() -> None:

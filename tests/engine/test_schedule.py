@@ -12,6 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from operators.api.errors import FieldError
 from operators.engine.plugins import (
     ClusterIndex,
     NetworkOverheadArgs,
@@ -137,7 +138,7 @@ def bandwidth_node(capacity: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("mode", "fits"), [("combined", 5), ("duplex", 10)])
 def test_thesis_bandwidth_arithmetic(mode: str, fits: int) -> None:
     config = parse_config(
-        {"profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": mode}}]}]}
+        {**KSC, "profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": mode}}]}]}
     )
     placed: list[dict[str, Any]] = []
     while True:
@@ -179,18 +180,77 @@ def test_allocatable_least_prefers_the_smaller_node() -> None:
         pod,
         index,
         parse_config(
-            {"profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Least"}}]}]}
+            {**KSC, "profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Least"}}]}]}
         ),
     )
     most = schedule(
         pod,
         index,
         parse_config(
-            {"profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Most"}}]}]}
+            {**KSC, "profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Most"}}]}]}
         ),
     )
     assert least["selectedNode"] == "small" and most["selectedNode"] == "large"
     assert least["normalizedScore"]["small"]["NodeResourcesAllocatable"] == 100
+
+
+KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy"}, "apiVersion: Input should be"),
+        ({**KSC, "kind": "Pod"}, "kind: Input should be 'KubeSchedulerConfiguration'"),
+        ({**KSC, "profile": []}, "profile: Extra inputs are not permitted"),
+        ({**KSC, "profiles": {"plugins": {}}}, "profiles: Input should be a valid list"),
+        (
+            {**KSC, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "NetworkOverhead", "weight": 0}]}}}]},
+            "profiles[0].plugins.multiPoint.enabled[0].weight: Input should be greater than or equal to 1",
+        ),
+        (
+            {**KSC, "profiles": [{"plugins": {"score": {"enabled": [{"name": "NetworkBandwidth", "weight": -3}]}}}]},
+            "profiles[0].plugins.score.enabled[0].weight",
+        ),
+        (
+            {**KSC, "profiles": [{"pluginConfig": [{"name": "NetworkOverhead", "args": {"weightName": "x"}}]}]},
+            "profiles[0].pluginConfig[0].args.weightName: Extra inputs are not permitted",
+        ),
+        (
+            {
+                **KSC,
+                "profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"defaultNodeBandwidth": "-1G"}}]}],
+            },
+            "profiles[0].pluginConfig[0].args.defaultNodeBandwidth: negative bandwidth",
+        ),
+        (
+            {
+                **KSC,
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {"name": "NodeResourcesAllocatable", "args": {"resources": [{"name": "cpu", "weight": 0}]}}
+                        ]
+                    }
+                ],
+            },
+            "profiles[0].pluginConfig[0].args.resources[0].weight: Input should be greater than or equal to 1",
+        ),
+        (
+            {**KSC, "profiles": [{"pluginConfig": {"name": "NetworkOverhead"}}]},
+            "profiles[0].pluginConfig: Input should be a valid list",
+        ),
+    ],
+)
+def test_config_is_validated_whole_at_load(document: dict[str, Any], message: str) -> None:
+    with pytest.raises(FieldError) as raised:
+        parse_config(document)
+    assert message in str(raised.value)
+
+
+def test_kube_schedulers_own_settings_are_accepted() -> None:
+    config = parse_config({**KSC, "extenders": [{"urlPrefix": "https://x"}], "parallelism": 16, "profiles": []})
+    assert config.weights == {"NetworkOverhead": 1, "NetworkBandwidth": 1, "NodeResourcesAllocatable": 1}
 
 
 def test_config_file_weights_and_errors() -> None:
@@ -198,7 +258,9 @@ def test_config_file_weights_and_errors() -> None:
     assert config.weights == {"NetworkOverhead": 5, "NetworkBandwidth": 2, "NodeResourcesAllocatable": 1}
     assert config.overhead.network_topology_name == "net-topology-test"
     with pytest.raises(ValueError, match="accountingMode"):
-        parse_config({"profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": "x"}}]}]})
+        parse_config(
+            {**KSC, "profiles": [{"pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": "x"}}]}]}
+        )
 
 
 def random_cluster(rng: random.Random, nodes: int = 30, zones: int = 6) -> list[dict[str, Any]]:

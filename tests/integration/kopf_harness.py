@@ -1,4 +1,4 @@
-"""Run the real kopf operator from ``operators.controllers`` against the emulator, in the test's loop."""
+"""Run the real kopf operator from ``operators.controllers`` against the emulator (kopf in its own thread)."""
 
 from __future__ import annotations
 

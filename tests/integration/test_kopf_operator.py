@@ -177,3 +177,26 @@ async def _wait_events(api: Api, reason: str) -> list[dict[str, Any]]:
             return events
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {reason} event")
+
+
+async def test_an_appgroup_too_large_for_etcd_gets_a_bounded_status(api: Api, emulator: ApiEmulator) -> None:
+    """7,000 workloads: the full status would take the object past etcd's 1.5 MiB (the emulator answers 413 as
+    the API server does, and the write would be retried forever); the order is left out and the condition
+    says so, instead."""
+    group = documents("appgroup-a1.yaml")[0]
+    group["metadata"]["name"] = "huge"
+    group["spec"]["numMembers"] = 7000
+    group["spec"]["workloads"] = [
+        {"workload": {"kind": "Deployment", "name": f"w-{i:05d}", "selector": f"w-{i:05d}", "apiVersion": "apps/v1"}}
+        for i in range(7000)
+    ]
+    await emulator.seed(documents("cluster.yaml"))
+    async with running_operator(emulator.base_url):
+        status, _ = await api.call("POST", AG, group)
+        assert status == 201
+        conditions = await eventually(lambda: status_of(emulator, "huge").get("conditions"), within=60)
+    by_type = {c["type"]: c for c in conditions}
+    assert by_type["Ready"]["status"] == "True"
+    assert by_type["StatusComplete"]["status"] == "False"
+    assert "status.topologyOrder of 7000 workloads" in by_type["StatusComplete"]["message"]
+    assert "topologyOrder" not in status_of(emulator, "huge")

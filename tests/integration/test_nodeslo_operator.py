@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
+from operators.controllers.registry import ControllerOptions
 from operators.emulator import ApiEmulator
+from operators.engine.nodeslo import NodeSLOOptions
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
 from tests.integration.test_kopf_operator import documents, eventually
@@ -107,3 +110,101 @@ async def test_nodeslo_lifecycle(api: Api, emulator: ApiEmulator) -> None:
         await api.call("DELETE", "/api/v1/nodes/n-4")
         await eventually(lambda: not slo(emulator, "n-4"))
         assert slo(emulator, "n-3")
+
+
+FOREIGN = {
+    "cpuBurstStrategy": {"policy": "auto", "cpuBurstPercent": 1000, "cfsQuotaBurstPeriodSeconds": -1},
+    "extensions": {"vendor.example.com": {"tuned": [1, 2, 3]}},
+    "resourceQOSStrategy": {
+        "lsClass": {"cpuQOS": {"enable": True, "groupIdentity": 2}, "memoryQOS": {"minLimitPercent": 0}},
+        "beClass": {"cpuQOS": {"enable": True, "groupIdentity": -1}},
+        "policies": {"cpuPolicy": "coreSched"},
+    },
+    "systemStrategy": {"memcgReapBackGround": 1, "minFreeKbytesFactor": 100},
+}
+
+
+def foreign_part(spec: dict[str, Any]) -> dict[str, Any]:
+    """Everything of a NodeSLO spec netaware does not own, as it stands."""
+    result = json.loads(json.dumps(spec))
+    strategy = result.get("resourceQOSStrategy") or {}
+    for name in ("lsrClass", "lsClass", "beClass", "systemClass"):
+        (strategy.get(name) or {}).pop("networkQOS", None)
+        if strategy.get(name) == {}:  # a class netaware added only to hold its networkQOS
+            del strategy[name]
+    strategy.get("policies", {}).pop("netQOSPolicy", None)
+    (result.get("systemStrategy") or {}).pop("totalNetworkBandwidth", None)
+    return {key: value for key, value in result.items() if value not in ({}, None)}
+
+
+async def test_fields_netaware_does_not_own_survive_byte_for_byte(api: Api, emulator: ApiEmulator) -> None:
+    """Koordinator (or anyone) wrote cpu burst, cpu QoS, extensions...: create, update and revert cycles of the
+    network part leave them exactly as they were."""
+    await emulator.seed(
+        [d for d in documents("cluster.yaml") if d["kind"] == "Namespace" or d["metadata"]["name"] == "n-1"]
+    )
+    status, _ = await api.call(
+        "POST",
+        PATH,
+        {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n-1"}, "spec": FOREIGN},
+    )
+    assert status == 201
+    async with running_operator(emulator.base_url, ("nodeslo",)):
+        await api.call(
+            "POST", "/api/v1/namespaces/koordinator-system/configmaps", documents("slo-controller-config.yaml")[0]
+        )
+        await eventually(lambda: ls_ingress(emulator, "n-1") == "300M")
+        spec = slo(emulator, "n-1")["spec"]
+        assert spec["resourceQOSStrategy"]["lsClass"]["networkQOS"]["ingressRequest"] == 30  # ours, written
+        assert foreign_part(spec) == FOREIGN  # theirs, untouched
+
+        # an update of the configuration, then a manual edit of our field that is reverted
+        await api.call("PATCH", CM, {"data": {"resource-qos-config": qos_config(40)}}, "application/merge-patch+json")
+        await eventually(lambda: ls_ingress(emulator, "n-1") == "400M")
+        await api.call(
+            "PATCH",
+            PATH + "/n-1",
+            {"spec": {"resourceQOSStrategy": {"lsClass": {"networkQOS": {"ingressRequest": 99}}}}},
+            "application/merge-patch+json",
+        )
+        await eventually(
+            lambda: slo(emulator, "n-1")["spec"]["resourceQOSStrategy"]["lsClass"]["networkQOS"]["ingressRequest"] == 40
+        )
+        # someone else changes their own field meanwhile: it stays as they wrote it
+        await api.call(
+            "PATCH",
+            PATH + "/n-1",
+            {"spec": {"cpuBurstStrategy": {"cpuBurstPercent": 500}}},
+            "application/merge-patch+json",
+        )
+        await api.call("PATCH", CM, {"data": {"resource-qos-config": qos_config(20)}}, "application/merge-patch+json")
+        await eventually(lambda: ls_ingress(emulator, "n-1") == "200M")
+        expected = json.loads(json.dumps(FOREIGN))
+        expected["cpuBurstStrategy"]["cpuBurstPercent"] = 500
+        assert foreign_part(slo(emulator, "n-1")["spec"]) == expected
+
+
+async def test_koordinator_owned_nodeslos_get_status_only(api: Api, emulator: ApiEmulator) -> None:
+    """`--nodeslo-spec-owner koordinator` (the chart with crds.nodeSLO=false): the spec is never written and no
+    NodeSLO is created for a node Koordinator has not created one for."""
+    nodes = [
+        d for d in documents("cluster.yaml") if d["kind"] == "Namespace" or d["metadata"]["name"] in ("n-1", "n-2")
+    ]
+    await emulator.seed(nodes)
+    await api.call(
+        "POST",
+        PATH,
+        {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n-1"}, "spec": FOREIGN},
+    )
+    options = NodeSLOOptions(spec_owner="koordinator")
+    before = len(emulator.writes)
+    async with running_operator(emulator.base_url, ("nodeslo",), ControllerOptions(nodeslo=options)):
+        await api.call(
+            "POST", "/api/v1/namespaces/koordinator-system/configmaps", documents("slo-controller-config.yaml")[0]
+        )
+        await eventually(lambda: ls_ingress(emulator, "n-1") == "300M")
+        await asyncio.sleep(1)
+        assert slo(emulator, "n-1")["spec"] == FOREIGN
+        assert slo(emulator, "n-2") == {}
+    ours = emulator.writes[before:]
+    assert not [w for w in ours if w[2] == "nodeslos" and w[5] is None]  # no write to the main resource
