@@ -17,6 +17,7 @@ import click
 import yaml
 
 from operators import __version__
+from operators.api.errors import FieldError
 from operators.api.meta import parse_time
 from operators.cli import output
 from operators.engine.reconcile import reconcile
@@ -86,7 +87,8 @@ def load(filenames: tuple[str, ...]) -> Snapshot:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="netaware")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="Show the Python traceback of an unexpected error (first option only).")
+def cli(debug: bool) -> None:
     """netaware: network-aware scheduling for Kubernetes.
 
     Offline commands (reconcile, schedule, deschedule, simulate) compute from YAML
@@ -121,8 +123,6 @@ scheduler_config_option = click.option(
 
 def load_config_file(path: str, parse: Callable[[Any], Any]) -> Any:
     """Read a YAML (or JSON) file and ``parse`` it; any failure is one line naming the file and the field."""
-    from operators.api.errors import FieldError
-
     try:
         with open(path, encoding="utf-8") as handle:
             document = yaml.safe_load(handle)
@@ -131,7 +131,9 @@ def load_config_file(path: str, parse: Callable[[Any], Any]) -> Any:
         raise CommandError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise CommandError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
-    except (FieldError, KeyError, TypeError, ValueError) as error:
+    except RecursionError:
+        raise CommandError(f"{path}: nested too deeply") from None
+    except (FieldError, KeyError, TypeError, ValueError, AttributeError) as error:
         raise CommandError(f"{path}: {error}") from None
 
 
@@ -592,8 +594,12 @@ def _backoffs(text: str) -> tuple[float, ...]:
     show_default=True,
     type=click.Choice(("thesis-1", "thesis-2", "thesis-3", "thesis-4")),
 )
-@click.option("--nodes", type=click.IntRange(1), default=None, help="Nodes to generate (default: the scenario's 200).")
-@click.option("--pods", type=click.IntRange(0), default=None, help="Network pods (default: the scenario's 1,500).")
+@click.option(
+    "--nodes", type=click.IntRange(1, 100_000), default=None, help="Nodes to generate (default: the scenario's 200)."
+)
+@click.option(
+    "--pods", type=click.IntRange(0, 1_000_000), default=None, help="Network pods (default: the scenario's 1,500)."
+)
 @click.option(
     "--seed", type=int, default=1, show_default=True, help="Seeds the tie-breaking RNG: same seed, same result."
 )
@@ -634,10 +640,17 @@ def simulate_command(
     from operators.engine import simulate as sim
     from operators.engine.rebalance import rebalance as run_rebalance
 
+    if plot_path and not os.path.isdir(os.path.dirname(os.path.abspath(plot_path))):
+        raise CommandError(f"--plot {plot_path}: the folder {os.path.dirname(plot_path) or '.'} does not exist")
     chosen = sim.scenario(scenario, nodes, pods)
     shapes = sim.expand(chosen.pods)
     if filenames:
-        base = sim.Cluster.from_snapshot(load(filenames), chosen.node.bandwidth)
+        try:
+            base = sim.Cluster.from_snapshot(load(filenames), chosen.node.bandwidth)
+        except FieldError as error:
+            raise CommandError(str(error)) from None
+        if not base.names:
+            raise CommandError(f"{', '.join(filenames)}: no Node in the snapshot to schedule onto")
     else:
         base = sim.Cluster.generated(chosen.nodes, chosen.node)
     options = sim.Options(accounting, bandwidth_weight, percentage_of_nodes_to_score)
@@ -659,11 +672,14 @@ def simulate_command(
     if plot_path:
         from operators.cli.plot import utilisation_plot
 
-        utilisation_plot(
-            {name: sim.percent_utilisation(outcome.cluster, accounting) for name, outcome in outcomes.items()},
-            f"{scenario}, {accounting} accounting, seed {seed}",
-            plot_path,
-        )
+        try:
+            utilisation_plot(
+                {name: sim.percent_utilisation(outcome.cluster, accounting) for name, outcome in outcomes.items()},
+                f"{scenario}, {accounting} accounting, seed {seed}",
+                plot_path,
+            )
+        except (OSError, ValueError) as error:  # not writable, unknown image format
+            raise CommandError(f"--plot {plot_path}: {error}") from None
     resolved = output.resolve_format(fmt)
     if resolved == "table":
         keys = ("scheduled", "pending", "overcommittedNodes", "objective", "podsPerSecond")
@@ -691,4 +707,14 @@ def demo_command(timeout: float) -> None:
 
 
 def main() -> None:
-    cli(prog_name="netaware")
+    """The console script: any error is one line on stderr and exit 1; ``--debug`` (or NETAWARE_DEBUG=1) shows
+    the traceback of an unexpected one."""
+    debug = "--debug" in sys.argv[1:2] or os.environ.get("NETAWARE_DEBUG") == "1"
+    try:
+        cli(prog_name="netaware")
+    except Exception as error:
+        if debug:
+            raise
+        text = str(error).splitlines()[0][:300] if str(error) else ""
+        click.echo(f"error: unexpected {type(error).__name__}: {text} (rerun with --debug for the traceback)", err=True)
+        sys.exit(EXIT_ERROR)

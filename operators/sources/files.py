@@ -42,7 +42,7 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
 
 
 def read_documents(name: str, stream: TextIO) -> Iterator[tuple[int, Any]]:
-    """(document index, parsed document) for every non-empty document of one source."""
+    """(document number, counted from 1, parsed document) for every non-empty document of one source."""
     text = stream.read()
     if name.endswith(".json") or text.lstrip().startswith(("{", "[")):
         try:
@@ -52,11 +52,15 @@ def read_documents(name: str, stream: TextIO) -> Iterator[tuple[int, Any]]:
                 raise LoadError(
                     f"{name}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
                 ) from None
+        except RecursionError:
+            raise LoadError(f"{name}: nested too deeply to be a Kubernetes object") from None
+        except ValueError as error:  # e.g. an integer beyond Python's int-string conversion limit
+            raise LoadError(f"{name}: not valid JSON: {str(error).splitlines()[0][:200]}") from None
         else:
-            yield 0, document
+            yield 1, document
             return
     try:
-        for index, document in enumerate(yaml.safe_load_all(text)):
+        for index, document in enumerate(yaml.safe_load_all(text), start=1):
             if document is not None:
                 yield index, document
     except yaml.YAMLError as error:
@@ -64,6 +68,10 @@ def read_documents(name: str, stream: TextIO) -> Iterator[tuple[int, Any]]:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise LoadError(f"{name}: not valid YAML: {problem}{where}") from None
+    except RecursionError:
+        raise LoadError(f"{name}: nested too deeply to be a Kubernetes object") from None
+    except (ValueError, TypeError, OverflowError) as error:  # a scalar the YAML constructor cannot build
+        raise LoadError(f"{name}: not valid YAML: {str(error).splitlines()[0][:200]}") from None
 
 
 def load_snapshot(paths: Iterable[str], stdin: TextIO | None = None) -> Snapshot:
@@ -88,4 +96,8 @@ def load_snapshot(paths: Iterable[str], stdin: TextIO | None = None) -> Snapshot
                 builder.add(document, where)
             except FieldError as error:
                 raise LoadError(f"{where}: {error}") from None
+            except RecursionError:
+                raise LoadError(f"{where}: nested too deeply to be a Kubernetes object") from None
+            except (TypeError, AttributeError, ValueError, OverflowError) as error:  # a shape no reader expected
+                raise LoadError(f"{where}: not a Kubernetes object of its kind: {error}") from None
     return builder.build()

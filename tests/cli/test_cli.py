@@ -84,7 +84,7 @@ def test_reconcile_table() -> None:
         ("kind: [", "not valid YAML"),
         (
             "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nstatus: {capacity: {cpu: 10Q}}\n",
-            "document 0: status.capacity.cpu: not a quantity",
+            "document 1: status.capacity.cpu: not a quantity",
         ),
     ],
 )

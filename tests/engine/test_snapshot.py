@@ -78,13 +78,13 @@ def test_pod_requests_follow_the_scheduler() -> None:
         ("apiVersion: v1\nkind: Node\nmetadata: {name: a\n", "bad.yaml: not valid YAML"),
         (
             "apiVersion: v1\nkind: Node\nmetadata: {}\n",
-            "bad.yaml: document 0: metadata.name: expected a non-empty string",
+            "bad.yaml: document 1: metadata.name: expected a non-empty string",
         ),
         (
             "---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n"
             "---\napiVersion: v1\nkind: Node\nmetadata: {name: b}\n"
             "status: {allocatable: {cpu: 10Q}}\n",
-            "bad.yaml: document 1: status.allocatable.cpu: "
+            "bad.yaml: document 2: status.allocatable.cpu: "
             'not a quantity: unexpected characters after the number (got "10Q")',
         ),
         (
@@ -92,10 +92,10 @@ def test_pod_requests_follow_the_scheduler() -> None:
             "spec:\n  numMembers: 1\n"
             "  topologySortingAlgorithm: KahnSort\n  workloads:\n  - workload: {kind: D, name: a, selector: a}\n"
             "    dependencies:\n    - workload: {kind: D, name: b, selector: b}\n      minBandwidth: 10Q\n",
-            "bad.yaml: document 0: spec.workloads[0].dependencies[0].minBandwidth: not a quantity",
+            "bad.yaml: document 1: spec.workloads[0].dependencies[0].minBandwidth: not a quantity",
         ),
-        ("kind: Node\nmetadata: {name: a}\n", "bad.yaml: document 0: apiVersion: expected the object's apiVersion"),
-        ("- 1\n- 2\n", "bad.yaml: document 0: expected a Kubernetes object"),
+        ("kind: Node\nmetadata: {name: a}\n", "bad.yaml: document 1: apiVersion: expected the object's apiVersion"),
+        ("- 1\n- 2\n", "bad.yaml: document 1: expected a Kubernetes object"),
     ],
 )
 def test_errors_name_the_file_the_document_and_the_field(tmp_path: pathlib.Path, content: str, expected: str) -> None:
