@@ -98,7 +98,7 @@ async def test_prioritize_agrees_with_netaware_schedule(client: TestClient[Any, 
         (b'{"Pod": {"metadata": {"name": "x"}}}', "application/json", 400, "needs NodeNames"),
         (b'{"Pod": {"metadata": {}}, "NodeNames": []}', "application/json", 400, "ExtenderArgs.Pod"),
         (b"{}", "text/plain", 400, "Content-Type must be application/json"),
-        (b'{"x": "' + b"y" * (10 * 1024 * 1024 + 5) + b'"}', "application/json", 413, "larger than"),
+        (b'{"x": "' + b"y" * (32 * 1024 * 1024 + 5) + b'"}', "application/json", 413, "larger than"),
     ],
 )
 async def test_bad_input_is_refused_and_the_next_request_is_served(
