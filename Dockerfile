@@ -1,19 +1,27 @@
 # netaware: one image for every component (`netaware run|webhook|extender|...`).
-# Multi-stage: build a wheel with its dependencies, install it into a slim runtime as a non-root user.
-# The base is pinned to an exact version; pin its digest too when building for production
-# (`docker buildx imagetools inspect python:3.11.11-slim-bookworm`), which this project's VMs cannot resolve.
+# Multi-stage: build the wheel, install it into a slim runtime as a non-root user, with every dependency
+# pinned by hash (requirements/image.lock, pip --require-hashes).
+# BASE is an exact version; production builds pin its digest as well, which this project's VMs cannot
+# resolve (no registry access):
+#   docker buildx imagetools inspect python:3.11.11-slim-bookworm   # prints the sha256 digest
+#   docker build --build-arg BASE=python:3.11.11-slim-bookworm@sha256:<digest> .
 ARG BASE=python:3.11.11-slim-bookworm
 FROM ${BASE} AS build
 WORKDIR /src
+COPY requirements/image.lock ./
+RUN pip download --no-cache-dir --require-hashes --dest /wheels -r image.lock
 COPY pyproject.toml README.md ./
 COPY operators ./operators
 COPY webhooks ./webhooks
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${BASE}
 RUN groupadd --gid 65532 netaware && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin netaware
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links /wheels netaware && rm -rf /wheels
+COPY requirements/image.lock /tmp/image.lock
+RUN pip install --no-cache-dir --no-index --find-links /wheels --require-hashes -r /tmp/image.lock \
+    && pip install --no-cache-dir --no-index --no-deps --find-links /wheels netaware \
+    && rm -rf /wheels /tmp/image.lock
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 65532:65532
 ENTRYPOINT ["netaware"]

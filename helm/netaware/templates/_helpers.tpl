@@ -77,3 +77,8 @@ livenessProbe:
   periodSeconds: 10
   failureThreshold: 3
 {{- end -}}
+
+{{/* Who owns the NodeSLOs' spec: the value, else netaware when the chart installs the NodeSLO CRD. */}}
+{{- define "netaware.nodeSLOSpecOwner" -}}
+{{- .Values.operator.nodeSLOSpecOwner | default (ternary "netaware" "koordinator" .Values.crds.nodeSLO) -}}
+{{- end }}
