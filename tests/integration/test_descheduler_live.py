@@ -147,3 +147,23 @@ async def test_netaware_run_with_the_descheduler(
         process.send_signal(signal.SIGTERM)
         output, _ = await asyncio.wait_for(process.communicate(), timeout=20)
     assert process.returncode == 0, output.decode()
+
+
+async def test_leadership_is_checked_before_every_eviction(api: Api, emulator: ApiEmulator) -> None:
+    """The plan wants four evictions; leadership is lost after the first: the other three are never sent,
+    so an old leader cannot finish its plan while a new one starts its own."""
+    await emulator.seed(cluster())
+    asked: list[bool] = []
+
+    def still_leader() -> bool:
+        asked.append(True)
+        return len(asked) == 1
+
+    async with descheduler(emulator, policy()) as running:
+        running.may_evict = still_leader
+        plan = await running.cycle()
+    assert plan.evictions == [] and "abandoned" in plan.note
+    assert len(asked) == 2  # asked before the first eviction (yes) and before the second (no)
+    evictions = [w for w in emulator.writes if w[2] == "pods" and w[1] == "DELETED"]
+    assert [w[4] for w in evictions] == ["web-0"]
+    assert len(await pod_names(api)) == 8

@@ -79,3 +79,65 @@ async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmul
         with contextlib.suppress(asyncio.CancelledError):
             await follower
         await client.close()
+
+
+async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api: Api, emulator: ApiEmulator) -> None:
+    """A typo in a namespace default must not block the namespace's workloads: the pod is admitted without
+    that default, with a warning kubectl prints, a metric, and one Warning Event on the Namespace."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from webhooks.server import NamespaceNotifier, build_app
+
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team", "annotations": {"netaware.io/default-egress-bandwidth": "lots"}},
+    }
+    await emulator.seed([namespace])
+    view = ClusterView()
+    stop = asyncio.Event()
+    client = await url_api_client(emulator.base_url)()
+    follower = asyncio.create_task(view.follow(client, stop))
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u",
+            "kind": {"kind": "Pod"},
+            "operation": "CREATE",
+            "namespace": "team",
+            "object": {"metadata": {"name": "x", "namespace": "team"}},
+        },
+    }
+    try:
+        await eventually(lambda: view.ready and "team" in view.namespaces, within=5)
+        app = build_app(view, notifier=NamespaceNotifier(client))
+        async with TestClient(TestServer(app)) as http:
+            for _ in range(3):  # three pods: one Event
+                response = await http.post("/mutate-pods", json=review)
+                answer = (await response.json())["response"]
+                assert answer["allowed"] is True
+                assert answer["warnings"] == [
+                    "Namespace team metadata.annotations[netaware.io/default-egress-bandwidth]: not a quantity: "
+                    'no digits (got "lots"); the default is ignored'
+                ]
+            metrics = await (await http.get("/metrics")).text()
+        assert 'netaware_webhook_namespace_default_errors_total{namespace="team"} 3.0' in metrics
+
+        def events() -> list[dict[str, object]]:
+            return [
+                event
+                for event in emulator.list_objects("v1/events", "default")
+                if event.get("reason") == "InvalidDefaultBandwidth"
+            ]
+
+        await eventually(lambda: events(), within=5)
+        await asyncio.sleep(0.3)
+        (event,) = events()
+        assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Namespace", "name": "team"}
+        assert event["type"] == "Warning"
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await client.close()

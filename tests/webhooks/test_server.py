@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import pathlib
 import ssl
 import time
 from typing import Any
@@ -252,3 +253,49 @@ def test_webhook_configuration_is_safe_by_default() -> None:
         "values": ["kube-system", "netaware-system"],
     }
     assert hook["clientConfig"]["service"]["path"] == "/mutate-pods"
+
+
+async def test_a_half_rotated_pair_keeps_the_last_valid_one(tmp_path: pathlib.Path) -> None:
+    """A new certificate next to the old key (a rotation half-way): not taken, the old pair keeps serving;
+    once the new key is there too, the new pair is taken."""
+    from aiohttp import ClientSession, TCPConnector, web
+
+    from operators.serving import ReloadingTLS
+
+    old_ca, new_ca = trustme.CA(), trustme.CA()
+    old, new = old_ca.issue_cert("127.0.0.1"), new_ca.issue_cert("127.0.0.1")
+    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
+    old.cert_chain_pems[0].write_to_path(str(cert_file))
+    old.private_key_pem.write_to_path(str(key_file))
+    tls = ReloadingTLS(str(cert_file), str(key_file))
+    app = web.Application()
+    app.router.add_get("/healthz", lambda _: web.Response(text="ok"))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.context)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def served_by(ca: trustme.CA) -> bool:
+        context = ssl.create_default_context()
+        ca.configure_trust(context)
+        try:
+            async with (
+                ClientSession(connector=TCPConnector(ssl=context, force_close=True)) as session,
+                session.get(f"https://127.0.0.1:{port}/healthz") as response,
+            ):
+                return response.status == 200
+        except (ssl.SSLError, OSError):
+            return False
+
+    try:
+        assert await served_by(old_ca)
+        new.cert_chain_pems[0].write_to_path(str(cert_file))  # the certificate first, the key not yet
+        with pytest.raises(ssl.SSLError):
+            tls.reload_if_changed()
+        assert await served_by(old_ca) and not await served_by(new_ca)
+        new.private_key_pem.write_to_path(str(key_file))
+        assert tls.reload_if_changed()
+        assert await served_by(new_ca) and not await served_by(old_ca)
+    finally:
+        await runner.cleanup()
