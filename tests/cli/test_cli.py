@@ -183,3 +183,59 @@ def test_simulate_from_a_snapshot() -> None:
     assert code == 0
     results = json.loads(out)["results"]
     assert results["network-aware"]["scheduled"] + results["network-aware"]["pending"] == 30
+
+
+@pytest.mark.parametrize(
+    "command", [["webhook", "--insecure"], ["extender", "--insecure"], ["run", "--no-leader-elect"]]
+)
+def test_no_credentials_is_one_line_naming_what_to_pass(tmp_path: pathlib.Path, command: list[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)  # no ~/.kube/config
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "operators.cli",
+            *command,
+            "--port" if command[0] != "run" else "--health-port",
+            "0" if command[0] == "run" else "18931",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert errors[0].startswith("error: no cluster credentials:")
+    assert "--kubeconfig PATH, --server URL" in errors[0]
+
+
+def test_insecure_listens_on_loopback_unless_told_otherwise(tmp_path: pathlib.Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "operators.cli", "extender", "--insecure", "--port", "18932", "-f", str(EXAMPLES)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        lines: list[str] = []
+        while time.monotonic() < deadline and process.stderr is not None:
+            line = process.stderr.readline()
+            lines.append(line)
+            if "listening on" in line:
+                break
+        assert any("listening on http://127.0.0.1:18932" in line for line in lines), lines
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from operators.api.appgroup import AppGroup
+from operators.api.errors import FieldError
 from operators.engine.appgroup import appgroup_status
 from operators.engine.snapshot import Snapshot, build_snapshot
 
@@ -277,3 +278,20 @@ def test_a_large_status_keeps_its_order_when_counts_suffice() -> None:
     assert sum(entry["podCount"] for entry in status["placements"]) == 12_000
     complete = next(c for c in status["conditions"] if c["type"] == "StatusComplete")
     assert complete["message"].endswith("the 12000 pods of status.placements (counts kept per workload)")
+
+
+@pytest.mark.parametrize(
+    ("bandwidth", "reason"), [("-5G", "negative bandwidth"), ("2P", "out of range"), ("1e99999999", "out of range")]
+)
+def test_a_min_bandwidth_that_is_not_a_bandwidth_is_an_invalid_spec(bandwidth: str, reason: str) -> None:
+    """Ready=False naming the field (the controller's path for a spec that does not parse); never propagated."""
+    from operators.controllers.appgroup import compute_status
+
+    raw = raw_a1()
+    raw["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] = bandwidth
+    status = compute_status(raw, {}, {}, NOW).to_wire()
+    (ready,) = status["conditions"]
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith(f"spec.workloads[0].dependencies[0].minBandwidth: {reason}")
+    with pytest.raises(FieldError):
+        build_snapshot([raw])  # the webhook's view and the extender never see it either

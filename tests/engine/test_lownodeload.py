@@ -493,3 +493,18 @@ def test_no_plan_pushes_a_target_above_high_or_breaks_a_limit(
         }[kind]
         assert limit is None or count <= limit
     assert all(result.classes[e.node] == HIGH for e in result.evictions)
+
+
+def test_an_unusable_bandwidth_skips_its_node_and_the_cycle_goes_on() -> None:
+    """A node annotated 1e308 (used to break every cycle) and a node with an unreadable pod are skipped with
+    the reason; the other nodes are classified and the hot one still gets its evictions."""
+    objects = [node("hot"), node("cold"), node("huge", bandwidth="1e308"), node("dirty")]
+    objects += [pod(f"web-{k}", "hot", 1) for k in range(9)]
+    broken = pod("broken", "dirty", 1)
+    broken["metadata"]["annotations"]["kubernetes.io/ingress-bandwidth"] = "-1G"
+    objects.append(broken)
+    result = plan(build_snapshot(objects), policy({"accountingMode": "combined"}), NOW)
+    assert "metadata.annotations[node.koordinator.sh/network-bandwidth]: out of range" in result.skipped["huge"]
+    assert "pod default/broken" in result.skipped["dirty"] and "negative bandwidth" in result.skipped["dirty"]
+    assert result.classes == {"hot": HIGH, "cold": LOW}
+    assert result.evictions

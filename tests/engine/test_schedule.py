@@ -373,3 +373,47 @@ def test_array_path_agrees_with_the_per_node_path(seed: int) -> None:
             assert result.per_node is not None
             good, bad, _ = result.per_node[node]
             assert reason == overhead_reason(node, good, bad)
+
+
+def placed(name: str, node: str, **annotations: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {"nodeName": node},
+        "status": {"phase": "Running"},
+    }
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["array path", "per-node path"])
+def test_an_unusable_value_is_a_reason_on_its_own_object(fast: bool) -> None:
+    """A node with 1e308, a placed pod with 1e30 (legal quantities, not bandwidths) and a healthy node: the
+    first two fail with the annotation named, the healthy node passes and is selected; nothing raises."""
+    huge = bandwidth_node("1e308")
+    huge["metadata"]["name"] = "huge"
+    dirty = bandwidth_node("1G")
+    dirty["metadata"]["name"] = "dirty"
+    clean = bandwidth_node("1G")
+    clean["metadata"]["name"] = "clean"
+    snapshot = build_snapshot(
+        [huge, dirty, clean, placed("bad", "dirty", **{"kubernetes.io/ingress-bandwidth": "1e30"})]
+    )
+    index = ClusterIndex.build(snapshot)
+    nodes = index.nodes if fast else tuple(Node.parse(copy.deepcopy(dict(node.raw))) for node in index.nodes)
+    pod = Pod.parse(placed("new", "", **{"kubernetes.io/ingress-bandwidth": "10M"}))
+    config = parse_config(
+        {**KSC, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "NetworkBandwidth"}]}}}]}
+    )
+    report = schedule(pod, index, config, nodes)
+    reasons = {name: verdict["NetworkBandwidth"] for name, verdict in report["filter"].items()}
+    assert reasons["clean"] == "passed"
+    assert "metadata.annotations[node.kubernetes.io/network-limit]: out of range" in reasons["huge"]
+    assert "pod default/bad on node dirty" in reasons["dirty"] and "out of range" in reasons["dirty"]
+    assert report["selectedNode"] == "clean"
+    bad_pod = Pod.parse(placed("worse", "", **{"kubernetes.io/egress-request": "-5G"}))
+    worse = schedule(bad_pod, index, config, nodes)
+    assert worse["selectedNode"] is None
+    assert all(
+        "metadata.annotations[kubernetes.io/egress-request]: negative" in v["NetworkBandwidth"]
+        for v in worse["filter"].values()
+    )

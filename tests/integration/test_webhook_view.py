@@ -131,7 +131,7 @@ async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api
                 if event.get("reason") == "InvalidDefaultBandwidth"
             ]
 
-        await eventually(lambda: events(), within=5)
+        await eventually(events, within=5)
         await asyncio.sleep(0.3)
         (event,) = events()
         assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Namespace", "name": "team"}

@@ -139,3 +139,44 @@ def test_wrong_values_are_rejected_by_the_schema(helm: str, setting: str, field:
     )
     assert done.returncode != 0
     assert "values don't meet the specifications of the schema" in done.stderr and field in done.stderr
+
+
+def rules_of(documents: list[dict[str, Any]], name_part: str) -> list[dict[str, Any]]:
+    role = next(d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith(name_part))
+    return list(role["rules"])
+
+
+def verbs_for(rules: list[dict[str, Any]], resource: str) -> set[str]:
+    return {verb for rule in rules if resource in rule["resources"] for verb in rule["verbs"]}
+
+
+def test_network_policies_admit_each_port_from_its_callers_only(helm: str) -> None:
+    policies = {
+        d["metadata"]["name"]: d for d in render(helm, *VARIANTS["second-scheduler"]) if d["kind"] == "NetworkPolicy"
+    }
+    assert len(policies) == 3
+    by_component = {name.rsplit("-", 1)[-1]: policy["spec"] for name, policy in policies.items()}
+    assert all(spec["policyTypes"] == ["Ingress"] for spec in by_component.values())
+    (webhook,) = by_component["webhook"]["ingress"]
+    assert webhook["ports"] == [{"port": 9443, "protocol": "TCP"}] and "from" not in webhook
+    (extender,) = by_component["extender"]["ingress"]
+    sources = extender["from"]
+    assert any("podSelector" in peer for peer in sources)  # the chart's second scheduler
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}} in sources
+    (metrics,) = by_component["operator"]["ingress"]
+    assert metrics["ports"] == [{"port": 8080, "protocol": "TCP"}]
+    assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    off = render(helm, "--set", "networkPolicy.enabled=false")
+    assert not [d for d in off if d["kind"] == "NetworkPolicy"]
+
+
+def test_operator_rbac_is_narrowed_to_what_it_writes(helm: str) -> None:
+    rules = rules_of(render(helm), "-operator")
+    assert verbs_for(rules, "configmaps") == {"get", "list", "watch"}  # read only: nothing creates ConfigMaps
+    assert verbs_for(rules, "appgroups") == {"get", "list", "watch"}  # status only: no kopf bookkeeping on them
+    assert verbs_for(rules, "nodeslos") == {"get", "list", "watch", "create", "patch", "delete"}
+    koordinator = render(helm, *VARIANTS["no-nodeslo"])
+    assert verbs_for(rules_of(koordinator, "-operator"), "nodeslos") == {"get", "list", "watch"}
+    operator = next(d for d in koordinator if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator"))
+    assert "--nodeslo-spec-owner=koordinator" in containers(operator)[0]["args"]
+    assert verbs_for(rules_of(render(helm), "-webhook"), "events") == {"create"}

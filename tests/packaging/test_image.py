@@ -31,7 +31,8 @@ def test_image_dependencies_are_locked_with_hashes_and_match_the_package() -> No
     from packaging.utils import canonicalize_name
 
     lock = (ROOT / "requirements" / "image.lock").read_text()
-    pinned = {canonicalize_name(name): version for name, version in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", lock, re.M)}
+    entries = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", lock, re.M)
+    pinned = {canonicalize_name(name): version for name, version in entries}
     blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", lock.split("\n", 4)[-1])
     assert all("--hash=sha256:" in block for block in blocks if "==" in block)
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]

@@ -1,0 +1,67 @@
+"""Slow or half-open clients cannot hold the servers' connections (issue 14, point 11)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from operators import serving
+from operators.engine.schedule import SchedulerConfig
+from operators.engine.snapshot import Snapshot
+from operators.extender.server import ExtenderState, build_app
+
+
+@pytest.fixture
+async def port(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[int]:
+    monkeypatch.setattr(serving, "HEADER_TIMEOUT", 0.5)
+    monkeypatch.setattr(serving, "BODY_TIMEOUT", 0.5)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    stop = asyncio.Event()
+    app: web.Application = build_app(ExtenderState(Snapshot, serving_config()))
+    task = asyncio.create_task(serving.serve_app(app, "extender", "/filter", "127.0.0.1", free, None, stop))
+    await asyncio.sleep(0.2)
+    yield free
+    stop.set()
+    await task
+
+
+def serving_config() -> SchedulerConfig:
+    return SchedulerConfig()
+
+
+async def read_all(reader: asyncio.StreamReader, within: float) -> bytes:
+    return await asyncio.wait_for(reader.read(), timeout=within)
+
+
+async def test_a_request_head_that_never_completes_is_closed(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")  # no blank line
+    await writer.drain()
+    assert await read_all(reader, within=5) == b""  # closed by the server, no answer
+    writer.close()
+
+
+async def test_a_body_sent_byte_by_byte_too_slowly_is_a_408(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(4096), timeout=5)  # the answer, before any lingering close
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+    if b"did not arrive within" not in answer:
+        answer += await asyncio.wait_for(reader.read(4096), timeout=5)
+    assert b"did not arrive within" in answer
+    writer.close()
+
+
+async def test_a_prompt_request_is_served(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    await writer.drain()
+    assert (await read_all(reader, within=5)).startswith(b"HTTP/1.1 200")
+    writer.close()
