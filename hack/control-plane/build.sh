@@ -13,11 +13,34 @@ STAMPS="$ROOT/.tools/stamps"
 mkdir -p "$BIN" "$STAMPS"
 command -v go >/dev/null || { echo "build.sh: go is not installed (needs Go >= 1.26)" >&2; exit 1; }
 
+# The version each binary reports (kube-apiserver's feature gates and Helm's kubeVersion checks read it):
+# the module versions of go.mod, stamped in with -X as Kubernetes' own build does.
+module_version() { awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' "$HERE/$1/go.mod"; }
+K8S="$(module_version kubernetes k8s.io/kubernetes)"
+KWOK="$(module_version kwok sigs.k8s.io/kwok)"
+ETCD="$(module_version etcd go.etcd.io/etcd/server/v3)"
+k8s_ldflags() {
+  local major minor
+  major="${K8S#v}"; major="${major%%.*}"
+  minor="${K8S#v*.}"; minor="${minor%%.*}"
+  local x
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=" -X $pkg.gitVersion=$K8S -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+    x+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$x"
+}
+LDFLAGS_kubernetes="$(k8s_ldflags)"
+LDFLAGS_kwok="-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK#v}"
+LDFLAGS_etcd="-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD}"
+
 # build MODULE_DIR OUTPUT PACKAGE [OUTPUT PACKAGE ...]
 build() {
   local dir="$HERE/$1"; shift
   local stamp="$STAMPS/$(basename "$dir")"
-  local want; want="$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)"
+  local flags_var="LDFLAGS_$(basename "$dir")"
+  local ldflags="-s -w ${!flags_var}"
+  local want; want="$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$ldflags") | sha256sum | cut -c1-16)"
   local missing=0 out pkg
   for ((i = 1; i <= $#; i += 2)); do [[ -x "$BIN/${!i}" ]] || missing=1; done
   if [[ $missing == 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -26,7 +49,7 @@ build() {
   while (($#)); do
     out="$1"; pkg="$2"; shift 2
     echo "building $out ($pkg)"
-    (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags='-s -w' -o "$BIN/$out.tmp" "$pkg")
+    (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags="$ldflags" -o "$BIN/$out.tmp" "$pkg")
     mv "$BIN/$out.tmp" "$BIN/$out"
   done
   echo "$want" >"$stamp"
@@ -39,5 +62,14 @@ build kubernetes \
   kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
   kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
   kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+# KWOK's own "fast" stages (nodes become Ready, pods Running, Completed and deleted), from the module source.
+STAGES="$ROOT/.tools/kwok-stages.yaml"
+if [[ ! -s "$STAGES" || "$STAMPS/kwok" -nt "$STAGES" ]]; then
+  kwok_src="$(cd "$HERE/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  for stage in node/fast/node-initialize pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    echo "---"; cat "$kwok_src/kustomize/stage/$stage.yaml"
+  done >"$STAGES.tmp"
+  mv "$STAGES.tmp" "$STAGES"
+fi
 bash "$ROOT/hack/install-k8s-tools.sh" "$BIN" >/dev/null
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"

@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""A real Kubernetes control plane on loopback, from the binaries hack/control-plane/build.sh puts in .tools/bin.
+
+etcd, kube-apiserver (RBAC, the admission chain with MutatingAdmissionWebhook, service-account tokens),
+kube-controller-manager (ReplicaSets, the default ServiceAccount, garbage collection, PDB status),
+kube-scheduler and KWOK (fake nodes and pods that behave like real ones: nodes become Ready, pods bound
+to a KWOK node become Running). Everything listens on 127.0.0.1; state lives in one folder.
+
+    python hack/control-plane/cluster.py up [--dir DIR] [--nodes FILE.yaml ...]   # prints the kubeconfig path
+    python hack/control-plane/cluster.py down [--dir DIR]
+
+``hack/control-plane/up.sh`` and ``down.sh`` call it; the e2e tests import :class:`ControlPlane`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import ipaddress
+import json
+import os
+import pathlib
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = ROOT / ".tools" / "bin"
+DEFAULT_DIR = ROOT / ".tools" / "cluster"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl", "helm")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def missing_binaries(bin_dir: pathlib.Path = BIN) -> list[str]:
+    return [name for name in BINARIES if not (bin_dir / name).is_file()]
+
+
+# --- certificates ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Certificates:
+    """A CA, the API server's serving pair, an admin client pair and the service-account signing key."""
+
+    folder: pathlib.Path
+
+    def path(self, name: str) -> pathlib.Path:
+        return self.folder / name
+
+    def create(self) -> None:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+        later = now + datetime.timedelta(days=30)
+
+        def name(common: str, organization: str | None = None) -> x509.Name:
+            parts = [x509.NameAttribute(NameOID.COMMON_NAME, common)]
+            if organization:
+                parts.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+            return x509.Name(parts)
+
+        def write_key(key: Any, file: str) -> None:
+            pem = key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+            self.path(file).write_bytes(pem)
+            self.path(file).chmod(0o600)
+
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca = (
+            x509.CertificateBuilder()
+            .subject_name(name("netaware-e2e-ca"))
+            .issuer_name(name("netaware-e2e-ca"))
+            .public_key(ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(later)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+            .sign(ca_key, hashes.SHA256())
+        )
+        self.path("ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+        write_key(ca_key, "ca.key")
+
+        def leaf(file: str, subject: x509.Name, usage: Any, sans: Sequence[x509.GeneralName] = ()) -> None:
+            key = ec.generate_private_key(ec.SECP256R1())
+            builder = (
+                x509.CertificateBuilder()
+                .subject_name(subject)
+                .issuer_name(ca.subject)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now)
+                .not_valid_after(later)
+                .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            )
+            if sans:
+                builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
+            certificate = builder.sign(ca_key, hashes.SHA256())
+            self.path(f"{file}.crt").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+            write_key(key, f"{file}.key")
+
+        sans = [
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+            x509.DNSName("localhost"),
+            x509.DNSName("kubernetes"),
+            x509.DNSName("kubernetes.default"),
+            x509.DNSName("kubernetes.default.svc"),
+        ]
+        leaf("apiserver", name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
+        leaf("admin", name("netaware-e2e-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
+        service_accounts = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        write_key(service_accounts, "sa.key")
+        self.path("sa.pub").write_bytes(
+            service_accounts.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+
+    def kubeconfig(self, server: str, user: dict[str, str]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "e2e", "cluster": {"server": server, "certificate-authority": str(self.path("ca.crt"))}}
+            ],
+            "users": [{"name": "user", "user": user}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "user"}}],
+            "current-context": "e2e",
+        }
+
+
+# --- the control plane -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ControlPlane:
+    folder: pathlib.Path
+    bin_dir: pathlib.Path = BIN
+    ports: dict[str, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def certs(self) -> Certificates:
+        return Certificates(self.folder / "pki")
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def kubeconfig(self) -> pathlib.Path:
+        return self.folder / "admin.kubeconfig"
+
+    @property
+    def state_file(self) -> pathlib.Path:
+        return self.folder / "state.json"
+
+    # -- lifecycle --
+
+    def start(self, node_files: Iterable[pathlib.Path] = ()) -> None:
+        missing = missing_binaries(self.bin_dir)
+        if missing:
+            raise RuntimeError(f"not built: {', '.join(missing)}; run: bash hack/control-plane/build.sh")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "logs").mkdir(exist_ok=True)
+        self.ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver")}
+        self.certs.create()
+        self._write_kubeconfigs()
+        try:
+            self._start_etcd()
+            self._start_apiserver()
+            self._start("kube-controller-manager", self._controller_manager_args())
+            self._start("kube-scheduler", self._scheduler_args())
+            self._start(
+                "kwok",
+                [
+                    f"--kubeconfig={self.kubeconfig}",
+                    f"--config={self.bin_dir.parent / 'kwok-stages.yaml'}",
+                    f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+                    "--node-lease-duration-seconds=40",
+                    "--cidr=10.240.0.0/16",
+                ],
+            )
+            self._save()
+            self._wait_for_default_service_account()
+            for file in node_files:
+                self.add_nodes(file)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for name in reversed(list(self.pids)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pids[name], signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for name, pid in list(self.pids.items()):
+            while time.monotonic() < deadline:
+                try:
+                    finished, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:  # not our child (down.sh): poll its existence
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        break
+                    finished = 0
+                if finished:
+                    break
+                time.sleep(0.1)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            self.pids.pop(name, None)
+        self.state_file.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, folder: pathlib.Path) -> ControlPlane:
+        state = json.loads((folder / "state.json").read_text())
+        return cls(folder, pathlib.Path(state["bin"]), state["ports"], state["pids"])
+
+    def _save(self) -> None:
+        self.state_file.write_text(json.dumps({"bin": str(self.bin_dir), "ports": self.ports, "pids": self.pids}))
+
+    def _start(self, name: str, args: list[str], binary: str | None = None) -> None:
+        log = (self.folder / "logs" / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            [str(self.bin_dir / (binary or name)), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the terminal reaches only the script, which stops them in order
+        )
+        self.pids[name] = process.pid
+
+    def _write_kubeconfigs(self) -> None:
+        admin = {
+            "client-certificate": str(self.certs.path("admin.crt")),
+            "client-key": str(self.certs.path("admin.key")),
+        }
+        self.kubeconfig.write_text(json.dumps(self.certs.kubeconfig(self.server, admin)))
+
+    def token_kubeconfig(self, name: str, token: str) -> pathlib.Path:
+        """A kubeconfig that authenticates with ``token`` (a ServiceAccount's, from ``kubectl create token``)."""
+        path = self.folder / f"{name}.kubeconfig"
+        path.write_text(json.dumps(self.certs.kubeconfig(self.server, {"token": token})))
+        return path
+
+    def _start_etcd(self) -> None:
+        client = f"http://127.0.0.1:{self.ports['etcd']}"
+        self._start(
+            "etcd",
+            [
+                f"--data-dir={self.folder / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls=http://127.0.0.1:{self.ports['etcd-peer']}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{self.ports['etcd-peer']}",
+                f"--initial-cluster=default=http://127.0.0.1:{self.ports['etcd-peer']}",
+                "--unsafe-no-fsync",  # a test cluster: durability is not the point, speed is
+                "--quota-backend-bytes=4294967296",
+            ],
+        )
+        self._wait(lambda: _http_ok(f"{client}/health"), "etcd", 30)
+
+    @property
+    def audit_log(self) -> pathlib.Path:
+        """One JSON object per request (who, verb, resource, answer): RBAC tests read it."""
+        return self.folder / "logs" / "audit.log"
+
+    def audit_events(self, user: str) -> list[dict[str, Any]]:
+        """Every completed request of ``user`` so far (``system:serviceaccount:NS:NAME``)."""
+        if not self.audit_log.exists():
+            return []
+        events = []
+        for line in self.audit_log.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("user", {}).get("username") == user and event.get("stage") == "ResponseComplete":
+                events.append(event)
+        return events
+
+    def _start_apiserver(self) -> None:
+        certs = self.certs
+        policy = self.folder / "audit-policy.yaml"
+        policy.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived", "ResponseStarted"],
+                    "rules": [
+                        {"level": "None", "users": ["system:apiserver", "system:kube-scheduler"]},
+                        {"level": "None", "userGroups": ["system:masters", "system:nodes"]},
+                        {"level": "Metadata"},
+                    ],
+                }
+            )
+        )
+        self._start(
+            "kube-apiserver",
+            [
+                f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.ports['apiserver']}",
+                f"--tls-cert-file={certs.path('apiserver.crt')}",
+                f"--tls-private-key-file={certs.path('apiserver.key')}",
+                f"--client-ca-file={certs.path('ca.crt')}",
+                f"--service-account-key-file={certs.path('sa.pub')}",
+                f"--service-account-signing-key-file={certs.path('sa.key')}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,DefaultTolerationSeconds,"
+                "MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota,PodSecurity",
+                "--enable-priority-and-fairness=false",
+                "--event-ttl=30m",
+                "--profiling=false",
+                "--endpoint-reconciler-type=none",  # a loopback advertise address cannot back the kubernetes Service
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=0",
+            ],
+        )
+        self._wait(self._apiserver_ready, "kube-apiserver", 90)
+
+    def _controller_manager_args(self) -> list[str]:
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            f"--service-account-private-key-file={self.certs.path('sa.key')}",
+            f"--root-ca-file={self.certs.path('ca.crt')}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={free_port()}",
+            "--use-service-account-credentials=false",
+            "--controllers=*,-nodeipam",
+            "--concurrent-replicaset-syncs=10",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+        ]
+
+    def _scheduler_args(self, config: pathlib.Path | None = None) -> list[str]:
+        args = [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={free_port()}",
+        ]
+        return [*args, f"--config={config}"] if config else args
+
+    def start_scheduler(self, name: str, config: pathlib.Path) -> None:
+        """Another kube-scheduler (e.g. a profile that calls the extender), stopped with the cluster."""
+        self._start(name, self._scheduler_args(config), binary="kube-scheduler")
+        self._save()
+
+    def stop_component(self, name: str) -> None:
+        pid = self.pids.pop(name)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        self._save()
+
+    def _apiserver_ready(self) -> bool:
+        context = ssl.create_default_context(cafile=str(self.certs.path("ca.crt")))
+        context.load_cert_chain(str(self.certs.path("admin.crt")), str(self.certs.path("admin.key")))
+        return _http_ok(f"{self.server}/readyz", context)
+
+    def _wait_for_default_service_account(self) -> None:
+        def ready() -> bool:
+            done = self.kubectl("get", "serviceaccount", "default", "-n", "default", check=False)
+            return done.returncode == 0
+
+        self._wait(ready, "the default ServiceAccount (kube-controller-manager)", 60)
+
+    def _wait(self, check: Any, what: str, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if check():
+                return
+            for name, pid in self.pids.items():
+                try:
+                    finished, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    continue
+                if finished:
+                    log = (self.folder / "logs" / f"{name}.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"{name} exited ({status}) while waiting for {what}:\n{log}")
+            time.sleep(0.2)
+        raise RuntimeError(f"{what} not ready within {seconds:g} s (logs in {self.folder / 'logs'})")
+
+    # -- using it --
+
+    def kubectl(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            check=False,
+            timeout=120,
+        )
+        if check and done.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
+        return done
+
+    def add_nodes(self, file: pathlib.Path) -> list[str]:
+        """Create KWOK nodes from the Node objects of a YAML file (labels, annotations, allocatable kept)."""
+        nodes = kwok_nodes(file.read_text())
+        if nodes:
+            self.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}))
+        return [node["metadata"]["name"] for node in nodes]
+
+
+def kwok_nodes(text: str) -> list[dict[str, Any]]:
+    """The Node objects of a YAML text as KWOK nodes: the KWOK annotation, the status' capacity and allocatable
+    kept (the API server keeps a Node's status on create, as a kubelet's registration does)."""
+    import yaml
+
+    nodes = []
+    for document in yaml.safe_load_all(text):
+        if not isinstance(document, dict) or document.get("kind") != "Node":
+            continue
+        metadata = dict(document.get("metadata") or {})
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), KWOK_ANNOTATION: "fake"}
+        metadata["labels"] = {
+            **(metadata.get("labels") or {}),
+            "kubernetes.io/hostname": metadata["name"],
+            "type": "kwok",
+        }
+        status = document.get("status") or {}
+        allocatable = status.get("allocatable") or {"cpu": "32", "memory": "256Gi", "pods": "110"}
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {key: metadata[key] for key in ("name", "labels", "annotations")},
+                "spec": {"taints": []},
+                "status": {"allocatable": allocatable, "capacity": status.get("capacity") or allocatable},
+            }
+        )
+    return nodes
+
+
+def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError):
+        return False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("up", "down"))
+    parser.add_argument("--dir", type=pathlib.Path, default=DEFAULT_DIR, help=f"state folder (default {DEFAULT_DIR})")
+    parser.add_argument("--nodes", type=pathlib.Path, action="append", default=[], help="YAML with Node objects")
+    args = parser.parse_args(argv)
+    if args.command == "down":
+        if not (args.dir / "state.json").exists():
+            print(f"no cluster in {args.dir}", file=sys.stderr)
+            return 0
+        ControlPlane.load(args.dir).stop()
+        print(f"stopped the cluster in {args.dir}")
+        return 0
+    if (args.dir / "state.json").exists():
+        print(f"a cluster already runs in {args.dir} (down first)", file=sys.stderr)
+        return 1
+    plane = ControlPlane(args.dir)
+    started = time.monotonic()
+    try:
+        plane.start(args.nodes)
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"control plane up in {time.monotonic() - started:.1f} s: {plane.server}")
+    print(f"export KUBECONFIG={plane.kubeconfig}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

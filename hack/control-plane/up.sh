@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Start the loopback control plane (building it first if needed), with KWOK nodes from the example cluster:
+#   hack/control-plane/up.sh [--dir DIR] [--nodes FILE.yaml ...]   then: export KUBECONFIG=... (printed)
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
+[[ -x "$PYTHON" ]] || PYTHON=python3
+bash "$HERE/build.sh" >/dev/null
+if [[ " $* " != *" --nodes "* ]]; then set -- "$@" --nodes "$ROOT/hack/examples/cluster.yaml"; fi
+exec "$PYTHON" "$HERE/cluster.py" up "$@"
