@@ -153,7 +153,12 @@ async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: 
         within,
     )
     await until("NetworkTopology costs", topologies_done, within)
-    await until("a NodeSLO per node", lambda: len(live.snapshot().node_slos) == len(live.snapshot().nodes), within)
+    def nodeslos_done() -> bool:
+        snapshot = live.snapshot()
+        with_status = [slo for slo in snapshot.node_slos if slo.status is not None and slo.status.network_qos]
+        return len(with_status) == len(snapshot.nodes)
+
+    await until("a NodeSLO per node, with its status", nodeslos_done, within)
     snapshot = live.snapshot()
     echo("\n== AppGroups (topology order)")
     for ag in snapshot.app_groups:
