@@ -1,0 +1,149 @@
+"""The end-to-end tier: a real control plane on loopback (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, KWOK nodes), real kubectl and Helm, netaware's components as host processes.
+
+The binaries come from ``bash hack/control-plane/build.sh`` (the README's test command runs it first). Without
+them the tier is skipped with that instruction, except under CI (``CI=true``), where it fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib.util
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import trustme
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "hack" / "examples"
+RELEASE_NAMESPACE = "netaware-system"
+
+_spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
+assert _spec is not None and _spec.loader is not None
+control_plane = importlib.util.module_from_spec(_spec)
+sys.modules["control_plane"] = control_plane
+_spec.loader.exec_module(control_plane)
+ControlPlane = control_plane.ControlPlane
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One control plane for the session, with KWOK nodes from the example cluster and netaware's CRDs."""
+    missing = control_plane.missing_binaries()
+    if missing:
+        message = f"the control plane is not built ({', '.join(missing)}): run bash hack/control-plane/build.sh"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    plane = ControlPlane(tmp_path_factory.mktemp("control-plane"))
+    plane.start([EXAMPLES / "cluster.yaml"])
+    try:
+        plane.kubectl("apply", "-f", str(ROOT / "crds"))
+        plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        yield plane
+    finally:
+        plane.stop()
+
+
+def kubectl_json(cluster: Any, *args: str) -> Any:
+    return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
+
+
+def eventually(check: Callable[[], Any], within: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + within
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except (subprocess.SubprocessError, RuntimeError, KeyError, IndexError, ValueError) as error:
+            last = error
+        else:
+            if last:
+                return last
+        time.sleep(0.3)
+    raise AssertionError(f"{what} not reached within {within:g} s (last: {last!r})")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def example(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+
+
+@pytest.fixture(scope="session")
+def host_tls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A CA and a serving pair for 127.0.0.1: the webhook and the extender run on the host."""
+    folder = tmp_path_factory.mktemp("host-tls")
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1", "localhost")
+    cert, key, ca_file = folder / "tls.crt", folder / "tls.key", folder / "ca.crt"
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(cert))
+    leaf.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(ca_file))
+    return {"cert": cert, "key": key, "ca": ca_file, "ca_b64": base64.b64encode(ca.cert_pem.bytes()).decode()}
+
+
+class Process:
+    """A netaware command running on the host, its output in a log file."""
+
+    def __init__(self, args: list[str], log: pathlib.Path, env: dict[str, str] | None = None) -> None:
+        self.log = log
+        self.handle = subprocess.Popen(
+            [sys.executable, "-m", "operators.cli", *args],
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+        )
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.handle.poll() is None:
+            self.handle.terminate()
+            try:
+                self.handle.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.handle.kill()
+                self.handle.wait()
+        return int(self.handle.returncode)
+
+
+@contextlib.contextmanager
+def running(args: list[str], log: pathlib.Path, env: dict[str, str] | None = None) -> Iterator[Process]:
+    process = Process(args, log, env)
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def wait_for_port(port: int, within: float = 30.0, process: Process | None = None) -> None:
+    def listening() -> bool:
+        if process is not None and process.handle.poll() is not None:
+            raise AssertionError(f"exited early:\n{process.text()[-3000:]}")
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    eventually(listening, within, f"port {port}")

@@ -1,0 +1,143 @@
+"""`helm install` of helm/netaware on the real API server (Helm 4, server-side apply), its upgrade and its
+uninstall, on a control plane of its own (the chart owns the CRDs here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import EXAMPLES, RELEASE_NAMESPACE, ROOT, ControlPlane, control_plane, eventually, kubectl_json
+
+pytestmark = pytest.mark.e2e
+
+CHART = ROOT / "helm" / "netaware"
+NAMESPACED = (
+    "deployments",
+    "services",
+    "serviceaccounts",
+    "secrets",
+    "configmaps",
+    "roles",
+    "rolebindings",
+    "poddisruptionbudgets",
+    "networkpolicies",
+)
+CLUSTER_SCOPED = ("clusterroles", "clusterrolebindings", "mutatingwebhookconfigurations", "customresourcedefinitions")
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if control_plane.missing_binaries():
+        pytest.skip("the control plane is not built: run bash hack/control-plane/build.sh")
+    plane = ControlPlane(tmp_path_factory.mktemp("helm-plane"))
+    plane.start([EXAMPLES / "cluster.yaml"])
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}")
+    return done
+
+
+def release_objects(plane: Any, release: str) -> list[str]:
+    """Everything labelled as the release's, in any namespace, namespaced and cluster-scoped."""
+    selector = f"app.kubernetes.io/instance={release}"
+    kinds = ",".join(NAMESPACED)
+    found = kubectl_json(plane, "get", kinds, "-A", "-l", selector)["items"]
+    found += kubectl_json(plane, "get", ",".join(CLUSTER_SCOPED), "-l", selector)["items"]
+    return sorted(f"{item['kind']}/{item['metadata']['name']}" for item in found)
+
+
+def deployments_running(plane: Any) -> bool:
+    deployments = kubectl_json(plane, "get", "deployments", "-n", RELEASE_NAMESPACE)["items"]
+    return bool(deployments) and all(
+        (d.get("status") or {}).get("readyReplicas") == d["spec"]["replicas"] for d in deployments
+    )
+
+
+def test_install_upgrade_uninstall_leaves_nothing_behind(bare: Any) -> None:
+    helm(
+        bare,
+        "install",
+        "netaware",
+        str(CHART),
+        "-n",
+        RELEASE_NAMESPACE,
+        "--create-namespace",
+        "--wait",
+        "--timeout=180s",
+    )
+    eventually(lambda: deployments_running(bare), 120, "the chart's Deployments ready")
+    pods = kubectl_json(bare, "get", "pods", "-n", RELEASE_NAMESPACE)["items"]
+    assert {pod["spec"]["nodeName"] for pod in pods} <= {f"n-{i}" for i in range(1, 9)}  # KWOK nodes
+    assert all(pod["status"]["phase"] == "Running" for pod in pods)
+    crds = {crd["metadata"]["name"] for crd in kubectl_json(bare, "get", "crds")["items"]}
+    assert {"appgroups.appgroup.diktyo.x-k8s.io", "nodeslos.slo.koordinator.sh"} <= crds
+    managers = {
+        (field["manager"], field["operation"])
+        for field in kubectl_json(
+            bare, "get", "deployment", "-n", RELEASE_NAMESPACE, "netaware-operator", "--show-managed-fields"
+        )["metadata"]["managedFields"]
+    }
+    assert ("helm", "Apply") in managers  # Helm 4's server-side apply
+    webhook = kubectl_json(bare, "get", "mutatingwebhookconfiguration", "netaware-webhook")["webhooks"][0]
+    assert webhook["failurePolicy"] == "Ignore" and webhook["clientConfig"]["caBundle"]
+
+    helm(
+        bare,
+        "upgrade",
+        "netaware",
+        str(CHART),
+        "-n",
+        RELEASE_NAMESPACE,
+        "--set",
+        "secondScheduler.enabled=true",
+        "--wait",
+        "--timeout=180s",
+    )
+    eventually(lambda: deployments_running(bare), 120, "the upgraded Deployments ready")
+    names = {d["metadata"]["name"] for d in kubectl_json(bare, "get", "deployments", "-n", RELEASE_NAMESPACE)["items"]}
+    assert "netaware-scheduler" in names
+
+    assert release_objects(bare, "netaware")
+    helm(bare, "uninstall", "netaware", "-n", RELEASE_NAMESPACE, "--wait", "--timeout=180s")
+    eventually(lambda: release_objects(bare, "netaware") == [], 60, "nothing of the release left")
+    eventually(lambda: not kubectl_json(bare, "get", "pods", "-n", RELEASE_NAMESPACE)["items"], 60, "pods gone")
+
+
+def test_install_over_crds_applied_before(bare: Any) -> None:
+    bare.kubectl("apply", "-f", str(ROOT / "crds"))
+    helm(
+        bare,
+        "install",
+        "mine",
+        str(CHART),
+        "-n",
+        "netaware-crdless",
+        "--create-namespace",
+        "--set",
+        "crds.install=false",
+        "--wait",
+        "--timeout=180s",
+    )
+    eventually(lambda: kubectl_json(bare, "get", "deployments", "-n", "netaware-crdless")["items"], 60)
+    helm(bare, "uninstall", "mine", "-n", "netaware-crdless", "--wait", "--timeout=180s")
+    crds = {crd["metadata"]["name"] for crd in kubectl_json(bare, "get", "crds")["items"]}
+    assert "appgroups.appgroup.diktyo.x-k8s.io" in crds  # not the release's: kept
+    assert release_objects(bare, "mine") == []
+    assert json.dumps(kubectl_json(bare, "get", "mutatingwebhookconfigurations")["items"]).count("mine") == 0
