@@ -109,6 +109,12 @@ async def kopf_operator(
         def login(**_: Any) -> kopf.ConnectionInfo:
             return kopf.ConnectionInfo(server=server, insecure=True, scheme="Bearer", token="emulator")
 
+    else:
+        # A registry of our own gets none of kopf's fallback logins (only its global registry does): without
+        # these, kopf has no credentials on a real cluster. In-cluster first, then $KUBECONFIG (--kubeconfig).
+        kopf.on.login(id="service_account", registry=registry)(kopf.login_with_service_account)
+        kopf.on.login(id="kubeconfig", registry=registry)(kopf.login_with_kubeconfig)
+
     settings = kopf.OperatorSettings()
     configure(settings)
     if options.api_error_backoffs is not None:

@@ -147,3 +147,47 @@ def wait_for_port(port: int, within: float = 30.0, process: Process | None = Non
             return probe.connect_ex(("127.0.0.1", port)) == 0
 
     eventually(listening, within, f"port {port}")
+
+
+@pytest.fixture(scope="session")
+def chart_rbac(cluster: Any) -> dict[str, pathlib.Path]:
+    """The chart's ServiceAccounts and RBAC, exactly as it renders them (descheduler on), applied to the cluster;
+    a kubeconfig per component that authenticates with its ServiceAccount's token."""
+    rendered = subprocess.run(
+        [
+            str(cluster.bin_dir / "helm"),
+            "template",
+            "netaware",
+            str(ROOT / "helm" / "netaware"),
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--set",
+            "descheduler.enabled=true",
+            "--show-only",
+            "templates/rbac.yaml",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    cluster.kubectl("create", "namespace", RELEASE_NAMESPACE, check=False)
+    cluster.kubectl("apply", "-f", "-", stdin=rendered)
+    configs = {}
+    for component in ("operator", "webhook", "extender"):
+        token = cluster.kubectl("create", "token", f"netaware-{component}", "-n", RELEASE_NAMESPACE, "--duration=2h")
+        configs[component] = cluster.token_kubeconfig(component, token.stdout.strip())
+    return configs
+
+
+def service_account(component: str) -> str:
+    return f"system:serviceaccount:{RELEASE_NAMESPACE}:netaware-{component}"
+
+
+def forbidden(cluster: Any, component: str) -> list[str]:
+    """The requests of the component's ServiceAccount the API server answered 403 (from its audit log)."""
+    refused = []
+    for event in cluster.audit_events(service_account(component)):
+        if event.get("responseStatus", {}).get("code") == 403:
+            target = event.get("objectRef", {})
+            refused.append(f"{event['verb']} {target.get('resource')}/{target.get('subresource', '')}")
+    return refused
