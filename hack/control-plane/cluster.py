@@ -365,15 +365,26 @@ class ControlPlane:
         ]
 
     def _scheduler_args(self, config: pathlib.Path | None = None) -> list[str]:
-        args = [
-            f"--kubeconfig={self.kubeconfig}",
+        serving = [
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
-            "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={free_port()}",
         ]
-        return [*args, f"--config={config}"] if config else args
+        if config is not None:  # the file carries the kubeconfig and the leader election settings
+            return [f"--config={config}", *serving]
+        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", *serving]
+
+    def scheduler_config(self, profiles: list[dict[str, Any]], extenders: list[dict[str, Any]]) -> dict[str, Any]:
+        """A KubeSchedulerConfiguration for :meth:`start_scheduler` that talks to this cluster."""
+        return {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": 200, "burst": 400},
+            "leaderElection": {"leaderElect": False},
+            "profiles": profiles,
+            "extenders": extenders,
+        }
 
     def start_scheduler(self, name: str, config: pathlib.Path) -> None:
         """Another kube-scheduler (e.g. a profile that calls the extender), stopped with the cluster."""

@@ -1,0 +1,136 @@
+"""The extender called by the real kube-scheduler: a second scheduler (profile ``network-aware-scheduler``)
+with the extender over TLS, ``nodeCacheCapable``, ``ignorable``; the extender runs with the chart's token."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import ssl
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import (
+    EXAMPLES,
+    ROOT,
+    eventually,
+    forbidden,
+    free_port,
+    kubectl_json,
+    running,
+    wait_for_port,
+)
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULER = "network-aware-scheduler"
+
+
+def p1_pod(name: str) -> dict[str, Any]:
+    pod = yaml.safe_load((ROOT / "hack" / "pod-p1.yaml").read_text())
+    pod["metadata"]["name"] = name
+    pod["metadata"].pop("annotations", None)
+    pod["spec"]["schedulerName"] = SCHEDULER
+    pod["spec"].pop("nodeName", None)
+    return dict(pod)
+
+
+def node_of(cluster: Any, name: str) -> str:
+    return str(kubectl_json(cluster, "get", "pod", name, "-n", "default")["spec"].get("nodeName") or "")
+
+
+def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> set[str]:
+    """The nodes `netaware schedule` gives the top total to, on a dump of the cluster as it is now."""
+    dump = folder / "cluster.yaml"
+    listing = cluster.kubectl("get", "nodes,pods,appgroups,networktopologies,namespaces", "-A", "-o", "yaml").stdout
+    dump.write_text(listing)
+    pod_file = folder / "pod.yaml"
+    pod_file.write_text(yaml.safe_dump(pod))
+    config = ROOT / "hack" / "scheduler-config.yaml"
+    command = ["schedule", "-f", str(dump), "--pod", str(pod_file), "--config", str(config), "-o", "json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "operators.cli", *command],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    totals = json.loads(done.stdout)["totalScore"]
+    best = max(totals.values())
+    return {node for node, total in totals.items() if total == best}
+
+
+def extender_calls(port: int, ca_file: pathlib.Path) -> dict[str, float]:
+    """How many /filter and /prioritize calls the extender served (its latency histogram's counts)."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=10) as response:
+        text = response.read().decode()
+    counts = dict.fromkeys(("filter", "prioritize"), 0.0)
+    for verb in counts:
+        match = re.search(rf'netaware_extender_latency_seconds_count{{verb="{verb}"}} ([\d.]+)', text)
+        counts[verb] = float(match.group(1)) if match else 0.0
+    return counts
+
+
+def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage(
+    cluster: Any, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
+) -> None:
+    cluster.kubectl(
+        "apply",
+        "-f",
+        str(EXAMPLES / "pods.yaml"),
+        "-f",
+        str(EXAMPLES / "appgroup-a1.yaml"),
+        "-f",
+        str(EXAMPLES / "networktopology.yaml"),
+    )
+    port = free_port()
+    extender = {
+        "urlPrefix": f"https://127.0.0.1:{port}",
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": 20,  # the extender's 0..10 decides over the in-tree scores (KWOK nodes are alike)
+        "enableHTTPS": True,
+        "tlsConfig": {"caData": host_tls["ca_b64"]},
+        "nodeCacheCapable": True,
+        "ignorable": True,
+        "httpTimeout": "5s",
+    }
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
+    args = [
+        "extender",
+        "--listen-address",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(chart_rbac["extender"]),
+    ]
+    args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    args += ["--config", str(ROOT / "hack" / "scheduler-config.yaml")]
+    cluster.start_scheduler(SCHEDULER, config)
+    try:
+        with running(args, tmp_path / "extender.log") as process:
+            wait_for_port(port, process=process)
+            eventually(lambda: "listening" in process.text(), 30)
+            pod = p1_pod("p1-scheduled")
+            expected = expected_nodes(cluster, pod, tmp_path)
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+            placed = eventually(lambda: node_of(cluster, "p1-scheduled"), 60, "p1 scheduled")
+            assert placed in expected, (placed, expected)
+            assert len(expected) < 8, expected  # the choice meant something: not every node ties
+            calls = extender_calls(port, host_tls["ca"])
+            assert calls["filter"] >= 1 and calls["prioritize"] >= 1, calls
+        assert forbidden(cluster, "extender") == []
+        # the extender is down: ignorable lets the scheduler go on without it
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(p1_pod("p1-without-extender")))
+        assert eventually(lambda: node_of(cluster, "p1-without-extender"), 60, "scheduled without the extender")
+    finally:
+        cluster.stop_component(SCHEDULER)
+        cluster.kubectl("delete", "pod", "p1-scheduled", "p1-without-extender", "--ignore-not-found", "--wait=false")
