@@ -149,27 +149,19 @@ def wait_for_port(port: int, within: float = 30.0, process: Process | None = Non
     eventually(listening, within, f"port {port}")
 
 
+def chart_rbac_yaml() -> str:
+    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler on."""
+    command = ["template", "netaware", str(ROOT / "helm" / "netaware"), "--namespace", RELEASE_NAMESPACE]
+    command += ["--set", "descheduler.enabled=true", "--show-only", "templates/rbac.yaml"]
+    helm = control_plane.BIN / "helm"
+    return subprocess.run([str(helm), *command], capture_output=True, text=True, check=True).stdout
+
+
 @pytest.fixture(scope="session")
 def chart_rbac(cluster: Any) -> dict[str, pathlib.Path]:
     """The chart's ServiceAccounts and RBAC, exactly as it renders them (descheduler on), applied to the cluster;
     a kubeconfig per component that authenticates with its ServiceAccount's token."""
-    rendered = subprocess.run(
-        [
-            str(cluster.bin_dir / "helm"),
-            "template",
-            "netaware",
-            str(ROOT / "helm" / "netaware"),
-            "--namespace",
-            RELEASE_NAMESPACE,
-            "--set",
-            "descheduler.enabled=true",
-            "--show-only",
-            "templates/rbac.yaml",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    rendered = chart_rbac_yaml()
     cluster.kubectl("create", "namespace", RELEASE_NAMESPACE, check=False)
     cluster.kubectl("apply", "-f", "-", stdin=rendered)
     configs = {}

@@ -91,10 +91,20 @@ def test_networktopology_costs(cluster: Any, operator: Any) -> None:
     cluster.kubectl(
         "apply", "-f", str(EXAMPLES / "netperf-configmap.yaml"), "-f", str(EXAMPLES / "networktopology.yaml")
     )
-    done = eventually(lambda: status(cluster, "nt", "net-topology-test").get("nodeCount") == 8, 60)
-    assert done
-    spec = kubectl_json(cluster, "get", "nt", "net-topology-test", "-n", "default")["spec"]
-    assert "NetperfCosts" in {weight["name"] for weight in spec["weights"]}
+
+    def counts() -> tuple[int, int]:  # other tests add KWOK nodes of their own: count what is there now
+        nodes = len(kubectl_json(cluster, "get", "nodes")["items"])
+        return status(cluster, "nt", "net-topology-test").get("nodeCount", -1), nodes
+
+    eventually(lambda: (lambda pair: pair[0] == pair[1])(counts()), 60, "nodeCount")
+
+    def weights() -> set[str]:
+        spec = kubectl_json(cluster, "get", "nt", "net-topology-test", "-n", "default")["spec"]
+        return {weight["name"] for weight in spec["weights"]}
+
+    # A user's `kubectl apply` of the manifest replaces spec.weights (a list without a merge key) and drops the
+    # NetperfCosts weight netaware writes there, as upstream's controller does: it is written back.
+    eventually(lambda: "NetperfCosts" in weights(), 60, "the NetperfCosts weight")
 
 
 def test_nodeslo_per_node_and_a_deleted_node(cluster: Any, operator: Any, tmp_path: pathlib.Path) -> None:
@@ -102,6 +112,19 @@ def test_nodeslo_per_node_and_a_deleted_node(cluster: Any, operator: Any, tmp_pa
     cluster.kubectl("apply", "-f", str(EXAMPLES / "slo-controller-config.yaml"))
     eventually(lambda: status(cluster, "nslo", "n-1", None).get("networkQOS"), 60)
     assert status(cluster, "nslo", "n-5", None)["networkQOS"]["classes"]["be"]["ingressRequest"] == "500M"
+    # a new percentage: the owned spec field is patched, the status follows (30 % -> 40 % of 1G)
+    config = example("slo-controller-config.yaml")[0]
+    qos = json.loads(config["data"]["resource-qos-config"])
+    qos["clusterStrategy"]["lsClass"]["networkQOS"]["ingressRequest"] = 40
+    config["data"]["resource-qos-config"] = json.dumps(qos)
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(config))
+
+    def ls_request(name: str) -> Any:
+        spec = kubectl_json(cluster, "get", "nslo", name)["spec"]
+        return spec["resourceQOSStrategy"]["lsClass"]["networkQOS"]["ingressRequest"]
+
+    eventually(lambda: ls_request("n-1") == 40, 60, "the NodeSLO spec patched")
+    eventually(lambda: status(cluster, "nslo", "n-1", None)["networkQOS"]["classes"]["ls"]["ingressRequest"] == "400M")
     node = tmp_path / "node.yaml"
     node.write_text(
         json.dumps(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import example, forbidden, free_port, kubectl_json, running, wait_for_port
+from tests.e2e.conftest import eventually, example, forbidden, free_port, kubectl_json, running, wait_for_port
 from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
@@ -28,6 +28,13 @@ def pod(name: str, selector: str) -> dict[str, Any]:
         },
         "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]},
     }
+
+
+def admitted_with_warning(cluster: Any) -> bool:
+    """A new pod in the namespace is created, and kubectl printed the webhook's warning (the view may lag)."""
+    name = f"p3-{len(kubectl_json(cluster, 'get', 'pods', '-n', NAMESPACE)['items'])}"
+    done = cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod(name, "p3")))
+    return done.returncode == 0 and "netaware.io/default-ingress-bandwidth" in done.stderr
 
 
 def test_pods_get_bandwidth_from_the_admission_chain_and_ignore_survives_an_outage(
@@ -72,6 +79,17 @@ def test_pods_get_bandwidth_from_the_admission_chain_and_ignore_survives_an_outa
             )
             assert denied.returncode != 0
             assert "metadata.annotations[kubernetes.io/ingress-bandwidth]: out of range" in denied.stderr
+            # a broken namespace default: the pod is admitted (with a warning kubectl prints), an Event is posted
+            cluster.kubectl("annotate", "namespace", NAMESPACE, "netaware.io/default-ingress-bandwidth=lots")
+            eventually(lambda: admitted_with_warning(cluster), 30, "a pod admitted with the namespace warning")
+            eventually(
+                lambda: any(
+                    e["reason"] == "InvalidDefaultBandwidth" and e["involvedObject"]["name"] == NAMESPACE
+                    for e in kubectl_json(cluster, "get", "events", "-n", "default")["items"]
+                ),
+                30,
+                "the Warning Event on the Namespace",
+            )
         assert forbidden(cluster, "webhook") == []
         # the webhook is down: failurePolicy Ignore lets the pod through, unmutated
         created = cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod("p1-y", "p1")))

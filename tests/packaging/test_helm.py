@@ -173,10 +173,11 @@ def test_network_policies_admit_each_port_from_its_callers_only(helm: str) -> No
 def test_operator_rbac_is_narrowed_to_what_it_writes(helm: str) -> None:
     rules = rules_of(render(helm), "-operator")
     assert verbs_for(rules, "configmaps") == {"get", "list", "watch"}  # read only: nothing creates ConfigMaps
-    assert verbs_for(rules, "appgroups") == {"get", "list", "watch"}  # status only: no kopf bookkeeping on them
-    assert verbs_for(rules, "nodeslos") == {"get", "list", "watch", "create", "patch", "delete"}
+    assert verbs_for(rules, "appgroups") == {"list", "watch"}  # status only: no kopf bookkeeping on them
+    assert verbs_for(rules, "nodeslos") == {"list", "watch", "create", "patch", "delete"}
+    assert verbs_for(rules, "namespaces") == set()  # the operator never reads namespaces
     koordinator = render(helm, *VARIANTS["no-nodeslo"])
-    assert verbs_for(rules_of(koordinator, "-operator"), "nodeslos") == {"get", "list", "watch"}
+    assert verbs_for(rules_of(koordinator, "-operator"), "nodeslos") == {"list", "watch"}
     operator = next(d for d in koordinator if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator"))
     assert "--nodeslo-spec-owner=koordinator" in containers(operator)[0]["args"]
     assert verbs_for(rules_of(render(helm), "-webhook"), "events") == {"create"}
