@@ -153,6 +153,7 @@ async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: 
         within,
     )
     await until("NetworkTopology costs", topologies_done, within)
+
     def nodeslos_done() -> bool:
         snapshot = live.snapshot()
         with_status = [slo for slo in snapshot.node_slos if slo.status is not None and slo.status.network_qos]

@@ -53,6 +53,11 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 HISTORY_LIMIT = 10_000  # watch events kept per resource before older versions are "compacted"
+# Go's strconv.ParseBool, as the API server reads ?watch= (kubernetes-asyncio sends "True").
+WATCH_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+# The Kubernetes version the emulator reports: the one the real control plane of the e2e tier runs
+# (hack/control-plane/kubernetes/go.mod), so that clients and charts see the same server.
+SERVER_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.2", "platform": "linux/amd64"}
 
 
 def _now() -> str:
@@ -116,6 +121,10 @@ class ApiEmulator(kmock.KubernetesEmulator):
         KubernetesScaffold.__attrs_post_init__(self)  # discovery only; the object semantics are ours
         # Creations (POST) answer 201, everything else 200; errors carry their own status.
         (self.fallback**1)[self._is_object_post] << 201 << self._dispatch
+        # Watch streams are JSON, as the API server labels them (kubectl get -w checks the content type).
+        (self.fallback**1)[self._is_watch_request] << rendering.Response(
+            headers={"Content-Type": "application/json"}, payload=self._dispatch
+        )
         (self.fallback**1)[self._is_object_request] << self._dispatch
         self.resources.load_bundled()
         for info in ALL_CRDS:
@@ -127,6 +136,11 @@ class ApiEmulator(kmock.KubernetesEmulator):
                 shortnames=set(info.short_names),
                 subresources={"status"},
             )
+        # The namespaces every cluster starts with.
+        self._store_objects(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "status": {"phase": "Active"}}
+            for name in ("default", "kube-system", "kube-public", "kube-node-lease")
+        )
 
     # -- request plumbing --------------------------------------------------------------------------
 
@@ -170,6 +184,15 @@ class ApiEmulator(kmock.KubernetesEmulator):
             body["details"] = details
         return aiohttp.web.json_response(body, status=status)
 
+    async def _serve_version(self, request: rendering.Request) -> rendering.Payload:
+        # kmock writes groupVersion "/v1" for the core group; the API server writes "v1".
+        answer: dict[str, Any] = dict(await super()._serve_version(request))  # type: ignore[arg-type]
+        answer["groupVersion"] = str(answer["groupVersion"]).lstrip("/")
+        return answer
+
+    async def _serve_server_version(self, request: rendering.Request) -> rendering.Payload:
+        return dict(SERVER_VERSION)
+
     async def _parse_request(self, raw: aiohttp.web.BaseRequest) -> rendering.Request:
         body = await raw.read()
         text = body.decode("utf-8", errors="replace")
@@ -185,7 +208,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
         action: enums.action | None = None
         query = dict(raw.query)
         if parsed is not None and parsed.plural is not None:
-            if method == enums.method.GET and query.get("watch") in ("true", "1"):
+            if method == enums.method.GET and query.get("watch") in WATCH_TRUE:
                 action = enums.action.WATCH
             elif parsed.name is None:
                 action = {enums.method.GET: enums.action.LIST, enums.method.POST: enums.action.CREATE}.get(method)
@@ -221,6 +244,10 @@ class ApiEmulator(kmock.KubernetesEmulator):
     @staticmethod
     def _is_object_request(request: rendering.Request) -> bool:
         return request.resource is not None and request.resource.plural is not None
+
+    @staticmethod
+    def _is_watch_request(request: rendering.Request) -> bool:
+        return request.action == enums.action.WATCH
 
     @classmethod
     def _is_object_post(cls, request: rendering.Request) -> bool:
@@ -341,6 +368,10 @@ class ApiEmulator(kmock.KubernetesEmulator):
 
     async def seed(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Store objects as they are (status included), as if the cluster already had them."""
+        self._store_objects(objects)
+        await self._notify()
+
+    def _store_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
         for raw in objects:
             obj = copy.deepcopy(dict(raw))
             resource = self._resource_of(obj)
@@ -355,7 +386,6 @@ class ApiEmulator(kmock.KubernetesEmulator):
             self._record(resource, "ADDED", obj)
             if resource.plural == "customresourcedefinitions":
                 self._register_crd(obj)
-        await self._notify()
 
     def _resource_of(self, obj: Mapping[str, Any]) -> kmock.resource:
         api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
@@ -563,8 +593,13 @@ class ApiEmulator(kmock.KubernetesEmulator):
         obj.setdefault("kind", info.kind)
         for volatile in ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"):
             meta.pop(volatile, None)
-        if "status" in info.subresources:
-            obj.pop("status", None)  # the status subresource is written through /status only
+        if "status" in info.subresources and info.kind != "Node":
+            obj.pop("status", None)  # the status subresource is written through /status only (a Node's
+            # status is kept on create, as the API server does for a kubelet's registration)
+        if namespace is not None and request.resource.plural != "namespaces" and not self._namespace_exists(namespace):
+            raise status_error(
+                404, "NotFound", f'namespaces "{namespace}" not found', {"name": namespace, "kind": "namespaces"}
+            )
         key = (_resource_key(request.resource), namespace, meta["name"])
         if key in self._store:
             raise status_error(
@@ -583,6 +618,9 @@ class ApiEmulator(kmock.KubernetesEmulator):
             self._register_crd(obj)
         await self._notify()
         return copy.deepcopy(obj)
+
+    def _namespace_exists(self, namespace: str) -> bool:
+        return ("/v1/namespaces", None, namespace) in self._store
 
     def _register_crd(self, crd: Mapping[str, Any]) -> None:
         spec = crd.get("spec") or {}

@@ -138,6 +138,7 @@ async def test_a_stale_resource_version_is_a_conflict(api: Api) -> None:
 async def test_label_and_field_selectors_filter_lists(api: Api) -> None:
     for name, tier in (("a", "web"), ("b", "db"), ("c", "web")):
         await api.call("POST", CM, {"metadata": {"name": name, "labels": {"tier": tier}}})
+    await api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "other"}})
     await api.call(
         "POST", "/api/v1/namespaces/other/configmaps", {"metadata": {"name": "d", "labels": {"tier": "web"}}}
     )

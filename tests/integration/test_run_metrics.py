@@ -94,6 +94,7 @@ async def test_namespace_scoping(api: Api, emulator: ApiEmulator) -> None:
     """`run --namespace team-a`: AppGroups elsewhere are left alone; cluster-scoped nodes are still followed."""
     await emulator.seed(documents("cluster.yaml"))
     for namespace in ("team-a", "team-b"):
+        await api.call("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
         group = documents("appgroup-a1.yaml")[0]
         group["metadata"]["namespace"] = namespace
         await api.call("POST", f"/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/{namespace}/appgroups", group)
