@@ -312,6 +312,17 @@ class ApiEmulator(kmock.KubernetesEmulator):
         self._outage = (asyncio.get_running_loop().time() + seconds, code, spare)
         await self.drop_watches()
 
+    def requests_of(self, action: str, plural: str) -> int:
+        """How many requests of an action (``list``, ``watch``, ``fetch``, ``create``...) a resource got."""
+        return sum(
+            1
+            for request in self._requests
+            if request.action is not None
+            and request.action.value == action.upper()
+            and request.resource is not None
+            and request.resource.plural == plural
+        )
+
     def _maybe_fail(self, request: rendering.Request) -> None:
         if self._outage is not None:
             until, code, spare = self._outage

@@ -23,6 +23,7 @@ from tests.e2e.conftest import (
     free_port,
     kubectl_json,
     running,
+    service_account,
     wait_for_port,
 )
 
@@ -128,6 +129,13 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
             calls = extender_calls(port, host_tls["ca"])
             assert calls["filter"] >= 1 and calls["prioritize"] >= 1, calls
         assert forbidden(cluster, "extender") == []
+        # its cache followed the cluster by watch, never a re-list loop (which listed every 0.5 s, dozens of times
+        # in this test): one list per kind, two where the API server's watch cache of a just-created CRD answered
+        # 429 "storage is (re)initializing"
+        requests = [(e["verb"], e["objectRef"]["resource"]) for e in cluster.audit_events(service_account("extender"))]
+        for kind in ("nodes", "pods", "appgroups", "networktopologies", "nodeslos"):
+            assert 1 <= requests.count(("list", kind)) <= 2, (kind, requests.count(("list", kind)))
+            assert requests.count(("watch", kind)) >= 1, kind
         # the extender is down: ignorable lets the scheduler go on without it
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(p1_pod("p1-without-extender")))
         assert eventually(lambda: node_of(cluster, "p1-without-extender"), 60, "scheduled without the extender")

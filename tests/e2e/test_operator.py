@@ -96,7 +96,7 @@ def test_networktopology_costs(cluster: Any, operator: Any) -> None:
         nodes = len(kubectl_json(cluster, "get", "nodes")["items"])
         return status(cluster, "nt", "net-topology-test").get("nodeCount", -1), nodes
 
-    eventually(lambda: (lambda pair: pair[0] == pair[1])(counts()), 60, "nodeCount")
+    eventually(lambda: len(set(counts())) == 1, 60, "nodeCount")
 
     def weights() -> set[str]:
         spec = kubectl_json(cluster, "get", "nt", "net-topology-test", "-n", "default")["spec"]
