@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client, watch
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import keys
 from operators.engine.snapshot import Snapshot, SnapshotBuilder
@@ -114,6 +115,28 @@ class LiveSnapshot:
                         self._apply(kind.name, event["type"], raw)
             except asyncio.CancelledError:
                 raise
+            except ApiException as error:
+                await asyncio.sleep(self._pause_after(kind, error))
             except Exception as error:  # a dropped or expired watch: list again after a pause
                 logger.info("watch of %s ended (%s); listing again", kind.name, error)
                 await asyncio.sleep(0.5)
+
+    def _pause_after(self, kind: Followed, error: ApiException) -> float:
+        """How long to wait before listing again: a kind the API server does not serve (its CRD is not installed)
+        counts as empty and is asked for again every 30 s; a 429 waits its Retry-After."""
+        if error.status == 404:
+            if not self.synced[kind.name]:
+                logger.warning(
+                    "%s are not served (is the CRD installed?): treated as none, retrying every 30 s", kind.name
+                )
+            self.objects[kind.name].clear()
+            self.synced[kind.name] = True
+            self.version += 1
+            return 30.0
+        headers: Any = error.headers or {}
+        retry_after = headers.get("Retry-After")
+        logger.info("watch of %s ended (%s %s); listing again", kind.name, error.status, error.reason)
+        try:
+            return min(max(float(retry_after), 0.5), 30.0) if retry_after else 0.5
+        except ValueError:
+            return 0.5

@@ -41,3 +41,25 @@ async def test_changes_arrive_by_watch_with_one_list_per_kind(api: Api, emulator
         with contextlib.suppress(asyncio.CancelledError):
             await follower
         await client.close()
+
+
+async def test_a_kind_that_is_not_served_counts_as_none_without_a_list_loop(emulator: ApiEmulator) -> None:
+    """A cluster without netaware's NodeMetric CRD (Koordinator not installed): the source is ready, the kind
+    is empty, and it is asked for again every 30 s, not every 0.5 s."""
+    from operators.sources.live import Followed, _custom
+
+    missing = Followed("widgets", "example.com/v1", "Widget", _custom, ("example.com", "v1", "widgets"))
+    live = LiveSnapshot((NODES, missing))
+    stop = asyncio.Event()
+    client = await url_api_client(emulator.base_url)()
+    follower = asyncio.create_task(live.follow(client, stop))
+    try:
+        await eventually(lambda: live.ready, within=5)
+        await asyncio.sleep(2)
+        asked = sum(1 for request in emulator._requests if "/widgets" in str(request.url))
+        assert asked == 1
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await client.close()

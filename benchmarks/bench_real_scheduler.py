@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""The thesis' scenario 1 on the real kube-scheduler, with and without netaware's extender (slow: not a test).
+
+    python benchmarks/bench_real_scheduler.py [--nodes 200 --pods 1500 --runs 3]
+
+A KWOK cluster of ``--nodes`` thesis nodes (32 cpu, 256Gi, 110 pods, ``node.kubernetes.io/network-limit:
+1Gi``) on the loopback control plane (hack/control-plane, built first); ``--pods`` pods of 100M ingress +
+100M egress and no cpu/memory requests, created at once, scheduled
+
+(a) by kube-scheduler alone (its default profile: it does not see bandwidth), and
+(b) by a kube-scheduler profile that calls `netaware extender` (NetworkBandwidth, ``combined`` accounting as
+    the thesis' 1000-of-1500 result implies; extender weight 5, nodeCacheCapable, over TLS).
+
+For each: scheduled, pending, overcommitted nodes (requested in+out above the capacity) and pods/s (pods
+bound / seconds from the first creation to the last binding), min/median/max over ``--runs``, beside what
+``netaware simulate --scenario thesis-1 --accounting combined`` predicts for the same cluster. The ratio
+(b)/(a) is SPEC §8's budget: at least 0.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from operators.engine.simulate import Cluster, Options, expand, report, run_scheduler, scenario  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
+assert _spec is not None and _spec.loader is not None
+control_plane = importlib.util.module_from_spec(_spec)
+sys.modules["control_plane"] = control_plane
+_spec.loader.exec_module(control_plane)
+
+GI = 1024**3
+BANDWIDTH = 100_000_000  # per direction, per pod
+
+
+def nodes_yaml(count: int) -> str:
+    nodes = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"node-{i:04d}",
+                "labels": {"topology.kubernetes.io/region": "r1", "topology.kubernetes.io/zone": f"z{i % 10}"},
+                "annotations": {"node.kubernetes.io/network-limit": "1Gi"},
+            },
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+        }
+        for i in range(count)
+    ]
+    return "\n---\n".join(json.dumps(node) for node in nodes)
+
+
+def pods(count: int, scheduler: str, run: int) -> dict[str, Any]:
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"net-{run}-{i:05d}",
+                "namespace": "bench",
+                "labels": {"run": str(run)},
+                "annotations": {"kubernetes.io/ingress-bandwidth": "100M", "kubernetes.io/egress-bandwidth": "100M"},
+            },
+            "spec": {"schedulerName": scheduler, "containers": [{"name": "app", "image": "registry.example/app:1"}]},
+        }
+        for i in range(count)
+    ]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def measure(plane: Any, count: int, scheduler: str, run: int, settle: float) -> dict[str, Any]:
+    """Create the pods at once; poll the bindings until nothing changes for ``settle`` seconds."""
+    started = time.monotonic()
+    plane.kubectl("create", "-f", "-", stdin=json.dumps(pods(count, scheduler, run)))
+    last_change, bound = time.monotonic(), 0
+    placed: list[dict[str, Any]] = []
+    while time.monotonic() - last_change < settle:
+        listing = json.loads(plane.kubectl("get", "pods", "-n", "bench", "-l", f"run={run}", "-o", "json").stdout)
+        placed = [pod for pod in listing["items"] if pod["spec"].get("nodeName")]
+        if len(placed) != bound:
+            bound, last_change = len(placed), time.monotonic()
+        if bound == count:
+            break
+        time.sleep(0.2)
+    seconds = last_change - started
+    per_node: dict[str, int] = {}
+    for pod in placed:
+        per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 2 * BANDWIDTH
+    over = [used - GI for used in per_node.values() if used > GI]
+    plane.kubectl("delete", "pods", "-n", "bench", "-l", f"run={run}", "--wait=false", "--grace-period=0", "--force")
+    return {
+        "scheduled": bound,
+        "pending": count - bound,
+        "overcommittedNodes": len(over),
+        "maxOvercommitBitsPerSecond": max(over, default=0),
+        "seconds": round(seconds, 2),
+        "podsPerSecond": round(bound / seconds, 1) if seconds > 0 else 0.0,
+    }
+
+
+def wait_empty(plane: Any) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not json.loads(plane.kubectl("get", "pods", "-n", "bench", "-o", "json").stdout)["items"]:
+            return
+        time.sleep(0.5)
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):g} / {statistics.median(values):g} / {max(values):g}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--pods", type=int, default=1500)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=15.0, help="seconds without a new binding that end a run")
+    args = parser.parse_args()
+    subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-bench-"))
+    plane = control_plane.ControlPlane(folder / "plane")
+    (folder / "nodes.yaml").write_text(nodes_yaml(args.nodes))
+    plane.start([folder / "nodes.yaml"])
+    extender = None
+    try:
+        import trustme
+
+        plane.kubectl("create", "namespace", "bench")
+        plane.kubectl("apply", "-f", str(ROOT / "crds"))  # the extender follows netaware's kinds, as in a cluster
+        ca = trustme.CA()
+        leaf = ca.issue_cert("127.0.0.1")
+        leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
+        leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
+        config = folder / "extender-config.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "profiles": [
+                        {
+                            "plugins": {"multiPoint": {"enabled": [{"name": "NetworkBandwidth"}]}},
+                            "pluginConfig": [{"name": "NetworkBandwidth", "args": {"accountingMode": "combined"}}],
+                        }
+                    ],
+                }
+            )
+        )
+        port = control_plane.free_port()
+        command = ["extender", "--listen-address", "127.0.0.1", "--port", str(port), "--config", str(config)]
+        command += ["--kubeconfig", str(plane.kubeconfig)]
+        command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+        extender = subprocess.Popen(
+            [sys.executable, "-m", "operators.cli", *command],
+            cwd=ROOT,
+            stdout=(folder / "extender.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        import base64
+
+        scheduler = plane.scheduler_config(
+            [{"schedulerName": "network-aware-scheduler"}],
+            [
+                {
+                    "urlPrefix": f"https://127.0.0.1:{port}",
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "weight": 5,
+                    "enableHTTPS": True,
+                    "tlsConfig": {"caData": base64.b64encode(ca.cert_pem.bytes()).decode()},
+                    "nodeCacheCapable": True,
+                    "ignorable": False,
+                    "httpTimeout": "10s",
+                }
+            ],
+        )
+        (folder / "scheduler.yaml").write_text(json.dumps(scheduler))
+        plane.start_scheduler("network-aware-scheduler", folder / "scheduler.yaml")
+        time.sleep(5)  # the extender lists the cluster, the scheduler syncs its informers
+        results: dict[str, list[dict[str, Any]]] = {"default": [], "network-aware": []}
+        for run in range(args.runs):
+            for name, scheduler_name in (
+                ("default", "default-scheduler"),
+                ("network-aware", "network-aware-scheduler"),
+            ):
+                results[name].append(
+                    measure(plane, args.pods, scheduler_name, run * 2 + (name != "default"), args.settle)
+                )
+                wait_empty(plane)
+                time.sleep(2)
+        chosen = scenario("thesis-1", args.nodes, args.pods)
+        shapes = expand(chosen.pods)
+        predicted = {}
+        for name, aware in (("default", False), ("network-aware", True)):
+            cluster = Cluster.generated(chosen.nodes, chosen.node)
+            predicted[name] = report(run_scheduler(cluster, shapes, aware, Options("combined"), seed=1), "combined")
+        print(f"thesis-1, real kube-scheduler v1.37.2 + KWOK: {args.nodes} nodes, {args.pods} pods, {args.runs} runs")
+        print("min / median / max         scheduled         pending           overcommitted nodes   pods/s")
+        for name in ("default", "network-aware"):
+            rows = results[name]
+            columns = [spread([r[key] for r in rows]) for key in ("scheduled", "pending", "overcommittedNodes")]
+            rate = spread([r["podsPerSecond"] for r in rows])
+            print(f"  {name:13s} (real)     {columns[0]:17s} {columns[1]:17s} {columns[2]:21s} {rate}")
+            p = predicted[name]
+            print(
+                f"  {name:13s} (simulate) {p['scheduled']:<17} {p['pending']:<17} {p['overcommittedNodes']:<21} "
+                f"{p['podsPerSecond']}"
+            )
+        ratio = statistics.median(r["podsPerSecond"] for r in results["network-aware"]) / max(
+            statistics.median(r["podsPerSecond"] for r in results["default"]), 1e-9
+        )
+        print(f"  pods/s with the extender / without: {ratio:.2f} (budget >= 0.5)")
+        print(json.dumps({"real": results, "simulate": predicted}, default=str))
+    finally:
+        if extender is not None:
+            extender.terminate()
+            extender.wait(timeout=30)
+        plane.stop()
+
+
+if __name__ == "__main__":
+    main()
