@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -55,3 +57,29 @@ async def start_run(emulator: ApiEmulator, *args: str, output: Any = None) -> as
         stdout=output if output is not None else asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.STDOUT,
     )
+
+
+@contextlib.asynccontextmanager
+async def following(emulator: ApiEmulator, source: Any) -> AsyncIterator[Any]:
+    """``source.follow(client, stop)`` (a LiveSnapshot or the webhook's ClusterView) running against the
+    emulator inside the block; the API client is yielded."""
+    from operators.controllers.kube import url_api_client
+
+    stop = asyncio.Event()
+    client = await url_api_client(emulator.base_url)()
+    follower = asyncio.create_task(source.follow(client, stop))
+    try:
+        yield client
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await client.close()
+
+
+async def stop_replicas(*processes: asyncio.subprocess.Process) -> None:
+    """SIGTERM every replica still running; wait for the last one (its exit code is the caller's to check)."""
+    for process in processes:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(processes[-1].wait(), timeout=20)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from operators.emulator import ApiEmulator
-from tests.integration.conftest import Api, start_run
+from tests.integration.conftest import Api, start_run, stop_replicas
 from tests.integration.test_kopf_operator import AG, documents, eventually, status_of
 
 pytestmark = pytest.mark.integration
@@ -80,9 +80,6 @@ async def test_only_the_leader_writes_and_a_follower_takes_over(
         await api.call("PATCH", f"{AG}/a1", patch, content_type="application/merge-patch+json")
         await eventually(lambda: status_of(emulator).get("observedGeneration") == 2, within=20)
     finally:
-        for process in (first, second):
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(second.wait(), timeout=20)
+        await stop_replicas(first, second)
     assert second.returncode == 0
     assert holder(emulator) == ""  # released on SIGTERM: a third replica would not wait for it to expire

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 
-from operators.controllers.kube import url_api_client
 from operators.emulator import ApiEmulator
 from operators.sources.live import NODES, PODS, LiveSnapshot
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, following
 from tests.integration.test_kopf_operator import documents, eventually, labelled_pod
 
 pytestmark = pytest.mark.integration
@@ -21,10 +19,7 @@ pytestmark = pytest.mark.integration
 async def test_changes_arrive_by_watch_with_one_list_per_kind(api: Api, emulator: ApiEmulator) -> None:
     await emulator.seed(documents("cluster.yaml"))
     live = LiveSnapshot((NODES, PODS))
-    stop = asyncio.Event()
-    client = await url_api_client(emulator.base_url)()
-    follower = asyncio.create_task(live.follow(client, stop))
-    try:
+    async with following(emulator, live):
         await eventually(lambda: live.ready, within=5)
         assert len(live.snapshot().nodes) == 8
         for index in range(5):
@@ -36,11 +31,6 @@ async def test_changes_arrive_by_watch_with_one_list_per_kind(api: Api, emulator
         assert emulator.requests_of("list", "nodes") == 1
         assert emulator.requests_of("list", "pods") == 1
         assert emulator.requests_of("watch", "nodes") == 1 and emulator.requests_of("watch", "pods") == 1
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await client.close()
 
 
 async def test_a_kind_that_is_not_served_counts_as_none_without_a_list_loop(emulator: ApiEmulator) -> None:
@@ -50,16 +40,8 @@ async def test_a_kind_that_is_not_served_counts_as_none_without_a_list_loop(emul
 
     missing = Followed("widgets", "example.com/v1", "Widget", _custom, ("example.com", "v1", "widgets"))
     live = LiveSnapshot((NODES, missing))
-    stop = asyncio.Event()
-    client = await url_api_client(emulator.base_url)()
-    follower = asyncio.create_task(live.follow(client, stop))
-    try:
+    async with following(emulator, live):
         await eventually(lambda: live.ready, within=5)
         await asyncio.sleep(2)
         asked = sum(1 for request in emulator._requests if "/widgets" in str(request.url))
         assert asked == 1
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await client.close()

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-import signal
 
 import aiohttp
 import pytest
 
 from operators.emulator import ApiEmulator
-from tests.integration.conftest import Api, start_run
+from tests.integration.conftest import Api, start_run, stop_replicas
 from tests.integration.test_kopf_operator import AG, documents, eventually, status_of
 from tests.integration.test_leader_election import holder
 
@@ -82,8 +81,5 @@ async def test_outage_longer_than_the_retries_hands_over_instead_of_a_zombie(
         assert status == 201
         await eventually(lambda: status_of(emulator).get("observedGeneration") == 1, within=30)
     finally:
-        for process in (first, second):
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(second.wait(), timeout=20)
+        await stop_replicas(first, second)
     assert second.returncode == 0

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import pytest
 
-from operators.controllers.kube import url_api_client
 from operators.emulator import ApiEmulator
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, following
 from tests.integration.test_kopf_operator import AG, documents, eventually
 from webhooks.server import decide
 from webhooks.view import ClusterView
@@ -45,10 +43,7 @@ def requests_for(view: ClusterView, selector: str) -> dict[str, str]:
 async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmulator) -> None:
     await emulator.seed([d for d in documents("cluster.yaml") if d["kind"] == "Namespace"])
     view = ClusterView()
-    stop = asyncio.Event()
-    client = await url_api_client(emulator.base_url)()
-    follower = asyncio.create_task(view.follow(client, stop))
-    try:
+    async with following(emulator, view):
         await eventually(lambda: view.ready, within=5)
         assert "default" in view.namespaces
 
@@ -74,11 +69,6 @@ async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmul
 
         await api.call("DELETE", AG + "/a1")
         await eventually(lambda: ("default", "a1") not in view.app_groups, within=1)
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await client.close()
 
 
 async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api: Api, emulator: ApiEmulator) -> None:
@@ -95,9 +85,6 @@ async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api
     }
     await emulator.seed([namespace])
     view = ClusterView()
-    stop = asyncio.Event()
-    client = await url_api_client(emulator.base_url)()
-    follower = asyncio.create_task(view.follow(client, stop))
     review = {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -109,7 +96,7 @@ async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api
             "object": {"metadata": {"name": "x", "namespace": "team"}},
         },
     }
-    try:
+    async with following(emulator, view) as client:
         await eventually(lambda: view.ready and "team" in view.namespaces, within=5)
         app = build_app(view, notifier=NamespaceNotifier(client))
         async with TestClient(TestServer(app)) as http:
@@ -136,8 +123,3 @@ async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api
         (event,) = events()
         assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Namespace", "name": "team"}
         assert event["type"] == "Warning"
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await client.close()
