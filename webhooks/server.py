@@ -20,7 +20,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from operators.controllers.kube import post_event
-from operators.engine.bandwidth import Denied, admit_pod, json_patch
+from operators.engine.admission import Denied, admit_pod, json_patch
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
 

@@ -1,210 +1,160 @@
-"""Pod bandwidth at admission: which ``kubernetes.io/*-bandwidth`` / ``*-request`` annotations to add (pure).
+"""The bandwidth model (SPEC §3), written once: every component that needs a node's capacity, a pod's demand or
+the accounting of the two imports it from here (admission, the scheduling plugins, the descheduler's usage,
+the simulator, the rebalancer, the NodeSLO controller).
 
-``admit_pod(pod, app_groups, namespace)`` follows these rules, in order of precedence:
-
-1. Values already on the pod are validated (a quantity, not negative) and never overwritten.
-2. Koordinator's ``koordinator.sh/networkQOS`` JSON (``ingressLimit``, ``egressLimit``,
-   ``ingressRequest``, ``egressRequest``) fills what is missing.
-3. A pod labelled as an AppGroup workload gets egress request = the sum of its workload's
-   dependencies' ``minBandwidth``, and ingress request = the sum of the ``minBandwidth`` of the
-   dependencies that point at its workload.
-4. The Namespace annotations ``netaware.io/default-{ingress,egress}-{bandwidth,request}`` fill the rest.
-   A namespace default that is not a bandwidth is skipped, never a reason to deny: the pod is admitted
-   without it and the problem is returned (``Admission.namespace_problems``) for an Event and a warning.
-5. A request still missing defaults to its limit; a request above its limit is denied.
-
-A bandwidth is a quantity between 0 and 1P bits/s (:func:`operators.api.quantity.parse_bandwidth`);
-anything else on the pod itself is denied with a message naming the annotation and the value.
-
-Every added annotation is recorded, with where it came from, in ``netaware.io/bandwidth-source``
-(``key=source`` pairs, comma-separated, sorted). Bandwidth is in bits/s.
+* **Units**: bits/s; a bandwidth is a quantity from 0 to 1P (:func:`operators.api.quantity.parse_bandwidth`).
+* **Pod demand**, per direction: the first present of ``kubernetes.io/<dir>-request``,
+  ``kubernetes.io/<dir>-bandwidth`` (the limit), Koordinator's ``koordinator.sh/networkQOS``
+  ``<dir>Request``, its ``<dir>Limit``; none: 0. A present value that is not a bandwidth is a
+  ``FieldError`` naming the annotation, never read as 0.
+* **Node capacity**, first found: annotation ``node.koordinator.sh/network-bandwidth``, annotation
+  ``node.kubernetes.io/network-limit``, the node's NodeSLO ``systemStrategy.totalNetworkBandwidth``
+  (non-zero), the configured default; none: unknown. A present annotation that is not a bandwidth makes
+  the capacity unreadable (a ``FieldError``), not the next source's.
+* **Accounting**: ``duplex`` (each direction has the whole capacity; the total is doubled) or
+  ``combined`` (ingress + egress share it). :class:`Accounting` holds the doubling and the fit rule, for
+  Python ints and numpy arrays alike.
 """
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
 
 from operators.api import keys
-from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
-from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
-from operators.engine.appgroup import workload_namespaces
-from operators.engine.plugins import koordinator_qos
-from operators.engine.snapshot import Namespace
+from operators.api.quantity import Quantity, parse_bandwidth
+from operators.engine.snapshot import Node, Snapshot
 
 DIRECTIONS = ("ingress", "egress")
-LIMIT = {"ingress": keys.INGRESS_BANDWIDTH, "egress": keys.EGRESS_BANDWIDTH}
-REQUEST = {"ingress": keys.INGRESS_REQUEST, "egress": keys.EGRESS_REQUEST}
-NAMESPACE_DEFAULTS = {
-    keys.INGRESS_BANDWIDTH: keys.NS_DEFAULT_INGRESS_BANDWIDTH,
-    keys.EGRESS_BANDWIDTH: keys.NS_DEFAULT_EGRESS_BANDWIDTH,
-    keys.INGRESS_REQUEST: keys.NS_DEFAULT_INGRESS_REQUEST,
-    keys.EGRESS_REQUEST: keys.NS_DEFAULT_EGRESS_REQUEST,
-}
-KOORDINATOR_FIELDS = {
-    keys.INGRESS_BANDWIDTH: "ingressLimit",
-    keys.EGRESS_BANDWIDTH: "egressLimit",
-    keys.INGRESS_REQUEST: "ingressRequest",
-    keys.EGRESS_REQUEST: "egressRequest",
-}
-BANDWIDTH_KEYS = (keys.INGRESS_BANDWIDTH, keys.EGRESS_BANDWIDTH, keys.INGRESS_REQUEST, keys.EGRESS_REQUEST)
+CAPACITY_ANNOTATIONS = (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS)
+SYSTEM_CONFIG = keys.SYSTEM_CONFIG_KEY  # the source name of a NodeSLO / system-config total
+DEFAULT = "default"
+
+Amount = TypeVar("Amount")  # an int, or a numpy array of them
 
 
-class Denied(ValueError):
-    """The pod is refused; the message names the annotation and the value."""
+class Accounting(enum.StrEnum):
+    """How a pod's ingress and egress count against a node's capacity."""
+
+    DUPLEX = "duplex"
+    COMBINED = "combined"
+
+    def total(self, capacity: Amount) -> Amount:
+        """The capacity both directions share: doubled in duplex accounting (the one place it is)."""
+        doubled: Amount = capacity * 2 if self is Accounting.DUPLEX else capacity  # type: ignore[operator,assignment]
+        return doubled
+
+    def fits(self, capacity: Any, used_in: Any, used_out: Any, want_in: Any, want_out: Any) -> Any:
+        """Whether a demand fits the free capacity (elementwise for arrays). Duplex: each direction that asks
+        for something fits its own free capacity; combined: in + out fits what both leave."""
+        if self is Accounting.COMBINED:
+            return want_in + want_out <= capacity - used_in - used_out
+        return ((want_in == 0) | (want_in <= capacity - used_in)) & (
+            (want_out == 0) | (want_out <= capacity - used_out)
+        )
+
+    def overcommit(self, capacity: Any, used_in: Any, used_out: Any) -> Any:
+        """By how much the used bandwidth exceeds the capacity (<= 0: it does not)."""
+        if self is Accounting.COMBINED:
+            return used_in + used_out - capacity
+        return np.maximum(used_in, used_out) - capacity
 
 
 @dataclass(frozen=True)
-class Admission:
-    """The annotations to add to the pod (empty: nothing to change)."""
+class Capacity:
+    """A node's capacity and where it came from (an annotation key, ``system-config`` or ``default``)."""
 
-    added: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
-    namespace_problems: tuple[str, ...] = ()  # namespace defaults skipped because they are not bandwidths
+    quantity: Quantity  # as written at its source
+    source: str
 
-    def annotations(self, existing: Mapping[str, str]) -> dict[str, str]:
-        """The annotations to write, the source record included (empty when nothing is added)."""
-        if not self.added:
-            return {}
-        record = dict(_parse_sources(existing.get(keys.BANDWIDTH_SOURCE, "")))
-        record.update(self.sources)
-        return {**self.added, keys.BANDWIDTH_SOURCE: ",".join(f"{k}={v}" for k, v in sorted(record.items()))}
+    @property
+    def bits(self) -> int:
+        return self.quantity.value()
 
 
-def _parse_sources(text: str) -> list[tuple[str, str]]:
-    pairs = []
-    for item in filter(None, text.split(",")):
-        key, _, source = item.partition("=")
-        pairs.append((key, source))
-    return pairs
+def pod_demand(annotations: Mapping[str, str]) -> tuple[int, int]:
+    """(ingress, egress) bits/s a pod needs (see the module docstring); ``FieldError`` when unreadable."""
+    result = []
+    qos: Mapping[str, Any] | None = None
+    for direction in DIRECTIONS:
+        for key in (f"kubernetes.io/{direction}-request", f"kubernetes.io/{direction}-bandwidth"):
+            if key in annotations:
+                result.append(parse_bandwidth(annotations[key], f"metadata.annotations[{key}]").value())
+                break
+        else:
+            qos = koordinator_qos(annotations) if qos is None else qos
+            for name in (f"{direction}Request", f"{direction}Limit"):
+                if qos.get(name) is not None:
+                    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}].{name}"
+                    result.append(parse_bandwidth(qos[name], where).value())
+                    break
+            else:
+                result.append(0)
+    return result[0], result[1]
 
 
-def _quantity(value: Any, where: str) -> Quantity:
-    try:
-        return parse_bandwidth(value, where)
-    except QuantityError as error:
-        raise Denied(str(error)) from None
-
-
-def _koordinator(annotations: Mapping[str, str]) -> dict[str, Quantity]:
-    try:
-        document = koordinator_qos(annotations)
-    except FieldError as error:
-        raise Denied(str(error)) from None
+def koordinator_qos(annotations: Mapping[str, str]) -> Mapping[str, Any]:
+    """The pod's ``koordinator.sh/networkQOS`` JSON object ({} when absent); ``FieldError`` when not an object."""
+    text = annotations.get(keys.KOORDINATOR_NETWORK_QOS)
+    if text is None:
+        return {}
     where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}]"
-    result = {}
-    for key, field_name in KOORDINATOR_FIELDS.items():
-        if document.get(field_name) is not None:
-            result[key] = _quantity(document[field_name], f"{where}.{field_name}")
-    return result
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise FieldError(where, text, f"not valid JSON: {getattr(error, 'msg', error)}") from None
+    if not isinstance(document, dict):
+        raise FieldError(
+            where, text, "expected a JSON object with ingressLimit, egressLimit, ingressRequest, egressRequest"
+        )
+    return document
 
 
-def appgroup_requests(
-    pod_labels: Mapping[str, str], pod_namespace: str, app_groups: Iterable[AppGroup]
-) -> dict[str, Quantity]:
-    """Requests implied by the pod's AppGroup workload (rule 3); empty when it has none."""
-    name = pod_labels.get(keys.APPGROUP_LABEL)
-    selector = pod_labels.get(keys.APPGROUP_WORKLOAD_LABEL)
-    if not name or not selector:
-        return {}
-    candidates = [
-        group for group in app_groups if group.metadata.name == name and pod_namespace in workload_namespaces(group)
-    ]
-    if not candidates:
-        return {}
-    # An AppGroup in the pod's own namespace wins over one elsewhere that names this namespace.
-    group = sorted(candidates, key=lambda g: (g.metadata.namespace != pod_namespace, g.metadata.namespace or ""))[0]
-    egress = Quantity(0)
-    ingress = Quantity(0)
-    for entry in group.spec.workloads:
-        for dependency in entry.dependencies or ():
-            bandwidth = dependency.min_bandwidth
-            if bandwidth is None:
-                continue
-            if entry.workload.selector == selector:
-                egress = egress + bandwidth
-            if dependency.workload.selector == selector:
-                ingress = ingress + bandwidth
-    result = {}
-    if egress:
-        result[keys.EGRESS_REQUEST] = egress
-    if ingress:
-        result[keys.INGRESS_REQUEST] = ingress
-    return result
+def node_capacity(node: Node, slo_total: Any, default: Quantity | None) -> Capacity | None:
+    """The node's capacity (see the module docstring); None: unknown; ``FieldError`` naming an unreadable source.
+
+    ``slo_total`` is the NodeSLO's (or system-config's) ``totalNetworkBandwidth``: a quantity or its text.
+    """
+    for annotation in CAPACITY_ANNOTATIONS:
+        if annotation in node.annotations:
+            value = parse_bandwidth(node.annotations[annotation], f"metadata.annotations[{annotation}]")
+            return Capacity(value, annotation)
+    if slo_total is not None:
+        total = parse_bandwidth(slo_total, f"NodeSLO {node.name} spec.systemStrategy.totalNetworkBandwidth")
+        if total:
+            return Capacity(total, SYSTEM_CONFIG)
+    return Capacity(default, DEFAULT) if default is not None else None
 
 
-def admit_pod(pod: Mapping[str, Any], app_groups: Iterable[AppGroup], namespace: Namespace | None) -> Admission:
-    """What to add to a pod being created (see the module docstring); raises ``Denied``."""
-    meta = pod.get("metadata") or {}
-    annotations: Mapping[str, str] = meta.get("annotations") or {}
-    labels: Mapping[str, str] = meta.get("labels") or {}
-    pod_namespace = meta.get("namespace") or (namespace.name if namespace else "default")
-    values: dict[str, Quantity] = {}
-    sources: dict[str, str] = {}
-    for key in BANDWIDTH_KEYS:  # rule 1
-        if key in annotations:
-            values[key] = _quantity(annotations[key], f"metadata.annotations[{key}]")
-    layers: list[tuple[str, dict[str, Quantity]]] = [
-        (keys.KOORDINATOR_NETWORK_QOS, _koordinator(annotations)),
-        ("appgroup", appgroup_requests(labels, pod_namespace, app_groups)),
-    ]
-    defaults, problems = namespace_defaults(namespace)
-    layers.append(("namespace", defaults))
-    for source, layer in layers:  # rules 2-4
-        for key, quantity in layer.items():
-            if key not in values:
-                values[key] = quantity
-                sources[key] = source
-    for direction in DIRECTIONS:  # rule 5
-        limit, request = LIMIT[direction], REQUEST[direction]
-        if request not in values and limit in values:
-            values[request] = values[limit]
-            sources[request] = "limit"
-        if request in values and limit in values and values[request] > values[limit]:
-            raise Denied(
-                f"{request} {_render(values[request], sources.get(request), annotations.get(request))} is above "
-                f"{limit} {_render(values[limit], sources.get(limit), annotations.get(limit))}"
-            )
-    added = {key: str(values[key]) for key in BANDWIDTH_KEYS if key in sources}
-    return Admission(added, {key: sources[key] for key in added}, problems)
+def capacity_or_problem(node: Node, slo_total: Any, default: Quantity | None) -> tuple[int | None, str]:
+    """(capacity bits/s or None, "" or why it is unreadable): :func:`node_capacity` without raising."""
+    try:
+        found = node_capacity(node, slo_total, default)
+    except FieldError as error:
+        return None, f"node {node.name} bandwidth capacity unreadable: {error}"
+    return (found.bits if found is not None else None), ""
 
 
-def namespace_defaults(namespace: Namespace | None) -> tuple[dict[str, Quantity], tuple[str, ...]]:
-    """(the namespace's default bandwidths, the problems of the defaults that are not bandwidths)."""
-    defaults: dict[str, Quantity] = {}
-    problems: list[str] = []
-    for key, annotation in NAMESPACE_DEFAULTS.items():
-        if namespace is not None and annotation in namespace.annotations:
-            where = f"Namespace {namespace.name} metadata.annotations[{annotation}]"
-            try:
-                defaults[key] = parse_bandwidth(namespace.annotations[annotation], where)
-            except QuantityError as error:
-                problems.append(f"{error}; the default is ignored")
-    return defaults, tuple(problems)
+def slo_network_totals(snapshot: Snapshot) -> dict[str, Quantity]:
+    """node -> ``systemStrategy.totalNetworkBandwidth`` of its NodeSLO, where set."""
+    totals = {}
+    for slo in snapshot.node_slos:
+        system = slo.spec.system_strategy
+        if system is not None and system.total_network_bandwidth is not None:
+            totals[slo.metadata.name] = system.total_network_bandwidth
+    return totals
 
 
-def _render(value: Quantity, source: str | None, original: str | None) -> str:
-    text = json.dumps(original if original is not None and source is None else str(value))
-    return f"{text} (from {source})" if source else text
-
-
-def json_patch(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> list[dict[str, Any]]:
-    """RFC 6902 operations adding ``annotations`` to ``pod`` (keys escaped; the map created when absent)."""
-    if not annotations:
-        return []
-    if not isinstance(pod.get("metadata"), Mapping):
-        return [{"op": "add", "path": "/metadata", "value": {"annotations": dict(annotations)}}]
-    existing = pod["metadata"].get("annotations")
-    if existing is None:
-        return [{"op": "add", "path": "/metadata/annotations", "value": dict(annotations)}]
-    return [
-        {
-            "op": "replace" if key in existing else "add",
-            "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1"),
-            "value": value,
-        }
-        for key, value in sorted(annotations.items())
-    ]
+def headroom_score(total: Any, after: Any) -> Any:
+    """NetworkBandwidth's raw score ``(total - used_after) * 100 // total`` (elementwise), floored at 0, and 0
+    where the capacity is unknown (``total`` <= 0). Floored before the multiplication: with bandwidths <= 1P
+    and used bandwidth <= 2**60 nothing overflows int64."""
+    total, after = np.asarray(total), np.asarray(after)
+    safe = np.where(total > 0, total, 1)
+    return np.where(total > 0, np.maximum(0, total - after) * 100 // safe, 0)

@@ -22,8 +22,8 @@ from typing import Any
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.quantity import MAX_BANDWIDTH, Quantity
+from operators.engine.bandwidth import Accounting, capacity_or_problem, pod_demand, slo_network_totals
 from operators.engine.descheduler_policy import LowNodeLoadArgs
-from operators.engine.plugins import capacity_or_problem, pod_demand, slo_network_totals
 from operators.engine.snapshot import Node, NodeMetric, Pod, Snapshot
 
 Amounts = dict[str, int]
@@ -161,7 +161,7 @@ def node_loads(
     metrics: dict[str, NodeMetric] = {metric.name: metric for metric in snapshot.node_metrics}
     slo_totals = slo_network_totals(snapshot)
     default_bandwidth = Quantity.parse(args.default_node_bandwidth) if args.default_node_bandwidth else None
-    duplex = 2 if args.accounting_mode == "duplex" else 1
+    accounting = Accounting(args.accounting_mode)
     by_node = snapshot.pods_by_node
     modes = {
         name: "bandwidth"
@@ -192,7 +192,7 @@ def node_loads(
             if not bandwidth:
                 skipped[node.name] = "no network bandwidth capacity (node annotation, NodeSLO or defaultNodeBandwidth)"
                 continue
-            capacity["netBandwidth"] = bandwidth * duplex
+            capacity["netBandwidth"] = accounting.total(bandwidth)
         missing = [name for name, amount in capacity.items() if amount <= 0]
         if missing:
             skipped[node.name] = f"no allocatable {', '.join(missing)}"

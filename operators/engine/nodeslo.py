@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from operators.api import keys
+from operators.api.errors import FieldError
 from operators.api.meta import ObjectMeta
 from operators.api.nodeslo import (
     ClassBandwidth,
@@ -44,7 +45,8 @@ from operators.api.nodeslo import (
     NodeSLOSpec,
     NodeSLOStatus,
 )
-from operators.api.quantity import Quantity, QuantityError
+from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
+from operators.engine.bandwidth import CAPACITY_ANNOTATIONS, node_capacity
 from operators.engine.conditions import condition
 from operators.engine.sloconfig import ConfigState, KeyConfig, network_qos
 from operators.engine.snapshot import Node
@@ -63,21 +65,15 @@ class NodeSLOOptions:
 def node_total(
     node: Node, system_strategy: Mapping[str, Any], default: Quantity | None
 ) -> tuple[Quantity | None, str, str]:
-    """(total bits/s or None, its source, a problem message or "")."""
-    for annotation in (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS):
-        if annotation in node.annotations:
-            text = node.annotations[annotation]
-            try:
-                return Quantity.parse(text, f"metadata.annotations[{annotation}]"), annotation, ""
-            except QuantityError as error:
-                return None, annotation, str(error)
-    configured = system_strategy.get("totalNetworkBandwidth")
-    if configured is not None:
-        total = Quantity.parse(configured)
-        if total:
-            return total, keys.SYSTEM_CONFIG_KEY, ""
-    if default is not None:
-        return default, "default", ""
+    """(total or None, its source, a problem message or ""): the bandwidth model's node capacity, with the
+    system strategy's ``totalNetworkBandwidth`` as the NodeSLO total."""
+    try:
+        found = node_capacity(node, system_strategy.get("totalNetworkBandwidth"), default)
+    except FieldError as error:
+        source = next((name for name in CAPACITY_ANNOTATIONS if name in node.annotations), keys.SYSTEM_CONFIG_KEY)
+        return None, source, str(error)
+    if found is not None:
+        return found.quantity, found.source, ""
     return (
         None,
         "",
@@ -143,9 +139,9 @@ def _strategy(config: KeyConfig | None, node: Node, fallback: Mapping[str, Any] 
     return dict(config.for_node(node.labels)[1])
 
 
-def _is_quantity(text: str) -> bool:
+def _is_bandwidth(text: str) -> bool:
     try:
-        Quantity.parse(text)
+        parse_bandwidth(text)
     except QuantityError:
         return False
     return True
@@ -159,7 +155,7 @@ def render_nodeslo(
     qos_strategy = _strategy(state.configs.get(keys.RESOURCE_QOS_CONFIG_KEY), node, old_spec.get("resourceQOSStrategy"))
     system_strategy = _strategy(state.configs.get(keys.SYSTEM_CONFIG_KEY), node, old_spec.get("systemStrategy"))
     annotated = node.annotations.get(keys.NODE_BANDWIDTH_KOORDINATOR)
-    if annotated is not None and _is_quantity(annotated):  # a bad one is reported by NetworkBandwidthKnown
+    if annotated is not None and _is_bandwidth(annotated):  # a bad one is reported by NetworkBandwidthKnown
         system_strategy["totalNetworkBandwidth"] = annotated
     if options.spec_owner == "koordinator" and existing is not None:
         spec = existing.spec

@@ -8,18 +8,18 @@ that does not depend on the pod is computed once per snapshot in :class:`Cluster
 from __future__ import annotations
 
 import functools
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
 from operators.api.networktopology import WeightInfo
-from operators.api.quantity import Quantity, parse_bandwidth
+from operators.api.quantity import Quantity
 from operators.engine.appgroup import workload_namespaces
+from operators.engine.bandwidth import Accounting, capacity_or_problem, headroom_score, pod_demand, slo_network_totals
 from operators.engine.snapshot import Node, Pod, Snapshot
 
 MAX_COST = 100  # a missing cost, upstream's MaxCost
@@ -50,81 +50,6 @@ class NodeResourcesAllocatableArgs:
 
 
 # --- pod and node bandwidth (SPEC.md §3) ---------------------------------------------------------------
-
-
-def pod_demand(annotations: Mapping[str, str]) -> tuple[int, int]:
-    """(ingress, egress) bits/s a pod needs, per direction the first present of: its request, its limit,
-    Koordinator's networkQOS request, its limit; none: 0.
-
-    A value that is present but not a bandwidth (not a quantity, negative, above 1P) raises
-    ``FieldError`` naming the annotation: never a silent 0 (SPEC §3).
-    """
-    result = []
-    qos: Mapping[str, Any] | None = None
-    for direction in ("ingress", "egress"):
-        for key in (f"kubernetes.io/{direction}-request", f"kubernetes.io/{direction}-bandwidth"):
-            if key in annotations:
-                result.append(parse_bandwidth(annotations[key], f"metadata.annotations[{key}]").value())
-                break
-        else:
-            qos = koordinator_qos(annotations) if qos is None else qos
-            for name in (f"{direction}Request", f"{direction}Limit"):
-                if qos.get(name) is not None:
-                    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}].{name}"
-                    result.append(parse_bandwidth(qos[name], where).value())
-                    break
-            else:
-                result.append(0)
-    return result[0], result[1]
-
-
-def koordinator_qos(annotations: Mapping[str, str]) -> Mapping[str, Any]:
-    """The pod's ``koordinator.sh/networkQOS`` JSON object ({} when absent); ``FieldError`` when not an object."""
-    text = annotations.get(keys.KOORDINATOR_NETWORK_QOS)
-    if text is None:
-        return {}
-    where = f"metadata.annotations[{keys.KOORDINATOR_NETWORK_QOS}]"
-    try:
-        document = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as error:
-        raise FieldError(where, text, f"not valid JSON: {getattr(error, 'msg', error)}") from None
-    if not isinstance(document, dict):
-        raise FieldError(
-            where, text, "expected a JSON object with ingressLimit, egressLimit, ingressRequest, egressRequest"
-        )
-    return document
-
-
-def node_capacity(node: Node, slo_total: Quantity | None, default: Quantity | None) -> int | None:
-    """Bits/s, first found: the two node annotations, the NodeSLO total, the default; None: unknown.
-
-    A present annotation that is not a bandwidth raises ``FieldError`` naming it (the node's capacity is
-    unknown, not the next source's: the NodeSLO controller reads it the same way).
-    """
-    for annotation in (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS):
-        if annotation in node.annotations:
-            return parse_bandwidth(node.annotations[annotation], f"metadata.annotations[{annotation}]").value()
-    if slo_total is not None and slo_total:
-        return parse_bandwidth(slo_total, f"NodeSLO {node.name} spec.systemStrategy.totalNetworkBandwidth").value()
-    return default.value() if default is not None else None
-
-
-def capacity_or_problem(node: Node, slo_total: Quantity | None, default: Quantity | None) -> tuple[int | None, str]:
-    """(capacity or None, "" or why it is unreadable): :func:`node_capacity` without raising."""
-    try:
-        return node_capacity(node, slo_total, default), ""
-    except FieldError as error:
-        return None, f"node {node.name} bandwidth capacity unreadable: {error}"
-
-
-def slo_network_totals(snapshot: Snapshot) -> dict[str, Quantity]:
-    """node -> ``systemStrategy.totalNetworkBandwidth`` of its NodeSLO, where set."""
-    totals = {}
-    for slo in snapshot.node_slos:
-        system = slo.spec.system_strategy
-        if system is not None and system.total_network_bandwidth is not None:
-            totals[slo.metadata.name] = system.total_network_bandwidth
-    return totals
 
 
 # --- what does not depend on the pod -------------------------------------------------------------------
@@ -396,18 +321,6 @@ def overhead_shortfall(satisfied: int, violated: int) -> str:
     )
 
 
-def normalize_overhead(scores: Mapping[str, int]) -> dict[str, int]:
-    """Upstream: ``100 - int(100*(s-min)/(max-min))``; all zero stays 0; all equal non-zero becomes 100."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    if low == 0 and high == 0:
-        return dict(scores)
-    if high == low:
-        return {node: 100 - (score - low) for node, score in scores.items()}
-    return {node: 100 - int(100 * (score - low) / (high - low)) for node, score in scores.items()}
-
-
 # --- NetworkBandwidth ------------------------------------------------------------------------------------------
 
 
@@ -433,11 +346,18 @@ def bandwidth_filter(
     if node.name in index.usage_problems:
         return f"used bandwidth unknown: {index.usage_problems[node.name]}"
     used_in, used_out = index.used.get(node.name, (0, 0))
-    if args.accounting_mode == "combined":
-        free = capacity - used_in - used_out
-        if demand[0] + demand[1] > free:
-            return f"insufficient network bandwidth: requested {demand[0] + demand[1]} bits/s, free {max(free, 0)}"
+    return bandwidth_shortfall(Accounting(args.accounting_mode), capacity, used_in, used_out, demand)
+
+
+def bandwidth_shortfall(
+    accounting: Accounting, capacity: int, used_in: int, used_out: int, demand: tuple[int, int]
+) -> str | None:
+    """Why the demand does not fit (None when it does): the message of NetworkBandwidth's filter."""
+    if accounting.fits(capacity, used_in, used_out, *demand):
         return None
+    if accounting is Accounting.COMBINED:
+        free = capacity - used_in - used_out
+        return f"insufficient network bandwidth: requested {demand[0] + demand[1]} bits/s, free {max(free, 0)}"
     for direction, want, used in (("ingress", demand[0], used_in), ("egress", demand[1], used_out)):
         if want and want > capacity - used:
             return f"insufficient {direction} bandwidth: requested {want} bits/s, free {max(capacity - used, 0)}"
@@ -445,14 +365,11 @@ def bandwidth_filter(
 
 
 def bandwidth_score(demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int:
-    """``(capacity - used_after) * 100 // capacity``; in duplex mode both directions count (capacity doubled)."""
-    capacity = _capacity(node, index, args)[0]
-    if not capacity:
-        return 0
+    """``(total - used_after) * 100 // total`` (:func:`~operators.engine.bandwidth.headroom_score`)."""
+    capacity = _capacity(node, index, args)[0] or 0
     used_in, used_out = index.used.get(node.name, (0, 0))
-    total = capacity if args.accounting_mode == "combined" else 2 * capacity
-    after = used_in + used_out + demand[0] + demand[1]
-    return max(0, (total - after) * 100 // total)
+    total = Accounting(args.accounting_mode).total(capacity)
+    return int(headroom_score(total, used_in + used_out + demand[0] + demand[1]))
 
 
 def bandwidth_failures(
@@ -467,17 +384,6 @@ def bandwidth_scores(
 ) -> dict[str, int]:
     """:func:`bandwidth_score` for many nodes (the array path in :mod:`vectorized` handles the snapshot's own)."""
     return {node.name: bandwidth_score(demand, node, index, args) for node in nodes}
-
-
-def normalize_min_max(scores: Mapping[str, int], invert: bool = False) -> dict[str, int]:
-    """The thesis' ``(s - min) / (max - min) * 100``; all equal: every node 0 (no preference)."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    if high == low:
-        return dict.fromkeys(scores, 0)
-    result = {node: (score - low) * 100 // (high - low) for node, score in scores.items()}
-    return {node: 100 - value for node, value in result.items()} if invert else result
 
 
 # --- NodeResourcesAllocatable --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from operators.engine.bandwidth import Accounting
 from operators.engine.simulate import Cluster, PodShape, objective, total_capacity
 
 
@@ -45,11 +46,7 @@ def fits(cluster: Cluster, node: int, shape: PodShape, accounting: str) -> bool:
         return False
     capacity = int(cluster.bandwidth[node])
     used_in, used_out = int(cluster.used_in[node]), int(cluster.used_out[node])
-    if accounting == "combined":
-        return shape.ingress + shape.egress <= capacity - used_in - used_out
-    return (shape.ingress == 0 or used_in + shape.ingress <= capacity) and (
-        shape.egress == 0 or used_out + shape.egress <= capacity
-    )
+    return bool(Accounting(accounting).fits(capacity, used_in, used_out, shape.ingress, shape.egress))
 
 
 def rebalance(

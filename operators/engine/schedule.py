@@ -19,6 +19,7 @@ import pydantic
 
 from operators.api.errors import FieldError, from_pydantic, join_path
 from operators.engine import vectorized
+from operators.engine.bandwidth import pod_demand
 from operators.engine.plugins import (
     ALLOCATABLE,
     NETWORK_BANDWIDTH,
@@ -33,7 +34,6 @@ from operators.engine.plugins import (
     bandwidth_scores,
     network_overhead,
     overhead_reason,
-    pod_demand,
 )
 from operators.engine.scheduler_config import (
     ARGS,

@@ -22,10 +22,10 @@ import numpy.typing as npt
 
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
+from operators.engine.bandwidth import Accounting, headroom_score, node_capacity, pod_demand, slo_network_totals
 from operators.engine.node_load import allocatable_amounts, requested_cpu_memory
-from operators.engine.plugins import node_capacity, pod_demand, slo_network_totals
 from operators.engine.snapshot import Snapshot
-from operators.engine.vectorized import bandwidth_headroom_score, normalize_min_max
+from operators.engine.vectorized import normalize_min_max
 
 Ints = npt.NDArray[np.int64]
 
@@ -178,7 +178,8 @@ class Cluster:
             cluster.memory[i] = _bounded(allocatable["memory"] or 0)
             cluster.pods[i] = _bounded(allocatable["pods"] or 0)
             try:
-                cluster.bandwidth[i] = node_capacity(node, totals.get(node.name), fallback) or 0
+                found = node_capacity(node, totals.get(node.name), fallback)
+                cluster.bandwidth[i] = found.bits if found is not None else 0
             except FieldError as error:
                 raise FieldError(f"Node {node.name}: {error.path}", error.value, error.reason) from None
             for pod in snapshot.pods_by_node.get(node.name, ()):
@@ -237,15 +238,13 @@ class Options:
 
 
 def bandwidth_fits(cluster: Cluster, ingress: int, egress: int, accounting: str) -> npt.NDArray[np.bool_]:
-    free_in = cluster.bandwidth - cluster.used_in
-    free_out = cluster.bandwidth - cluster.used_out
-    if accounting == "combined":
-        return np.asarray(ingress + egress <= cluster.bandwidth - cluster.used_in - cluster.used_out)
-    return np.asarray(((ingress == 0) | (ingress <= free_in)) & ((egress == 0) | (egress <= free_out)))
+    return np.asarray(
+        Accounting(accounting).fits(cluster.bandwidth, cluster.used_in, cluster.used_out, ingress, egress)
+    )
 
 
 def total_capacity(cluster: Cluster, accounting: str) -> Ints:
-    return cluster.bandwidth * (1 if accounting == "combined" else 2)
+    return np.asarray(Accounting(accounting).total(cluster.bandwidth))
 
 
 class Scheduler:
@@ -307,7 +306,7 @@ class Scheduler:
         if self.network_aware and (shape.ingress or shape.egress):
             capacity = total_capacity(cluster, self.options.accounting)[nodes]
             used = cluster.used_in[nodes] + cluster.used_out[nodes]
-            raw = bandwidth_headroom_score(capacity, used + shape.ingress + shape.egress)
+            raw = headroom_score(capacity, used + shape.ingress + shape.egress)
             total = total + self.options.bandwidth_weight * normalize_min_max(raw)
         return np.asarray(total, dtype=np.int64)
 
@@ -359,10 +358,7 @@ def objective(cluster: Cluster, accounting: str) -> int:
 def report(outcome: Outcome, accounting: str) -> dict[str, Any]:
     cluster = outcome.cluster
     capacity = total_capacity(cluster, accounting)
-    if accounting == "combined":
-        over = cluster.used_in + cluster.used_out - cluster.bandwidth
-    else:
-        over = np.maximum(cluster.used_in, cluster.used_out) - cluster.bandwidth
+    over = Accounting(accounting).overcommit(cluster.bandwidth, cluster.used_in, cluster.used_out)
     used = cluster.used_in + cluster.used_out
     utilisation = np.where(capacity > 0, 100.0 * used / np.maximum(capacity, 1), 0.0)
     return {

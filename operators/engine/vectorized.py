@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from operators.engine.bandwidth import Accounting, headroom_score
 from operators.engine.plugins import (
     ClusterIndex,
     NetworkBandwidthArgs,
     NodeResourcesAllocatableArgs,
     OverheadResult,
     allocatable_score,
-    bandwidth_filter,
+    bandwidth_shortfall,
     host_corrected,
     overhead_shortfall,
 )
@@ -126,24 +127,31 @@ def _overhead_messages(index: ClusterIndex, satisfied: int, violated: int) -> li
 def bandwidth_failures(
     demand: tuple[int, int], nodes: list[Node], positions: Ints, index: ClusterIndex, args: NetworkBandwidthArgs
 ) -> dict[str, str]:
+    """NetworkBandwidth's filter over the node table: the rule and the messages of the bandwidth model."""
     if demand == (0, 0) or not nodes:
         return {}
     data = arrays(index)
+    accounting = Accounting(args.accounting_mode)
     capacity = capacities(index, args)[positions]
     used_in, used_out = data.used_in[positions], data.used_out[positions]
-    want_in, want_out = demand
     unknown = (capacity < 0) | data.usage_unknown[positions]
-    if args.accounting_mode == "combined":
-        failed = unknown | (want_in + want_out > capacity - used_in - used_out)
-    else:
-        failed = (
-            unknown
-            | ((want_in > 0) & (want_in > capacity - used_in))
-            | ((want_out > 0) & (want_out > capacity - used_out))
-        )
-    return {
-        nodes[i].name: bandwidth_filter(demand, nodes[i], index, args) or "" for i in np.nonzero(failed)[0].tolist()
-    }
+    failed = unknown | ~accounting.fits(capacity, used_in, used_out, *demand)
+    problems = index.capacity_problems(args.default_node_bandwidth)
+    reasons = {}
+    for row in np.nonzero(failed)[0].tolist():
+        name = nodes[row].name
+        if name in problems:
+            reasons[name] = problems[name]
+        elif capacity[row] < 0:
+            reasons[name] = f"node {name} has no known bandwidth capacity"
+        elif name in index.usage_problems:
+            reasons[name] = f"used bandwidth unknown: {index.usage_problems[name]}"
+        else:
+            shortfall = bandwidth_shortfall(
+                accounting, int(capacity[row]), int(used_in[row]), int(used_out[row]), demand
+            )
+            reasons[name] = shortfall or ""
+    return reasons
 
 
 def normalize_overhead(raw: Ints) -> Ints:
@@ -168,14 +176,6 @@ def normalize_min_max(raw: Ints) -> Ints:
 
 def bandwidth_raw(demand: tuple[int, int], positions: Ints, index: ClusterIndex, args: NetworkBandwidthArgs) -> Ints:
     data = arrays(index)
-    capacity = capacities(index, args)[positions]
-    total = capacity * (1 if args.accounting_mode == "combined" else 2)
-    return bandwidth_headroom_score(total, data.used_in[positions] + data.used_out[positions] + demand[0] + demand[1])
-
-
-def bandwidth_headroom_score(total: Ints, after: Ints) -> Ints:
-    """NetworkBandwidth's raw score ``(total - used_after) * 100 // total`` per node, floored at 0; 0 when
-    the capacity is unknown (``total`` is the capacity, doubled in duplex accounting)."""
-    safe = np.where(total > 0, total, 1)
-    # Floored before the multiplication: with the inputs' bounds (bandwidths <= 1P, used <= 2**60) nothing overflows.
-    return np.asarray(np.where(total > 0, np.maximum(0, total - after) * 100 // safe, 0))
+    total = Accounting(args.accounting_mode).total(capacities(index, args)[positions])
+    used = data.used_in[positions] + data.used_out[positions]
+    return np.asarray(headroom_score(total, used + demand[0] + demand[1]))

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from operators.api.appgroup import AppGroup
-from operators.engine.bandwidth import Denied, admit_pod, json_patch
+from operators.engine.admission import Denied, admit_pod, json_patch
 from operators.engine.snapshot import Namespace
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"

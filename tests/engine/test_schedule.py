@@ -7,6 +7,7 @@ import pathlib
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -17,11 +18,11 @@ from operators.engine.plugins import (
     ClusterIndex,
     NetworkOverheadArgs,
     network_overhead,
-    normalize_overhead,
     overhead_reason,
 )
 from operators.engine.schedule import SchedulerConfig, parse_config, schedule
 from operators.engine.snapshot import Node, Pod, build_snapshot
+from operators.engine.vectorized import normalize_overhead
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
@@ -72,7 +73,7 @@ def test_seeds_network_overhead_by_hand(selector: str) -> None:
     assert result.per_node is not None
     assert [result.per_node[node][2] for node in NODES] == raw
     assert all(result.per_node[node] == (1, 0, cost) for node, cost in zip(NODES, raw, strict=True))
-    assert list(normalize_overhead(dict(zip(NODES, raw, strict=True))).values()) == normalized
+    assert normalize_overhead(np.array(raw)).tolist() == normalized
     report = schedule(pending(selector), seeds_index(), SchedulerConfig(weights={"NetworkOverhead": 1}, overhead=ARGS))
     assert all(report["filter"][node]["NetworkOverhead"] == "passed" for node in NODES)
     assert [report["normalizedScore"][node]["NetworkOverhead"] for node in NODES] == normalized
@@ -121,9 +122,9 @@ def test_missing_appgroup_or_topology_is_a_reason_not_a_crash() -> None:
 
 
 def test_normalize_overhead_edge_cases() -> None:
-    assert normalize_overhead({"a": 0, "b": 0}) == {"a": 0, "b": 0}  # all zero stays 0
-    assert normalize_overhead({"a": 7, "b": 7}) == {"a": 100, "b": 100}  # all equal non-zero: 100
-    assert normalize_overhead({"a": 0, "b": 3, "c": 6}) == {"a": 100, "b": 50, "c": 0}
+    assert normalize_overhead(np.array([0, 0])).tolist() == [0, 0]  # all zero stays 0
+    assert normalize_overhead(np.array([7, 7])).tolist() == [100, 100]  # all equal non-zero: 100
+    assert normalize_overhead(np.array([0, 3, 6])).tolist() == [100, 50, 0]
 
 
 def bandwidth_node(capacity: str) -> dict[str, Any]:
