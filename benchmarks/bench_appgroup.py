@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from operators.engine.reconcile import reconcile
-from operators.engine.snapshot import build_snapshot
-from operators.engine.toposort import ALGORITHMS
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.status.reconcile import reconcile
+from operators.engine.status.toposort import ALGORITHMS
 
 NOW = datetime.datetime(2026, 11, 22, tzinfo=datetime.UTC)
 

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
-from operators.engine.plugins import NetworkOverheadArgs
-from operators.engine.schedule import SchedulerConfig, schedule
-from operators.engine.snapshot import Pod, build_snapshot
+from operators.engine.cluster.snapshot import Pod, build_snapshot
+from operators.engine.scheduling.plugins import NetworkOverheadArgs
+from operators.engine.scheduling.schedule import SchedulerConfig, schedule
 from operators.extender.server import ExtenderState, build_app
 
 BUDGET_MS = 20.0

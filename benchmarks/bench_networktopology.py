@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from operators.engine.networktopology import networktopology_result
-from operators.engine.snapshot import build_snapshot
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.status.networktopology import networktopology_result
 
 BUDGET_SECONDS = 2.0
 KEY = "netperf.p90.latency.milliseconds.origin.{}.destination.{}"

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from operators.engine.nodeslo import NodeSLOOptions, render_all
-from operators.engine.sloconfig import ConfigState, update_config
-from operators.engine.snapshot import Node
+from operators.engine.cluster.snapshot import Node
+from operators.engine.status.nodeslo import NodeSLOOptions, render_all
+from operators.engine.status.sloconfig import ConfigState, update_config
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from operators.engine.simulate import Cluster, Options, expand, report, run_scheduler, scenario
+from operators.engine.simulation.simulate import Cluster, Options, expand, report, run_scheduler, scenario
 
 FLOOR = 270.0
 

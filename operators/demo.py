@@ -23,11 +23,11 @@ from aiohttp.test_utils import BaseTestServer, TestServer
 
 from operators.api import keys
 from operators.controllers.descheduler import Descheduler
-from operators.controllers.kube import read_json, send_json, url_api_client
-from operators.engine.descheduler_policy import DEFAULT_POLICY, parse_policy
-from operators.engine.schedule import parse_config
+from operators.engine.descheduling.policy import DEFAULT_POLICY, parse_policy
+from operators.engine.scheduling.schedule import parse_config
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
+from operators.kube import read_json, send_json, url_api_client
 from operators.runtime import RunOptions, kopf_operator
 from operators.sources.files import expand_paths, read_documents
 from operators.sources.live import APPGROUPS, NAMESPACES, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot

@@ -35,9 +35,9 @@ from prometheus_client import CollectorRegistry
 
 from operators.controllers import metrics as controller_metrics
 from operators.controllers.descheduler import DeschedulerMetrics, run_descheduler
-from operators.controllers.kube import ApiClientFactory, api_client_factory, read_json, send_json
 from operators.controllers.registry import COMPONENTS, ControllerOptions, build_registry, configure
-from operators.engine.descheduler_policy import DeschedulerPolicy
+from operators.engine.descheduling.policy import DeschedulerPolicy
+from operators.kube import ApiClientFactory, api_client_factory, read_json, send_json
 from operators.serving import HEADER_TIMEOUT, add_probes
 
 logger = logging.getLogger("netaware.run")

@@ -19,8 +19,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from operators.controllers.kube import post_event
-from operators.engine.admission import Denied, admit_pod, json_patch
+from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
+from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
 

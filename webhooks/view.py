@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from kubernetes_asyncio import client
 
 from operators.api.appgroup import AppGroup
-from operators.engine.snapshot import Namespace, Snapshot
+from operators.engine.cluster.snapshot import Namespace, Snapshot
 from operators.sources.live import APPGROUPS, NAMESPACES, LiveSnapshot
 
 

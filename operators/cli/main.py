@@ -20,8 +20,8 @@ from operators import __version__
 from operators.api.errors import FieldError
 from operators.api.meta import parse_time
 from operators.cli import output
-from operators.engine.reconcile import reconcile
-from operators.engine.snapshot import Snapshot
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.status.reconcile import reconcile
 from operators.sources.files import LoadError, load_snapshot
 
 EXIT_ERROR = 1
@@ -138,13 +138,13 @@ def load_config_file(path: str, parse: Callable[[Any], Any]) -> Any:
 
 
 def load_scheduler_config(path: str | None) -> Any:
-    from operators.engine.schedule import SchedulerConfig, parse_config
+    from operators.engine.scheduling.schedule import SchedulerConfig, parse_config
 
     return SchedulerConfig() if path is None else load_config_file(path, parse_config)
 
 
 def load_descheduler_policy(path: str | None) -> Any:
-    from operators.engine.descheduler_policy import DEFAULT_POLICY, parse_policy
+    from operators.engine.descheduling.policy import DEFAULT_POLICY, parse_policy
 
     return parse_policy(DEFAULT_POLICY) if path is None else load_config_file(path, parse_policy)
 
@@ -162,9 +162,9 @@ def load_descheduler_policy(path: str | None) -> Any:
 @click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
 def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
     """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON)."""
-    from operators.engine.plugins import ClusterIndex
-    from operators.engine.schedule import schedule
-    from operators.engine.snapshot import Pod
+    from operators.engine.cluster.snapshot import Pod
+    from operators.engine.scheduling.plugins import ClusterIndex
+    from operators.engine.scheduling.schedule import schedule
 
     snapshot = load(filenames)
     config = load_scheduler_config(config_path)
@@ -253,7 +253,7 @@ def run_server(
     """Check the TLS flags, then run ``body(stop, tls)`` until a signal."""
     import ssl
 
-    from operators.controllers.kube import NoCredentials
+    from operators.kube import NoCredentials
     from operators.serving import ReloadingTLS
 
     if not insecure and not (tls_cert_file and tls_private_key_file):
@@ -296,7 +296,7 @@ def webhook_command(
     """
     import asyncio
 
-    from operators.controllers.kube import api_client_factory
+    from operators.kube import api_client_factory
     from webhooks.server import serve
     from webhooks.view import ClusterView
 
@@ -342,8 +342,8 @@ def extender_command(
     """
     import asyncio
 
-    from operators.controllers.kube import api_client_factory
     from operators.extender.server import ExtenderState, serve
+    from operators.kube import api_client_factory
     from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 
     config = load_scheduler_config(config_path)
@@ -396,8 +396,8 @@ def deschedule_command(
     filenames: tuple[str, ...], policy_path: str | None, metrics_path: str | None, fmt: str, now: datetime.datetime
 ) -> None:
     """Plan LowNodeLoad evictions for a snapshot (no API calls): node classes, usage, ordered evictions."""
-    from operators.engine.lownodeload import plan
-    from operators.engine.node_load import prometheus_samples
+    from operators.engine.descheduling.lownodeload import plan
+    from operators.engine.descheduling.usage import prometheus_samples
 
     snapshot = load(filenames)
     policy = load_descheduler_policy(policy_path)
@@ -527,9 +527,9 @@ def run_command(
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    from operators.controllers.kube import NoCredentials
     from operators.controllers.registry import ControllerOptions
-    from operators.engine.nodeslo import NodeSLOOptions
+    from operators.engine.status.nodeslo import NodeSLOOptions
+    from operators.kube import NoCredentials
     from operators.runtime import DESCHEDULER, ComponentFailed, LeaderElectionOptions, RunOptions, run
 
     if not lease_duration > renew_deadline > 1.2 * retry_period:
@@ -637,8 +637,8 @@ def simulate_command(
 
     With -f, the scenario's pods are scheduled onto the snapshot's nodes (and beside its pods).
     """
-    from operators.engine import simulate as sim
-    from operators.engine.rebalance import rebalance as run_rebalance
+    from operators.engine.simulation import simulate as sim
+    from operators.engine.simulation.rebalance import rebalance as run_rebalance
 
     if plot_path and not os.path.isdir(os.path.dirname(os.path.abspath(plot_path))):
         raise CommandError(f"--plot {plot_path}: the folder {os.path.dirname(plot_path) or '.'} does not exist")

@@ -1,4 +1,4 @@
-"""The AppGroup controller (kopf): a thin shell over :func:`operators.engine.appgroup.appgroup_status`.
+"""The AppGroup controller (kopf): a thin shell over :func:`operators.engine.status.appgroup.appgroup_status`.
 
 * Every AppGroup event (level-triggered, no kopf diff-base): the status is computed and written
   through the status subresource when it changed (the order is recomputed only when
@@ -24,11 +24,12 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
-from operators.controllers.kube import patch_status
 from operators.controllers.metrics import reconciler
-from operators.engine.appgroup import appgroup_status, workload_namespaces
-from operators.engine.conditions import condition
-from operators.engine.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.conditions import condition
+from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.status.appgroup import appgroup_status
+from operators.kube import patch_status
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 INVALID_SPEC = "InvalidSpec"

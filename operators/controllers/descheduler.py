@@ -1,7 +1,7 @@
 """The live descheduler: every ``deschedulingInterval``, plan LowNodeLoad on the informers' snapshot
 and evict through the ``pods/eviction`` subresource (policy/v1), so PodDisruptionBudgets hold.
 
-The decisions are the pure planner's (:mod:`operators.engine.lownodeload`); this shell only feeds
+The decisions are the pure planner's (:mod:`operators.engine.descheduling.lownodeload`); this shell only feeds
 it the cluster, asks the API for each eviction, and tells the planner whether it happened: a 429
 (a PDB's budget is spent) or a 404 (the pod is gone) skips that pod and the cycle goes on with the
 next one. Every attempt is an Event on the pod and a ``descheduler_pods_evicted_total`` sample;
@@ -23,11 +23,11 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
 
-from operators.controllers.kube import post_event, send_json
-from operators.engine.descheduler_policy import DeschedulerPolicy
-from operators.engine.lownodeload import Eviction, Plan, Planner
-from operators.engine.node_load import prometheus_samples
-from operators.engine.snapshot import Snapshot
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
+from operators.engine.descheduling.policy import DeschedulerPolicy
+from operators.engine.descheduling.usage import prometheus_samples
+from operators.kube import post_event, send_json
 from operators.sources.live import NODEMETRICS, NODES, PODS, Followed
 
 logger = logging.getLogger("netaware.descheduler")

@@ -1,7 +1,7 @@
-"""The NetworkTopology controller (kopf): a debounced shell over :mod:`operators.engine.networktopology`.
+"""The NetworkTopology controller (kopf): a debounced shell over :mod:`operators.engine.status.networktopology`.
 
 * Watches (no writes, no annotations on foreign objects): labelled AppGroup pods feed a
-  :class:`~operators.engine.ledger.PodLedger`; node events whose region or zone changed, the
+  :class:`~operators.sources.ledger.PodLedger`; node events whose region or zone changed, the
   topology's ConfigMaps, AppGroups and the NetworkTopology itself mark the topologies dirty.
 * One daemon per NetworkTopology recomputes at most once per ``debounce`` seconds (default 10)
   after something changed, and at least every ``resync`` seconds (default 300); it reads the
@@ -30,12 +30,12 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from operators.api import errors, keys
 from operators.api.networktopology import NetworkTopology
 from operators.api.quantity import Quantity
-from operators.controllers.kube import MERGE_PATCH, patch_status, read_json
 from operators.controllers.metrics import reconciler
-from operators.engine.ledger import PodLedger
-from operators.engine.netperf import Skipped
-from operators.engine.networktopology import SKIPPED_SHOWN, networktopology_result
-from operators.engine.snapshot import SnapshotBuilder
+from operators.engine.cluster.snapshot import SnapshotBuilder
+from operators.engine.status.netperf import Skipped
+from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
+from operators.kube import MERGE_PATCH, patch_status, read_json
+from operators.sources.ledger import PodLedger
 
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
 APPGROUPS = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")

@@ -1,4 +1,4 @@
-"""The NodeSLO netqos controller (kopf): a thin shell over :mod:`operators.engine.nodeslo`.
+"""The NodeSLO netqos controller (kopf): a thin shell over :mod:`operators.engine.status.nodeslo`.
 
 * The ``slo-controller-config`` ConfigMap is watched; each change updates the configuration in
   force (last good per key), posts one Warning Event on the ConfigMap per newly refused key
@@ -7,7 +7,7 @@
 * Node events re-render that node when its labels or bandwidth annotations change (upstream
   ignores annotation-only changes); a deleted node's NodeSLO is deleted.
 * NodeSLO events revert manual edits of the network-QoS fields netaware owns
-  (:data:`operators.engine.nodeslo.OWNED_PATHS`) and recreate a deleted NodeSLO of a live node; every
+  (:data:`operators.engine.status.nodeslo.OWNED_PATHS`) and recreate a deleted NodeSLO of a live node; every
   other field (``cpuBurstStrategy``, ``extensions``, ``cpuQOS``, ...) is left exactly as found, whoever
   wrote it. With ``spec_owner="koordinator"`` only the status is written, and NodeSLOs are never
   created or deleted (Koordinator's slo-controller owns them).
@@ -28,11 +28,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import keys
 from operators.api.nodeslo import NodeSLO
-from operators.controllers.kube import patch_status, read_json, send_json
 from operators.controllers.metrics import reconciler
-from operators.engine.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
-from operators.engine.sloconfig import ConfigState, update_config
-from operators.engine.snapshot import Node
+from operators.engine.cluster.snapshot import Node
+from operators.engine.status.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
+from operators.engine.status.sloconfig import ConfigState, update_config
+from operators.kube import patch_status, read_json, send_json
 
 RESOURCE = (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos")
 PATH = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos"

@@ -10,9 +10,9 @@ import kopf
 
 from operators.api import keys
 from operators.controllers import appgroup, networktopology, nodeslo
-from operators.controllers.kube import ApiClientFactory, cluster_api_client
 from operators.controllers.networktopology import NetworkTopologyOptions
-from operators.engine.nodeslo import NodeSLOOptions
+from operators.engine.status.nodeslo import NodeSLOOptions
+from operators.kube import ApiClientFactory, cluster_api_client
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from kmock._internal.k8s import KubernetesScaffold
 from operators.api.crd import ALL_CRDS
 from operators.api.errors import FieldError
 from operators.emulator.paths import parse_path
-from operators.engine.selectors import EVERYTHING, Selector, from_label_selector, parse_selector
+from operators.engine.cluster.selectors import EVERYTHING, Selector, from_label_selector, parse_selector
 
 ObjectKey = tuple[str, str | None, str]  # (resource "group/version/plural", namespace, name)
 

@@ -1,1 +1,1 @@
-"""The kube-scheduler extender: an aiohttp shell over :mod:`operators.engine.schedule`."""
+"""The kube-scheduler extender: an aiohttp shell over :mod:`operators.engine.scheduling.schedule`."""

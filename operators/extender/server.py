@@ -21,9 +21,9 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
-from operators.engine.plugins import ClusterIndex, OverheadResult, network_overhead
-from operators.engine.schedule import SchedulerConfig, filter_failures, merge_reasons, schedule
-from operators.engine.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.scheduling.plugins import ClusterIndex, OverheadResult, network_overhead
+from operators.engine.scheduling.schedule import SchedulerConfig, filter_failures, merge_reasons, schedule
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
 logger = logging.getLogger("netaware.extender")

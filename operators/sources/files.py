@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import yaml
 
 from operators.api.errors import FieldError
-from operators.engine.snapshot import Snapshot, SnapshotBuilder
+from operators.engine.cluster.snapshot import Snapshot, SnapshotBuilder
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

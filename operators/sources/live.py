@@ -18,7 +18,7 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import keys
-from operators.engine.snapshot import Snapshot, SnapshotBuilder
+from operators.engine.cluster.snapshot import Snapshot, SnapshotBuilder
 
 logger = logging.getLogger("netaware.live")
 

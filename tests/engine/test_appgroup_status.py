@@ -13,8 +13,8 @@ import yaml
 
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
-from operators.engine.appgroup import appgroup_status
-from operators.engine.snapshot import Snapshot, build_snapshot
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.status.appgroup import appgroup_status
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)

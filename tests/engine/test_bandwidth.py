@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from operators.api.appgroup import AppGroup
-from operators.engine.admission import Denied, admit_pod, json_patch
-from operators.engine.snapshot import Namespace
+from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
+from operators.engine.cluster.snapshot import Namespace
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
 A1 = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-a1.yaml").read_text()))

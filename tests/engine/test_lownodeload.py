@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from operators.api.errors import FieldError
-from operators.engine.descheduler_policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
-from operators.engine.lownodeload import HIGH, LOW, NORMAL, Plan, Planner, plan
-from operators.engine.node_load import node_loads, prometheus_samples
-from operators.engine.snapshot import build_snapshot
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.descheduling.lownodeload import HIGH, LOW, NORMAL, Plan, Planner, plan
+from operators.engine.descheduling.policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
+from operators.engine.descheduling.usage import node_loads, prometheus_samples
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 GI = 1024**3

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from operators.api.networktopology import NetworkTopology
 from operators.api.quantity import Quantity
-from operators.engine.ledger import PodLedger
-from operators.engine.netperf import read_measurements
-from operators.engine.networktopology import aggregate_costs, allocated_bandwidth, median, networktopology_result
-from operators.engine.snapshot import ConfigMap, Node, Snapshot, build_snapshot
+from operators.engine.cluster.snapshot import ConfigMap, Node, Snapshot, build_snapshot
+from operators.engine.status.netperf import read_measurements
+from operators.engine.status.networktopology import aggregate_costs, allocated_bandwidth, median, networktopology_result
+from operators.sources.ledger import PodLedger
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.UTC)

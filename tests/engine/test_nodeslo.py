@@ -10,9 +10,9 @@ import jsonpatch
 import pytest
 
 from operators.api.quantity import Quantity
-from operators.engine.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
-from operators.engine.sloconfig import ConfigState, overlay, update_config
-from operators.engine.snapshot import Node
+from operators.engine.cluster.snapshot import Node
+from operators.engine.status.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
+from operators.engine.status.sloconfig import ConfigState, overlay, update_config
 
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.UTC)
 QOS, SYSTEM = "resource-qos-config", "system-config"

@@ -14,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from operators.api.errors import FieldError
-from operators.engine.plugins import (
+from operators.engine.cluster.snapshot import Node, Pod, build_snapshot
+from operators.engine.scheduling.plugins import (
     ClusterIndex,
     NetworkOverheadArgs,
     network_overhead,
     overhead_reason,
 )
-from operators.engine.schedule import SchedulerConfig, parse_config, schedule
-from operators.engine.snapshot import Node, Pod, build_snapshot
-from operators.engine.vectorized import normalize_overhead
+from operators.engine.scheduling.schedule import SchedulerConfig, parse_config, schedule
+from operators.engine.scheduling.vectorized import normalize_overhead
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"

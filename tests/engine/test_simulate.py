@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from operators.engine.rebalance import rebalance
-from operators.engine.simulate import (
+from operators.engine.simulation.rebalance import rebalance
+from operators.engine.simulation.simulate import (
     Cluster,
     NodeShape,
     Options,

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from operators.api.quantity import parse_quantity
-from operators.engine.selectors import from_label_selector, parse_selector
-from operators.engine.snapshot import build_snapshot
+from operators.engine.cluster.selectors import from_label_selector, parse_selector
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.sources.files import LoadError, load_snapshot
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from operators.engine.toposort import ALGORITHMS, CycleError, find_cycle, topology_order
+from operators.engine.status.toposort import ALGORITHMS, CycleError, find_cycle, topology_order
 
 ONLINE_BOUTIQUE = {
     "p1": ["p2", "p3", "p4", "p6", "p8", "p9", "p10"],

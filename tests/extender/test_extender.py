@@ -13,9 +13,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from click.testing import CliRunner
 
 from operators.cli.main import cli
-from operators.engine.plugins import ClusterIndex
-from operators.engine.schedule import parse_config, schedule
-from operators.engine.snapshot import Pod, Snapshot, build_snapshot
+from operators.engine.cluster.snapshot import Pod, Snapshot, build_snapshot
+from operators.engine.scheduling.plugins import ClusterIndex
+from operators.engine.scheduling.schedule import parse_config, schedule
 from operators.extender.server import ExtenderState, build_app, extender_scores, serve
 from operators.serving import ReloadingTLS
 

@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 
 from operators.api.quantity import QuantityError, parse_bandwidth, parse_quantity
 from operators.cli.main import cli
-from operators.engine.schedule import parse_config
-from operators.engine.sloconfig import ConfigState, update_config
-from operators.engine.snapshot import Node, build_snapshot
+from operators.engine.cluster.snapshot import Node, build_snapshot
+from operators.engine.scheduling.schedule import parse_config
+from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
 from tests.fuzz.strategies import (

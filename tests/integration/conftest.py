@@ -63,7 +63,7 @@ async def start_run(emulator: ApiEmulator, *args: str, output: Any = None) -> as
 async def following(emulator: ApiEmulator, source: Any) -> AsyncIterator[Any]:
     """``source.follow(client, stop)`` (a LiveSnapshot or the webhook's ClusterView) running against the
     emulator inside the block; the API client is yielded."""
-    from operators.controllers.kube import url_api_client
+    from operators.kube import url_api_client
 
     stop = asyncio.Event()
     client = await url_api_client(emulator.base_url)()

@@ -15,9 +15,9 @@ import yaml
 from prometheus_client import generate_latest
 
 from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
-from operators.controllers.kube import url_api_client
 from operators.emulator import ApiEmulator
-from operators.engine.descheduler_policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
+from operators.engine.descheduling.policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
+from operators.kube import url_api_client
 from operators.sources.live import LiveSnapshot
 from tests.engine.test_lownodeload import node, pod
 from tests.integration.conftest import Api, start_run

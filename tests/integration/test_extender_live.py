@@ -10,10 +10,10 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
-from operators.controllers.kube import url_api_client
 from operators.emulator import ApiEmulator
-from operators.engine.schedule import parse_config
+from operators.engine.scheduling.schedule import parse_config
 from operators.extender.server import ExtenderState, build_app
+from operators.kube import url_api_client
 from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 from tests.integration.conftest import Api
 from tests.integration.test_kopf_operator import documents, eventually, labelled_pod

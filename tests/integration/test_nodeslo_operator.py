@@ -10,7 +10,7 @@ import pytest
 
 from operators.controllers.registry import ControllerOptions
 from operators.emulator import ApiEmulator
-from operators.engine.nodeslo import NodeSLOOptions
+from operators.engine.status.nodeslo import NodeSLOOptions
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
 from tests.integration.test_kopf_operator import documents, eventually

@@ -11,7 +11,7 @@ import pytest
 import trustme
 import yaml
 
-from operators.engine.snapshot import build_snapshot
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.serving import ReloadingTLS
 from webhooks.server import serve
 from webhooks.view import ClusterView

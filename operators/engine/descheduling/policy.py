@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from operators.api.errors import FieldError, from_pydantic
 from operators.api.quantity import parse_bandwidth
-from operators.engine.selectors import from_label_selector, parse_selector
+from operators.engine.cluster.selectors import from_label_selector, parse_selector
 
 RESOURCES = ("cpu", "memory", "pods", "netBandwidth")
 LOW_NODE_LOAD = "LowNodeLoad"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from operators.engine.bandwidth import Accounting
-from operators.engine.simulate import Cluster, PodShape, objective, total_capacity
+from operators.engine.cluster.bandwidth import Accounting
+from operators.engine.simulation.simulate import Cluster, PodShape, objective, total_capacity
 
 
 @dataclass(frozen=True)

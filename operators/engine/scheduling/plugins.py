@@ -18,9 +18,15 @@ from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
 from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
-from operators.engine.appgroup import workload_namespaces
-from operators.engine.bandwidth import Accounting, capacity_or_problem, headroom_score, pod_demand, slo_network_totals
-from operators.engine.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.bandwidth import (
+    Accounting,
+    capacity_or_problem,
+    headroom_score,
+    pod_demand,
+    slo_network_totals,
+)
+from operators.engine.cluster.snapshot import Node, Pod, Snapshot
 
 MAX_COST = 100  # a missing cost, upstream's MaxCost
 # A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the
@@ -365,7 +371,7 @@ def bandwidth_shortfall(
 
 
 def bandwidth_score(demand: tuple[int, int], node: Node, index: ClusterIndex, args: NetworkBandwidthArgs) -> int:
-    """``(total - used_after) * 100 // total`` (:func:`~operators.engine.bandwidth.headroom_score`)."""
+    """``(total - used_after) * 100 // total`` (:func:`~operators.engine.cluster.bandwidth.headroom_score`)."""
     capacity = _capacity(node, index, args)[0] or 0
     used_in, used_out = index.used.get(node.name, (0, 0))
     total = Accounting(args.accounting_mode).total(capacity)

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from operators.api import keys
-from operators.engine.selectors import from_label_selector
-from operators.engine.snapshot import Node, Pod
+from operators.engine.cluster.selectors import from_label_selector
+from operators.engine.cluster.snapshot import Node, Pod
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")

@@ -1,4 +1,4 @@
-"""The scheduling cycle over arrays (numpy): same arithmetic as :mod:`operators.engine.plugins`, per node
+"""The scheduling cycle over arrays (numpy): same arithmetic as :mod:`operators.engine.scheduling.plugins`, per node
 vectors instead of per node calls. Used when every candidate is a node of the snapshot (the
 extender's NodeNames form, ``netaware schedule``); candidates sent as objects take the plain path.
 """
@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from operators.engine.bandwidth import Accounting, headroom_score
-from operators.engine.plugins import (
+from operators.engine.cluster.bandwidth import Accounting, headroom_score
+from operators.engine.cluster.snapshot import Node
+from operators.engine.scheduling.plugins import (
     ClusterIndex,
     NetworkBandwidthArgs,
     NodeResourcesAllocatableArgs,
@@ -22,7 +23,6 @@ from operators.engine.plugins import (
     host_corrected,
     overhead_shortfall,
 )
-from operators.engine.snapshot import Node
 
 Ints = npt.NDArray[np.int64]
 

@@ -3,7 +3,7 @@
 ``render_nodeslo(node, state, existing, options, now)``:
 
 1. **Strategies.** The node's resource-qos and system strategies: the first node strategy whose
-   selector matches, else the cluster strategy (:mod:`operators.engine.sloconfig`). A key that
+   selector matches, else the cluster strategy (:mod:`operators.engine.status.sloconfig`). A key that
    has never been valid renders what the existing NodeSLO already has (no silent reset).
 2. **Spec** (unless ``spec_owner`` is ``koordinator``): ``resourceQOSStrategy`` is the strategy,
    ``systemStrategy`` the system strategy with the node annotation
@@ -46,10 +46,10 @@ from operators.api.nodeslo import (
     NodeSLOStatus,
 )
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
-from operators.engine.bandwidth import CAPACITY_ANNOTATIONS, node_capacity
-from operators.engine.conditions import condition
-from operators.engine.sloconfig import ConfigState, KeyConfig, network_qos
-from operators.engine.snapshot import Node
+from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, node_capacity
+from operators.engine.cluster.conditions import condition
+from operators.engine.cluster.snapshot import Node
+from operators.engine.status.sloconfig import ConfigState, KeyConfig, network_qos
 
 BANDWIDTH_KNOWN = "NetworkBandwidthKnown"
 

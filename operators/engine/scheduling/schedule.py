@@ -18,9 +18,18 @@ import numpy.typing as npt
 import pydantic
 
 from operators.api.errors import FieldError, from_pydantic, join_path
-from operators.engine import vectorized
-from operators.engine.bandwidth import pod_demand
-from operators.engine.plugins import (
+from operators.engine.cluster.bandwidth import pod_demand
+from operators.engine.cluster.snapshot import Node, Pod
+from operators.engine.scheduling import vectorized
+from operators.engine.scheduling.config import (
+    ARGS,
+    KubeSchedulerConfiguration,
+    NetworkBandwidthArgsDoc,
+    NetworkOverheadArgsDoc,
+    NodeResourcesAllocatableArgsDoc,
+    Profile,
+)
+from operators.engine.scheduling.plugins import (
     ALLOCATABLE,
     NETWORK_BANDWIDTH,
     NETWORK_OVERHEAD,
@@ -35,15 +44,6 @@ from operators.engine.plugins import (
     network_overhead,
     overhead_reason,
 )
-from operators.engine.scheduler_config import (
-    ARGS,
-    KubeSchedulerConfiguration,
-    NetworkBandwidthArgsDoc,
-    NetworkOverheadArgsDoc,
-    NodeResourcesAllocatableArgsDoc,
-    Profile,
-)
-from operators.engine.snapshot import Node, Pod
 
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
@@ -63,7 +63,7 @@ class SchedulerConfig:
 
 def parse_config(document: Any, path: str = "") -> SchedulerConfig:
     """Read a KubeSchedulerConfiguration (its first profile), validated whole at load
-    (:mod:`operators.engine.scheduler_config`); errors are ``FieldError`` naming the field path."""
+    (:mod:`operators.engine.scheduling.config`); errors are ``FieldError`` naming the field path."""
     if not isinstance(document, Mapping):
         raise FieldError(path or "<config>", document, "expected a KubeSchedulerConfiguration object")
     config = _validated(KubeSchedulerConfiguration, document, path)

@@ -40,9 +40,10 @@ from operators.api.appgroup import (
     TopologyOrderEntry,
     WorkloadPlacement,
 )
-from operators.engine.conditions import condition
-from operators.engine.snapshot import Pod, Snapshot
-from operators.engine.toposort import ALGORITHMS, CycleError, topology_order
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.conditions import condition
+from operators.engine.cluster.snapshot import Pod, Snapshot
+from operators.engine.status.toposort import ALGORITHMS, CycleError, topology_order
 
 READY_REASON = "TopologyComputed"
 STATUS_COMPLETE = "StatusComplete"
@@ -126,12 +127,6 @@ def ordered_entries(spec: AppGroupSpec) -> list[TopologyOrderEntry]:
         for position, selector in enumerate(order, start=1)
     ]
     return sorted(entries, key=lambda entry: entry.workload.selector)
-
-
-def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
-    """The namespaces an AppGroup's pods may live in, sorted."""
-    own = group.metadata.namespace or "default"
-    return tuple(sorted({entry.workload.namespace or own for entry in group.spec.workloads} | {own}))
 
 
 def member_pods(group: AppGroup, snapshot: Snapshot) -> tuple[Pod, ...]:

@@ -31,9 +31,9 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
-from operators.engine.appgroup import workload_namespaces
-from operators.engine.bandwidth import koordinator_qos
-from operators.engine.snapshot import Namespace
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.bandwidth import koordinator_qos
+from operators.engine.cluster.snapshot import Namespace
 
 DIRECTIONS = ("ingress", "egress")
 LIMIT = {"ingress": keys.INGRESS_BANDWIDTH, "egress": keys.EGRESS_BANDWIDTH}

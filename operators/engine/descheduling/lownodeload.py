@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from operators.engine.descheduler_policy import DeschedulerPolicy
-from operators.engine.evictability import order_key, placement_allows, protection, tolerates, usage_score
-from operators.engine.node_load import Amounts, Loads, NodeLoad, node_loads, requested
-from operators.engine.selectors import Selector, from_label_selector, parse_selector
-from operators.engine.snapshot import Pod, Snapshot
+from operators.engine.cluster.selectors import Selector, from_label_selector, parse_selector
+from operators.engine.cluster.snapshot import Pod, Snapshot
+from operators.engine.descheduling.evictability import order_key, placement_allows, protection, tolerates, usage_score
+from operators.engine.descheduling.policy import DeschedulerPolicy
+from operators.engine.descheduling.usage import Amounts, Loads, NodeLoad, node_loads, requested
 
 LOW, HIGH, NORMAL = "low", "high", "normal"
 

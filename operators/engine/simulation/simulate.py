@@ -22,10 +22,10 @@ import numpy.typing as npt
 
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
-from operators.engine.bandwidth import Accounting, headroom_score, node_capacity, pod_demand, slo_network_totals
-from operators.engine.node_load import allocatable_amounts, requested_cpu_memory
-from operators.engine.snapshot import Snapshot
-from operators.engine.vectorized import normalize_min_max
+from operators.engine.cluster.bandwidth import Accounting, headroom_score, node_capacity, pod_demand, slo_network_totals
+from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.scheduling.vectorized import normalize_min_max
 
 Ints = npt.NDArray[np.int64]
 

@@ -22,9 +22,10 @@ from typing import Any
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.quantity import MAX_BANDWIDTH, Quantity
-from operators.engine.bandwidth import Accounting, capacity_or_problem, pod_demand, slo_network_totals
-from operators.engine.descheduler_policy import LowNodeLoadArgs
-from operators.engine.snapshot import Node, NodeMetric, Pod, Snapshot
+from operators.engine.cluster.bandwidth import Accounting, capacity_or_problem, pod_demand, slo_network_totals
+from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
+from operators.engine.cluster.snapshot import Node, NodeMetric, Pod, Snapshot
+from operators.engine.descheduling.policy import LowNodeLoadArgs
 
 Amounts = dict[str, int]
 
@@ -109,28 +110,6 @@ def requested(pod: Pod) -> Amounts:
     """cpu (milli), memory (bytes) and pods (1) a pod requests."""
     milli, size = requested_cpu_memory(pod)
     return {"cpu": milli, "memory": size, "pods": 1}
-
-
-def requested_cpu_memory(pod: Pod) -> tuple[int, int]:
-    requests = pod.requests
-    cpu, memory = requests.get("cpu"), requests.get("memory")
-    return _requested(cpu.nanos if cpu is not None else 0, memory.nanos if memory is not None else 0)
-
-
-@functools.lru_cache(maxsize=4096)
-def _requested(cpu_nanos: int, memory_nanos: int) -> tuple[int, int]:
-    # Cached by exact amount: the pods of a cluster share a handful of request sizes.
-    return Quantity(cpu_nanos).milli_value(), Quantity(memory_nanos).value()
-
-
-def allocatable_amounts(node: Node) -> dict[str, int | None]:
-    """The node's allocatable cpu (milli), memory (bytes) and pods (110 when not reported, as the kubelet)."""
-    allocatable = node.allocatable
-    return {
-        "cpu": allocatable["cpu"].milli_value() if "cpu" in allocatable else None,
-        "memory": allocatable["memory"].value() if "memory" in allocatable else None,
-        "pods": allocatable["pods"].value() if "pods" in allocatable else 110,
-    }
 
 
 def prometheus_samples(response: Any, node_label: str) -> dict[str, tuple[float, float]]:

@@ -3,7 +3,7 @@
 ``networktopology_result(topology, snapshot, now)`` returns the object as the controller writes
 it, computed in these steps:
 
-1. **Measurements** from the topology's ConfigMaps (:mod:`operators.engine.netperf`). The named
+1. **Measurements** from the topology's ConfigMaps (:mod:`operators.engine.status.netperf`). The named
    ConfigMap missing is ``Ready=False`` / ``ConfigMapNotFound``, and the weights stay as they are.
 2. **Costs.** A node-pair measurement between two zones of one region is a sample of that ordered
    zone pair; between two regions, of that ordered region pair; within one zone it is not used.
@@ -43,10 +43,10 @@ from operators.api.networktopology import (
     WeightInfo,
 )
 from operators.api.quantity import Quantity
-from operators.engine.appgroup import workload_namespaces
-from operators.engine.conditions import condition
-from operators.engine.netperf import Measurements, Skipped, netperf_config_maps, read_measurements
-from operators.engine.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.conditions import condition
+from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.status.netperf import Measurements, Skipped, netperf_config_maps, read_measurements
 
 DEFAULT_CAPACITY = Quantity.parse("1G")
 SKIPPED_SHOWN = 20  # skipped entries listed in the status and in an Event; the rest are counted

@@ -1,0 +1,1 @@
+"""Admission rules: the bandwidth annotations the webhook adds to a pod."""

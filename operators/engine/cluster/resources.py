@@ -1,0 +1,30 @@
+"""What pods request and nodes offer of cpu, memory and pods, as kube-scheduler counts them (pure)."""
+
+from __future__ import annotations
+
+import functools
+
+from operators.api.quantity import Quantity
+from operators.engine.cluster.snapshot import Node, Pod
+
+
+def requested_cpu_memory(pod: Pod) -> tuple[int, int]:
+    requests = pod.requests
+    cpu, memory = requests.get("cpu"), requests.get("memory")
+    return _requested(cpu.nanos if cpu is not None else 0, memory.nanos if memory is not None else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _requested(cpu_nanos: int, memory_nanos: int) -> tuple[int, int]:
+    # Cached by exact amount: the pods of a cluster share a handful of request sizes.
+    return Quantity(cpu_nanos).milli_value(), Quantity(memory_nanos).value()
+
+
+def allocatable_amounts(node: Node) -> dict[str, int | None]:
+    """The node's allocatable cpu (milli), memory (bytes) and pods (110 when not reported, as the kubelet)."""
+    allocatable = node.allocatable
+    return {
+        "cpu": allocatable["cpu"].milli_value() if "cpu" in allocatable else None,
+        "memory": allocatable["memory"].value() if "memory" in allocatable else None,
+        "pods": allocatable["pods"].value() if "pods" in allocatable else 110,
+    }

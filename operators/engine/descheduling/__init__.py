@@ -1,0 +1,1 @@
+"""Descheduling: the LowNodeLoad policy, node usage, evictability and the planner."""

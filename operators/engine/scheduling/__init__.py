@@ -1,0 +1,1 @@
+"""Scheduling: the plugins (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable), the cycle, its config."""

@@ -1,0 +1,1 @@
+"""Simulation: kube-scheduler's default model and the network-aware scheduler over arrays; rebalancing."""

@@ -1,0 +1,1 @@
+"""Status computations: topology order, AppGroup and NetworkTopology status, netperf costs, NodeSLOs."""
