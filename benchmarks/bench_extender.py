@@ -25,7 +25,7 @@ import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
 from operators.engine.cluster.snapshot import Pod, build_snapshot
-from operators.engine.scheduling.plugins import NetworkOverheadArgs
+from operators.engine.scheduling.args import NetworkOverheadArgs
 from operators.engine.scheduling.schedule import SchedulerConfig, schedule
 from operators.extender.server import ExtenderState, build_app
 

@@ -163,7 +163,7 @@ def load_descheduler_policy(path: str | None) -> Any:
 def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
     """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON)."""
     from operators.engine.cluster.snapshot import Pod
-    from operators.engine.scheduling.plugins import ClusterIndex
+    from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.scheduling.schedule import schedule
 
     snapshot = load(filenames)

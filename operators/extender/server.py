@@ -22,8 +22,10 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
 from operators.engine.cluster.snapshot import Node, Pod, Snapshot
-from operators.engine.scheduling.plugins import ClusterIndex, OverheadResult, network_overhead
-from operators.engine.scheduling.schedule import SchedulerConfig, filter_failures, merge_reasons, schedule
+from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.scheduling.schedule import SchedulerConfig, schedule
+from operators.engine.scheduling.table import NodeTable
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
 logger = logging.getLogger("netaware.extender")
@@ -33,48 +35,52 @@ MAX_NODES = 50_000  # per request: above the largest clusters run (Kubernetes su
 MAX_EXTENDER_PRIORITY = 10
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """The nodes of one request as a table, the objects as sent (``Nodes`` form), and the nodes that failed
+    before any plugin ran (unknown to the extender, or unreadable)."""
+
+    table: NodeTable
+    raw: dict[str, dict[str, Any]]
+    failed: dict[str, str]
+
+
 @dataclass
 class ExtenderState:
-    """Where the cluster comes from (a fixed snapshot or a live one) and the config; caches the index."""
+    """Where the cluster comes from (a fixed snapshot or a live one) and the config; holds the index of the
+    current snapshot, the cycle state of the last pod (its /filter and /prioritize share it) and the table
+    of the last NodeNames list (kube-scheduler sends the same list pod after pod)."""
 
     source: Callable[[], Snapshot]
     config: SchedulerConfig
     ready: Callable[[], bool] = lambda: True
     _index: tuple[Snapshot, ClusterIndex] | None = None
-    _overhead: tuple[str, ClusterIndex, OverheadResult] | None = None
-    _last_candidates: (
-        tuple[ClusterIndex, list[str], tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]] | None
-    ) = None
+    _cycle: tuple[str, ClusterIndex, CycleState] | None = None
+    _last_names: tuple[ClusterIndex, list[str], Candidates] | None = None
 
     def index(self) -> ClusterIndex:
         snapshot = self.source()
         # Held, not compared by id(): a freed snapshot's id can be reused by the next one.
         if self._index is None or self._index[0] is not snapshot:
             self._index = (snapshot, ClusterIndex.build(snapshot))
-            self._overhead = None
-            # The cluster is long-lived: keep the collector from walking it on every request.
-            gc.collect()
-            gc.freeze()
-            gc.set_threshold(50_000, 20, 20)  # answers allocate thousands of small objects per request
+            self._cycle = None
         return self._index[1]
 
     def candidates(
         self, index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
-    ) -> tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]:
-        """``_candidates``, remembered for a repeated NodeNames list (kube-scheduler sends every node to
-        /filter, the same list pod after pod)."""
+    ) -> Candidates:
         if names is None:
-            return _candidates(index, names, items)
-        if self._last_candidates is None or self._last_candidates[0] is not index or self._last_candidates[1] != names:
-            self._last_candidates = (index, names, _candidates(index, names, None))
-        return self._last_candidates[2]
+            return _object_candidates(index, items or [], self.config)
+        if self._last_names is None or self._last_names[0] is not index or self._last_names[1] != names:
+            self._last_names = (index, names, _named_candidates(index, names, self.config))
+        return self._last_names[2]
 
-    def overhead(self, pod: Pod, index: ClusterIndex) -> OverheadResult:
-        """NetworkOverhead of a pod, shared by its /filter and /prioritize calls on the same snapshot."""
+    def cycle(self, pod: Pod, index: ClusterIndex) -> CycleState:
+        """The pod's cycle state, shared by its /filter and /prioritize calls on the same snapshot."""
         key = f"{pod.key}/{pod.uid}"
-        if self._overhead is None or self._overhead[0] != key or self._overhead[1] is not index:
-            self._overhead = (key, index, network_overhead(pod, index, self.config.overhead))
-        return self._overhead[2]
+        if self._cycle is None or self._cycle[0] != key or self._cycle[1] is not index:
+            self._cycle = (key, index, CycleState.of(pod, index, self.config))
+        return self._cycle[2]
 
 
 @dataclass
@@ -148,22 +154,22 @@ def _item_name(item: Any, position: int) -> str:
     return name if isinstance(name, str) and name else f"#{position}"
 
 
-def _candidates(
-    index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
-) -> tuple[tuple[Node, ...], dict[str, dict[str, Any]], dict[str, str]]:
-    """(nodes to evaluate, raw items by name, nodes failed for being unknown or unreadable)."""
+def _named_candidates(index: ClusterIndex, names: list[str], config: SchedulerConfig) -> Candidates:
+    """``NodeNames``: rows of the snapshot's table; a name the extender does not know fails."""
+    known = [name for name in names if name in index.position]
+    failed = {name: f"node {name} is not known to the extender" for name in names if name not in index.position}
+    table = index.table(config.bandwidth.default_node_bandwidth)
+    if len(known) != len(index.nodes) or known != table.names:
+        table = table.rows(index.rows_of(known))
+    return Candidates(table, {}, failed)
+
+
+def _object_candidates(index: ClusterIndex, items: list[Any], config: SchedulerConfig) -> Candidates:
+    """``Nodes``: a table of the objects as sent; an unreadable one fails with the reason."""
     failed: dict[str, str] = {}
     nodes: list[Node] = []
     raw: dict[str, dict[str, Any]] = {}
-    if names is not None:
-        found = list(map(index.node_by_name.get, names))
-        known = tuple(node for node in found if node is not None)  # (not `None in found`: that compares Nodes)
-        if len(known) != len(found):
-            for name, node in zip(names, found, strict=True):
-                if node is None:
-                    failed[name] = f"node {name} is not known to the extender"
-        return known, raw, failed
-    for position, item in enumerate(items or []):
+    for position, item in enumerate(items):
         try:
             if not isinstance(item, dict):
                 raise TypeError("expected a Node object")
@@ -173,7 +179,7 @@ def _candidates(
             continue
         nodes.append(node)
         raw[node.name] = item
-    return tuple(nodes), raw, failed
+    return Candidates(index.table_of(nodes, config.bandwidth.default_node_bandwidth), raw, failed)
 
 
 @dataclass(frozen=True)
@@ -205,26 +211,27 @@ async def filter_handler(request: web.Request) -> web.Response:
     call = await _call(request)
     if isinstance(call, web.Response):
         return call
-    nodes, raw, failed = call.state.candidates(call.index, call.names, call.items)
-    overhead = call.state.overhead(call.pod, call.index)
-    rejected = merge_reasons(filter_failures(call.pod, call.index, call.state.config, nodes, overhead))
-    failed = {**failed, **rejected}
-    passing = [node.name for node in nodes if node.name not in rejected]
+    candidates = call.state.candidates(call.index, call.names, call.items)
+    state = call.state.cycle(call.pod, call.index)
+    rejected = merge_reasons(filter_table(state, candidates.table, call.state.config))
+    failed = {**candidates.failed, **rejected}
+    passing = [name for name in candidates.table.names if name not in rejected]
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
     if call.names is not None:
         answer.update(NodeNames=passing, Nodes=None)
     else:
         answer.update(
-            Nodes={"apiVersion": "v1", "kind": "NodeList", "items": [raw[name] for name in passing]}, NodeNames=None
+            Nodes={"apiVersion": "v1", "kind": "NodeList", "items": [candidates.raw[name] for name in passing]},
+            NodeNames=None,
         )
     request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
     return _json_response(answer)
 
 
-def _scores(call: Call, nodes: tuple[Node, ...]) -> dict[str, Any]:
-    """The score half of the cycle; NetworkOverhead is shared with the pod's /filter call."""
-    overhead = call.state.overhead(call.pod, call.index)
-    return schedule(call.pod, call.index, call.state.config, nodes, stages=("score",), detail=False, overhead=overhead)
+def _scores(call: Call, table: NodeTable) -> dict[str, Any]:
+    """The score half of the cycle; the cycle state is shared with the pod's /filter call."""
+    state = call.state.cycle(call.pod, call.index)
+    return schedule(call.pod, call.index, call.state.config, table, stages=("score",), detail=False, state=state)
 
 
 def extender_scores(result: dict[str, Any], config: SchedulerConfig) -> dict[str, int]:
@@ -239,8 +246,8 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     if isinstance(call, web.Response):
         return call
     names, items = call.names, call.items
-    nodes, _, _ = _candidates(call.index, names, items)
-    scores = extender_scores(_scores(call, nodes), call.state.config)
+    candidates = call.state.candidates(call.index, names, items)
+    scores = extender_scores(_scores(call, candidates.table), call.state.config)
     requested = (
         names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
     )
@@ -267,4 +274,7 @@ async def serve(
     reload_interval: float = 10.0,
 ) -> None:
     """Serve the extender until ``stop`` is set."""
+    # Answers allocate thousands of small objects per request: a larger first generation keeps the collector
+    # from running several times a request. Set once, for the process, never on the request path.
+    gc.set_threshold(50_000, 20, 20)
     await serve_app(build_app(state), "extender", "/filter", host, port, tls, stop, reload_interval)

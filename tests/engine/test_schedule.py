@@ -15,14 +15,12 @@ from hypothesis import strategies as st
 
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import Node, Pod, build_snapshot
-from operators.engine.scheduling.plugins import (
-    ClusterIndex,
-    NetworkOverheadArgs,
-    network_overhead,
-    overhead_reason,
-)
+from operators.engine.scheduling.args import NetworkOverheadArgs
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.scheduling.network_overhead import normalize as normalize_overhead
+from operators.engine.scheduling.network_overhead import overhead_reason
+from operators.engine.scheduling.network_overhead import prefilter as network_overhead
 from operators.engine.scheduling.schedule import SchedulerConfig, parse_config, schedule
-from operators.engine.scheduling.vectorized import normalize_overhead
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
@@ -69,10 +67,11 @@ SEEDS = {
 @pytest.mark.parametrize("selector", sorted(SEEDS))
 def test_seeds_network_overhead_by_hand(selector: str) -> None:
     raw, normalized = SEEDS[selector]
-    result = network_overhead(pending(selector), seeds_index(), ARGS)
-    assert result.per_node is not None
-    assert [result.per_node[node][2] for node in NODES] == raw
-    assert all(result.per_node[node] == (1, 0, cost) for node, cost in zip(NODES, raw, strict=True))
+    index = seeds_index()
+    result = network_overhead(pending(selector), index, ARGS)
+    satisfied, violated, costs = result.totals(index.table(None))
+    assert costs.tolist() == raw
+    assert satisfied.tolist() == [1] * 8 and violated.tolist() == [0] * 8
     assert normalize_overhead(np.array(raw)).tolist() == normalized
     report = schedule(pending(selector), seeds_index(), SchedulerConfig(weights={"NetworkOverhead": 1}, overhead=ARGS))
     assert all(report["filter"][node]["NetworkOverhead"] == "passed" for node in NODES)
@@ -366,14 +365,13 @@ def test_array_path_agrees_with_the_per_node_path(seed: int) -> None:
             }
         )
         arrays = schedule(pod, index, config, detail=False)
-        per_node = schedule(pod, index, config, sent, detail=False)
+        per_node = schedule(pod, index, config, index.table_of(sent, None), detail=False)
         assert arrays["failed"] == per_node["failed"]
         assert arrays["totalScore"] == per_node["totalScore"]
         for node, reason in arrays["failed"].items():
             result = network_overhead(pod, index, ARGS)
-            assert result.per_node is not None
-            good, bad, _ = result.per_node[node]
-            assert reason == overhead_reason(node, good, bad)
+            good, bad, _ = result.totals(index.table(None).rows(index.rows_of([node])))
+            assert reason == overhead_reason(node, int(good[0]), int(bad[0]))
 
 
 def placed(name: str, node: str, **annotations: str) -> dict[str, Any]:
@@ -386,7 +384,7 @@ def placed(name: str, node: str, **annotations: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["array path", "per-node path"])
+@pytest.mark.parametrize("fast", [True, False], ids=["snapshot table", "table of sent objects"])
 def test_an_unusable_value_is_a_reason_on_its_own_object(fast: bool) -> None:
     """A node with 1e308, a placed pod with 1e30 (legal quantities, not bandwidths) and a healthy node: the
     first two fail with the annotation named, the healthy node passes and is selected; nothing raises."""
@@ -400,7 +398,8 @@ def test_an_unusable_value_is_a_reason_on_its_own_object(fast: bool) -> None:
         [huge, dirty, clean, placed("bad", "dirty", **{"kubernetes.io/ingress-bandwidth": "1e30"})]
     )
     index = ClusterIndex.build(snapshot)
-    nodes = index.nodes if fast else tuple(Node.parse(copy.deepcopy(dict(node.raw))) for node in index.nodes)
+    sent = tuple(Node.parse(copy.deepcopy(dict(node.raw))) for node in index.nodes)
+    nodes = index.table(None) if fast else index.table_of(sent, None)
     pod = Pod.parse(placed("new", "", **{"kubernetes.io/ingress-bandwidth": "10M"}))
     config = parse_config(
         {**KSC, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "NetworkBandwidth"}]}}}]}

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from operators.cli.main import cli
 from operators.engine.cluster.snapshot import Pod, Snapshot, build_snapshot
-from operators.engine.scheduling.plugins import ClusterIndex
+from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import parse_config, schedule
 from operators.extender.server import ExtenderState, build_app, extender_scores, serve
 from operators.serving import ReloadingTLS

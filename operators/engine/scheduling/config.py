@@ -16,12 +16,22 @@ The whole document is validated when it is loaded, with errors naming the field 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from operators.api.errors import FieldError, from_pydantic, join_path
 from operators.api.quantity import BandwidthField
+from operators.engine.scheduling.args import NetworkBandwidthArgs, NetworkOverheadArgs, NodeResourcesAllocatableArgs
+
+NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE = "NetworkOverhead", "NetworkBandwidth", "NodeResourcesAllocatable"
+PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE)
+FILTER_PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH)
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 
@@ -119,3 +129,70 @@ ARGS: dict[str, type[_Args]] = {
     "NetworkBandwidth": NetworkBandwidthArgsDoc,
     "NodeResourcesAllocatable": NodeResourcesAllocatableArgsDoc,
 }
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    filters: tuple[str, ...] = FILTER_PLUGINS
+    weights: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(PLUGINS, 1))
+    overhead: NetworkOverheadArgs = field(default_factory=NetworkOverheadArgs)
+    bandwidth: NetworkBandwidthArgs = field(default_factory=NetworkBandwidthArgs)
+    allocatable: NodeResourcesAllocatableArgs = field(default_factory=NodeResourcesAllocatableArgs)
+
+
+def parse_config(document: Any, path: str = "") -> SchedulerConfig:
+    """Read a KubeSchedulerConfiguration (its first profile), validated whole at load
+    (:mod:`operators.engine.scheduling.config`); errors are ``FieldError`` naming the field path."""
+    if not isinstance(document, Mapping):
+        raise FieldError(path or "<config>", document, "expected a KubeSchedulerConfiguration object")
+    config = _validated(KubeSchedulerConfiguration, document, path)
+    profile = config.profiles[0] if config.profiles else Profile()
+    filters: list[str] = []
+    weights: dict[str, int] = {}
+    plugins = profile.plugins
+    for point in ("multi_point", "filter", "score"):
+        plugin_set = getattr(plugins, point) if plugins is not None else None
+        for entry in plugin_set.enabled if plugin_set is not None else ():
+            if entry.name not in PLUGINS:
+                continue  # in-tree plugins are kube-scheduler's business, not the extender's
+            if point in ("multi_point", "filter") and entry.name in FILTER_PLUGINS and entry.name not in filters:
+                filters.append(entry.name)
+            if point in ("multi_point", "score"):
+                weights[entry.name] = entry.weight or 1
+    if plugins is None:
+        filters, weights = list(FILTER_PLUGINS), dict.fromkeys(PLUGINS, 1)
+    args: dict[str, Any] = {}
+    for index, entry in enumerate(profile.plugin_config):
+        if entry.name in ARGS:
+            where = join_path(path, f"profiles[0].pluginConfig[{index}].args")
+            args[entry.name] = _validated(ARGS[entry.name], entry.args, where)
+    overhead = args.get(NETWORK_OVERHEAD) or NetworkOverheadArgsDoc()
+    bandwidth = args.get(NETWORK_BANDWIDTH) or NetworkBandwidthArgsDoc()
+    allocatable = args.get(ALLOCATABLE) or NodeResourcesAllocatableArgsDoc()
+    return SchedulerConfig(
+        filters=tuple(filters),
+        weights=weights,
+        overhead=NetworkOverheadArgs(
+            namespaces=tuple(overhead.namespaces),
+            weights_name=overhead.weights_name,
+            network_topology_name=overhead.network_topology_name,
+        ),
+        bandwidth=NetworkBandwidthArgs(
+            accounting_mode=bandwidth.accounting_mode, default_node_bandwidth=bandwidth.default_node_bandwidth
+        ),
+        allocatable=NodeResourcesAllocatableArgs(
+            mode=allocatable.mode,
+            resources=tuple((item.name, item.weight) for item in allocatable.resources)
+            or NodeResourcesAllocatableArgs.resources,
+        ),
+    )
+
+
+def _validated(model: type[ModelT], document: Any, path: str) -> ModelT:
+    try:
+        return model.model_validate(document)
+    except pydantic.ValidationError as error:
+        found = from_pydantic(error, path)
+        first = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise FieldError(first.path, first.value, first.reason + more) from None

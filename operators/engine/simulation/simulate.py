@@ -25,7 +25,7 @@ from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import Accounting, headroom_score, node_capacity, pod_demand, slo_network_totals
 from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.scheduling.vectorized import normalize_min_max
+from operators.engine.scheduling.normalize import normalize_min_max
 
 Ints = npt.NDArray[np.int64]
 

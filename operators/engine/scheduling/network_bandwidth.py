@@ -1,0 +1,67 @@
+"""NetworkBandwidth (the thesis' plugin, Koordinator's NetBandwidth score), over a node table, with the rules of
+the bandwidth model (:mod:`operators.engine.cluster.bandwidth`).
+
+**Filter**: a pod that asks for no bandwidth passes everywhere; a pod whose own bandwidth is unreadable fails
+everywhere, naming its annotation; a node whose capacity is unknown or unreadable, or whose used bandwidth is
+unknown (a pod on it is unreadable), fails with that reason; otherwise the pod's demand must fit the free
+capacity under the accounting (duplex or combined).
+
+**Score**: ``(total - used_after) * 100 // total``, the total doubled in duplex accounting; 0 where the
+capacity is unknown. **NormalizeScore**: min-max to 0..100 (all equal: 0), as the thesis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from operators.engine.cluster.bandwidth import Accounting, headroom_score
+from operators.engine.scheduling.normalize import normalize_min_max
+from operators.engine.scheduling.table import Ints, NodeTable
+
+NAME = "NetworkBandwidth"
+
+
+def shortfall(
+    accounting: Accounting, capacity: int, used_in: int, used_out: int, demand: tuple[int, int]
+) -> str | None:
+    """Why the demand does not fit (None when it does): the filter's message."""
+    if accounting.fits(capacity, used_in, used_out, *demand):
+        return None
+    if accounting is Accounting.COMBINED:
+        free = capacity - used_in - used_out
+        return f"insufficient network bandwidth: requested {demand[0] + demand[1]} bits/s, free {max(free, 0)}"
+    for direction, want, used in (("ingress", demand[0], used_in), ("egress", demand[1], used_out)):
+        if want and want > capacity - used:
+            return f"insufficient {direction} bandwidth: requested {want} bits/s, free {max(capacity - used, 0)}"
+    return None
+
+
+def filter_nodes(demand: tuple[int, int], problem: str, table: NodeTable, accounting: Accounting) -> dict[str, str]:
+    """The rows that fail, with the reason (see the module docstring)."""
+    if problem:
+        return dict.fromkeys(table.names, problem)
+    if demand == (0, 0) or not len(table):
+        return {}
+    unknown = (table.capacity < 0) | table.usage_unknown
+    failed = unknown | ~accounting.fits(table.capacity, table.used_in, table.used_out, *demand)
+    reasons = {}
+    for row in np.nonzero(failed)[0].tolist():
+        name = table.names[row]
+        if name in table.capacity_problems:
+            reasons[name] = table.capacity_problems[name]
+        elif table.capacity[row] < 0:
+            reasons[name] = f"node {name} has no known bandwidth capacity"
+        elif name in table.usage_problems:
+            reasons[name] = f"used bandwidth unknown: {table.usage_problems[name]}"
+        else:
+            capacity, used_in, used_out = (int(table.capacity[row]), int(table.used_in[row]), int(table.used_out[row]))
+            reasons[name] = shortfall(accounting, capacity, used_in, used_out, demand) or ""
+    return reasons
+
+
+def score(demand: tuple[int, int], table: NodeTable, accounting: Accounting) -> Ints:
+    total = accounting.total(table.capacity)
+    return np.asarray(headroom_score(total, table.used_in + table.used_out + demand[0] + demand[1]))
+
+
+normalize = normalize_min_max

@@ -1,0 +1,205 @@
+"""NetworkOverhead (scheduler-plugins' networkaware), upstream semantics, over a node table.
+
+**PreFilter** (:func:`prefilter`, once per pod):
+
+1. No AppGroup label: score equally. 2. The AppGroup (first of ``args.namespaces`` that has it) and the
+   NetworkTopology must exist — else every node fails with that reason (upstream panics).
+3. The dependencies of every workload whose selector is the pod's; none: score equally.
+4. The AppGroup's scheduled pods (in the namespaces its workloads name); none: score equally.
+5. Per (scheduled pod, dependency) pair, grouped by the host's place (region, zone) and maxNetworkCost.
+
+**Filter** (:func:`filter_nodes`): per node and pair: same node: satisfied, 0; host unlabelled: violated,
+100; same zone: satisfied, 1; other zone of the region, or other region: the topology cost, satisfied when
+``cost <= maxNetworkCost``; a missing cost is not counted and adds 100. A node fails when violated >
+satisfied, with upstream's message.
+
+**Score** (:func:`score`): the accumulated cost. **NormalizeScore** (:func:`normalize`):
+``100 - int(100*(s-min)/(max-min))``; all zero stays 0; all equal non-zero becomes 100.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from operators.api import keys
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.snapshot import Pod
+from operators.engine.scheduling.args import NetworkOverheadArgs
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.scheduling.table import Ints, NodeTable, Place
+
+NAME = "NetworkOverhead"
+MAX_COST = 100  # a missing cost, upstream's MaxCost
+SAME_ZONE_COST = 1
+
+
+@dataclass
+class OverheadState:
+    """What PreFilter found for one pod: the dependency pairs by host place, or a reason every node fails
+    with, or nothing (score equally). Per-place totals are computed on first use, for any place."""
+
+    by_place: dict[Place, list[tuple[str, int, int]]] | None = None  # place -> (host, maxNetworkCost, pairs)
+    on_host: dict[str, int] = field(default_factory=dict)  # host node -> pairs it hosts
+    host_place: dict[str, Place] = field(default_factory=dict)
+    costs: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    error: str | None = None
+    _totals: dict[Place, tuple[int, int, int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def score_equally(self) -> bool:
+        return self.by_place is None and self.error is None
+
+    def place_totals(self, place: Place) -> tuple[int, int, int]:
+        """(satisfied, violated, cost) of a node in ``place`` that hosts none of the pairs itself."""
+        if place not in self._totals:
+            self._totals[place] = _place_totals(place, self.by_place or {}, self.costs)
+        return self._totals[place]
+
+    def totals(self, table: NodeTable) -> tuple[Ints, Ints, Ints]:
+        """(satisfied, violated, cost) per row of ``table``."""
+        if self.by_place is None:
+            zeros = np.zeros(len(table), dtype=np.int64)
+            return zeros, zeros, zeros
+        per_place = np.array([self.place_totals(place) for place in table.places], dtype=np.int64).reshape(-1, 3)
+        rows = per_place[table.place] if len(table) else np.zeros((0, 3), dtype=np.int64)
+        if self.on_host:  # the hosts' own rows are corrected
+            for row, name in enumerate(table.names):
+                if name in self.on_host:
+                    rows[row] = host_corrected(tuple(rows[row].tolist()), self.host_place[name], self.on_host[name])
+        return rows[:, 0], rows[:, 1], rows[:, 2]
+
+
+def prefilter(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -> OverheadState:
+    """Upstream's PreFilter for ``pod`` (see the module docstring)."""
+    name = pod.labels.get(keys.APPGROUP_LABEL)
+    if not name:
+        return OverheadState()
+    group = next(
+        (index.app_groups[(namespace, name)] for namespace in args.namespaces if (namespace, name) in index.app_groups),
+        None,
+    )
+    if group is None:
+        return OverheadState(error=f"AppGroup {name} not found in namespaces {', '.join(args.namespaces)}")
+    costs = index.cost_map(args)
+    if costs is None:
+        return OverheadState(
+            error=f"NetworkTopology {args.network_topology_name} not found in namespaces {', '.join(args.namespaces)}"
+        )
+    selector = pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, "")
+    dependencies = [
+        dependency
+        for entry in group.spec.workloads
+        if entry.workload.selector == selector
+        for dependency in entry.dependencies or ()
+    ]
+    if not dependencies:
+        return OverheadState()
+    covered = set(workload_namespaces(group))
+    scheduled = [
+        member for member in index.appgroup_pods.get(name, ()) if member.node_name and member.namespace in covered
+    ]
+    if not scheduled:
+        return OverheadState()
+    # (host node, maxNetworkCost) -> number of pairs; every replica and every listed dependency counts.
+    pairs: dict[tuple[str, int], int] = defaultdict(int)
+    for member in scheduled:
+        member_selector = member.labels.get(keys.APPGROUP_WORKLOAD_LABEL)
+        for dependency in dependencies:
+            if dependency.workload.selector == member_selector:
+                if member.node_name not in index.node_by_name:
+                    return OverheadState(error=f"node {member.node_name} of pod {member.key} not found")
+                pairs[(member.node_name, dependency.max_network_cost or 0)] += 1
+    by_place: dict[Place, list[tuple[str, int, int]]] = defaultdict(list)
+    on_host: dict[str, int] = defaultdict(int)
+    host_place: dict[str, Place] = {}
+    for (host, limit), count in pairs.items():
+        on_host[host] += count
+        host_node = index.node_by_name[host]
+        host_place[host] = (host_node.region, host_node.zone)
+        by_place[host_place[host]].append((host, limit, count))
+    return OverheadState(dict(by_place), dict(on_host), host_place, costs)
+
+
+def host_corrected(totals: tuple[int, ...], place: Place, count: int) -> tuple[int, int, int]:
+    """Pairs on the very node were counted as same zone (or unlabelled); they are same node: satisfied, 0."""
+    satisfied, violated, cost = totals
+    if place[0] or place[1]:
+        return satisfied, violated, cost - SAME_ZONE_COST * count
+    return satisfied + count, violated - count, cost - MAX_COST * count
+
+
+def _place_totals(
+    place: Place, by_place: Mapping[Place, list[tuple[str, int, int]]], costs: Mapping[tuple[str, str], int]
+) -> tuple[int, int, int]:
+    region, zone = place
+    satisfied = violated = total = 0
+    for (host_region, host_zone), entries in by_place.items():
+        for _host, limit, count in entries:
+            if not host_region and not host_zone:
+                violated += count
+                total += MAX_COST * count
+            elif region == host_region and zone == host_zone:
+                satisfied += count
+                total += SAME_ZONE_COST * count
+            else:
+                key = (zone, host_zone) if region == host_region else (region, host_region)
+                cost = costs.get(key) if key[0] else None
+                if cost is None:
+                    total += MAX_COST * count
+                else:
+                    total += cost * count
+                    if cost <= limit:
+                        satisfied += count
+                    else:
+                        violated += count
+    return satisfied, violated, total
+
+
+def overhead_reason(node: str, satisfied: int, violated: int) -> str:
+    """Upstream's Unschedulable message."""
+    return f"Node {node} {overhead_shortfall(satisfied, violated)}"
+
+
+def overhead_shortfall(satisfied: int, violated: int) -> str:
+    """The message after the node's name (the same for every node with these counts)."""
+    return (
+        "does not meet several network requirements from Workload dependencies: "
+        f"Satisfied: {satisfied} Violated: {violated}"
+    )
+
+
+def filter_nodes(state: OverheadState, table: NodeTable) -> dict[str, str]:
+    """The rows that fail, with upstream's message."""
+    if state.error:
+        return dict.fromkeys(table.names, state.error)
+    if state.by_place is None or not len(table):
+        return {}
+    satisfied, violated, _ = state.totals(table)
+    rows = np.nonzero(violated > satisfied)[0].tolist()
+    shortfalls: dict[tuple[int, int], str] = {}  # thousands of rejected nodes share a few (satisfied, violated)
+    reasons = {}
+    for row in rows:
+        pair = (int(satisfied[row]), int(violated[row]))
+        if pair not in shortfalls:
+            shortfalls[pair] = " " + overhead_shortfall(*pair)
+        reasons[table.names[row]] = "Node " + table.names[row] + shortfalls[pair]
+    return reasons
+
+
+def score(state: OverheadState, table: NodeTable) -> Ints:
+    return state.totals(table)[2]
+
+
+def normalize(raw: Ints) -> Ints:
+    if raw.size == 0:
+        return raw
+    low, high = int(raw.min()), int(raw.max())
+    if low == 0 and high == 0:
+        return raw
+    if high == low:
+        return 100 - (raw - low)
+    return 100 - np.trunc(100 * (raw - low) / (high - low)).astype(np.int64)

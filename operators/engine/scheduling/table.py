@@ -1,0 +1,114 @@
+"""The candidates of one scheduling cycle as columns (numpy): one row per node, in the order they were sent.
+
+Every plugin filters and scores over a :class:`NodeTable`. The snapshot's own nodes form one table per
+snapshot (:meth:`ClusterIndex.table`), and the extender's ``NodeNames`` become rows taken from it; nodes sent
+as objects (``nodeCacheCapable: false``) become a small table of their own, read from the objects as sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from operators.api.quantity import Quantity
+from operators.engine.cluster.bandwidth import capacity_or_problem
+from operators.engine.cluster.snapshot import Node
+from operators.engine.scheduling.args import NodeResourcesAllocatableArgs
+
+Ints = npt.NDArray[np.int64]
+Place = tuple[str, str]  # (region, zone)
+
+
+def allocatable_score(node: Node, args: NodeResourcesAllocatableArgs) -> int:
+    """Seed 001: the weighted sum of the node's allocatable resources (cpu in millicores), negated for Least."""
+    total = 0
+    for resource, weight in args.resources:
+        quantity = node.allocatable.get(resource)
+        if quantity is None:
+            continue
+        total += weight * (quantity.milli_value() if resource == "cpu" else quantity.value())
+    return -total if args.mode == "Least" else total
+
+
+@dataclass(frozen=True)
+class NodeTable:
+    """Columns of candidate nodes: place, bandwidth capacity (-1: unknown or unreadable, with the reason in
+    ``capacity_problems``), used bandwidth per direction (with ``usage_problems`` where a pod's is unreadable)."""
+
+    nodes: tuple[Node, ...]
+    names: list[str]
+    places: tuple[Place, ...]
+    place: Ints  # row -> index into ``places``
+    capacity: Ints
+    used_in: Ints
+    used_out: Ints
+    capacity_problems: Mapping[str, str]
+    usage_problems: Mapping[str, str]
+    _allocatable: dict[NodeResourcesAllocatableArgs, Ints] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        nodes: Sequence[Node],
+        used: Mapping[str, tuple[int, int]],
+        usage_problems: Mapping[str, str],
+        slo_totals: Mapping[str, Quantity],
+        default: Quantity | None,
+    ) -> NodeTable:
+        """A table of ``nodes`` as given (their labels and annotations as sent), with the used bandwidth of the
+        snapshot's pods on them."""
+        places = sorted({(node.region, node.zone) for node in nodes})
+        place_id = {place: i for i, place in enumerate(places)}
+        capacity: list[int] = []
+        problems: dict[str, str] = {}
+        for node in nodes:
+            bits, problem = capacity_or_problem(node, slo_totals.get(node.name), default)
+            capacity.append(-1 if bits is None else bits)
+            if problem:
+                problems[node.name] = problem
+        names = [node.name for node in nodes]
+        pairs = [used.get(name, (0, 0)) for name in names]
+        return cls(
+            tuple(nodes),
+            names,
+            tuple(places),
+            np.array([place_id[(node.region, node.zone)] for node in nodes], dtype=np.int64),
+            np.array(capacity, dtype=np.int64),
+            np.array([pair[0] for pair in pairs], dtype=np.int64),
+            np.array([pair[1] for pair in pairs], dtype=np.int64),
+            problems,
+            {name: usage_problems[name] for name in names if name in usage_problems},
+        )
+
+    def rows(self, positions: Ints) -> NodeTable:
+        """The rows at ``positions``, in that order (the allocatable columns computed so far come along)."""
+        return NodeTable(
+            tuple(self.nodes[i] for i in positions.tolist()),
+            [self.names[i] for i in positions.tolist()],
+            self.places,
+            self.place[positions],
+            self.capacity[positions],
+            self.used_in[positions],
+            self.used_out[positions],
+            self.capacity_problems,
+            self.usage_problems,
+            {args: values[positions] for args, values in self._allocatable.items()},
+        )
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def usage_unknown(self) -> npt.NDArray[np.bool_]:
+        if not self.usage_problems:
+            return np.zeros(len(self.names), dtype=np.bool_)
+        return np.array([name in self.usage_problems for name in self.names], dtype=np.bool_)
+
+    def allocatable(self, args: NodeResourcesAllocatableArgs) -> Ints:
+        """NodeResourcesAllocatable's raw score per row, computed once per args."""
+        if args not in self._allocatable:
+            self._allocatable[args] = np.array([allocatable_score(node, args) for node in self.nodes], dtype=np.int64)
+        return self._allocatable[args]
