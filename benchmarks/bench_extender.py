@@ -180,7 +180,13 @@ async def over_http_process(objects: list[dict[str, Any]], pods: list[dict[str, 
         config_file = Path(folder) / "config.yaml"
         config_file.write_text(
             stdlib_json.dumps(
-                {"profiles": [{"pluginConfig": [{"name": "NetworkOverhead", "args": {"networkTopologyName": "nt"}}]}]}
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "profiles": [
+                        {"pluginConfig": [{"name": "NetworkOverhead", "args": {"networkTopologyName": "nt"}}]}
+                    ],
+                }
             )
         )
         with socket.socket() as probe:
@@ -277,10 +283,11 @@ def main() -> None:
     for raw in pods:
         pod = Pod.parse(raw)
         started = time.perf_counter()
-        overhead = state.overhead(pod, index)  # shared by the two verbs, as in the server
-        first = schedule(pod, index, config, stages=("filter",), detail=False, overhead=overhead)
-        passing = tuple(node for node in index.nodes if node.name not in first["failed"])
-        schedule(pod, index, config, passing, stages=("score",), detail=False, overhead=overhead)
+        cycle = state.cycle(pod, index)  # shared by the two verbs, as in the server
+        first = schedule(pod, index, config, stages=("filter",), detail=False, state=cycle)
+        passing = index.rows_of([name for name in index.position if name not in first["failed"]])
+        table = index.table(config.bandwidth.default_node_bandwidth).rows(passing)
+        schedule(pod, index, config, table, stages=("score",), detail=False, state=cycle)
         in_process.append((time.perf_counter() - started) * 1000)
     names = [node.name for node in snapshot.nodes]
     http = asyncio.run(over_http(state, pods, names))

@@ -82,6 +82,9 @@ def merge_reasons(failed: Mapping[str, dict[str, str]]) -> dict[str, str]:
     """One reason per rejected node: the plugins' reasons joined with ``; `` in filter order."""
     merged: dict[str, str] = {}
     for reasons in failed.values():
+        if not merged:
+            merged = dict(reasons)
+            continue
         for name, reason in reasons.items():
             merged[name] = f"{merged[name]}; {reason}" if name in merged else reason
     return merged

@@ -19,6 +19,7 @@ satisfied, with upstream's message.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,10 +67,10 @@ class OverheadState:
             return zeros, zeros, zeros
         per_place = np.array([self.place_totals(place) for place in table.places], dtype=np.int64).reshape(-1, 3)
         rows = per_place[table.place] if len(table) else np.zeros((0, 3), dtype=np.int64)
-        if self.on_host:  # the hosts' own rows are corrected
-            for row, name in enumerate(table.names):
-                if name in self.on_host:
-                    rows[row] = host_corrected(tuple(rows[row].tolist()), self.host_place[name], self.on_host[name])
+        for host, count in self.on_host.items():  # a few hosts: their own rows are corrected
+            row = table.row_of.get(host)
+            if row is not None:
+                rows[row] = host_corrected(tuple(rows[row].tolist()), self.host_place[host], count)
         return rows[:, 0], rows[:, 1], rows[:, 2]
 
 
@@ -178,16 +179,24 @@ def filter_nodes(state: OverheadState, table: NodeTable) -> dict[str, str]:
         return dict.fromkeys(table.names, state.error)
     if state.by_place is None or not len(table):
         return {}
-    satisfied, violated, _ = state.totals(table)
-    rows = np.nonzero(violated > satisfied)[0].tolist()
-    shortfalls: dict[tuple[int, int], str] = {}  # thousands of rejected nodes share a few (satisfied, violated)
-    reasons = {}
-    for row in rows:
-        pair = (int(satisfied[row]), int(violated[row]))
-        if pair not in shortfalls:
-            shortfalls[pair] = " " + overhead_shortfall(*pair)
-        reasons[table.names[row]] = "Node " + table.names[row] + shortfalls[pair]
-    return reasons
+    satisfied, violated = state.totals(table)[:2]
+    rows = np.nonzero(violated > satisfied)[0]
+    if rows.size == 0:
+        return {}
+    # Thousands of rejected nodes share a handful of (satisfied, violated) pairs: each pair's message for every
+    # row is formatted once per table and looked up.
+    span = int(violated[rows].max()) + 1
+    codes, which = np.unique(satisfied[rows] * span + violated[rows], return_inverse=True)
+    tables = []
+    for code in codes.tolist():
+        pair = (code // span, code % span)
+        tables.append(table.messages((NAME, *pair), functools.partial(_message, " " + overhead_shortfall(*pair))))
+    names = table.names
+    return {names[row]: tables[t][row] for row, t in zip(rows.tolist(), which.ravel().tolist(), strict=True)}
+
+
+def _message(tail: str, name: str) -> str:
+    return "Node " + name + tail
 
 
 def score(state: OverheadState, table: NodeTable) -> Ints:

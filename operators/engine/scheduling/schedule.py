@@ -59,8 +59,9 @@ def schedule(
         failed = filter_table(state, candidates, config)
         rejected = set().union(*failed.values()) if failed else set()
         if rejected:
-            keep = [row for row, name in enumerate(candidates.names) if name not in rejected]
-            passing = candidates.rows(np.array(keep, dtype=np.int64))
+            keep = np.ones(len(candidates), dtype=np.bool_)
+            keep[[candidates.row_of[name] for name in rejected]] = False
+            passing = candidates.rows(np.nonzero(keep)[0])
         if detail:
             filters = {
                 name: {plugin: failed[plugin].get(name, PASSED) for plugin in config.filters}
