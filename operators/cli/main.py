@@ -33,7 +33,15 @@ class CommandError(click.ClickException):
     exit_code = EXIT_ERROR
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(f"error: {one_line(self.format_message())}", err=True)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line whatever it quotes: characters that break lines (a label key from a snapshot may
+    hold any) are written as escapes."""
+    return "".join(
+        char if char.isprintable() or char == " " else char.encode("unicode_escape").decode() for char in text
+    )
 
 
 def filename_option(required: bool = True) -> Callable[[Any], Any]:

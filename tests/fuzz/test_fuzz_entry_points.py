@@ -120,6 +120,7 @@ cluster_documents = st.tuples(
     ]
 )
 @example([{"apiVersion": "v1", "kind": "List", "items": None}])
+@example([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": {"a\x85b\u2028c": None}}}])
 def test_offline_commands_answer_or_name_the_field(
     tmp_path_factory: pytest.TempPathFactory, documents: list[Any]
 ) -> None:
