@@ -52,9 +52,11 @@ class Accounting(enum.StrEnum):
 
     def fits(self, capacity: Any, used_in: Any, used_out: Any, want_in: Any, want_out: Any) -> Any:
         """Whether a demand fits the free capacity (elementwise for arrays). Duplex: each direction that asks
-        for something fits its own free capacity; combined: in + out fits what both leave."""
+        for something fits its own free capacity; combined: in + out fits what both leave. Asking for nothing
+        fits anywhere, an overcommitted node included."""
         if self is Accounting.COMBINED:
-            return want_in + want_out <= capacity - used_in - used_out
+            wanted = want_in + want_out
+            return (wanted == 0) | (wanted <= capacity - used_in - used_out)
         return ((want_in == 0) | (want_in <= capacity - used_in)) & (
             (want_out == 0) | (want_out <= capacity - used_out)
         )
