@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Mutation check of the scheduling and bandwidth rules: one-line bugs put into the code, one at a time, and
+the relevant tests run against each; a mutant the tests do not kill is a rule no test pins down.
+
+    python hack/mutation.py [--list] [--only SUBSTRING]
+
+The mutants include the six classes a review found surviving before (duplex ``<=`` → ``<`` in the
+simulator, ``pod_demand`` reading the limit before the request, the score ignoring the pod's own demand,
+``node_capacity`` skipping the NodeSLO total, the extender's score rounding, the combined filter checking only
+ingress), and their neighbours. The working tree is restored after each mutant (also on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TESTS = [
+    "tests/engine/test_schedule.py",
+    "tests/engine/test_differential.py",
+    "tests/engine/test_bandwidth.py",
+    "tests/engine/test_bandwidth_model.py",
+    "tests/engine/test_simulate.py",
+    "tests/engine/test_lownodeload.py",
+    "tests/engine/test_nodeslo.py",
+    "tests/extender/test_extender.py",
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str
+    old: str
+    new: str
+    what: str
+
+
+BANDWIDTH = "operators/engine/cluster/bandwidth.py"
+NB = "operators/engine/scheduling/network_bandwidth.py"
+NO = "operators/engine/scheduling/network_overhead.py"
+MUTANTS = [
+    # the six classes
+    Mutant(
+        BANDWIDTH,
+        "(want_in <= capacity - used_in)",
+        "(want_in < capacity - used_in)",
+        "duplex fit: <= becomes < (the simulator's copy, before)",
+    ),
+    Mutant(
+        BANDWIDTH,
+        'for key in (f"kubernetes.io/{direction}-request", f"kubernetes.io/{direction}-bandwidth"):',
+        'for key in (f"kubernetes.io/{direction}-bandwidth", f"kubernetes.io/{direction}-request"):',
+        "pod_demand reads the limit before the request",
+    ),
+    Mutant(
+        NB,
+        "table.used_in + table.used_out + demand[0] + demand[1]",
+        "table.used_in + table.used_out",
+        "the score ignores the pod's own demand",
+    ),
+    Mutant(BANDWIDTH, "    if slo_total is not None:\n", "    if False:\n", "node_capacity skips the NodeSLO total"),
+    Mutant(
+        "operators/extender/server.py",
+        "total * MAX_EXTENDER_PRIORITY // (100 * weights)",
+        "round(total * MAX_EXTENDER_PRIORITY / (100 * weights))",
+        "the extender's score rounds instead of truncating",
+    ),
+    Mutant(
+        BANDWIDTH,
+        "wanted = want_in + want_out\n",
+        "wanted = want_in\n",
+        "the combined filter checks only ingress",
+    ),
+    # neighbours
+    Mutant(BANDWIDTH, "return capacity * 2 if self is", "return capacity * 1 if self is", "duplex is not doubled"),
+    Mutant(
+        BANDWIDTH,
+        "((want_out == 0) | (want_out <= capacity - used_out))",
+        "((want_out == 0) | (want_out <= capacity - used_in))",
+        "duplex egress checked against ingress usage",
+    ),
+    Mutant(BANDWIDTH, "np.maximum(0, total - after) * 100 // safe", "(total - after) * 100 // safe", "no floor at 0"),
+    Mutant(
+        BANDWIDTH,
+        "return Capacity(total, SYSTEM_CONFIG)",
+        "return Capacity(total, DEFAULT)",
+        "the NodeSLO total reported as the default",
+    ),
+    Mutant(
+        BANDWIDTH,
+        "for annotation in CAPACITY_ANNOTATIONS:",
+        "for annotation in reversed(CAPACITY_ANNOTATIONS):",
+        "the thesis annotation wins over Koordinator's",
+    ),
+    Mutant(
+        BANDWIDTH,
+        'for name in (f"{direction}Request", f"{direction}Limit"):',
+        'for name in (f"{direction}Limit", f"{direction}Request"):',
+        "networkQOS limit before request",
+    ),
+    Mutant(NO, "SAME_ZONE_COST = 1", "SAME_ZONE_COST = 0", "same zone costs 0"),
+    Mutant(NO, "MAX_COST = 100", "MAX_COST = 99", "a missing cost is 99"),
+    Mutant(NO, "if cost <= limit:", "if cost < limit:", "maxNetworkCost is exclusive"),
+    Mutant(
+        NO, "rows = np.nonzero(violated > satisfied)[0]", "rows = np.nonzero(violated >= satisfied)[0]", ">= in filter"
+    ),
+    Mutant(
+        "operators/engine/scheduling/normalize.py",
+        "return (raw - low) * 100 // (high - low)",
+        "return (raw - low) * 100 // (high - low + 1)",
+        "min-max off by one",
+    ),
+    Mutant(
+        "operators/engine/scheduling/network_overhead.py",
+        "return 100 - np.trunc(100 * (raw - low) / (high - low)).astype(np.int64)",
+        "return 100 - np.round(100 * (raw - low) / (high - low)).astype(np.int64)",
+        "NetworkOverhead's normalisation rounds",
+    ),
+    Mutant(
+        "operators/engine/scheduling/index.py",
+        "if pod.node_name and not pod.is_terminal:",
+        "if pod.node_name:",
+        "terminated pods count as used bandwidth",
+    ),
+]
+
+
+def run_tests() -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--timeout", "300", *TESTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--only", default="", help="only mutants whose description contains this")
+    args = parser.parse_args()
+    chosen = [m for m in MUTANTS if args.only in m.what]
+    if args.list:
+        for mutant in chosen:
+            print(f"{mutant.file}: {mutant.what}")
+        return 0
+    survivors = []
+    for mutant in chosen:
+        path = ROOT / mutant.file
+        original = path.read_text()
+        if original.count(mutant.old) != 1:
+            print(f"STALE   {mutant.what}: the line to mutate is not in {mutant.file} exactly once")
+            survivors.append(mutant)
+            continue
+        started = time.monotonic()
+        try:
+            path.write_text(original.replace(mutant.old, mutant.new))
+            passed = run_tests()
+        finally:
+            path.write_text(original)
+        verdict = "SURVIVED" if passed else "killed "
+        print(f"{verdict} {mutant.what} ({time.monotonic() - started:.0f} s)", flush=True)
+        if passed:
+            survivors.append(mutant)
+    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
