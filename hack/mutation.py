@@ -25,6 +25,7 @@ TESTS = [
     "tests/engine/test_differential.py",
     "tests/engine/test_bandwidth.py",
     "tests/engine/test_bandwidth_model.py",
+    "tests/engine/test_plugin_rules.py",
     "tests/engine/test_simulate.py",
     "tests/engine/test_lownodeload.py",
     "tests/engine/test_nodeslo.py",
@@ -77,11 +78,11 @@ MUTANTS = [
         "the combined filter checks only ingress",
     ),
     # neighbours
-    Mutant(BANDWIDTH, "return capacity * 2 if self is", "return capacity * 1 if self is", "duplex is not doubled"),
+    Mutant(BANDWIDTH, "capacity * 2 if self is", "capacity * 1 if self is", "duplex is not doubled"),
     Mutant(
         BANDWIDTH,
-        "((want_out == 0) | (want_out <= capacity - used_out))",
-        "((want_out == 0) | (want_out <= capacity - used_in))",
+        "(want_out <= capacity - used_out)",
+        "(want_out <= capacity - used_in)",
         "duplex egress checked against ingress usage",
     ),
     Mutant(BANDWIDTH, "np.maximum(0, total - after) * 100 // safe", "(total - after) * 100 // safe", "no floor at 0"),

@@ -72,8 +72,9 @@ def test_accounting_by_hand() -> None:
     # 1G capacity, 300M in and 600M out used; asking 400M in and 300M out
     capacity, used_in, used_out = 1000, 300, 600
     assert Accounting.DUPLEX.total(capacity) == 2000 and Accounting.COMBINED.total(capacity) == 1000
-    assert Accounting.DUPLEX.fits(capacity, used_in, used_out, 400, 300)  # 700 <= 700 in, 300 <= 400 out
-    assert not Accounting.DUPLEX.fits(capacity, used_in, used_out, 400, 401)  # out: 401 > 400
+    assert Accounting.DUPLEX.fits(capacity, used_in, used_out, 700, 400)  # exactly what is free each way
+    assert not Accounting.DUPLEX.fits(capacity, used_in, used_out, 701, 0)  # in: 701 > 700
+    assert not Accounting.DUPLEX.fits(capacity, used_in, used_out, 400, 401)  # out: 401 > 400 (not 700 free in)
     assert Accounting.DUPLEX.fits(capacity, used_in, 1200, 100, 0)  # out asks nothing: out overcommit ignored
     assert not Accounting.COMBINED.fits(capacity, used_in, used_out, 50, 51)  # 101 > 100 left
     assert Accounting.COMBINED.fits(capacity, used_in, used_out, 50, 50)  # 100 <= 100
