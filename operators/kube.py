@@ -124,8 +124,8 @@ async def patch_status(
     namespace: str | None,
     name: str,
     status: dict[str, Any],
-) -> None:
-    """Merge-patch the status subresource of a custom object.
+) -> dict[str, Any] | None:
+    """Merge-patch the status subresource of a custom object; the object as written (None: it is gone).
 
     Transient answers (409, 429, 5xx) are retried a few times with a growing delay; a missing
     object (deleted meanwhile) is not an error; anything else raises ``ApiException``.
@@ -136,20 +136,21 @@ async def patch_status(
     for attempt in range(ATTEMPTS):
         try:
             if namespace is None:
-                await custom.patch_cluster_custom_object_status(
+                written = await custom.patch_cluster_custom_object_status(
                     group, version, plural, name, {"status": status}, **options
                 )
             else:
-                await custom.patch_namespaced_custom_object_status(
+                written = await custom.patch_namespaced_custom_object_status(
                     group, version, namespace, plural, name, {"status": status}, **options
                 )
-            return
+            return dict(written) if isinstance(written, dict) else None
         except ApiException as error:
             if error.status == 404:
-                return
+                return None
             if error.status not in RETRYABLE or attempt == ATTEMPTS - 1:
                 raise
             await asyncio.sleep(0.1 * 2**attempt)
+    return None
 
 
 async def post_event(

@@ -523,11 +523,18 @@ class ApiEmulator(kmock.KubernetesEmulator):
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return
+            # Wake up at least every second to notice a client that went away: aiohttp does not cancel the
+            # handler on disconnect, and a stream parked on the condition would hold the server's shutdown.
+            raw = request._raw_request
+            transport = raw.transport if raw is not None else None
+            if transport is None or transport.is_closing():
+                return
             async with self._changed:
                 try:
-                    await asyncio.wait_for(self._changed.wait(), timeout=remaining)
+                    await asyncio.wait_for(self._changed.wait(), timeout=min(remaining or 1.0, 1.0))
                 except TimeoutError:
-                    return
+                    if remaining is not None and remaining <= 1.0:
+                        return
 
     # -- writing -----------------------------------------------------------------------------------------
 
