@@ -285,7 +285,7 @@ def main() -> None:
         started = time.perf_counter()
         cycle = state.cycle(pod, index)  # shared by the two verbs, as in the server
         first = schedule(pod, index, config, stages=("filter",), detail=False, state=cycle)
-        passing = index.rows_of([name for name in index.position if name not in first["failed"]])
+        passing = index.rows_of([name for name in index.position if name not in first.failed])
         table = index.table(config.bandwidth.default_node_bandwidth).rows(passing)
         schedule(pod, index, config, table, stages=("score",), detail=False, state=cycle)
         in_process.append((time.perf_counter() - started) * 1000)

@@ -188,7 +188,7 @@ def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str 
             raise CommandError(f"{pod_ref}: expected exactly one Pod, found {len(pods)}")
         pod = pods[0]
     result = schedule(Pod.parse(dict(pod.raw)), ClusterIndex.build(snapshot), config)
-    click.echo(output.dump(result, fmt), nl=False)
+    click.echo(output.dump(result.to_simulator_json(), fmt), nl=False)
 
 
 def serving_options(default_port: int) -> Callable[[Any], Any]:

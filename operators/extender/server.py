@@ -13,7 +13,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from operators.engine.cluster.snapshot import Node, Pod, Snapshot
 from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.schedule import SchedulerConfig, schedule
+from operators.engine.scheduling.schedule import CycleResult, SchedulerConfig, schedule
 from operators.engine.scheduling.table import NodeTable
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
@@ -228,16 +228,16 @@ async def filter_handler(request: web.Request) -> web.Response:
     return _json_response(answer)
 
 
-def _scores(call: Call, table: NodeTable) -> dict[str, Any]:
+def _scores(call: Call, table: NodeTable) -> CycleResult:
     """The score half of the cycle; the cycle state is shared with the pod's /filter call."""
     state = call.state.cycle(call.pod, call.index)
     return schedule(call.pod, call.index, call.state.config, table, stages=("score",), detail=False, state=state)
 
 
-def extender_scores(result: dict[str, Any], config: SchedulerConfig) -> dict[str, int]:
-    """The weighted total per node on the extender's 0..10 scale."""
+def extender_scores(totals: Mapping[str, int], config: SchedulerConfig) -> dict[str, int]:
+    """The weighted totals of a cycle on the extender's 0..10 scale."""
     weights = sum(config.weights.values()) or 1
-    return {node: total * MAX_EXTENDER_PRIORITY // (100 * weights) for node, total in result["totalScore"].items()}
+    return {node: total * MAX_EXTENDER_PRIORITY // (100 * weights) for node, total in totals.items()}
 
 
 async def prioritize_handler(request: web.Request) -> web.Response:
@@ -247,7 +247,7 @@ async def prioritize_handler(request: web.Request) -> web.Response:
         return call
     names, items = call.names, call.items
     candidates = call.state.candidates(call.index, names, items)
-    scores = extender_scores(_scores(call, candidates.table), call.state.config)
+    scores = extender_scores(_scores(call, candidates.table).total, call.state.config)
     requested = (
         names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
     )

@@ -101,15 +101,15 @@ def test_extender_schedule_and_simulator_agree(seed: int, accounting: Accounting
     answers = asyncio.run(extender_answers(snapshot, config, raw_pod, nodes))
     expected_failed = {
         node: "; ".join(reason for reason in verdicts.values() if reason != PASSED)
-        for node, verdicts in report["filter"].items()
+        for node, verdicts in report.filters.items()
         if any(reason != PASSED for reason in verdicts.values())
     }
     assert answers["by_name"]["FailedNodes"] == expected_failed
     assert answers["by_object"]["FailedNodes"] == expected_failed
-    passing = [node for node in report["filter"] if node not in expected_failed]
+    passing = [node for node in report.filters if node not in expected_failed]
     assert answers["by_name"]["NodeNames"] == passing
     assert [item["metadata"]["name"] for item in answers["by_object"]["Nodes"]["items"]] == passing
-    expected_scores = extender_scores({"totalScore": report["totalScore"]}, config)
+    expected_scores = extender_scores(report.total, config)
     assert {entry["Host"]: entry["Score"] for entry in answers["scores"]} == expected_scores
     assert {entry["Host"]: entry["Score"] for entry in answers["scores_objects"]} == expected_scores
 
@@ -124,7 +124,7 @@ def test_extender_schedule_and_simulator_agree(seed: int, accounting: Accounting
         total_capacity(cluster, accounting.value), cluster.used_in + cluster.used_out + ingress + egress
     )
     for row, name in enumerate(cluster.names):
-        verdict = report["filter"][name]["NetworkBandwidth"]
+        verdict = report.filters[name]["NetworkBandwidth"]
         assert (verdict == PASSED) == bool(fits[row]), (name, verdict)
-        if name in report["score"]:
-            assert report["score"][name]["NetworkBandwidth"] == int(np.asarray(raw)[row])
+        if name in report.raw:
+            assert report.raw[name]["NetworkBandwidth"] == int(np.asarray(raw)[row])

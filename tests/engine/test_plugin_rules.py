@@ -93,15 +93,15 @@ def test_a_missing_cost_adds_100_and_counts_neither_way() -> None:
     report = schedule(Pod.parse(pod("w0-new", "w0", None)), cluster(), SchedulerConfig(weights={}, overhead=ARGS))
     config = SchedulerConfig(weights={"NetworkOverhead": 1}, overhead=ARGS)
     scored = schedule(Pod.parse(pod("w0-new", "w0", None)), cluster(), config)
-    assert scored["score"]["c"]["NetworkOverhead"] == 200
-    assert scored["score"]["a"]["NetworkOverhead"] == 10 and scored["score"]["b"]["NetworkOverhead"] == 10
-    assert report["filter"]["c"]["NetworkOverhead"] == PASSED
+    assert scored.raw["c"]["NetworkOverhead"] == 200
+    assert scored.raw["a"]["NetworkOverhead"] == 10 and scored.raw["b"]["NetworkOverhead"] == 10
+    assert report.filters["c"]["NetworkOverhead"] == PASSED
 
 
 def test_as_many_violated_as_satisfied_passes() -> None:
     # on a: satisfied 1 (w1, same node), violated 1 (w2, cost 10 > 5): upstream rejects only violated > satisfied
     report = schedule(Pod.parse(pod("w0-new", "w0", None)), cluster(), SchedulerConfig(weights={}, overhead=ARGS))
-    assert report["filter"]["a"]["NetworkOverhead"] == PASSED and report["filter"]["b"]["NetworkOverhead"] == PASSED
+    assert report.filters["a"]["NetworkOverhead"] == PASSED and report.filters["b"]["NetworkOverhead"] == PASSED
 
 
 def test_network_overhead_normalisation_truncates() -> None:
@@ -120,4 +120,4 @@ def test_terminated_pods_use_no_bandwidth() -> None:
 def test_extender_scores_truncate() -> None:
     # a total of 170 over weights 1+1+1 on the extender's 0..10 scale: 170 * 10 // 300 = 5 (5.67 rounds to 6)
     config = SchedulerConfig(weights={"NetworkOverhead": 1, "NetworkBandwidth": 1, "NodeResourcesAllocatable": 1})
-    assert extender_scores({"totalScore": {"n": 170, "m": 300}}, config) == {"n": 5, "m": 10}
+    assert extender_scores({"n": 170, "m": 300}, config) == {"n": 5, "m": 10}

@@ -74,22 +74,22 @@ def test_seeds_network_overhead_by_hand(selector: str) -> None:
     assert satisfied.tolist() == [1] * 8 and violated.tolist() == [0] * 8
     assert normalize_overhead(np.array(raw)).tolist() == normalized
     report = schedule(pending(selector), seeds_index(), SchedulerConfig(weights={"NetworkOverhead": 1}, overhead=ARGS))
-    assert all(report["filter"][node]["NetworkOverhead"] == "passed" for node in NODES)
-    assert [report["normalizedScore"][node]["NetworkOverhead"] for node in NODES] == normalized
-    assert report["selectedNode"] == ("n-1" if selector == "p1" else "n-4")
+    assert all(report.filters[node]["NetworkOverhead"] == "passed" for node in NODES)
+    assert [report.normalized[node]["NetworkOverhead"] for node in NODES] == normalized
+    assert report.selected == ("n-1" if selector == "p1" else "n-4")
 
 
 def test_max_network_cost_zero_rejects_with_upstreams_message() -> None:
     appgroup = docs("appgroup-a1.yaml")[0]
     appgroup["spec"]["workloads"][0]["dependencies"][0]["maxNetworkCost"] = 0
     report = schedule(pending("p1"), seeds_index(appgroup), SchedulerConfig(overhead=ARGS))
-    filters = {node: report["filter"][node]["NetworkOverhead"] for node in NODES}
+    filters = {node: report.filters[node]["NetworkOverhead"] for node in NODES}
     assert filters["n-1"] == filters["n-2"] == "passed"
     assert filters["n-3"] == (
         "Node n-3 does not meet several network requirements from Workload dependencies: Satisfied: 0 Violated: 1"
     )
     assert all(filters[node] != "passed" for node in NODES[2:])
-    assert set(report["totalScore"]) == {"n-1", "n-2"}
+    assert set(report.total) == {"n-1", "n-2"}
 
 
 def test_pods_without_appgroup_or_placed_dependencies_score_equally() -> None:
@@ -101,10 +101,9 @@ def test_pods_without_appgroup_or_placed_dependencies_score_equally() -> None:
 def test_missing_appgroup_or_topology_is_a_reason_not_a_crash() -> None:
     report = schedule(pending("p1"), seeds_index(with_topology=False), SchedulerConfig(overhead=ARGS))
     assert (
-        report["filter"]["n-1"]["NetworkOverhead"]
-        == "NetworkTopology net-topology-test not found in namespaces default"
+        report.filters["n-1"]["NetworkOverhead"] == "NetworkTopology net-topology-test not found in namespaces default"
     )
-    assert report["selectedNode"] is None
+    assert report.selected is None
     other = Pod.parse(
         {
             "apiVersion": "v1",
@@ -117,7 +116,7 @@ def test_missing_appgroup_or_topology_is_a_reason_not_a_crash() -> None:
         }
     )
     report = schedule(other, seeds_index(), SchedulerConfig(overhead=ARGS))
-    assert report["filter"]["n-1"]["NetworkOverhead"] == "AppGroup nope not found in namespaces default"
+    assert report.filters["n-1"]["NetworkOverhead"] == "AppGroup nope not found in namespaces default"
 
 
 def test_normalize_overhead_edge_cases() -> None:
@@ -153,10 +152,10 @@ def test_thesis_bandwidth_arithmetic(mode: str, fits: int) -> None:
         }
         index = ClusterIndex.build(build_snapshot([bandwidth_node("1Gi"), *placed]))
         report = schedule(Pod.parse(copy.deepcopy(pod)), index, config)
-        if report["selectedNode"] is None:
-            assert "insufficient" in report["filter"]["big"]["NetworkBandwidth"]
+        if report.selected is None:
+            assert "insufficient" in report.filters["big"]["NetworkBandwidth"]
             break
-        pod["spec"] = {"nodeName": report["selectedNode"]}
+        pod["spec"] = {"nodeName": report.selected}
         placed.append(pod)
     assert len(placed) == fits
 
@@ -190,8 +189,8 @@ def test_allocatable_least_prefers_the_smaller_node() -> None:
             {**KSC, "profiles": [{"pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Most"}}]}]}
         ),
     )
-    assert least["selectedNode"] == "small" and most["selectedNode"] == "large"
-    assert least["normalizedScore"]["small"]["NodeResourcesAllocatable"] == 100
+    assert least.selected == "small" and most.selected == "large"
+    assert least.normalized["small"]["NodeResourcesAllocatable"] == 100
 
 
 KSC = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -366,9 +365,9 @@ def test_array_path_agrees_with_the_per_node_path(seed: int) -> None:
         )
         arrays = schedule(pod, index, config, detail=False)
         per_node = schedule(pod, index, config, index.table_of(sent, None), detail=False)
-        assert arrays["failed"] == per_node["failed"]
-        assert arrays["totalScore"] == per_node["totalScore"]
-        for node, reason in arrays["failed"].items():
+        assert arrays.failed == per_node.failed
+        assert arrays.total == per_node.total
+        for node, reason in arrays.failed.items():
             result = network_overhead(pod, index, ARGS)
             good, bad, _ = result.totals(index.table(None).rows(index.rows_of([node])))
             assert reason == overhead_reason(node, int(good[0]), int(bad[0]))
@@ -405,15 +404,15 @@ def test_an_unusable_value_is_a_reason_on_its_own_object(fast: bool) -> None:
         {**KSC, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "NetworkBandwidth"}]}}}]}
     )
     report = schedule(pod, index, config, nodes)
-    reasons = {name: verdict["NetworkBandwidth"] for name, verdict in report["filter"].items()}
+    reasons = {name: verdict["NetworkBandwidth"] for name, verdict in report.filters.items()}
     assert reasons["clean"] == "passed"
     assert "metadata.annotations[node.kubernetes.io/network-limit]: out of range" in reasons["huge"]
     assert "pod default/bad on node dirty" in reasons["dirty"] and "out of range" in reasons["dirty"]
-    assert report["selectedNode"] == "clean"
+    assert report.selected == "clean"
     bad_pod = Pod.parse(placed("worse", "", **{"kubernetes.io/egress-request": "-5G"}))
     worse = schedule(bad_pod, index, config, nodes)
-    assert worse["selectedNode"] is None
+    assert worse.selected is None
     assert all(
         "metadata.annotations[kubernetes.io/egress-request]: negative" in v["NetworkBandwidth"]
-        for v in worse["filter"].values()
+        for v in worse.filters.values()
     )

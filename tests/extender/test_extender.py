@@ -77,11 +77,11 @@ async def test_prioritize_agrees_with_netaware_schedule(client: TestClient[Any, 
         ],
     )
     offline = json.loads(result.stdout)
-    assert scores == extender_scores(offline, CONFIG)
+    assert scores == extender_scores(offline["totalScore"], CONFIG)
     assert scores[offline["selectedNode"]] == max(scores.values())
     assert offline["selectedNode"] == "n-2"  # overhead 95 x 5 + bandwidth 85 x 2 beats n-1's 100 x 5 + 0 x 2
     direct = schedule(Pod.parse(p1_pod()), ClusterIndex.build(build_snapshot(documents())), CONFIG)
-    assert direct["totalScore"] == offline["totalScore"]
+    assert direct.total == offline["totalScore"]
 
 
 @pytest.mark.parametrize(

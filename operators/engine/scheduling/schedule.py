@@ -1,10 +1,10 @@
 """One scheduling cycle for one pod: filter, score, normalise, weigh, select (pure).
 
-The result has kube-scheduler-simulator's shape (SPEC.md §5): ``filter`` (node -> plugin -> "passed" or
-the reason), ``score`` (raw, nodes that passed every filter), ``normalizedScore`` (0..100),
-``finalScore`` (normalised x weight), ``totalScore`` and ``selectedNode`` (the highest total; ties go to
-the first node name). The cycle itself is :mod:`operators.engine.scheduling.framework`; the
-configuration :mod:`operators.engine.scheduling.config`.
+The result is a ``CycleResult``; ``to_simulator_json()`` renders kube-scheduler-simulator's shape
+(SPEC.md §5): ``filter`` (node -> plugin -> "passed" or the reason), ``score`` (raw, nodes that passed
+every filter), ``normalizedScore`` (0..100), ``finalScore`` (normalised x weight), ``totalScore`` and
+``selectedNode`` (the highest total; ties go to the first node name). The cycle itself is
+:mod:`operators.engine.scheduling.framework`; the configuration :mod:`operators.engine.scheduling.config`.
 
 Only netaware's plugins run here (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable): the
 in-tree plugins kube-scheduler adds (NodeResourcesFit, BalancedAllocation, ...) are kube-scheduler's, so a
@@ -14,6 +14,7 @@ real placement also weighs those.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,41 @@ from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable
 
 PASSED = "passed"
-__all__ = ["PASSED", "PLUGINS", "SchedulerConfig", "parse_config", "schedule"]
+__all__ = ["PASSED", "PLUGINS", "CycleResult", "SchedulerConfig", "parse_config", "schedule"]
+
+ByNode = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """One cycle's outcome. Every field is always present; the per-node breakdowns are empty unless the cycle
+    was run with ``detail``.
+
+    ``failed`` is one reason per rejected node (what the extender answers), ``filters`` the verdict of every
+    filter plugin on every candidate (what the simulator shows), ``total`` the weighted total of the nodes
+    that passed.
+    """
+
+    pod: str
+    failed: dict[str, str]
+    total: dict[str, int]
+    selected: str | None
+    filters: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw: ByNode = field(default_factory=dict)
+    normalized: ByNode = field(default_factory=dict)
+    final: ByNode = field(default_factory=dict)
+
+    def to_simulator_json(self) -> dict[str, Any]:
+        """kube-scheduler-simulator's result shape (SPEC.md §5)."""
+        return {
+            "pod": self.pod,
+            "filter": self.filters,
+            "score": self.raw,
+            "normalizedScore": self.normalized,
+            "finalScore": self.final,
+            "totalScore": self.total,
+            "selectedNode": self.selected,
+        }
 
 
 def schedule(
@@ -42,17 +77,16 @@ def schedule(
     stages: tuple[str, ...] = ("filter", "score"),
     detail: bool = True,
     state: CycleState | None = None,
-) -> dict[str, Any]:
+) -> CycleResult:
     """Filter, score and select a node for ``pod`` among the rows of ``table`` (default: every node of the
-    snapshot), in kube-scheduler-simulator's shape (see the module docstring).
+    snapshot).
 
     ``stages`` lets the extender run one verb at a time: ``("filter",)`` for /filter, ``("score",)`` for
-    /prioritize (kube-scheduler sends only the nodes that passed). ``detail=False`` leaves out the per-node
-    breakdown and adds ``failed`` (one reason per rejected node): the extender needs nothing else.
+    /prioritize (kube-scheduler sends only the nodes that passed). ``detail=False`` leaves the per-node
+    breakdowns empty: the extender needs only ``failed`` and ``total``.
     """
     candidates = table if table is not None else index.table(config.bandwidth.default_node_bandwidth)
     state = state or CycleState.of(pod, index, config)
-    filters: dict[str, dict[str, str]] = {}
     failed: dict[str, dict[str, str]] = {}
     passing = candidates
     if "filter" in stages:
@@ -62,36 +96,32 @@ def schedule(
             keep = np.ones(len(candidates), dtype=np.bool_)
             keep[[candidates.row_of[name] for name in rejected]] = False
             passing = candidates.rows(np.nonzero(keep)[0])
-        if detail:
-            filters = {
-                name: {plugin: failed[plugin].get(name, PASSED) for plugin in config.filters}
-                for name in candidates.names
-            }
     names = passing.names
     raw: dict[str, Ints] = {}
     normalized: dict[str, Ints] = {}
     if "score" in stages:
         raw, normalized = score_table(state, passing, config)
     totals = weighted_total(normalized, config.weights, len(names))
-    total_by_name = dict(zip(names, totals.tolist(), strict=True)) if "score" in stages else {}
+    total = dict(zip(names, totals.tolist(), strict=True)) if "score" in stages else {}
     selected = None
-    if total_by_name:  # the highest total; ties go to the first name
+    if total:  # the highest total; ties go to the first name
         best = totals.max()
         selected = min(name for name, top in zip(names, (totals == best).tolist(), strict=True) if top)
-    result: dict[str, Any] = {
-        "pod": pod.key,
-        "filter": filters,
-        "score": _by_node(names, raw) if detail else {},
-        "normalizedScore": _by_node(names, normalized) if detail else {},
-        "finalScore": _by_node(names, {p: v * config.weights[p] for p, v in normalized.items()}) if detail else {},
-        "totalScore": total_by_name,
-        "selectedNode": selected,
-    }
+    result = CycleResult(pod.key, merge_reasons(failed), total, selected)
     if not detail:
-        result["failed"] = merge_reasons(failed)
-    return result
+        return result
+    return replace(
+        result,
+        filters={
+            name: {plugin: failed.get(plugin, {}).get(name, PASSED) for plugin in config.filters}
+            for name in candidates.names
+        },
+        raw=_by_node(names, raw),
+        normalized=_by_node(names, normalized),
+        final=_by_node(names, {plugin: values * config.weights[plugin] for plugin, values in normalized.items()}),
+    )
 
 
-def _by_node(names: list[str], per_plugin: Mapping[str, Ints]) -> dict[str, dict[str, int]]:
+def _by_node(names: list[str], per_plugin: Mapping[str, Ints]) -> ByNode:
     columns = {plugin: values.tolist() for plugin, values in per_plugin.items()}
     return {name: {plugin: values[i] for plugin, values in columns.items()} for i, name in enumerate(names)}
