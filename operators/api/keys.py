@@ -48,6 +48,7 @@ NODE_BANDWIDTH_THESIS: Final = "node.kubernetes.io/network-limit"
 
 # --- Koordinator ---------------------------------------------------------------------------------------
 KOORD_QOS_CLASS_LABEL: Final = "koordinator.sh/qosClass"
+KOORD_RAW_ALLOCATABLE: Final = "node.koordinator.sh/raw-allocatable"  # node annotation, JSON ResourceList
 KOORD_PRIORITY_CLASS_LABEL: Final = "koordinator.sh/priority-class"
 SLO_CONFIG_NAMESPACE: Final = "koordinator-system"
 SLO_CONFIG_NAME: Final = "slo-controller-config"

@@ -375,11 +375,16 @@ def test_node_metric_and_prometheus_sources() -> None:
         ({"lowThresholds": {"netBandwidth": -1}}, "lowThresholds.netBandwidth: a percentage must lie in 0..100"),
         (
             {"lowThresholds": {"gpu": 1}, "highThresholds": {"gpu": 2}},
-            'lowThresholds.gpu: unknown resource; expected one of cpu, memory, pods, netBandwidth (got "gpu")',
+            "lowThresholds.gpu: unknown resource; expected one of cpu, memory, pods, netBandwidth or an extended"
+            ' resource (example.com/gpu) (got "gpu")',
         ),
         ({"evictableNamespaces": {"include": ["a"], "exclude": ["b"]}}, "evictableNamespaces: set include or exclude"),
         ({"lowThresholds": {"cpu": 10}}, "lowThresholds and highThresholds must name the same resources"),
         ({"nodeFitt": True}, "nodeFitt"),
+        (
+            {"lowThresholds": {"kubernetes.io/foo": 1}, "highThresholds": {"kubernetes.io/foo": 2}},
+            "lowThresholds.kubernetes.io/foo: unknown resource",
+        ),
         # selectors are checked when the policy is loaded, not when a plan first runs
         (
             {"nodeSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus", "values": ["x"]}]}},
@@ -508,3 +513,64 @@ def test_an_unusable_bandwidth_skips_its_node_and_the_cycle_goes_on() -> None:
     assert "pod default/broken" in result.skipped["dirty"] and "negative bandwidth" in result.skipped["dirty"]
     assert result.classes == {"hot": HIGH, "cold": LOW}
     assert result.evictions
+
+
+# --- conformance with upstream's tables: configured thresholds, raw-allocatable, extended resources -------------
+
+
+def test_eviction_reason_prints_the_threshold_as_configured() -> None:
+    # 29 % of 10 pods truncates to 2 pods (Koordinator's arithmetic); the reason says 29 %, not 2/10 = 20 %.
+    objects = [node("hot"), node("cold")]
+    for each in objects:
+        each["status"]["allocatable"]["pods"] = "10"
+    objects += [pod(f"app-{k}", "hot", 0) for k in range(3)]  # 3 of 10 pods: 30 % > 2 pods
+    result = run(objects, policy({"lowThresholds": {"pods": 10}, "highThresholds": {"pods": 29}}))
+    assert result.classes == {"hot": HIGH, "cold": LOW}
+    assert result.thresholds["hot"]["pods"] == (10.0, 29.0)
+    assert [e.reason for e in result.evictions] == ["node is overutilized, node pods usage(30.00%)>threshold(29.00%)"]
+
+
+def test_raw_allocatable_is_the_capacity_usage_is_a_percentage_of() -> None:
+    # An amplified node reports 20 cpus; Koordinator's raw-allocatable says 10 are real: 7 requested is 70 %.
+    objects = [node("amplified", cpu="20"), node("cold", cpu="20")]
+    objects[0]["metadata"]["annotations"]["node.koordinator.sh/raw-allocatable"] = '{"cpu": "10", "memory": "64Gi"}'
+    objects += [pod(f"app-{k}", "amplified", 0, cpu="1") for k in range(7)]
+    chosen = policy({"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 60}})
+    loads = node_loads(build_snapshot(objects), chosen.args, NOW)
+    assert loads.nodes["amplified"].capacity == {"cpu": 10_000}
+    assert loads.nodes["amplified"].percent("cpu") == 70.0
+    assert run(objects, chosen).classes == {"amplified": HIGH, "cold": LOW}
+    # As in Koordinator, an annotation that does not parse is ignored: status.allocatable counts (7 of 20: 35 %).
+    objects[0]["metadata"]["annotations"]["node.koordinator.sh/raw-allocatable"] = "{not json"
+    assert node_loads(build_snapshot(objects), chosen.args, NOW).nodes["amplified"].percent("cpu") == 35.0
+
+
+def with_foo(raw: dict[str, Any], amount: str) -> dict[str, Any]:
+    if raw["kind"] == "Node":
+        raw["status"]["allocatable"]["example.com/foo"] = amount
+    else:
+        raw["spec"]["containers"][0]["resources"]["requests"]["example.com/foo"] = amount
+    return raw
+
+
+def test_extended_resources_are_threshold_resources() -> None:
+    objects = [with_foo(node("hot"), "10"), with_foo(node("cold"), "10"), node("none")]
+    objects += [with_foo(pod(f"app-{k}", "hot", 0), "4") for k in range(2)]  # 8 of 10: 80 %
+    chosen = policy({"lowThresholds": {"example.com/foo": 20}, "highThresholds": {"example.com/foo": 60}})
+    result = run(objects, chosen)
+    assert result.classes == {"hot": HIGH, "cold": LOW}
+    assert result.skipped == {"none": "no allocatable example.com/foo"}
+    assert [(e.node, e.target) for e in result.evictions] == [("hot", "cold")]
+    assert result.evictions[0].reason == "node is overutilized, node example.com/foo usage(80.00%)>threshold(60.00%)"
+    assert final_usage(objects, result, chosen, "example.com/foo") == {"hot": 40.0, "cold": 40.0}
+
+
+def test_node_fit_counts_extended_resources() -> None:
+    # The cold node is under its threshold in cpu, but has no example.com/foo left for the pod: nodeFit refuses it.
+    objects = [with_foo(node("hot", cpu="10"), "4"), with_foo(node("cold", cpu="10"), "4")]
+    objects += [with_foo(pod(f"app-{k}", "hot", 0, cpu="4"), "2") for k in range(2)]  # hot: 80 % cpu
+    objects.append(with_foo(pod("hog", "cold", 0, cpu="100m", owner="DaemonSet"), "4"))  # cold: foo all taken
+    chosen = policy({"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 60}})
+    assert run(objects, chosen).evictions == []
+    objects[-1] = with_foo(pod("hog", "cold", 0, cpu="100m", owner="DaemonSet"), "1")
+    assert [e.target for e in run(objects, chosen).evictions] == ["cold"]

@@ -150,6 +150,7 @@ class Planner:
         result = {}
         if not args.use_deviation_thresholds:
             for load in self._pool:
+                self.plan.thresholds[load.name] = {r: (low_pct[r], high_pct[r]) for r in args.resources}
                 result[load.name] = (
                     {r: _absolute(low_pct[r], load.capacity[r]) for r in args.resources},
                     {r: _absolute(high_pct[r], load.capacity[r]) for r in args.resources},
@@ -162,12 +163,16 @@ class Planner:
         }
         for load in self._pool:
             low, high = {}, {}
+            percents = {}
             for r in args.resources:
-                if low_pct[r] == 0:
-                    low[r] = high[r] = load.capacity[r]
-                    continue
-                low[r] = _absolute(min(100.0, max(0.0, mean[r] - low_pct[r])), load.capacity[r])
-                high[r] = _absolute(min(100.0, max(0.0, mean[r] + high_pct[r])), load.capacity[r])
+                band = (
+                    (100.0, 100.0)
+                    if low_pct[r] == 0
+                    else (min(100.0, max(0.0, mean[r] - low_pct[r])), min(100.0, max(0.0, mean[r] + high_pct[r])))
+                )
+                percents[r] = band
+                low[r], high[r] = (_absolute(band[0], load.capacity[r]), _absolute(band[1], load.capacity[r]))
+            self.plan.thresholds[load.name] = percents
             result[load.name] = (low, high)
         return result
 
@@ -182,9 +187,6 @@ class Planner:
             else:
                 plan.classes[load.name] = NORMAL
             plan.usage[load.name] = {r: load.percent(r) for r in self.args.resources}
-            plan.thresholds[load.name] = {
-                r: (100.0 * low[r] / load.capacity[r], 100.0 * high[r] / load.capacity[r]) for r in low
-            }
             if plan.classes[load.name] == HIGH:
                 plan.observations[load.name] = self._previous.get(load.name, 0) + 1
 
@@ -267,7 +269,7 @@ class Planner:
                 total += 1
                 per_node[source.name] = per_node.get(source.name, 0) + 1
                 per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
-                asked = requested(pod)
+                asked = requested(pod, self._loads.extended)
                 room.place(target.name, used)
                 for r in resources:
                     available[r] -= used[r]
@@ -292,7 +294,7 @@ class Planner:
         that kube-scheduler would accept it on)."""
         if any(used[r] > targets.largest_room(r) for r in targets.resources):
             return None  # fits nowhere
-        asked = requested(pod) if self.args.node_fit else {}
+        asked = requested(pod, self._loads.extended) if self.args.node_fit else {}
         for target in targets:
             room = targets.room[target.node.name]
             if any(used[r] > room[r] for r in targets.resources):
@@ -311,7 +313,8 @@ class Planner:
 
     def _reason(self, source: NodeLoad, high: Mapping[str, int]) -> str:
         over = [
-            f"node {r} usage({source.percent(r):.2f}%)>threshold({100.0 * high[r] / source.capacity[r]:.2f}%)"
+            # the percentage as configured (or the deviation band's edge), not the truncated absolute read back
+            f"node {r} usage({source.percent(r):.2f}%)>threshold({self.plan.thresholds[source.name][r][1]:.2f}%)"
             for r in sorted(high)
             if source.usage[r] > high[r]
         ]

@@ -23,10 +23,20 @@ from operators.api.quantity import parse_bandwidth
 from operators.engine.cluster.selectors import from_label_selector, parse_selector
 
 RESOURCES = ("cpu", "memory", "pods", "netBandwidth")
+# An extended resource (``example.com/foo``, ``nvidia.com/gpu``): usage from pod requests, capacity from the node's
+# allocatable, as upstream's descheduler and Koordinator accept them.
+_EXTENDED = re.compile(
+    r"^(?=.{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 LOW_NODE_LOAD = "LowNodeLoad"
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms))+$")
 _PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def is_extended(name: str) -> bool:
+    """An extended resource name: a DNS-subdomain prefix outside ``kubernetes.io``, a slash, a name."""
+    return bool(_EXTENDED.match(name)) and not name.split("/", 1)[0].endswith("kubernetes.io")
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -131,8 +141,9 @@ class LowNodeLoadArgs(_Model):
     @classmethod
     def _known_resources(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in value:
-            if name not in RESOURCES:
-                raise FieldError(name, name, f"unknown resource; expected one of {', '.join(RESOURCES)}")
+            if name not in RESOURCES and not is_extended(name):
+                expected = f"{', '.join(RESOURCES)} or an extended resource (example.com/gpu)"
+                raise FieldError(name, name, f"unknown resource; expected one of {expected}")
         return value
 
     @field_validator("low_thresholds", "high_thresholds")
@@ -169,8 +180,14 @@ class LowNodeLoadArgs(_Model):
 
     @property
     def resources(self) -> tuple[str, ...]:
-        """The threshold resources, in a fixed order."""
-        return tuple(name for name in RESOURCES if name in self.high_thresholds)
+        """The threshold resources, in a fixed order: cpu, memory, pods, netBandwidth, then extended ones by name."""
+        known = tuple(name for name in RESOURCES if name in self.high_thresholds)
+        return known + tuple(sorted(name for name in self.high_thresholds if name not in RESOURCES))
+
+    @property
+    def extended(self) -> tuple[str, ...]:
+        """The extended threshold resources (counted from pod requests and node allocatable)."""
+        return tuple(name for name in self.resources if name not in RESOURCES)
 
     def weight(self, resource: str) -> int:
         """Koordinator's defaults: cpu and memory 1, every threshold resource 1, unless configured."""

@@ -13,11 +13,12 @@ the reason, never counted as idle.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from operators.api import keys
 from operators.api.errors import FieldError
@@ -25,9 +26,14 @@ from operators.api.quantity import MAX_BANDWIDTH, Quantity
 from operators.engine.cluster.bandwidth import Accounting, capacity_or_problem, pod_demand, slo_network_totals
 from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
 from operators.engine.cluster.snapshot import Node, NodeMetric, Pod, Snapshot
-from operators.engine.descheduling.policy import LowNodeLoadArgs
+from operators.engine.descheduling.policy import LowNodeLoadArgs, is_extended
 
 Amounts = dict[str, int]
+NODE_RESOURCES = ("cpu", "memory", "pods")
+
+
+class Unknown(Exception):
+    """A node's usage of a resource cannot be known: the node is skipped with this reason, never counted idle."""
 
 
 @dataclass
@@ -37,9 +43,9 @@ class NodeLoad:
     node: Node
     capacity: Amounts  # per threshold resource
     usage: Amounts  # per threshold resource
-    requested: Amounts  # cpu, memory, pods from pod requests (what kube-scheduler's fit counts)
+    requested: Amounts  # what kube-scheduler's fit counts: cpu, memory, pods and the extended threshold resources
     pods: tuple[Pod, ...]  # non-terminal pods on the node
-    allocatable: Mapping[str, int | None]  # cpu, memory, pods (kube-scheduler's fit); None: not reported
+    allocatable: Mapping[str, int | None]  # the same resources as ``requested``; None: not reported
 
     @property
     def name(self) -> str:
@@ -50,29 +56,119 @@ class NodeLoad:
         return 100.0 * self.usage[resource] / capacity if capacity else 0.0
 
 
+class UsageSource(Protocol):
+    """Where one threshold resource's usage comes from."""
+
+    def check(self, node: Node) -> None:
+        """Raise ``Unknown`` when this source knows nothing current about ``node``."""
+
+    def node_usage(self, node: Node, pods: tuple[Pod, ...]) -> int:
+        """The node's usage; ``Unknown`` when it cannot be told."""
+
+    def pod_usage(self, pod: Pod) -> int:
+        """What evicting ``pod`` takes off its node."""
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Pod requests, as kube-scheduler counts them (pods: one each)."""
+
+    resource: str
+
+    def check(self, node: Node) -> None:
+        return None
+
+    def node_usage(self, node: Node, pods: tuple[Pod, ...]) -> int:
+        return sum(self.pod_usage(pod) for pod in pods)
+
+    def pod_usage(self, pod: Pod) -> int:
+        if self.resource == "pods":
+            return 1
+        quantity = pod.requests.get(self.resource)
+        return 0 if quantity is None else _amount(self.resource, quantity)
+
+
+@dataclass(frozen=True)
+class NodeMetrics:
+    """Koordinator ``NodeMetric`` CRs (cpu, memory): the node's measured usage, the pods' for eviction (a pod the
+    NodeMetric does not list: its requests). A missing or stale NodeMetric makes the node unknown."""
+
+    resource: str
+    metrics: Mapping[str, NodeMetric]
+    now: datetime
+    expiration: float
+
+    def check(self, node: Node) -> None:
+        why = _stale(self.metrics.get(node.name), self.now, self.expiration)
+        if why:
+            raise Unknown(why)
+
+    def node_usage(self, node: Node, pods: tuple[Pod, ...]) -> int:
+        measured = self.metrics[node.name].node_usage.get(self.resource)
+        if measured is not None:
+            return _amount(self.resource, measured)
+        return sum(self.pod_usage(pod) for pod in pods)
+
+    def pod_usage(self, pod: Pod) -> int:
+        metric = self.metrics.get(pod.node_name)
+        measured = metric.pod_usage.get(pod.key, {}).get(self.resource) if metric is not None else None
+        return _amount(self.resource, measured) if measured is not None else Requests(self.resource).pod_usage(pod)
+
+
+@dataclass(frozen=True)
+class PodBandwidth:
+    """netBandwidth from the pods' bandwidth annotations (SPEC §3): one unreadable pod makes the node unknown."""
+
+    def check(self, node: Node) -> None:
+        return None
+
+    def node_usage(self, node: Node, pods: tuple[Pod, ...]) -> int:
+        try:
+            return sum(pod_bandwidth(pod) for pod in pods)
+        except FieldError as error:
+            raise Unknown(f"used bandwidth unknown: {error}") from None
+
+    def pod_usage(self, pod: Pod) -> int:
+        return pod_bandwidth(pod)
+
+
+@dataclass(frozen=True)
+class PrometheusBandwidth:
+    """netBandwidth measured by a Prometheus query (node -> (sample time, bits/s)); evicting a pod takes off
+    what its annotations ask for."""
+
+    samples: Mapping[str, tuple[float, float]]
+    now: datetime
+    max_age: float
+
+    def check(self, node: Node) -> None:
+        return None
+
+    def node_usage(self, node: Node, pods: tuple[Pod, ...]) -> int:
+        sample = self.samples.get(node.name)
+        if sample is None:
+            raise Unknown("no Prometheus sample for the node's network throughput")
+        stamp, value = sample
+        if self.now.timestamp() - stamp > self.max_age:
+            raise Unknown(f"Prometheus sample is {self.now.timestamp() - stamp:.0f}s old")
+        if not math.isfinite(value) or not 0 <= value <= 2 * MAX_BANDWIDTH:
+            raise Unknown(f"Prometheus sample {value} is not a bandwidth (0 to 2P bits/s)")
+        return int(value)
+
+    def pod_usage(self, pod: Pod) -> int:
+        return pod_bandwidth(pod)
+
+
 @dataclass(frozen=True)
 class Loads:
     nodes: dict[str, NodeLoad]
     skipped: dict[str, str]  # node -> why its usage is unknown
-    modes: dict[str, str]  # resource -> "requests", "metric" or "bandwidth"
-    metrics: dict[str, NodeMetric]
+    sources: Mapping[str, UsageSource]  # per threshold resource
+    extended: tuple[str, ...]  # the extended resources nodeFit counts (threshold ones and any a pod requests)
 
     def pod_usage(self, pod: Pod) -> Amounts:
         """What ``pod`` adds to its node's usage, per threshold resource (only asked for candidates)."""
-        metric = self.metrics.get(pod.node_name)
-        pod_metrics = metric.pod_usage.get(pod.key, {}) if metric is not None else {}
-        return {name: _pod_amount(name, mode, pod, pod_metrics) for name, mode in self.modes.items()}
-
-
-def _pod_amount(name: str, mode: str, pod: Pod, pod_metrics: Mapping[str, Quantity]) -> int:
-    if mode == "bandwidth":
-        return pod_bandwidth(pod)
-    if mode == "metric" and name in pod_metrics:
-        return _amount(name, pod_metrics[name])
-    if name == "pods":
-        return 1
-    quantity = pod.requests.get(name)  # requests (a pod the NodeMetric does not list: its requests)
-    return 0 if quantity is None else _amount(name, quantity)
+        return {name: source.pod_usage(pod) for name, source in self.sources.items()}
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -106,10 +202,10 @@ def _demand(values: tuple[str | None, ...]) -> int:
     return ingress + egress
 
 
-def requested(pod: Pod) -> Amounts:
-    """cpu (milli), memory (bytes) and pods (1) a pod requests."""
+def requested(pod: Pod, extended: tuple[str, ...] = ()) -> Amounts:
+    """cpu (milli), memory (bytes), pods (1) and the ``extended`` resources a pod requests."""
     milli, size = requested_cpu_memory(pod)
-    return {"cpu": milli, "memory": size, "pods": 1}
+    return {"cpu": milli, "memory": size, "pods": 1, **{name: Requests(name).pod_usage(pod) for name in extended}}
 
 
 def prometheus_samples(response: Any, node_label: str) -> dict[str, tuple[float, float]]:
@@ -128,6 +224,30 @@ def prometheus_samples(response: Any, node_label: str) -> dict[str, tuple[float,
     return samples
 
 
+def usage_sources(
+    snapshot: Snapshot,
+    args: LowNodeLoadArgs,
+    now: datetime,
+    prometheus: Mapping[str, tuple[float, float]] | None = None,
+) -> dict[str, UsageSource]:
+    """The configured source of each threshold resource (``usage`` in the policy)."""
+    configured = args.usage
+    metrics = {metric.name: metric for metric in snapshot.node_metrics}
+    sources: dict[str, UsageSource] = {}
+    for name in args.resources:
+        if name == "netBandwidth":
+            sources[name] = (
+                PrometheusBandwidth(prometheus or {}, now, configured.prometheus.max_age_seconds)
+                if configured.net_bandwidth == "prometheus"
+                else PodBandwidth()
+            )
+        elif name in ("cpu", "memory") and getattr(configured, name) == "nodeMetric":
+            sources[name] = NodeMetrics(name, metrics, now, configured.node_metric_expiration_seconds)
+        else:
+            sources[name] = Requests(name)
+    return sources
+
+
 def node_loads(
     snapshot: Snapshot,
     args: LowNodeLoadArgs,
@@ -135,88 +255,84 @@ def node_loads(
     prometheus: Mapping[str, tuple[float, float]] | None = None,
 ) -> Loads:
     """Per-node capacity and usage of the threshold resources, and per-pod usage, for ``snapshot``."""
-    resources = args.resources
-    sources = args.usage
-    metrics: dict[str, NodeMetric] = {metric.name: metric for metric in snapshot.node_metrics}
+    sources = usage_sources(snapshot, args, now, prometheus)
+    # kube-scheduler's fit counts every extended resource a pod requests (a node without it has none)
+    extended = tuple(
+        sorted({*args.extended, *(name for pod in snapshot.pods for name in pod.requests if is_extended(name))})
+    )
     slo_totals = slo_network_totals(snapshot)
     default_bandwidth = Quantity.parse(args.default_node_bandwidth) if args.default_node_bandwidth else None
     accounting = Accounting(args.accounting_mode)
     by_node = snapshot.pods_by_node
-    modes = {
-        name: "bandwidth"
-        if name == "netBandwidth"
-        else "metric"
-        if name in ("cpu", "memory") and getattr(sources, name) == "nodeMetric"
-        else "requests"
-        for name in resources
-    }
     nodes: dict[str, NodeLoad] = {}
     skipped: dict[str, str] = {}
-    uses_metrics = any(getattr(sources, name) == "nodeMetric" for name in ("cpu", "memory") if name in resources)
     for node in snapshot.nodes:
         pods = tuple(pod for pod in by_node.get(node.name, ()) if not pod.is_terminal)
-        metric = metrics.get(node.name)
-        if uses_metrics:
-            why = _stale(metric, now, sources.node_metric_expiration_seconds)
-            if why:
-                skipped[node.name] = why
-                continue
-        allocatable = allocatable_amounts(node)
-        capacity: Amounts = {name: allocatable[name] or 0 for name in ("cpu", "memory", "pods") if name in resources}
-        if "netBandwidth" in resources:
-            bandwidth, problem = capacity_or_problem(node, slo_totals.get(node.name), default_bandwidth)
-            if problem:
-                skipped[node.name] = problem
-                continue
-            if not bandwidth:
-                skipped[node.name] = "no network bandwidth capacity (node annotation, NodeSLO or defaultNodeBandwidth)"
-                continue
-            capacity["netBandwidth"] = accounting.total(bandwidth)
-        missing = [name for name, amount in capacity.items() if amount <= 0]
-        if missing:
-            skipped[node.name] = f"no allocatable {', '.join(missing)}"
+        try:
+            for source in sources.values():
+                source.check(node)
+            capacity = _capacity(node, args.resources, slo_totals.get(node.name), default_bandwidth, accounting)
+            usage = {name: source.node_usage(node, pods) for name, source in sources.items()}
+        except Unknown as why:
+            skipped[node.name] = str(why)
             continue
-        asked = [requested_cpu_memory(pod) for pod in pods]
-        total_requested: Amounts = {
-            "cpu": sum(cpu for cpu, _ in asked),
-            "memory": sum(memory for _, memory in asked),
-            "pods": len(pods),
-        }
-        usage: Amounts = {}
-        for name in resources:
-            mode = modes[name]
-            if mode == "requests":
-                usage[name] = total_requested[name]
-            elif mode == "bandwidth":
-                try:
-                    usage[name] = sum(pod_bandwidth(pod) for pod in pods)
-                except FieldError as error:  # one unreadable pod makes the node's usage unknown, not 0
-                    skipped[node.name] = f"used bandwidth unknown: {error}"
-                    break
-            else:
-                pod_metrics = metric.pod_usage if metric is not None else {}
-                usage[name] = sum(_pod_amount(name, mode, pod, pod_metrics.get(pod.key, {})) for pod in pods)
-        if node.name in skipped:
-            continue
-        if metric is not None:
-            for name in ("cpu", "memory"):
-                if name in resources and getattr(sources, name) == "nodeMetric":
-                    measured = metric.node_usage.get(name)
-                    usage[name] = _amount(name, measured) if measured is not None else usage[name]
-        if "netBandwidth" in resources and sources.net_bandwidth == "prometheus":
-            sample = (prometheus or {}).get(node.name)
-            if sample is None:
-                skipped[node.name] = "no Prometheus sample for the node's network throughput"
-                continue
-            if now.timestamp() - sample[0] > sources.prometheus.max_age_seconds:
-                skipped[node.name] = f"Prometheus sample is {now.timestamp() - sample[0]:.0f}s old"
-                continue
-            if not math.isfinite(sample[1]) or not 0 <= sample[1] <= 2 * MAX_BANDWIDTH:
-                skipped[node.name] = f"Prometheus sample {sample[1]} is not a bandwidth (0 to 2P bits/s)"
-                continue
-            usage["netBandwidth"] = int(sample[1])
+        allocatable = {**allocatable_amounts(node), **{name: _allocatable(node, name) for name in extended}}
+        asked = [requested(pod, extended) for pod in pods]
+        total_requested: Amounts = {name: sum(amounts[name] for amounts in asked) for name in allocatable}
         nodes[node.name] = NodeLoad(node, capacity, usage, total_requested, pods, allocatable)
-    return Loads(nodes, skipped, modes, metrics)
+    return Loads(nodes, skipped, sources, extended)
+
+
+def _capacity(
+    node: Node,
+    resources: tuple[str, ...],
+    slo_total: Quantity | None,
+    default_bandwidth: Quantity | None,
+    accounting: Accounting,
+) -> Amounts:
+    """The amounts the threshold percentages are of; ``Unknown`` when one is missing."""
+    raw = raw_allocatable(node)
+    capacity: Amounts = {}
+    for name in resources:
+        if name == "netBandwidth":
+            bandwidth, problem = capacity_or_problem(node, slo_total, default_bandwidth)
+            if problem:
+                raise Unknown(problem)
+            if not bandwidth:
+                raise Unknown("no network bandwidth capacity (node annotation, NodeSLO or defaultNodeBandwidth)")
+            capacity[name] = accounting.total(bandwidth)
+        else:
+            capacity[name] = raw[name] if name in raw else _allocatable(node, name) or 0
+    missing = [name for name, amount in capacity.items() if amount <= 0]
+    if missing:
+        raise Unknown(f"no allocatable {', '.join(missing)}")
+    return capacity
+
+
+def raw_allocatable(node: Node) -> Amounts:
+    """Koordinator's ``node.koordinator.sh/raw-allocatable`` (a JSON ResourceList): the node's allocatable before
+    resource amplification, which usage percentages are of. As in Koordinator, it is used when it parses and
+    ignored otherwise (the node's ``status.allocatable`` counts)."""
+    text = node.annotations.get(keys.KOORD_RAW_ALLOCATABLE)
+    return _raw_allocatable(text) if text else {}
+
+
+@functools.lru_cache(maxsize=1024)
+def _raw_allocatable(text: str) -> Amounts:
+    try:
+        listed = json.loads(text)
+        if not isinstance(listed, dict):
+            return {}
+        return {str(name): _amount(str(name), Quantity.parse(str(value))) for name, value in listed.items()}
+    except (ValueError, FieldError):
+        return {}
+
+
+def _allocatable(node: Node, resource: str) -> int | None:
+    if resource in NODE_RESOURCES:
+        return allocatable_amounts(node)[resource]
+    quantity = node.allocatable.get(resource)  # an extended resource the node does not list: it has none
+    return 0 if quantity is None else _amount(resource, quantity)
 
 
 def _amount(resource: str, quantity: Quantity) -> int:
