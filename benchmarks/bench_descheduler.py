@@ -22,9 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.descheduling.lownodeload import plan
-from operators.engine.descheduling.policy import DEFAULT_POLICY, parse_policy
 
 BUDGET_S = 2.0
 NOW = datetime.datetime(2026, 11, 22, tzinfo=datetime.UTC)

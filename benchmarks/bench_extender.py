@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
+from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.snapshot import Pod, build_snapshot
-from operators.engine.scheduling.args import NetworkOverheadArgs
-from operators.engine.scheduling.schedule import SchedulerConfig, schedule
+from operators.engine.scheduling.schedule import schedule
 from operators.extender.server import ExtenderState, build_app
 
 BUDGET_MS = 20.0

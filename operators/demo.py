@@ -22,9 +22,9 @@ from aiohttp import ClientSession
 from aiohttp.test_utils import BaseTestServer, TestServer
 
 from operators.api import keys
+from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
+from operators.api.config.scheduler import parse_config
 from operators.controllers.descheduler import Descheduler
-from operators.engine.descheduling.policy import DEFAULT_POLICY, parse_policy
-from operators.engine.scheduling.schedule import parse_config
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
 from operators.kube import read_json, send_json, url_api_client

@@ -33,10 +33,11 @@ from kubernetes_asyncio.leaderelection.leaderelection import LeaderElection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 from prometheus_client import CollectorRegistry
 
+from operators.api.config.controllers import ControllerOptions
+from operators.api.config.descheduler import DeschedulerPolicy
 from operators.controllers import metrics as controller_metrics
 from operators.controllers.descheduler import DeschedulerMetrics, run_descheduler
-from operators.controllers.registry import COMPONENTS, ControllerOptions, build_registry, configure
-from operators.engine.descheduling.policy import DeschedulerPolicy
+from operators.controllers.registry import COMPONENTS, build_registry, configure
 from operators.kube import ApiClientFactory, api_client_factory, read_json, send_json
 from operators.serving import HEADER_TIMEOUT, add_probes
 

@@ -146,13 +146,13 @@ def load_config_file(path: str, parse: Callable[[Any], Any]) -> Any:
 
 
 def load_scheduler_config(path: str | None) -> Any:
-    from operators.engine.scheduling.schedule import SchedulerConfig, parse_config
+    from operators.api.config.scheduler import SchedulerConfig, parse_config
 
     return SchedulerConfig() if path is None else load_config_file(path, parse_config)
 
 
 def load_descheduler_policy(path: str | None) -> Any:
-    from operators.engine.descheduling.policy import DEFAULT_POLICY, parse_policy
+    from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 
     return parse_policy(DEFAULT_POLICY) if path is None else load_config_file(path, parse_policy)
 
@@ -535,8 +535,7 @@ def run_command(
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    from operators.controllers.registry import ControllerOptions
-    from operators.engine.status.nodeslo import NodeSLOOptions
+    from operators.api.config.controllers import ControllerOptions, NodeSLOOptions
     from operators.kube import NoCredentials
     from operators.runtime import DESCHEDULER, ComponentFailed, LeaderElectionOptions, RunOptions, run
 
@@ -571,7 +570,7 @@ def run_command(
         namespaces=namespaces,
         api_error_backoffs=_backoffs(api_error_backoffs),
         kubeconfig=kubeconfig,
-        controllers=ControllerOptions(nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner)),  # type: ignore[arg-type]
+        controllers=ControllerOptions(nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner)),
     )
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's own login reads it too

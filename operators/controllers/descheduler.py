@@ -23,9 +23,9 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
 
+from operators.api.config.descheduler import DeschedulerPolicy
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
-from operators.engine.descheduling.policy import DeschedulerPolicy
 from operators.engine.descheduling.usage import prometheus_samples
 from operators.kube import post_event, send_json
 from operators.sources.live import NODEMETRICS, NODES, PODS, Followed

@@ -28,8 +28,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import errors, keys
+from operators.api.config.controllers import NetworkTopologyOptions
 from operators.api.networktopology import NetworkTopology
-from operators.api.quantity import Quantity
 from operators.controllers.metrics import reconciler
 from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
@@ -40,13 +40,6 @@ from operators.sources.ledger import PodLedger
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
 APPGROUPS = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 EVENT_SHOWN = 5
-
-
-@dataclass(frozen=True)
-class NetworkTopologyOptions:
-    debounce_seconds: float = 10.0
-    resync_seconds: float = 300.0
-    default_capacity: Quantity = dataclasses.field(default_factory=lambda: Quantity.parse("1G"))
 
 
 @dataclass

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 
 from operators.api import keys
+from operators.api.config.controllers import ControllerOptions
 from operators.controllers import appgroup, networktopology, nodeslo
-from operators.controllers.networktopology import NetworkTopologyOptions
-from operators.engine.status.nodeslo import NodeSLOOptions
 from operators.kube import ApiClientFactory, cluster_api_client
-
-
-@dataclass(frozen=True)
-class ControllerOptions:
-    networktopology: NetworkTopologyOptions = field(default_factory=NetworkTopologyOptions)
-    nodeslo: NodeSLOOptions = field(default_factory=NodeSLOOptions)
-
 
 COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ControllerOptions], None]] = {
     "appgroup": lambda registry, _options: appgroup.register(registry),

@@ -42,8 +42,8 @@ from kmock._internal.k8s import KubernetesScaffold
 
 from operators.api.crd import ALL_CRDS
 from operators.api.errors import FieldError
+from operators.api.selectors import EVERYTHING, Selector, from_label_selector, parse_selector
 from operators.emulator.paths import parse_path
-from operators.engine.cluster.selectors import EVERYTHING, Selector, from_label_selector, parse_selector
 
 ObjectKey = tuple[str, str | None, str]  # (resource "group/version/plural", namespace, name)
 

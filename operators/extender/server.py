@@ -21,10 +21,11 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
+from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Node, Pod, Snapshot
 from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.schedule import CycleResult, SchedulerConfig, schedule
+from operators.engine.scheduling.schedule import CycleResult, schedule
 from operators.engine.scheduling.table import NodeTable
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 

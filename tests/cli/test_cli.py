@@ -120,9 +120,9 @@ def test_webhook_requires_tls_unless_insecure() -> None:
 
 
 def test_deschedule_prints_the_engines_plan(tmp_path: pathlib.Path) -> None:
+    from operators.api.config.descheduler import parse_policy
     from operators.engine.cluster.snapshot import build_snapshot
     from operators.engine.descheduling.lownodeload import plan
-    from operators.engine.descheduling.policy import parse_policy
     from tests.engine.test_lownodeload import NOW as PLAN_NOW
     from tests.engine.test_lownodeload import hot_cluster
 

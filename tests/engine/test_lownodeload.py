@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.descheduling.lownodeload import HIGH, LOW, NORMAL, Plan, Planner, plan
-from operators.engine.descheduling.policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
 from operators.engine.descheduling.usage import node_loads, prometheus_samples
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)

@@ -9,9 +9,10 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from operators.api.config.controllers import NodeSLOOptions
 from operators.api.quantity import Quantity
 from operators.engine.cluster.snapshot import Node
-from operators.engine.status.nodeslo import NodeSLOOptions, owned_spec, owned_spec_patch, render_nodeslo
+from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, overlay, update_config
 
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.UTC)

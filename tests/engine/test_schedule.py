@@ -13,14 +13,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig, parse_config
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import Node, Pod, build_snapshot
-from operators.engine.scheduling.args import NetworkOverheadArgs
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_overhead import normalize as normalize_overhead
 from operators.engine.scheduling.network_overhead import overhead_reason
 from operators.engine.scheduling.network_overhead import prefilter as network_overhead
-from operators.engine.scheduling.schedule import SchedulerConfig, parse_config, schedule
+from operators.engine.scheduling.schedule import schedule
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"

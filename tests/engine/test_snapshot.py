@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from operators.api.quantity import parse_quantity
-from operators.engine.cluster.selectors import from_label_selector, parse_selector
+from operators.api.selectors import from_label_selector, parse_selector
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.sources.files import LoadError, load_snapshot
 

@@ -12,10 +12,11 @@ import yaml
 from aiohttp.test_utils import TestClient, TestServer
 from click.testing import CliRunner
 
+from operators.api.config.scheduler import parse_config
 from operators.cli.main import cli
 from operators.engine.cluster.snapshot import Pod, Snapshot, build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.schedule import parse_config, schedule
+from operators.engine.scheduling.schedule import schedule
 from operators.extender.server import ExtenderState, build_app, extender_scores, serve
 from operators.serving import ReloadingTLS
 

@@ -27,10 +27,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from operators.api.config.scheduler import parse_config
 from operators.api.quantity import QuantityError, parse_bandwidth, parse_quantity
 from operators.cli.main import cli
 from operators.engine.cluster.snapshot import Node, build_snapshot
-from operators.engine.scheduling.schedule import parse_config
 from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app

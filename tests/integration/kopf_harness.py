@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from operators.controllers.registry import ControllerOptions
+from operators.api.config.controllers import ControllerOptions
 from operators.runtime import RunOptions, kopf_operator
 
 

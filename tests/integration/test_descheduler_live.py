@@ -14,9 +14,9 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
+from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
 from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
 from operators.emulator import ApiEmulator
-from operators.engine.descheduling.policy import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
 from operators.kube import url_api_client
 from operators.sources.live import LiveSnapshot
 from tests.engine.test_lownodeload import node, pod

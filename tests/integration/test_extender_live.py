@@ -10,8 +10,8 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
+from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
-from operators.engine.scheduling.schedule import parse_config
 from operators.extender.server import ExtenderState, build_app
 from operators.kube import url_api_client
 from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from operators.controllers.networktopology import NetworkTopologyOptions
-from operators.controllers.registry import ControllerOptions
+from operators.api.config.controllers import ControllerOptions, NetworkTopologyOptions
 from operators.emulator import ApiEmulator
 from tests.engine.test_networktopology import KEY, seeds_matrix
 from tests.integration.conftest import Api

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from operators.controllers.registry import ControllerOptions
+from operators.api.config.controllers import ControllerOptions, NodeSLOOptions
 from operators.emulator import ApiEmulator
-from operators.engine.status.nodeslo import NodeSLOOptions
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
 from tests.integration.test_kopf_operator import documents, eventually

@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 from operators import serving
+from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.scheduling.schedule import SchedulerConfig
 from operators.extender.server import ExtenderState, build_app
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from operators.api import keys
-from operators.engine.cluster.selectors import from_label_selector
+from operators.api.selectors import from_label_selector
 from operators.engine.cluster.snapshot import Node, Pod
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from operators.engine.cluster.selectors import Selector, from_label_selector, parse_selector
+from operators.api.config.descheduler import DeschedulerPolicy
+from operators.api.selectors import Selector, from_label_selector, parse_selector
 from operators.engine.cluster.snapshot import Pod, Snapshot
 from operators.engine.descheduling.evictability import order_key, placement_allows, protection, tolerates, usage_score
-from operators.engine.descheduling.policy import DeschedulerPolicy
 from operators.engine.descheduling.usage import Amounts, Loads, NodeLoad, node_loads, requested
 
 LOW, HIGH, NORMAL = "low", "high", "normal"

@@ -8,7 +8,7 @@ normalised scores the same except for truncation at the last unit.
 
 from __future__ import annotations
 
-from operators.engine.scheduling.args import NodeResourcesAllocatableArgs
+from operators.api.config.scheduler import NodeResourcesAllocatableArgs
 from operators.engine.scheduling.normalize import normalize_min_max
 from operators.engine.scheduling.table import Ints, NodeTable, allocatable_score
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from operators.api import keys
+from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.snapshot import Pod
-from operators.engine.scheduling.args import NetworkOverheadArgs
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable, Place
 

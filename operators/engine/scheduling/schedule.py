@@ -4,7 +4,7 @@ The result is a ``CycleResult``; ``to_simulator_json()`` renders kube-scheduler-
 (SPEC.md §5): ``filter`` (node -> plugin -> "passed" or the reason), ``score`` (raw, nodes that passed
 every filter), ``normalizedScore`` (0..100), ``finalScore`` (normalised x weight), ``totalScore`` and
 ``selectedNode`` (the highest total; ties go to the first node name). The cycle itself is
-:mod:`operators.engine.scheduling.framework`; the configuration :mod:`operators.engine.scheduling.config`.
+:mod:`operators.engine.scheduling.framework`; the configuration :mod:`operators.api.config.scheduler`.
 
 Only netaware's plugins run here (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable): the
 in-tree plugins kube-scheduler adds (NodeResourcesFit, BalancedAllocation, ...) are kube-scheduler's, so a
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Pod
-from operators.engine.scheduling.config import PLUGINS, SchedulerConfig, parse_config
 from operators.engine.scheduling.framework import (
     CycleState,
     filter_table,
@@ -32,7 +32,7 @@ from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable
 
 PASSED = "passed"
-__all__ = ["PASSED", "PLUGINS", "CycleResult", "SchedulerConfig", "parse_config", "schedule"]
+__all__ = ["PASSED", "CycleResult", "schedule"]
 
 ByNode = dict[str, dict[str, int]]
 

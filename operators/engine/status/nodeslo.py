@@ -31,10 +31,10 @@ import datetime
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from operators.api import keys
+from operators.api.config.controllers import NodeSLOOptions
 from operators.api.errors import FieldError
 from operators.api.meta import ObjectMeta
 from operators.api.nodeslo import (
@@ -52,14 +52,6 @@ from operators.engine.cluster.snapshot import Node
 from operators.engine.status.sloconfig import ConfigState, KeyConfig, network_qos
 
 BANDWIDTH_KNOWN = "NetworkBandwidthKnown"
-
-
-@dataclass(frozen=True)
-class NodeSLOOptions:
-    config_namespace: str = keys.SLO_CONFIG_NAMESPACE
-    config_name: str = keys.SLO_CONFIG_NAME
-    default_total: Quantity | None = None  # bits/s for nodes with no other source; None: unknown
-    spec_owner: Literal["netaware", "koordinator"] = "netaware"
 
 
 def node_total(

@@ -11,10 +11,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from operators.api.config.controllers import NodeSLOOptions
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
 from operators.engine.status.networktopology import networktopology_result
-from operators.engine.status.nodeslo import NodeSLOOptions, render_all
+from operators.engine.status.nodeslo import render_all
 from operators.engine.status.sloconfig import ConfigState, update_config
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity, QuantityError
-from operators.engine.cluster.selectors import Selector, from_label_selector
+from operators.api.selectors import Selector, from_label_selector
 from operators.engine.cluster.snapshot import Node
 
 ALL_CLASSES = ("lsrClass", "lsClass", "beClass", "systemClass")

@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from operators.api.errors import FieldError, from_pydantic
 from operators.api.quantity import parse_bandwidth
-from operators.engine.cluster.selectors import from_label_selector, parse_selector
+from operators.api.selectors import from_label_selector, parse_selector
 
 RESOURCES = ("cpu", "memory", "pods", "netBandwidth")
 # An extended resource (``example.com/foo``, ``nvidia.com/gpu``): usage from pod requests, capacity from the node's

@@ -24,9 +24,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from operators.api import keys
 from operators.api.errors import FieldError, from_pydantic, join_path
-from operators.api.quantity import BandwidthField
-from operators.engine.scheduling.args import NetworkBandwidthArgs, NetworkOverheadArgs, NodeResourcesAllocatableArgs
+from operators.api.quantity import BandwidthField, Quantity
 
 NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE = "NetworkOverhead", "NetworkBandwidth", "NodeResourcesAllocatable"
 PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE)
@@ -34,6 +34,31 @@ FILTER_PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH)
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
+
+
+# --- the plugins' arguments as the cycle uses them --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NetworkOverheadArgs:
+    namespaces: tuple[str, ...] = ("default",)
+    weights_name: str = keys.USER_DEFINED_WEIGHT
+    network_topology_name: str = "nt-default"
+
+
+@dataclass(frozen=True)
+class NetworkBandwidthArgs:
+    accounting_mode: Literal["duplex", "combined"] = "duplex"
+    default_node_bandwidth: Quantity | None = None
+
+
+@dataclass(frozen=True)
+class NodeResourcesAllocatableArgs:
+    mode: Literal["Least", "Most"] = "Least"
+    resources: tuple[tuple[str, int], ...] = (("cpu", 1 << 20), ("memory", 1))  # upstream's defaults
+
+
+# --- the document as written ----------------------------------------------------------------------------
 
 
 class _Strict(BaseModel):
@@ -142,7 +167,7 @@ class SchedulerConfig:
 
 def parse_config(document: Any, path: str = "") -> SchedulerConfig:
     """Read a KubeSchedulerConfiguration (its first profile), validated whole at load
-    (:mod:`operators.engine.scheduling.config`); errors are ``FieldError`` naming the field path."""
+    (:mod:`operators.api.config.scheduler`); errors are ``FieldError`` naming the field path."""
     if not isinstance(document, Mapping):
         raise FieldError(path or "<config>", document, "expected a KubeSchedulerConfiguration object")
     config = _validated(KubeSchedulerConfiguration, document, path)

@@ -1,0 +1,1 @@
+"""Configuration types, one place: the scheduler plugins' args, the descheduler policy, the controllers' options."""

@@ -1,0 +1,46 @@
+"""The controllers' options (pure, pydantic): one model per controller, grouped in ``ControllerOptions``.
+
+Each is frozen and refuses unknown fields, like the scheduler's and the descheduler's configuration; the CLI
+and the chart set them through flags (``--nodeslo-spec-owner``) and the defaults are upstream's where there
+is an upstream.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from operators.api import keys
+from operators.api.quantity import Quantity
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class NodeSLOOptions(_Options):
+    """Where Koordinator's slo-controller-config lives, the total of a node with no other source, and who
+    owns the NodeSLO spec (``koordinator``: netaware writes status only)."""
+
+    config_namespace: str = keys.SLO_CONFIG_NAMESPACE
+    config_name: str = keys.SLO_CONFIG_NAME
+    default_total: Quantity | None = None  # bits/s for nodes with no other source; None: unknown
+    spec_owner: Literal["netaware", "koordinator"] = "netaware"
+
+
+class NetworkTopologyOptions(_Options):
+    """How often a NetworkTopology's status is recomputed: at most once per ``debounce_seconds`` after a
+    change, and every ``resync_seconds`` regardless; ``default_capacity`` is a zone pair's bandwidth when the
+    topology names none."""
+
+    debounce_seconds: float = Field(10.0, ge=0)
+    resync_seconds: float = Field(300.0, gt=0)
+    default_capacity: Quantity = Field(default_factory=lambda: Quantity.parse("1G"))
+
+
+class ControllerOptions(_Options):
+    """The options of every controller of one ``netaware run`` process."""
+
+    networktopology: NetworkTopologyOptions = Field(default_factory=NetworkTopologyOptions)
+    nodeslo: NodeSLOOptions = Field(default_factory=NodeSLOOptions)
