@@ -59,7 +59,7 @@ def run_server(kind: str, port: int, cert: str, key: str) -> None:
 
     from operators.serving import ReloadingTLS
     from operators.sources.files import load_snapshot
-    from webhooks.server import serve
+    from webhooks.server import build_app, serve
     from webhooks.view import ClusterView
 
     async def main() -> None:
@@ -67,7 +67,7 @@ def run_server(kind: str, port: int, cert: str, key: str) -> None:
         tls = ReloadingTLS(cert, key)
         if kind == "netaware":
             view = ClusterView.from_snapshot(load_snapshot([str(ROOT / "hack" / "examples")]))
-            await serve(view, "127.0.0.1", port, tls, stop, reload_interval=3600)
+            await serve(build_app(view), "127.0.0.1", port, tls, stop, reload_interval=3600)
             return
 
         async def empty(request: web.Request) -> web.Response:

@@ -19,30 +19,24 @@ from typing import Any
 import jsonpatch
 import yaml
 from aiohttp import ClientSession
-from aiohttp.test_utils import BaseTestServer, TestServer
 
+from operators import compose
 from operators.api import keys
 from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.api.config.scheduler import parse_config
 from operators.controllers.descheduler import Descheduler
-from operators.extender.server import ExtenderState
-from operators.extender.server import build_app as extender_app
 from operators.kube import read_json, send_json, url_api_client
-from operators.runtime import RunOptions, kopf_operator
+from operators.runtime import RunOptions
+from operators.serving import listening
 from operators.sources.files import expand_paths, read_documents
-from operators.sources.live import APPGROUPS, NAMESPACES, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
-from webhooks.server import build_app as webhook_app
-from webhooks.view import ClusterView
+from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
+from operators.waiting import NotConverged, until
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONTROLLERS = ("appgroup", "networktopology", "nodeslo")
 # New pods of the a1 AppGroup and of Online Boutique, created through the webhook and scheduled by the extender.
 # (AppGroup, workload selector): Online Boutique's selectors are upstream's p1 (frontend), p2 (cartservice)...
 NEW_PODS = (("a1", "p1"), ("a1", "p1"), ("onlineboutique", "p2"), ("onlineboutique", "p1"))
-
-
-class NotConverged(RuntimeError):
-    pass
 
 
 def _documents(folder: pathlib.Path) -> list[dict[str, Any]]:
@@ -52,17 +46,6 @@ def _documents(folder: pathlib.Path) -> list[dict[str, Any]]:
         with open(path, encoding="utf-8") as stream:
             documents.extend(document for _, document in read_documents(path, stream))
     return documents
-
-
-async def until(what: str, check: Callable[[], Any], within: float) -> Any:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = check()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise NotConverged(f"{what}: not reached within {within:.0f}s")
-        await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager
@@ -111,34 +94,57 @@ async def run_demo(echo: Callable[[str], None], within: float = 60.0) -> int:
 
 
 async def _converge(url: str, echo: Callable[[str], None], within: float) -> None:
+    """Every component as ``netaware run``, ``webhook`` and ``extender`` build it (the composition root), fed by
+    watches of the emulator; the demo watches what they write with a cache of its own."""
     stop = asyncio.Event()
     api = await url_api_client(url)()
-    live = LiveSnapshot((NODES, PODS, NAMESPACES, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
-    view = ClusterView()
-    tasks = [asyncio.create_task(live.follow(api, stop)), asyncio.create_task(view.follow(api, stop))]
+    live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
+    observer = asyncio.create_task(live.follow(api, stop))
     config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text(encoding="utf-8")))
+    source = compose.ClusterSource(server=url)
     try:
         async with (
-            kopf_operator(CONTROLLERS, RunOptions(CONTROLLERS, server=url), stop),
-            TestServer(webhook_app(view)) as webhook,
-            TestServer(extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))) as extender,
+            compose.operator(RunOptions(CONTROLLERS, server=url)) as operator,
+            compose.webhook(source) as webhook_app,
+            compose.extender(source, config) as extender_app,
+            listening(webhook_app) as webhook,
+            listening(extender_app) as extender,
             ClientSession() as http,
         ):
-            await until("watches synced", lambda: live.ready and view.ready, within)
-            echo(
-                f"API emulator at {url}; controllers, webhook at {webhook.make_url('/')}, extender at "
-                f"{extender.make_url('/')}"
-            )
+            await _until_ready(http, (webhook, extender), lambda: live.ready, within)
+            echo(f"API emulator at {url}; controllers, webhook at {webhook}/, extender at {extender}/")
             await _controllers(live, echo, within)
             await _pods(api, http, webhook, extender, live, echo, within)
             await _appgroups_after(live, echo, within)
             await _deschedule(api, live, echo)
+            if operator.done():
+                raise NotConverged(f"the controllers stopped: {operator.exception() or 'ended'}")
     finally:
         stop.set()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        with contextlib.suppress(asyncio.CancelledError):
+            await observer
         await api.close()
+
+
+async def _until_ready(
+    http: ClientSession, servers: tuple[str, ...], synced: Callable[[], bool], within: float
+) -> None:
+    """Until the demo's own cache has synced and every server answers ``/readyz`` (its watches have synced)."""
+    ready: set[str] = set()
+
+    async def poll() -> None:
+        for server in servers:
+            if server not in ready:
+                async with http.get(f"{server}/readyz") as response:
+                    if response.status == 200:
+                        ready.add(server)
+
+    deadline = asyncio.get_running_loop().time() + within
+    while not (synced() and len(ready) == len(servers)):
+        if asyncio.get_running_loop().time() > deadline:
+            raise NotConverged(f"watches synced: not reached within {within:.0f}s")
+        await poll()
+        await asyncio.sleep(0.05)
 
 
 async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: float) -> None:
@@ -199,8 +205,8 @@ def _netqos(slo: Any) -> str:
 async def _pods(
     api: Any,
     http: ClientSession,
-    webhook: BaseTestServer,
-    extender: BaseTestServer,
+    webhook: str,
+    extender: str,
     live: LiveSnapshot,
     echo: Callable[[str], None],
     within: float,
@@ -221,7 +227,7 @@ async def _pods(
                 "object": pod,
             },
         }
-        async with http.post(webhook.make_url("/mutate-pods"), json=review) as response:
+        async with http.post(f"{webhook}/mutate-pods", json=review) as response:
             answer = (await response.json())["response"]
         if not answer.get("allowed"):
             raise NotConverged(f"webhook denied {pod['metadata']['name']}: {answer.get('status')}")
@@ -231,9 +237,9 @@ async def _pods(
             k: v for k, v in pod["metadata"].get("annotations", {}).items() if "bandwidth" in k or "request" in k
         }
         await send_json(api, "POST", "/api/v1/namespaces/default/pods", pod)
-        async with http.post(extender.make_url("/filter"), json={"Pod": pod, "NodeNames": names}) as response:
+        async with http.post(f"{extender}/filter", json={"Pod": pod, "NodeNames": names}) as response:
             passing = (await response.json())["NodeNames"]
-        async with http.post(extender.make_url("/prioritize"), json={"Pod": pod, "NodeNames": passing}) as response:
+        async with http.post(f"{extender}/prioritize", json={"Pod": pod, "NodeNames": passing}) as response:
             scores = {entry["Host"]: entry["Score"] for entry in await response.json()}
         if not scores:
             raise NotConverged(f"no node passed the extender's filter for {pod['metadata']['name']}")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
@@ -146,4 +147,18 @@ async def serve_app(
     finally:
         if reloader:
             reloader.cancel()
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def listening(app: web.Application, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Serve ``app`` over plain HTTP on a free port of ``host`` while inside; yields its base URL."""
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
+    await runner.setup()
+    site = web.TCPSite(runner, host, 0)
+    await site.start()
+    try:
+        bound_host, bound_port = runner.addresses[0][:2]
+        yield f"http://{bound_host}:{bound_port}"
+    finally:
         await runner.cleanup()

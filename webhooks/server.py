@@ -217,14 +217,12 @@ def build_app(
 
 
 async def serve(
-    view: ClusterView,
+    app: web.Application,
     host: str,
     port: int,
     tls: ReloadingTLS | None,
     stop: asyncio.Event,
     reload_interval: float = 10.0,
-    api: Any = None,
 ) -> None:
-    """Serve the webhook until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None); ``api`` posts Events."""
-    app = build_app(view, notifier=NamespaceNotifier(api))
+    """Serve the webhook ``app`` (``build_app``) until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
     await serve_app(app, "webhook", "/mutate-pods", host, port, tls, stop, reload_interval)

@@ -267,15 +267,15 @@ def build_app(state: ExtenderState) -> web.Application:
 
 
 async def serve(
-    state: ExtenderState,
+    app: web.Application,
     host: str,
     port: int,
     tls: ReloadingTLS | None,
     stop: asyncio.Event,
     reload_interval: float = 10.0,
 ) -> None:
-    """Serve the extender until ``stop`` is set."""
+    """Serve the extender ``app`` (``build_app``) until ``stop`` is set."""
     # Answers allocate thousands of small objects per request: a larger first generation keeps the collector
     # from running several times a request. Set once, for the process, never on the request path.
     gc.set_threshold(50_000, 20, 20)
-    await serve_app(build_app(state), "extender", "/filter", host, port, tls, stop, reload_interval)
+    await serve_app(app, "extender", "/filter", host, port, tls, stop, reload_interval)

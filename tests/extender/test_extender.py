@@ -166,7 +166,7 @@ async def test_extender_serves_over_tls(tmp_path: pathlib.Path) -> None:
     stop = asyncio.Event()
     server = asyncio.create_task(
         serve(
-            ExtenderState(lambda: snapshot, CONFIG),
+            build_app(ExtenderState(lambda: snapshot, CONFIG)),
             "127.0.0.1",
             port,
             ReloadingTLS(str(cert_file), str(key_file)),

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from operators.demo import NotConverged, until
 from operators.emulator import ApiEmulator
+from operators.waiting import NotConverged, until
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
 

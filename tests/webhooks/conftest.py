@@ -13,7 +13,7 @@ import yaml
 
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.serving import ReloadingTLS
-from webhooks.server import serve
+from webhooks.server import build_app, serve
 from webhooks.view import ClusterView
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
@@ -64,7 +64,7 @@ def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningWebhook
     started = threading.Event()
 
     async def main() -> None:
-        task = asyncio.create_task(serve(example_view(), "127.0.0.1", port, tls, stop, reload_interval=0.2))
+        task = asyncio.create_task(serve(build_app(example_view()), "127.0.0.1", port, tls, stop, reload_interval=0.2))
         await asyncio.sleep(0.2)
         started.set()
         await task

@@ -1,0 +1,207 @@
+"""The offline commands: each computes from YAML snapshots of a cluster, with no API calls (SPEC.md §5)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import sys
+from typing import Any
+
+import click
+
+from operators.api.errors import FieldError
+from operators.cli import output
+from operators.cli.common import (
+    CommandError,
+    descheduler_policy_option,
+    filename_option,
+    load,
+    load_config_file,
+    load_descheduler_policy,
+    load_scheduler_config,
+    now_option,
+    output_option,
+    scheduler_config_option,
+)
+from operators.engine.status.reconcile import reconcile
+
+
+@click.command("reconcile")
+@filename_option()
+@output_option
+@now_option
+def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime.datetime) -> None:
+    """Print every object the controllers would write (a v1 List)."""
+    snapshot = load(filenames)
+    items = reconcile(snapshot, now)
+    resolved = output.resolve_format(fmt)
+    if resolved == "table":
+        rows = [(item["kind"], item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in items]
+        click.echo(output.table(("kind", "namespace", "name"), rows), nl=False)
+    else:
+        click.echo(output.dump(output.as_list(items), resolved), nl=False)
+
+
+@click.command("schedule")
+@filename_option()
+@click.option(
+    "--pod",
+    "pod_ref",
+    required=True,
+    metavar="FILE|NAMESPACE/NAME",
+    help="The pod to place: a YAML/JSON file, or a pod of the snapshot.",
+)
+@scheduler_config_option
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
+def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
+    """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON)."""
+    from operators.engine.cluster.snapshot import Pod
+    from operators.engine.scheduling.index import ClusterIndex
+    from operators.engine.scheduling.schedule import schedule
+
+    snapshot = load(filenames)
+    config = load_scheduler_config(config_path)
+    if "/" in pod_ref and not pathlib.Path(pod_ref).exists():
+        namespace, _, name = pod_ref.partition("/")
+        found = [pod for pod in snapshot.pods if pod.namespace == namespace and pod.name == name]
+        if not found:
+            raise CommandError(f"pod {pod_ref} is not in the snapshot")
+        pod = found[0]
+    else:
+        pods = load((pod_ref,)).pods
+        if len(pods) != 1:
+            raise CommandError(f"{pod_ref}: expected exactly one Pod, found {len(pods)}")
+        pod = pods[0]
+    result = schedule(Pod.parse(dict(pod.raw)), ClusterIndex.build(snapshot), config)
+    click.echo(output.dump(result.to_simulator_json(), fmt), nl=False)
+
+
+@click.command("deschedule")
+@filename_option()
+@descheduler_policy_option("--policy")
+@click.option(
+    "--metrics",
+    "metrics_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A saved Prometheus /api/v1/query answer, for a policy whose netBandwidth usage comes from Prometheus.",
+)
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
+@now_option
+def deschedule_command(
+    filenames: tuple[str, ...], policy_path: str | None, metrics_path: str | None, fmt: str, now: datetime.datetime
+) -> None:
+    """Plan LowNodeLoad evictions for a snapshot (no API calls): node classes, usage, ordered evictions."""
+    from operators.engine.descheduling.lownodeload import plan
+    from operators.engine.descheduling.usage import prometheus_samples
+
+    snapshot = load(filenames)
+    policy = load_descheduler_policy(policy_path)
+    samples = None
+    if metrics_path is not None:
+        label = policy.args.usage.prometheus.node_label
+        samples = load_config_file(metrics_path, lambda document: prometheus_samples(document, label))
+    click.echo(output.dump(plan(snapshot, policy, now, prometheus=samples).to_json(), fmt), nl=False)
+
+
+@click.command("simulate")
+@click.option(
+    "--scenario",
+    default="thesis-1",
+    show_default=True,
+    type=click.Choice(("thesis-1", "thesis-2", "thesis-3", "thesis-4")),
+)
+@click.option(
+    "--nodes", type=click.IntRange(1, 100_000), default=None, help="Nodes to generate (default: the scenario's 200)."
+)
+@click.option(
+    "--pods", type=click.IntRange(0, 1_000_000), default=None, help="Network pods (default: the scenario's 1,500)."
+)
+@click.option(
+    "--seed", type=int, default=1, show_default=True, help="Seeds the tie-breaking RNG: same seed, same result."
+)
+@click.option("--accounting", type=click.Choice(("duplex", "combined")), default="duplex", show_default=True)
+@click.option(
+    "--bandwidth-weight", type=click.IntRange(1), default=1, show_default=True, help="NetworkBandwidth score weight."
+)
+@click.option(
+    "--percentage-of-nodes-to-score",
+    type=click.IntRange(0, 100),
+    default=0,
+    show_default=True,
+    help="kube-scheduler's setting; 0 is its adaptive default.",
+)
+@filename_option(required=False)
+@click.option("--rebalance", is_flag=True, help="After scheduling, run the tabu-search rebalancing and report it.")
+@click.option(
+    "--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Draw per-node utilisation (PNG)."
+)
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml", "table")), default=None)
+def simulate_command(
+    scenario: str,
+    nodes: int | None,
+    pods: int | None,
+    seed: int,
+    accounting: str,
+    bandwidth_weight: int,
+    percentage_of_nodes_to_score: int,
+    filenames: tuple[str, ...],
+    rebalance: bool,
+    plot_path: str | None,
+    fmt: str | None,
+) -> None:
+    """Schedule a thesis scenario with the default and the network-aware scheduler and compare them.
+
+    With -f, the scenario's pods are scheduled onto the snapshot's nodes (and beside its pods).
+    """
+    from operators.engine.simulation import simulate as sim
+    from operators.engine.simulation.rebalance import rebalance as run_rebalance
+
+    if plot_path and not os.path.isdir(os.path.dirname(os.path.abspath(plot_path))):
+        raise CommandError(f"--plot {plot_path}: the folder {os.path.dirname(plot_path) or '.'} does not exist")
+    chosen = sim.scenario(scenario, nodes, pods)
+    shapes = sim.expand(chosen.pods)
+    if filenames:
+        try:
+            base = sim.Cluster.from_snapshot(load(filenames), chosen.node.bandwidth)
+        except FieldError as error:
+            raise CommandError(str(error)) from None
+        if not base.names:
+            raise CommandError(f"{', '.join(filenames)}: no Node in the snapshot to schedule onto")
+    else:
+        base = sim.Cluster.generated(chosen.nodes, chosen.node)
+    options = sim.Options(accounting, bandwidth_weight, percentage_of_nodes_to_score)
+    results: dict[str, Any] = {}
+    outcomes = {}
+    show_progress = sys.stderr.isatty() and len(shapes) * len(base.names) > 2_000_000
+    for name in sim.SCHEDULERS:
+        network_aware = name == "network-aware"
+        if show_progress:  # long runs on a terminal only; machines get clean output
+            with click.progressbar(length=len(shapes), label=f"{name:>13}", file=sys.stderr) as bar:
+                outcome = sim.run_scheduler(base.copy(), shapes, network_aware, options, seed, bar.update)
+        else:
+            outcome = sim.run_scheduler(base.copy(), shapes, network_aware, options, seed)
+        outcomes[name] = outcome
+        results[name] = sim.report(outcome, accounting)
+        if rebalance:
+            results[name]["rebalance"] = run_rebalance(outcome.cluster, shapes, accounting).to_json()
+    document = {"scenario": scenario, "seed": seed, "accounting": accounting, "results": results}
+    if plot_path:
+        from operators.cli.plot import utilisation_plot
+
+        try:
+            utilisation_plot(
+                {name: sim.percent_utilisation(outcome.cluster, accounting) for name, outcome in outcomes.items()},
+                f"{scenario}, {accounting} accounting, seed {seed}",
+                plot_path,
+            )
+        except (OSError, ValueError) as error:  # not writable, unknown image format
+            raise CommandError(f"--plot {plot_path}: {error}") from None
+    resolved = output.resolve_format(fmt)
+    if resolved == "table":
+        keys = ("scheduled", "pending", "overcommittedNodes", "objective", "podsPerSecond")
+        rows = [(name, *(str(results[name][key]) for key in keys)) for name in results]
+        click.echo(output.table(("scheduler", *keys), rows), nl=False)
+    else:
+        click.echo(output.dump(document, resolved), nl=False)

@@ -1,0 +1,91 @@
+"""The composition root: each live component assembled from its settings, in one place.
+
+``netaware webhook``, ``netaware extender`` and ``netaware run`` (the CLI) and ``netaware demo`` build their
+components here and nowhere else: where a component reads the cluster from (a snapshot, or watches through an
+API client), what it keeps, and the application it serves. The CLI only parses flags; the demo only drives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.snapshot import Snapshot
+from operators.extender.server import ExtenderState
+from operators.extender.server import build_app as extender_app
+from operators.kube import api_client_factory
+from operators.runtime import RunOptions, run
+from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
+from webhooks.server import NamespaceNotifier
+from webhooks.server import build_app as webhook_app
+from webhooks.view import ClusterView
+
+EXTENDER_KINDS = (NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS)
+
+
+@dataclass(frozen=True)
+class ClusterSource:
+    """Where a component reads the cluster: a fixed ``snapshot`` (``-f``), else watches through the API server at
+    ``server`` (plain HTTP: the emulator) or the one the kubeconfig (or in-cluster credentials) names."""
+
+    snapshot: Snapshot | None = None
+    server: str | None = None
+    kubeconfig: str | None = None
+
+
+@contextlib.asynccontextmanager
+async def webhook(source: ClusterSource) -> AsyncIterator[web.Application]:
+    """The mutating webhook's application; with a live source, its AppGroups and Namespaces are watched (and
+    Events posted) while inside."""
+    if source.snapshot is not None:
+        yield webhook_app(ClusterView.from_snapshot(source.snapshot))
+        return
+    view = ClusterView()
+    async with _following(source, view.follow) as api:
+        yield webhook_app(view, notifier=NamespaceNotifier(api))
+
+
+@contextlib.asynccontextmanager
+async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncIterator[web.Application]:
+    """The scheduler extender's application; with a live source, the kinds its plugins read are watched."""
+    if source.snapshot is not None:
+        snapshot = source.snapshot
+        yield extender_app(ExtenderState(lambda: snapshot, config))
+        return
+    live = LiveSnapshot(EXTENDER_KINDS)
+    async with _following(source, live.follow):
+        yield extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))
+
+
+@contextlib.asynccontextmanager
+async def operator(options: RunOptions) -> AsyncIterator[asyncio.Task[None]]:
+    """``netaware run``'s components (controllers, descheduler) running in the background while inside."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(run(options, stop))
+    try:
+        yield task
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@contextlib.asynccontextmanager
+async def _following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
+    """An API client for ``source`` and ``follow(api, stop)`` running on it while inside."""
+    api = await api_client_factory(source.server, source.kubeconfig)()
+    stop = asyncio.Event()
+    follower = asyncio.create_task(follow(api, stop))
+    try:
+        yield api
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await api.close()
