@@ -55,7 +55,12 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
 @scheduler_config_option
 @click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
 def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
-    """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON)."""
+    """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON).
+
+    Only netaware's plugins run (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable, as the
+    configuration enables them); kube-scheduler's in-tree plugins (NodeResourcesFit, taints, affinity,
+    BalancedAllocation, ...) do not, so a node shown as passing may still be refused by kube-scheduler.
+    """
     from operators.engine.cluster.snapshot import Pod
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.scheduling.schedule import schedule

@@ -33,6 +33,13 @@ def test_version_and_help() -> None:
         assert command in out
 
 
+def test_schedule_help_says_only_netawares_plugins_run() -> None:
+    code, out, _ = run("schedule", "--help")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "Only netaware's plugins run" in flat and "NodeResourcesFit" in flat
+
+
 def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:
     code, out, err = run("reconcile", "-f", EXAMPLES, "-o", "yaml", "--now", NOW)
     assert code == 0, err
