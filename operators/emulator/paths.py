@@ -1,8 +1,16 @@
-"""Kubernetes API paths: ``/api/v1/namespaces/ns/pods/name/eviction`` -> its parts."""
+"""Kubernetes API paths (``/api/v1/namespaces/ns/pods/name/eviction`` -> its parts) and requests."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+import aiohttp.web
+import kmock
+from kmock._internal import enums, rendering
+
+# Go's strconv.ParseBool, as the API server reads ?watch= (kubernetes-asyncio sends "True").
+WATCH_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 @dataclass(frozen=True)
@@ -48,3 +56,48 @@ def parse_path(path: str) -> ApiPath | None:
     name = rest[1] if len(rest) > 1 else None
     subresource = "/".join(rest[2:]) or None
     return ApiPath(group, version, plural, namespace, name, subresource)
+
+
+async def parse_request(raw: aiohttp.web.BaseRequest, request_id: int) -> rendering.Request:
+    """kmock's own path parser cannot read /api/v1/namespaces[/name]: the request as kmock's handlers take it."""
+    body = await raw.read()
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        data = None
+    parsed = parse_path(raw.path)
+    resource = (
+        None if parsed is None else kmock.resource(group=parsed.group, version=parsed.version, plural=parsed.plural)
+    )
+    method = enums.method(raw.method)
+    action: enums.action | None = None
+    query = dict(raw.query)
+    if parsed is not None and parsed.plural is not None:
+        if method == enums.method.GET and query.get("watch") in WATCH_TRUE:
+            action = enums.action.WATCH
+        elif parsed.name is None:
+            action = {enums.method.GET: enums.action.LIST, enums.method.POST: enums.action.CREATE}.get(method)
+        else:
+            action = {
+                enums.method.GET: enums.action.FETCH,
+                enums.method.PATCH: enums.action.UPDATE,
+                enums.method.DELETE: enums.action.DELETE,
+            }.get(method)
+    return rendering.Request(
+        id=request_id,
+        raw_request=raw,
+        url=raw.url,
+        method=raw.method,
+        params=query,
+        headers=dict(raw.headers),
+        cookies=dict(raw.cookies),
+        data=data,
+        body=body,
+        text=text,
+        action=action,
+        resource=resource,
+        namespace=parsed.namespace if parsed else None,
+        name=parsed.name if parsed else None,
+        subresource=parsed.subresource if parsed else None,
+    )

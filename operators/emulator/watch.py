@@ -1,0 +1,72 @@
+"""Watch streams: the initial ADDED events (no ``resourceVersion``) or a replay from a version still in the
+history (410 Gone once compacted away), then every matching event as it happens, until ``timeoutSeconds``,
+a dropped-watches epoch, or the client going away."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kmock._internal import rendering
+
+from operators.api.selectors import Selector
+from operators.emulator.errors import watch_error
+from operators.emulator.store import FieldTerms, ObjectStore, selected
+
+
+async def stream(
+    store: ObjectStore,
+    request: rendering.Request,
+    key: str,
+    labels: Selector,
+    fields: FieldTerms,
+) -> AsyncIterator[Any]:
+    """The events of resource ``key`` for ``request`` (its namespace, ``resourceVersion``, ``timeoutSeconds``)."""
+    since_text = request.params.get("resourceVersion") or ""
+    limit_seconds = float(request.params.get("timeoutSeconds") or 0) or None
+    epoch = store.watch_epoch
+    yield b""  # send the headers now, as the apiserver does
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_seconds if limit_seconds else None
+    if since_text in ("", "0"):
+        last = store.last_rv
+        for obj in store.matching(key, request.namespace, labels, fields):
+            yield {"type": "ADDED", "object": copy.deepcopy(obj)}
+    else:
+        try:
+            last = int(since_text)
+        except ValueError:
+            yield watch_error(f"invalid resourceVersion {since_text!r}", 400)
+            return
+        if last < store.compacted.get(key, 0):
+            yield watch_error(f"too old resource version: {last} ({store.compacted.get(key, 0)})", 410)
+            return
+    while True:
+        for event in list(store.history.get(key, ())):
+            if event.rv <= last:
+                continue
+            last = event.rv
+            namespace = event.obj.get("metadata", {}).get("namespace")
+            if request.namespace is not None and namespace != request.namespace:
+                continue
+            if selected(event.obj, labels, fields):
+                yield {"type": event.type, "object": copy.deepcopy(event.obj)}
+        if store.watch_epoch != epoch:
+            return
+        remaining = None if deadline is None else deadline - loop.time()
+        if remaining is not None and remaining <= 0:
+            return
+        # Wake up at least every second to notice a client that went away: aiohttp does not cancel the
+        # handler on disconnect, and a stream parked on the condition would hold the server's shutdown.
+        raw = request._raw_request
+        transport = raw.transport if raw is not None else None
+        if transport is None or transport.is_closing():
+            return
+        async with store.changed:
+            try:
+                await asyncio.wait_for(store.changed.wait(), timeout=min(remaining or 1.0, 1.0))
+            except TimeoutError:
+                if remaining is not None and remaining <= 1.0:
+                    return
