@@ -18,6 +18,8 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from operators.api.meta import DEFAULT_NAMESPACE
+
 ApiClientFactory = Callable[[], Awaitable[client.ApiClient]]
 logger = logging.getLogger("netaware.kube")
 
@@ -164,7 +166,7 @@ async def post_event(
     """Post a core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid). An Event is a
     courtesy: a refused one is logged, never raised. Namespaced objects get it in their namespace,
     cluster-scoped ones (a Namespace, a Node) in ``default``."""
-    namespace = involved.get("namespace") or "default"
+    namespace = involved.get("namespace") or DEFAULT_NAMESPACE
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = {
         "apiVersion": "v1",

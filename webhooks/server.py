@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from operators.api.meta import DEFAULT_NAMESPACE
 from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
@@ -161,7 +162,7 @@ def decide(review: Any, view: ClusterView) -> dict[str, Any]:
         ):
             return review_response(uid, False, message=f"metadata.{name} must map strings to strings")
     annotations: dict[str, str] = meta.get("annotations") or {}
-    namespace_name = meta.get("namespace") or request.get("namespace") or "default"
+    namespace_name = meta.get("namespace") or request.get("namespace") or DEFAULT_NAMESPACE
     if not isinstance(namespace_name, str):
         raise ValueError("the namespace must be a string")
     pod = {**pod, "metadata": {**meta, "namespace": namespace_name}}
@@ -198,7 +199,7 @@ async def _mutate(request: web.Request) -> web.Response:
         return _bad_request(f"not a valid AdmissionReview: {error}")
     warnings = answer["response"].get("warnings")
     if warnings:
-        namespace = str(review["request"].get("namespace") or "default")
+        namespace = str(review["request"].get("namespace") or DEFAULT_NAMESPACE)
         request.app[METRICS_KEY].namespace_default_errors.labels(namespace).inc()
         request.app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(warnings))
     return web.json_response(answer)

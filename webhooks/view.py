@@ -35,9 +35,7 @@ class ClusterView:
 
     @property
     def app_groups(self) -> Mapping[tuple[str, str], AppGroup]:
-        return {
-            (group.metadata.namespace or "default", group.metadata.name): group for group in self._snapshot().app_groups
-        }
+        return {(group.metadata.namespace, group.metadata.name): group for group in self._snapshot().app_groups}
 
     @property
     def namespaces(self) -> Mapping[str, Namespace]:

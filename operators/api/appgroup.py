@@ -10,7 +10,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, WithJsonSchema
 
 from operators.api import keys
-from operators.api.meta import ApiModel, Condition, ObjectMeta, Timestamp
+from operators.api.meta import ApiModel, Condition, NamespacedMeta, Timestamp
 from operators.api.quantity import BandwidthField
 
 API_VERSION: Final = f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}"
@@ -83,6 +83,6 @@ class AppGroupStatus(ApiModel):
 class AppGroup(ApiModel):
     api_version: Literal["appgroup.diktyo.x-k8s.io/v1alpha1"] = "appgroup.diktyo.x-k8s.io/v1alpha1"
     kind: Literal["AppGroup"] = KIND
-    metadata: ObjectMeta
+    metadata: NamespacedMeta
     spec: AppGroupSpec
     status: AppGroupStatus | None = None

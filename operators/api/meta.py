@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema, field_validator
 from pydantic.alias_generators import to_camel
 
 from operators.api.errors import FieldError
@@ -73,6 +73,22 @@ class ObjectMeta(OpenModel):
     deletion_timestamp: Timestamp | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
+
+
+DEFAULT_NAMESPACE = "default"
+
+
+class NamespacedMeta(ObjectMeta):
+    """The metadata of a namespaced object: its namespace is always set. An object read without one (a snapshot
+    file, ``kubectl create`` without ``-n``) is in ``default``, as the API server places it; this is the one
+    place that fallback is written."""
+
+    namespace: str = DEFAULT_NAMESPACE
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _defaulted(cls, value: object) -> object:
+        return value or DEFAULT_NAMESPACE
 
 
 class Condition(ApiModel):

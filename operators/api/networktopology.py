@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from operators.api import keys
-from operators.api.meta import ApiModel, Condition, ObjectMeta, Timestamp
+from operators.api.meta import ApiModel, Condition, NamespacedMeta, Timestamp
 from operators.api.quantity import QuantityField
 
 API_VERSION: Final = f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}"
@@ -74,7 +74,7 @@ class NetworkTopologyStatus(ApiModel):
 class NetworkTopology(ApiModel):
     api_version: Literal["networktopology.diktyo.x-k8s.io/v1alpha1"] = "networktopology.diktyo.x-k8s.io/v1alpha1"
     kind: Literal["NetworkTopology"] = KIND
-    metadata: ObjectMeta
+    metadata: NamespacedMeta
     spec: NetworkTopologySpec
     status: NetworkTopologyStatus | None = None
 

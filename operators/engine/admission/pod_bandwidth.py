@@ -30,6 +30,7 @@ from typing import Any
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
+from operators.api.meta import DEFAULT_NAMESPACE
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.bandwidth import koordinator_qos
@@ -116,7 +117,7 @@ def appgroup_requests(
     if not candidates:
         return {}
     # An AppGroup in the pod's own namespace wins over one elsewhere that names this namespace.
-    group = sorted(candidates, key=lambda g: (g.metadata.namespace != pod_namespace, g.metadata.namespace or ""))[0]
+    group = sorted(candidates, key=lambda g: (g.metadata.namespace != pod_namespace, g.metadata.namespace))[0]
     egress = Quantity(0)
     ingress = Quantity(0)
     for entry in group.spec.workloads:
@@ -141,7 +142,7 @@ def admit_pod(pod: Mapping[str, Any], app_groups: Iterable[AppGroup], namespace:
     meta = pod.get("metadata") or {}
     annotations: Mapping[str, str] = meta.get("annotations") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
-    pod_namespace = meta.get("namespace") or (namespace.name if namespace else "default")
+    pod_namespace = meta.get("namespace") or (namespace.name if namespace else DEFAULT_NAMESPACE)
     values: dict[str, Quantity] = {}
     sources: dict[str, str] = {}
     for key in BANDWIDTH_KEYS:  # rule 1

@@ -7,5 +7,5 @@ from operators.api.appgroup import AppGroup
 
 def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
     """The namespaces an AppGroup's pods may live in, sorted."""
-    own = group.metadata.namespace or "default"
+    own = group.metadata.namespace
     return tuple(sorted({entry.workload.namespace or own for entry in group.spec.workloads} | {own}))

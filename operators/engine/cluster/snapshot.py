@@ -20,6 +20,7 @@ import pydantic
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
+from operators.api.meta import DEFAULT_NAMESPACE
 from operators.api.networktopology import NetworkTopology, convert_legacy_names
 from operators.api.nodeslo import NodeSLO
 from operators.api.quantity import Quantity
@@ -143,7 +144,7 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
     @classmethod
-    def parse(cls, raw: dict[str, Any], default_namespace: str = "default") -> Pod:
+    def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> Pod:
         meta = _metadata(raw)
         spec = _object(raw.get("spec"), "spec")
         status = _object(raw.get("status"), "status")
@@ -215,7 +216,7 @@ class ConfigMap:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any], default_namespace: str = "default") -> ConfigMap:
+    def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> ConfigMap:
         meta = _metadata(raw)
         return cls(
             namespace=str(meta.get("namespace") or default_namespace),
@@ -237,7 +238,7 @@ class PodDisruptionBudget:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
-    def parse(cls, raw: dict[str, Any], default_namespace: str = "default") -> PodDisruptionBudget:
+    def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> PodDisruptionBudget:
         meta = _metadata(raw)
         spec = _object(raw.get("spec"), "spec")
         status = _object(raw.get("status"), "status")
@@ -421,8 +422,6 @@ class SnapshotBuilder:
             self.warnings.append(
                 f"{prefix}apiVersion {api_version!r} is an old API group, read as {raw['apiVersion']!r}"
             )
-        if kind != "NodeSLO" and isinstance(raw.get("metadata"), dict) and not raw["metadata"].get("namespace"):
-            raw["metadata"] = {**raw["metadata"], "namespace": "default"}
         if kind == "NetworkTopology" and isinstance(raw.get("spec"), dict):
             raw["spec"], notes = convert_legacy_names(raw["spec"])
             self.warnings.extend(prefix + note for note in notes)

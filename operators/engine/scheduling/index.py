@@ -95,9 +95,7 @@ class ClusterIndex:
 
     @functools.cached_property
     def app_groups(self) -> dict[tuple[str, str], AppGroup]:
-        return {
-            (group.metadata.namespace or "default", group.metadata.name): group for group in self.snapshot.app_groups
-        }
+        return {(group.metadata.namespace, group.metadata.name): group for group in self.snapshot.app_groups}
 
     @functools.cached_property
     def appgroup_pods(self) -> dict[str, list[Pod]]:

@@ -227,7 +227,7 @@ def networktopology_result(
 ) -> TopologyResult:
     """The NetworkTopology as the controller writes it (see the module docstring)."""
     previous = topology.status or NetworkTopologyStatus()
-    namespace = topology.metadata.namespace or "default"
+    namespace = topology.metadata.namespace
     generation = topology.metadata.generation
     named = topology.spec.configmap_name
     config_maps = netperf_config_maps(snapshot.config_maps, namespace, topology.metadata.name, named)
