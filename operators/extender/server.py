@@ -204,6 +204,10 @@ async def _call(request: web.Request) -> Call | web.Response:
     except BadArgs as error:
         return _json_response({"Error": str(error)}, status=400)
     state = request.app[STATE_KEY]
+    if not state.ready():
+        # Never place pods on a partial view of the cluster (its bandwidth would read as free): kube-scheduler
+        # skips an ignorable extender that fails, and retries the pod later with one that is not ignorable.
+        return _json_response({"Error": "cluster cache not synced yet"}, status=503)
     return Call(state, state.index(), pod, names, items)
 
 

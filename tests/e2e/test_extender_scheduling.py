@@ -9,6 +9,7 @@ import re
 import ssl
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -62,8 +63,23 @@ def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> s
         cwd=ROOT,
     )
     totals = json.loads(done.stdout)["totalScore"]
-    best = max(totals.values())
-    return {node for node, total in totals.items() if total == best}
+    # kube-scheduler sees the extender's 0..10 scale: the weighted total over 100 x the weights (5 + 2 + 1 in
+    # hack/scheduler-config.yaml), truncated; nodes that tie there are told apart by its in-tree scores.
+    scale = {node: total * 10 // (100 * 8) for node, total in totals.items()}
+    best = max(scale.values())
+    return {node for node, score in scale.items() if score == best}
+
+
+def probe(port: int, path: str, ca_file: pathlib.Path) -> int:
+    """The HTTP status of a GET on the extender (0 when it does not answer)."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=context, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return 0
 
 
 def extender_calls(port: int, ca_file: pathlib.Path) -> dict[str, float]:
@@ -120,6 +136,7 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
         with running(args, tmp_path / "extender.log") as process:
             wait_for_port(port, process=process)
             eventually(lambda: "listening" in process.text(), 30)
+            eventually(lambda: probe(port, "/readyz", host_tls["ca"]) == 200, 60, "extender synced")
             pod = p1_pod("p1-scheduled")
             expected = expected_nodes(cluster, pod, tmp_path)
             cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))

@@ -113,6 +113,21 @@ async def test_bad_input_is_refused_and_the_next_request_is_served(
     assert response.status == 200
 
 
+async def test_no_answer_from_a_cache_that_has_not_synced() -> None:
+    """Before its watches have synced, the extender refuses (503) rather than place pods on a partial view."""
+    synced = False
+    snapshot = build_snapshot(documents())
+    state = ExtenderState(lambda: snapshot, CONFIG, lambda: synced)
+    async with TestClient(TestServer(build_app(state))) as test_client:
+        for verb in ("/filter", "/prioritize"):
+            response = await test_client.post(verb, json={"Pod": p1_pod(), "NodeNames": NODES})
+            assert response.status == 503
+            assert (await response.json())["Error"] == "cluster cache not synced yet"
+        assert (await test_client.get("/readyz")).status == 503
+        synced = True
+        assert (await test_client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})).status == 200
+
+
 async def test_probes_and_metrics(client: TestClient[Any, Any]) -> None:
     await client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
     assert (await client.get("/healthz")).status == 200

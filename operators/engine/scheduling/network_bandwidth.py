@@ -13,12 +13,14 @@ capacity is unknown. **NormalizeScore**: min-max to 0..100 (all equal: 0), as th
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from operators.engine.cluster.bandwidth import Accounting, headroom_score
 from operators.engine.scheduling.normalize import normalize_min_max
 from operators.engine.scheduling.table import Ints, NodeTable
 
 NAME = "NetworkBandwidth"
+Bools = npt.NDArray[np.bool_]
 
 
 def shortfall(
@@ -42,8 +44,7 @@ def filter_nodes(demand: tuple[int, int], problem: str, table: NodeTable, accoun
         return dict.fromkeys(table.names, problem)
     if demand == (0, 0) or not len(table):
         return {}
-    unknown = (table.capacity < 0) | table.usage_unknown
-    failed = unknown | ~accounting.fits(table.capacity, table.used_in, table.used_out, *demand)
+    failed = table.usage_unknown | ~passing(demand, table.capacity, table.used_in, table.used_out, accounting)
     reasons = {}
     for row in np.nonzero(failed)[0].tolist():
         name = table.names[row]
@@ -59,9 +60,23 @@ def filter_nodes(demand: tuple[int, int], problem: str, table: NodeTable, accoun
     return reasons
 
 
+def passing(demand: tuple[int, int], capacity: Ints, used_in: Ints, used_out: Ints, accounting: Accounting) -> Bools:
+    """The filter over bandwidth columns (the simulator's are its cluster's): the demand fits the free capacity;
+    an unknown capacity (-1) never passes a pod that asks for bandwidth."""
+    if demand == (0, 0):
+        return np.ones(len(capacity), dtype=np.bool_)
+    return np.asarray((capacity >= 0) & accounting.fits(capacity, used_in, used_out, *demand))
+
+
 def score(demand: tuple[int, int], table: NodeTable, accounting: Accounting) -> Ints:
-    total = accounting.total(table.capacity)
-    return np.asarray(headroom_score(total, table.used_in + table.used_out + demand[0] + demand[1]))
+    return score_columns(demand, table.capacity, table.used_in, table.used_out, accounting)
+
+
+def score_columns(
+    demand: tuple[int, int], capacity: Ints, used_in: Ints, used_out: Ints, accounting: Accounting
+) -> Ints:
+    """The raw score over bandwidth columns: the headroom left after the pod, in percent of the total."""
+    return np.asarray(headroom_score(accounting.total(capacity), used_in + used_out + demand[0] + demand[1]))
 
 
 normalize = normalize_min_max

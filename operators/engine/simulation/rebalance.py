@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from operators.engine.cluster.bandwidth import Accounting
-from operators.engine.simulation.simulate import Cluster, PodShape, objective, total_capacity
+from operators.engine.simulation.simulate import Cluster, PodShape, feasible, objective, total_capacity
 
 
 @dataclass(frozen=True)
@@ -38,15 +37,7 @@ class Rebalanced:
 
 def fits(cluster: Cluster, node: int, shape: PodShape, accounting: str) -> bool:
     """Every filter of the network-aware scheduler, for one pod on one node."""
-    if cluster.requested_cpu[node] + shape.cpu > cluster.cpu[node]:
-        return False
-    if cluster.requested_memory[node] + shape.memory > cluster.memory[node]:
-        return False
-    if cluster.pod_count[node] + 1 > cluster.pods[node]:
-        return False
-    capacity = int(cluster.bandwidth[node])
-    used_in, used_out = int(cluster.used_in[node]), int(cluster.used_out[node])
-    return bool(Accounting(accounting).fits(capacity, used_in, used_out, shape.ingress, shape.egress))
+    return bool(feasible(cluster, shape, accounting, network_aware=True, rows=np.array([node]))[0])
 
 
 def rebalance(

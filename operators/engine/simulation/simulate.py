@@ -22,10 +22,10 @@ import numpy.typing as npt
 
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
-from operators.engine.cluster.bandwidth import Accounting, headroom_score, node_capacity, pod_demand, slo_network_totals
+from operators.engine.cluster.bandwidth import Accounting, node_capacity, pod_demand, slo_network_totals
 from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.scheduling.normalize import normalize_min_max
+from operators.engine.scheduling import network_bandwidth
 
 Ints = npt.NDArray[np.int64]
 
@@ -34,6 +34,7 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 SCHEDULERS = ("default", "network-aware")
+ALL_ROWS = slice(None)
 # Amounts from a snapshot are capped here: sums of a node's requests stay inside int64, and a node with
 # more than 2**50 millicores or bytes is effectively unlimited for the arithmetic.
 AMOUNT_CAP = 2**50
@@ -237,10 +238,27 @@ class Options:
     percentage_of_nodes_to_score: int = 0  # 0: adaptive, as kube-scheduler's default
 
 
-def bandwidth_fits(cluster: Cluster, ingress: int, egress: int, accounting: str) -> npt.NDArray[np.bool_]:
-    return np.asarray(
-        Accounting(accounting).fits(cluster.bandwidth, cluster.used_in, cluster.used_out, ingress, egress)
+def feasible(
+    cluster: Cluster, shape: PodShape, accounting: str, network_aware: bool, rows: Ints | slice = ALL_ROWS
+) -> npt.NDArray[np.bool_]:
+    """The filters of the scheduler, over ``rows`` of the cluster: NodeResourcesFit (requests and the pod count)
+    and, network-aware, NetworkBandwidth's own filter (:mod:`operators.engine.scheduling.network_bandwidth`)."""
+    fits = (
+        (cluster.requested_cpu[rows] + shape.cpu <= cluster.cpu[rows])
+        & (cluster.requested_memory[rows] + shape.memory <= cluster.memory[rows])
+        & (cluster.pod_count[rows] + 1 <= cluster.pods[rows])
     )
+    if network_aware:
+        demand = (shape.ingress, shape.egress)
+        columns = (cluster.bandwidth[rows], cluster.used_in[rows], cluster.used_out[rows])
+        fits &= network_bandwidth.passing(demand, *columns, Accounting(accounting))
+    return np.asarray(fits)
+
+
+def bandwidth_fits(cluster: Cluster, ingress: int, egress: int, accounting: str) -> npt.NDArray[np.bool_]:
+    """NetworkBandwidth's filter on every node of the cluster."""
+    columns = (cluster.bandwidth, cluster.used_in, cluster.used_out)
+    return network_bandwidth.passing((ingress, egress), *columns, Accounting(accounting))
 
 
 def total_capacity(cluster: Cluster, accounting: str) -> Ints:
@@ -259,13 +277,7 @@ class Scheduler:
     def schedule(self, cluster: Cluster, shape: PodShape) -> int | None:
         """The node the pod binds to (and bind it), or None when nothing fits."""
         n = len(cluster.names)
-        fits = (
-            (cluster.requested_cpu + shape.cpu <= cluster.cpu)
-            & (cluster.requested_memory + shape.memory <= cluster.memory)
-            & (cluster.pod_count + 1 <= cluster.pods)
-        )
-        if self.network_aware and (shape.ingress or shape.egress):
-            fits &= bandwidth_fits(cluster, shape.ingress, shape.egress, self.options.accounting)
+        fits = feasible(cluster, shape, self.options.accounting, self.network_aware)
         wanted = num_feasible_nodes_to_find(n, self.options.percentage_of_nodes_to_score)
         order = (self.next_start + np.arange(n)) % n
         found = np.nonzero(fits[order])[0]
@@ -277,18 +289,19 @@ class Scheduler:
         else:
             processed = n
         self.next_start = (self.next_start + processed) % n
-        feasible = order[found]
-        totals = self._scores(cluster, shape, feasible)
+        candidates = order[found]
+        totals = self._scores(cluster, shape, candidates)
         best = int(totals.max())
         chosen = -1
         for ties, position in enumerate(np.nonzero(totals == best)[0].tolist(), start=1):
             if self.rng.randrange(ties) == 0:  # reservoir sampling among the top scores, as selectHost
                 chosen = position
-        node = int(feasible[chosen])
+        node = int(candidates[chosen])
         cluster.add(node, shape.cpu, shape.memory, shape.ingress, shape.egress)
         return node
 
     def _scores(self, cluster: Cluster, shape: PodShape, nodes: Ints) -> Ints:
+        accounting = Accounting(self.options.accounting)
         cpu = cluster.cpu[nodes]
         memory = cluster.memory[nodes]
         fit = (
@@ -304,10 +317,9 @@ class Scheduler:
                 )
             total = total + balanced_allocation(f_cpu, f_mem)
         if self.network_aware and (shape.ingress or shape.egress):
-            capacity = total_capacity(cluster, self.options.accounting)[nodes]
-            used = cluster.used_in[nodes] + cluster.used_out[nodes]
-            raw = headroom_score(capacity, used + shape.ingress + shape.egress)
-            total = total + self.options.bandwidth_weight * normalize_min_max(raw)
+            columns = (cluster.bandwidth[nodes], cluster.used_in[nodes], cluster.used_out[nodes])
+            raw = network_bandwidth.score_columns((shape.ingress, shape.egress), *columns, accounting)
+            total = total + self.options.bandwidth_weight * network_bandwidth.normalize(raw)
         return np.asarray(total, dtype=np.int64)
 
 
