@@ -25,7 +25,8 @@ import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
-from operators.engine.cluster.snapshot import Pod, build_snapshot
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.schedule import schedule
 from operators.extender.server import ExtenderState, build_app
 

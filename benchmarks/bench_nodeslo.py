@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.api.config.controllers import NodeSLOOptions
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import render_all
 from operators.engine.status.sloconfig import ConfigState, update_config
 

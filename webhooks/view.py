@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from kubernetes_asyncio import client
 
 from operators.api.appgroup import AppGroup
-from operators.engine.cluster.snapshot import Namespace, Snapshot
+from operators.engine.cluster.objects import Namespace
+from operators.engine.cluster.snapshot import Snapshot
 from operators.sources.live import APPGROUPS, NAMESPACES, LiveSnapshot
 
 

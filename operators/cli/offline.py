@@ -61,7 +61,7 @@ def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str 
     configuration enables them); kube-scheduler's in-tree plugins (NodeResourcesFit, taints, affinity,
     BalancedAllocation, ...) do not, so a node shown as passing may still be refused by kube-scheduler.
     """
-    from operators.engine.cluster.snapshot import Pod
+    from operators.engine.cluster.objects import Pod
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.scheduling.schedule import schedule
 

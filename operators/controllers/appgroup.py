@@ -27,7 +27,8 @@ from operators.api.appgroup import AppGroup, AppGroupStatus
 from operators.controllers.metrics import reconciler
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
-from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
 from operators.kube import patch_status
 

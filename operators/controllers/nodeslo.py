@@ -30,7 +30,7 @@ from operators.api import keys
 from operators.api.config.controllers import NodeSLOOptions
 from operators.api.nodeslo import NodeSLO
 from operators.controllers.metrics import reconciler
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.kube import patch_status, read_json, send_json

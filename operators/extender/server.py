@@ -22,7 +22,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
 from operators.api.config.scheduler import SchedulerConfig
-from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import CycleResult, schedule

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from operators.engine.cluster.snapshot import Pod
+from operators.engine.cluster.objects import Pod
 
 
 class PodLedger:

@@ -12,7 +12,7 @@ import yaml
 
 from operators.api.appgroup import AppGroup
 from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
-from operators.engine.cluster.snapshot import Namespace
+from operators.engine.cluster.objects import Namespace
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
 A1 = AppGroup.model_validate(yaml.safe_load((EXAMPLES / "appgroup-a1.yaml").read_text()))

@@ -10,7 +10,7 @@ import pytest
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import Accounting, headroom_score, node_capacity, pod_demand
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 
 QOS = "koordinator.sh/networkQOS"
 

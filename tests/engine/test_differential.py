@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from operators.api.config.scheduler import PLUGINS, NetworkBandwidthArgs, NetworkOverheadArgs, SchedulerConfig
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import Accounting, headroom_score
-from operators.engine.cluster.snapshot import Pod, build_snapshot
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import PASSED, schedule
 from operators.engine.simulation.simulate import Cluster, bandwidth_fits, total_capacity

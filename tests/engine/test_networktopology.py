@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from operators.api.networktopology import NetworkTopology
 from operators.api.quantity import Quantity
-from operators.engine.cluster.snapshot import ConfigMap, Node, Snapshot, build_snapshot
+from operators.engine.cluster.objects import ConfigMap, Node
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.status.netperf import read_measurements
 from operators.engine.status.networktopology import aggregate_costs, allocated_bandwidth, median, networktopology_result
 from operators.sources.ledger import PodLedger

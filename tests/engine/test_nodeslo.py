@@ -11,7 +11,7 @@ import pytest
 
 from operators.api.config.controllers import NodeSLOOptions
 from operators.api.quantity import Quantity
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, overlay, update_config
 

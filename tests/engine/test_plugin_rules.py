@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
-from operators.engine.cluster.snapshot import Pod, build_snapshot
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_overhead import normalize
 from operators.engine.scheduling.schedule import PASSED, schedule

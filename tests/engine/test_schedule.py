@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig, parse_config
 from operators.api.errors import FieldError
-from operators.engine.cluster.snapshot import Node, Pod, build_snapshot
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_overhead import normalize as normalize_overhead
 from operators.engine.scheduling.network_overhead import overhead_reason

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from operators.api.config.scheduler import parse_config
 from operators.cli.main import cli
-from operators.engine.cluster.snapshot import Pod, Snapshot, build_snapshot
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
 from operators.extender.server import ExtenderState, build_app, extender_scores, serve

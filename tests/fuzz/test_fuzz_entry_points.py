@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 from operators.api.config.scheduler import parse_config
 from operators.api.quantity import QuantityError, parse_bandwidth, parse_quantity
 from operators.cli.main import cli
-from operators.engine.cluster.snapshot import Node, build_snapshot
+from operators.engine.cluster.objects import Node
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app

@@ -34,7 +34,7 @@ from operators.api.meta import DEFAULT_NAMESPACE
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.bandwidth import koordinator_qos
-from operators.engine.cluster.snapshot import Namespace
+from operators.engine.cluster.objects import Namespace
 
 DIRECTIONS = ("ingress", "egress")
 LIMIT = {"ingress": keys.INGRESS_BANDWIDTH, "egress": keys.EGRESS_BANDWIDTH}

@@ -29,7 +29,8 @@ import numpy as np
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity, parse_bandwidth
-from operators.engine.cluster.snapshot import Node, Snapshot
+from operators.engine.cluster.objects import Node
+from operators.engine.cluster.snapshot import Snapshot
 
 DIRECTIONS = ("ingress", "egress")
 CAPACITY_ANNOTATIONS = (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from operators.api.quantity import Quantity
-from operators.engine.cluster.snapshot import Node, Pod
+from operators.engine.cluster.objects import Node, Pod
 
 
 def requested_cpu_memory(pod: Pod) -> tuple[int, int]:

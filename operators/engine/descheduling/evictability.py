@@ -14,7 +14,7 @@ from typing import Any
 
 from operators.api import keys
 from operators.api.selectors import from_label_selector
-from operators.engine.cluster.snapshot import Node, Pod
+from operators.engine.cluster.objects import Node, Pod
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")

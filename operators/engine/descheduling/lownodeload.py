@@ -23,7 +23,8 @@ from typing import Any
 
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.selectors import Selector, from_label_selector, parse_selector
-from operators.engine.cluster.snapshot import Pod, Snapshot
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.evictability import order_key, placement_allows, protection, tolerates, usage_score
 from operators.engine.descheduling.usage import Amounts, Loads, NodeLoad, node_loads, requested
 

@@ -25,8 +25,9 @@ from operators.api.config.descheduler import LowNodeLoadArgs, is_extended
 from operators.api.errors import FieldError
 from operators.api.quantity import MAX_BANDWIDTH, Quantity
 from operators.engine.cluster.bandwidth import Accounting, capacity_or_problem, pod_demand, slo_network_totals
+from operators.engine.cluster.objects import Node, NodeMetric, Pod
 from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
-from operators.engine.cluster.snapshot import Node, NodeMetric, Pod, Snapshot
+from operators.engine.cluster.snapshot import Snapshot
 
 Amounts = dict[str, int]
 NODE_RESOURCES = ("cpu", "memory", "pods")

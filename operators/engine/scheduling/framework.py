@@ -13,7 +13,7 @@ import numpy as np
 from operators.api.config.scheduler import ALLOCATABLE, NETWORK_BANDWIDTH, NETWORK_OVERHEAD, SchedulerConfig
 from operators.api.errors import FieldError
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
-from operators.engine.cluster.snapshot import Pod
+from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling import allocatable, network_bandwidth, network_overhead
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_overhead import OverheadState

@@ -21,7 +21,8 @@ from operators.api.errors import FieldError
 from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import pod_demand, slo_network_totals
-from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.table import Ints, NodeTable
 
 # A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the

@@ -29,7 +29,7 @@ import numpy as np
 from operators.api import keys
 from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.engine.cluster.appgroups import workload_namespaces
-from operators.engine.cluster.snapshot import Pod
+from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable, Place
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from operators.api.config.scheduler import SchedulerConfig
-from operators.engine.cluster.snapshot import Pod
+from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.framework import (
     CycleState,
     filter_table,

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from operators.api.config.scheduler import NodeResourcesAllocatableArgs
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import capacity_or_problem
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 
 Ints = npt.NDArray[np.int64]
 Place = tuple[str, str]  # (region, zone)

@@ -42,7 +42,8 @@ from operators.api.appgroup import (
 )
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
-from operators.engine.cluster.snapshot import Pod, Snapshot
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.toposort import ALGORITHMS, CycleError, topology_order
 
 READY_REASON = "TopologyComputed"

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from operators.api import keys
-from operators.engine.cluster.snapshot import ConfigMap
+from operators.engine.cluster.objects import ConfigMap
 
 _NODE_SEPARATOR = ".destination."
 _ZONE_SEPARATOR = ".destination-zone."

@@ -45,7 +45,8 @@ from operators.api.networktopology import (
 from operators.api.quantity import Quantity
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
-from operators.engine.cluster.snapshot import Node, Pod, Snapshot
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.netperf import Measurements, Skipped, netperf_config_maps, read_measurements
 
 DEFAULT_CAPACITY = Quantity.parse("1G")

@@ -48,7 +48,7 @@ from operators.api.nodeslo import (
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
 from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, node_capacity
 from operators.engine.cluster.conditions import condition
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 from operators.engine.status.sloconfig import ConfigState, KeyConfig, network_qos
 
 BANDWIDTH_KNOWN = "NetworkBandwidthKnown"

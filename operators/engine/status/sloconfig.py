@@ -32,7 +32,7 @@ from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity, QuantityError
 from operators.api.selectors import Selector, from_label_selector
-from operators.engine.cluster.snapshot import Node
+from operators.engine.cluster.objects import Node
 
 ALL_CLASSES = ("lsrClass", "lsClass", "beClass", "systemClass")
 DIRECTIONS = ("ingress", "egress")
