@@ -33,7 +33,9 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from operators.engine.simulation.simulate import Cluster, Options, expand, report, run_scheduler, scenario  # noqa: E402
+from operators.engine.simulation.cluster import Cluster  # noqa: E402
+from operators.engine.simulation.scenarios import scenario  # noqa: E402
+from operators.engine.simulation.simulate import Options, expand, report, run_scheduler  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
 assert _spec is not None and _spec.loader is not None

@@ -16,7 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from operators.engine.simulation.simulate import Cluster, Options, expand, report, run_scheduler, scenario
+from operators.engine.simulation.cluster import Cluster
+from operators.engine.simulation.scenarios import scenario
+from operators.engine.simulation.simulate import Options, expand, report, run_scheduler
 
 FLOOR = 270.0
 

@@ -161,21 +161,23 @@ def simulate_command(
     With -f, the scenario's pods are scheduled onto the snapshot's nodes (and beside its pods).
     """
     from operators.engine.simulation import simulate as sim
+    from operators.engine.simulation.cluster import Cluster
     from operators.engine.simulation.rebalance import rebalance as run_rebalance
+    from operators.engine.simulation.scenarios import scenario as scenario_named
 
     if plot_path and not os.path.isdir(os.path.dirname(os.path.abspath(plot_path))):
         raise CommandError(f"--plot {plot_path}: the folder {os.path.dirname(plot_path) or '.'} does not exist")
-    chosen = sim.scenario(scenario, nodes, pods)
+    chosen = scenario_named(scenario, nodes, pods)
     shapes = sim.expand(chosen.pods)
     if filenames:
         try:
-            base = sim.Cluster.from_snapshot(load(filenames), chosen.node.bandwidth)
+            base = Cluster.from_snapshot(load(filenames), chosen.node.bandwidth)
         except FieldError as error:
             raise CommandError(str(error)) from None
         if not base.names:
             raise CommandError(f"{', '.join(filenames)}: no Node in the snapshot to schedule onto")
     else:
-        base = sim.Cluster.generated(chosen.nodes, chosen.node)
+        base = Cluster.generated(chosen.nodes, chosen.node)
     options = sim.Options(accounting, bandwidth_weight, percentage_of_nodes_to_score)
     results: dict[str, Any] = {}
     outcomes = {}

@@ -22,7 +22,8 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import PASSED, schedule
-from operators.engine.simulation.simulate import Cluster, bandwidth_fits, total_capacity
+from operators.engine.simulation.cluster import Cluster
+from operators.engine.simulation.simulate import bandwidth_fits, total_capacity
 from operators.extender.server import ExtenderState, build_app, extender_scores
 from tests.engine.test_schedule import random_cluster
 

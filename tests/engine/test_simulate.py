@@ -10,12 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.rebalance import rebalance
+from operators.engine.simulation.scenarios import NodeShape, PodShape, scenario
 from operators.engine.simulation.simulate import (
-    Cluster,
-    NodeShape,
     Options,
-    PodShape,
     Scheduler,
     balanced_allocation,
     expand,
@@ -24,7 +23,6 @@ from operators.engine.simulation.simulate import (
     objective,
     report,
     run_scheduler,
-    scenario,
 )
 
 

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from operators.engine.simulation.simulate import Cluster, PodShape, feasible, objective, total_capacity
+from operators.engine.simulation.cluster import Cluster
+from operators.engine.simulation.scenarios import PodShape
+from operators.engine.simulation.simulate import feasible, objective, total_capacity
 
 
 @dataclass(frozen=True)

@@ -14,34 +14,21 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from operators.api.errors import FieldError
-from operators.api.quantity import Quantity
-from operators.engine.cluster.bandwidth import Accounting, node_capacity, pod_demand, slo_network_totals
-from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
-from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.scheduling import network_bandwidth
+from operators.engine.simulation.cluster import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, Cluster, Ints
+from operators.engine.simulation.scenarios import PodShape
 
-Ints = npt.NDArray[np.int64]
-
-DEFAULT_MILLI_CPU = 100  # kube-scheduler's non-zero substitutes for a missing request (scoring only)
-DEFAULT_MEMORY = 200 * 1024 * 1024
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 SCHEDULERS = ("default", "network-aware")
 ALL_ROWS = slice(None)
-# Amounts from a snapshot are capped here: sums of a node's requests stay inside int64, and a node with
-# more than 2**50 millicores or bytes is effectively unlimited for the arithmetic.
-AMOUNT_CAP = 2**50
-
-
-def _bounded(amount: int) -> int:
-    return max(0, min(amount, AMOUNT_CAP))
 
 
 # --- kube-scheduler's arithmetic, one function each (tested against hand-computed values) ----------
@@ -71,161 +58,7 @@ def balanced_allocation(cpu_fraction: npt.NDArray[np.float64], memory_fraction: 
 # --- scenarios ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PodShape:
-    count: int
-    cpu: int = 0  # milli, requested
-    memory: int = 0  # bytes, requested
-    ingress: int = 0  # bits/s the NetworkBandwidth plugin counts (request, else limit)
-    egress: int = 0
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class NodeShape:
-    cpu: int = 32_000
-    memory: int = 256 * 1024**3
-    pods: int = 110
-    bandwidth: int = 1024**3  # 1Gi
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    nodes: int
-    node: NodeShape
-    pods: tuple[PodShape, ...]
-
-
-def _network_pods(count: int, request: str) -> PodShape:
-    amount = Quantity.parse(request).value()
-    return PodShape(count, ingress=amount, egress=amount, label=f"network {request}+{request}")
-
-
-def scenario(name: str, nodes: int | None = None, pods: int | None = None) -> Scenario:
-    """thesis-1..4 (seed 004 §6); ``pods`` overrides the number of network pods."""
-    network = pods if pods is not None else 1500
-    cpu_pods = PodShape(1600, cpu=2000, memory=16 * 1024**3, label="2 CPU / 16Gi")
-    shapes = {
-        # guaranteed bandwidth: request = limit = 100M each way
-        "thesis-1": (_network_pods(network, "100M"),),
-        # requests 50M, limits 100M: the plugin counts the request
-        "thesis-2": (_network_pods(network, "50M"),),
-        "thesis-3": (cpu_pods, _network_pods(network, "100M")),
-        # both burstable: the cpu pods' limits do not count for scheduling, the network pods' requests do
-        "thesis-4": (cpu_pods, _network_pods(network, "50M")),
-    }
-    if name not in shapes:
-        raise ValueError(f"unknown scenario {name!r}; expected one of {', '.join(shapes)}")
-    return Scenario(name, nodes if nodes is not None else 200, NodeShape(), shapes[name])
-
-
-SCENARIOS = ("thesis-1", "thesis-2", "thesis-3", "thesis-4")
-
-
 # --- the cluster as arrays ---------------------------------------------------------------------------
-
-
-@dataclass
-class Cluster:
-    names: list[str]
-    cpu: Ints
-    memory: Ints
-    pods: Ints
-    bandwidth: Ints  # bits/s per direction (NIC capacity)
-    requested_cpu: Ints
-    requested_memory: Ints
-    nonzero_cpu: Ints
-    nonzero_memory: Ints
-    pod_count: Ints
-    used_in: Ints
-    used_out: Ints
-    placements: list[tuple[int, int]] = field(default_factory=list)  # (pod index, node), scheduled pods
-
-    @classmethod
-    def generated(cls, count: int, shape: NodeShape) -> Cluster:
-        def full(value: int) -> Ints:
-            return np.full(count, value, dtype=np.int64)
-
-        def zeros() -> Ints:
-            return np.zeros(count, dtype=np.int64)
-
-        return cls(
-            [f"node-{i:05d}" for i in range(count)],
-            full(shape.cpu),
-            full(shape.memory),
-            full(shape.pods),
-            full(shape.bandwidth),
-            zeros(),
-            zeros(),
-            zeros(),
-            zeros(),
-            zeros(),
-            zeros(),
-            zeros(),
-        )
-
-    @classmethod
-    def from_snapshot(cls, snapshot: Snapshot, default_bandwidth: int) -> Cluster:
-        """The snapshot's nodes with the requests and bandwidth of the pods already on them."""
-        nodes = snapshot.nodes
-        cluster = cls.generated(len(nodes), NodeShape())
-        cluster.names = [node.name for node in nodes]
-        totals = slo_network_totals(snapshot)
-        fallback = Quantity(default_bandwidth * 10**9)
-        for i, node in enumerate(nodes):
-            allocatable = allocatable_amounts(node)
-            cluster.cpu[i] = _bounded(allocatable["cpu"] or 0)
-            cluster.memory[i] = _bounded(allocatable["memory"] or 0)
-            cluster.pods[i] = _bounded(allocatable["pods"] or 0)
-            try:
-                found = node_capacity(node, totals.get(node.name), fallback)
-                cluster.bandwidth[i] = found.bits if found is not None else 0
-            except FieldError as error:
-                raise FieldError(f"Node {node.name}: {error.path}", error.value, error.reason) from None
-            for pod in snapshot.pods_by_node.get(node.name, ()):
-                if pod.is_terminal:
-                    continue
-                cpu, memory = requested_cpu_memory(pod)
-                try:
-                    ingress, egress = pod_demand(pod.annotations)
-                except FieldError as error:
-                    raise FieldError(f"Pod {pod.key}: {error.path}", error.value, error.reason) from None
-                cluster.add(i, _bounded(cpu), _bounded(memory), ingress, egress)
-        return cluster
-
-    def copy(self) -> Cluster:
-        return replace(
-            self,
-            **{name: getattr(self, name).copy() for name in self._arrays()},
-            placements=list(self.placements),
-        )
-
-    @staticmethod
-    def _arrays() -> tuple[str, ...]:
-        return (
-            "cpu",
-            "memory",
-            "pods",
-            "bandwidth",
-            "requested_cpu",
-            "requested_memory",
-            "nonzero_cpu",
-            "nonzero_memory",
-            "pod_count",
-            "used_in",
-            "used_out",
-        )
-
-    def add(self, node: int, cpu: int, memory: int, ingress: int, egress: int, sign: int = 1) -> None:
-        """Place a pod's requests and bandwidth on a node (``sign=-1`` takes them off)."""
-        self.requested_cpu[node] += sign * cpu
-        self.requested_memory[node] += sign * memory
-        self.nonzero_cpu[node] += sign * (cpu or DEFAULT_MILLI_CPU)
-        self.nonzero_memory[node] += sign * (memory or DEFAULT_MEMORY)
-        self.pod_count[node] += sign
-        self.used_in[node] += sign * ingress
-        self.used_out[node] += sign * egress
 
 
 # --- the two schedulers ------------------------------------------------------------------------------
