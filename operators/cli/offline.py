@@ -99,7 +99,7 @@ def deschedule_command(
 ) -> None:
     """Plan LowNodeLoad evictions for a snapshot (no API calls): node classes, usage, ordered evictions."""
     from operators.engine.descheduling.lownodeload import plan
-    from operators.engine.descheduling.usage import prometheus_samples
+    from operators.engine.descheduling.sources import prometheus_samples
 
     snapshot = load(filenames)
     policy = load_descheduler_policy(policy_path)

@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, Counter
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
-from operators.engine.descheduling.usage import prometheus_samples
+from operators.engine.descheduling.sources import prometheus_samples
 from operators.kube import post_event, send_json
 from operators.sources.live import NODEMETRICS, NODES, PODS, Followed
 

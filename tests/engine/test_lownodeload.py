@@ -16,7 +16,8 @@ from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, 
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.descheduling.lownodeload import HIGH, LOW, NORMAL, Plan, Planner, plan
-from operators.engine.descheduling.usage import node_loads, prometheus_samples
+from operators.engine.descheduling.sources import prometheus_samples
+from operators.engine.descheduling.usage import node_loads
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.UTC)
 GI = 1024**3
