@@ -5,9 +5,9 @@ usage is ingress + egress; its capacity is the node's bandwidth (SPEC §3), doub
 accounting (each direction has the full capacity), as the NetworkBandwidth score counts it.
 
 Usage comes from pod requests by default; cpu and memory may come from Koordinator ``NodeMetric``
-CRs and netBandwidth from a Prometheus instant query (each a ``UsageSource`` of :mod:`.sources`). A node whose usage is unknown or stale (no
-NodeMetric, an old ``updateTime``, no Prometheus sample, no bandwidth capacity) is *skipped* with
-the reason, never counted as idle.
+CRs and netBandwidth from a Prometheus instant query (each a ``UsageSource`` of :mod:`.sources`). A
+node whose usage is unknown or stale (no NodeMetric, an old ``updateTime``, no Prometheus sample, no
+bandwidth capacity) is *skipped* with the reason, never counted as idle.
 """
 
 from __future__ import annotations
