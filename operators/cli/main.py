@@ -12,7 +12,7 @@ import sys
 import click
 
 from operators import __version__
-from operators.cli import offline, serving
+from operators.cli import offline, run, serving
 from operators.cli.common import EXIT_ERROR
 
 
@@ -32,7 +32,7 @@ for command in (
     offline.schedule_command,
     offline.deschedule_command,
     offline.simulate_command,
-    serving.run_command,
+    run.run_command,
     serving.webhook_command,
     serving.extender_command,
     serving.demo_command,

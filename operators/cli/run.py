@@ -1,0 +1,193 @@
+"""``netaware run``: the controllers and the descheduler against a cluster, with leader election, probes and the
+API retry settings; flags only — the runtime (:mod:`operators.runtime`) does the work."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from operators.cli.common import (
+    CommandError,
+    descheduler_policy_option,
+    load_descheduler_policy,
+)
+from operators.cli.signals import run_until_signal
+
+
+def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
+    from operators.runtime import ALL_COMPONENTS
+
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    unknown = [name for name in names if name not in ALL_COMPONENTS]
+    if unknown or not names:
+        raise click.BadParameter(f"{value!r}: expected a comma-separated list of {', '.join(ALL_COMPONENTS)}")
+    return names
+
+
+@click.command("run")
+@click.option(
+    "--components",
+    default="appgroup,networktopology,nodeslo",
+    show_default=True,
+    callback=_components,
+    help="Comma-separated: appgroup, networktopology, nodeslo, descheduler.",
+)
+@descheduler_policy_option("--descheduler-policy")
+@click.option(
+    "--server",
+    default=None,
+    metavar="URL",
+    help="A plain-HTTP API server (the embedded emulator). Default: in-cluster credentials, else the kubeconfig.",
+)
+@click.option("--health-address", default="0.0.0.0", show_default=True, help="Address of /healthz, /readyz, /metrics.")
+@click.option(
+    "--health-port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port of /healthz, /readyz and /metrics (0: none).",
+)
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=True,
+    show_default=True,
+    help="Hold a coordination.k8s.io/v1 Lease before running anything (safe with several replicas).",
+)
+@click.option(
+    "--leader-election-namespace",
+    default=lambda: os.environ.get("POD_NAMESPACE", "default"),
+    show_default="$POD_NAMESPACE or default",
+    help="Namespace of the Lease.",
+)
+@click.option("--leader-election-id", default="netaware", show_default=True, help="Name of the Lease.")
+@click.option(
+    "--leader-election-identity",
+    default=None,
+    help="This replica's name in the Lease (default: the host name and a random suffix).",
+)
+@click.option("--lease-duration", default=15, show_default=True, type=click.IntRange(min=2), help="Seconds.")
+@click.option("--renew-deadline", default=10.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
+@click.option("--retry-period", default=2.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
+@click.option(
+    "--log-format",
+    type=click.Choice(("text", "json")),
+    default="text",
+    show_default=True,
+    help="json: one object per line.",
+)
+@click.option(
+    "-n",
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Handle AppGroups and NetworkTopologies of this namespace only (repeatable; default: all namespaces).",
+)
+@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace (the default; conflicts with --namespace).")
+@click.option(
+    "--api-error-backoffs",
+    default="1,1,2,3,5,8,13,21",
+    show_default=True,
+    metavar="SECONDS,...",
+    help="Delays between the controllers' retries of a failed API call; when they are used up the "
+    "process releases its Lease and exits non-zero (Kubernetes restarts it).",
+)
+@click.option(
+    "--nodeslo-spec-owner",
+    type=click.Choice(("netaware", "koordinator")),
+    default="netaware",
+    show_default=True,
+    help="netaware: write the network-QoS fields of each NodeSLO's spec (and create NodeSLOs); every other "
+    "field is left as found. koordinator: Koordinator's slo-controller owns the NodeSLOs; write the status only.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Kubeconfig to use (default: in-cluster, else $KUBECONFIG or ~/.kube/config).",
+)
+def run_command(
+    components: tuple[str, ...],
+    policy_path: str | None,
+    server: str | None,
+    health_address: str,
+    health_port: int,
+    leader_elect: bool,
+    leader_election_namespace: str,
+    leader_election_id: str,
+    leader_election_identity: str | None,
+    lease_duration: int,
+    renew_deadline: float,
+    retry_period: float,
+    log_format: str,
+    namespaces: tuple[str, ...],
+    all_namespaces: bool,
+    api_error_backoffs: str,
+    nodeslo_spec_owner: str,
+    kubeconfig: str | None,
+) -> None:
+    """Run the controllers (and the descheduler) against a cluster until SIGTERM.
+
+    With leader election (the default) only the holder of the Lease runs them; a follower takes over
+    within the lease duration when the leader dies, at once when it stops gracefully.
+    """
+    import aiohttp
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from operators.api.config.controllers import ControllerOptions, NodeSLOOptions
+    from operators.kube import NoCredentials
+    from operators.runtime import DESCHEDULER, ComponentFailed, LeaderElectionOptions, RunOptions, run
+
+    if not lease_duration > renew_deadline > 1.2 * retry_period:
+        raise click.BadParameter(
+            f"need --lease-duration > --renew-deadline > 1.2 x --retry-period "
+            f"(got {lease_duration:g}, {renew_deadline:g}, {retry_period:g})"
+        )
+    if namespaces and all_namespaces:
+        raise click.UsageError("--namespace and --all-namespaces exclude each other")
+    policy = load_descheduler_policy(policy_path) if DESCHEDULER in components else None
+    election = (
+        LeaderElectionOptions(
+            leader_election_namespace,
+            leader_election_id,
+            **({"identity": leader_election_identity} if leader_election_identity else {}),
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+        )
+        if leader_elect
+        else None
+    )
+    options = RunOptions(
+        components,
+        server=server,
+        policy=policy,
+        health_address=health_address,
+        health_port=health_port or None,
+        leader_election=election,
+        signals=True,
+        namespaces=namespaces,
+        api_error_backoffs=_backoffs(api_error_backoffs),
+        kubeconfig=kubeconfig,
+        controllers=ControllerOptions(nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner)),
+    )
+    if kubeconfig:
+        os.environ["KUBECONFIG"] = kubeconfig  # kopf's own login reads it too
+    try:
+        run_until_signal(lambda stop: run(options, stop), log_format)
+    except (ComponentFailed, NoCredentials) as error:
+        raise CommandError(str(error)) from None
+    except (OSError, aiohttp.ClientError) as error:
+        raise CommandError(f"cannot reach the API server ({server or 'kubeconfig'}): {error}") from None
+    except ApiException as error:
+        raise CommandError(f"the API server refused: {error.status} {error.reason}") from None
+
+
+def _backoffs(text: str) -> tuple[float, ...]:
+    try:
+        delays = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        delays = ()
+    if not delays or not all(0 <= delay <= 3600 for delay in delays):
+        raise click.BadParameter(f"expected comma-separated seconds between 0 and 3600 (got {text!r})")
+    return delays
