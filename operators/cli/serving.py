@@ -1,11 +1,15 @@
-"""The serving commands: the live components (``run``, ``webhook``, ``extender``) and the ``demo``. They parse
-flags and hand over to the composition root (:mod:`operators.compose`)."""
+"""The serving commands: the webhook, the extender and the demo. They parse flags and hand over to the composition
+root (:mod:`operators.compose`); ``netaware run`` is :mod:`operators.cli.run`."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,9 +22,31 @@ from operators.cli.common import (
 )
 from operators.cli.signals import run_until_signal
 
+if TYPE_CHECKING:
+    from aiohttp import web
+
+
+@dataclass(frozen=True)
+class ServingFlags:
+    """The flags every HTTP component takes (``serving_options``)."""
+
+    listen_address: str | None
+    port: int
+    tls_cert_file: str | None
+    tls_private_key_file: str | None
+    cert_reload_interval: float
+    insecure: bool
+    kubeconfig: str | None
+    server: str | None
+
+    @property
+    def address(self) -> str:
+        """Plain HTTP stays on loopback unless an address is given."""
+        return self.listen_address or ("127.0.0.1" if self.insecure else "0.0.0.0")
+
 
 def serving_options(default_port: int) -> Callable[[Any], Any]:
-    """The listen address, port and TLS flags every HTTP component takes."""
+    """The listen address, port, TLS and API server flags, handed to the command as one ``flags`` argument."""
     options = [
         click.option(
             "--listen-address",
@@ -52,115 +78,87 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
         ),
         click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the embedded emulator)."),
     ]
+    names = [field.name for field in dataclasses.fields(ServingFlags)]
 
     def apply(command: Any) -> Any:
+        @functools.wraps(command)
+        def with_flags(**given: Any) -> Any:
+            flags = ServingFlags(**{name: given.pop(name) for name in names})
+            return command(flags=flags, **given)
+
+        wrapped: Any = with_flags
         for option in reversed(options):
-            command = option(command)
-        return command
+            wrapped = option(wrapped)
+        return wrapped
 
     return apply
 
 
-def run_server(
-    insecure: bool,
-    tls_cert_file: str | None,
-    tls_private_key_file: str | None,
-    body: Callable[[Any, Any], Awaitable[None]],
+def serve_component(
+    flags: ServingFlags,
+    filenames: tuple[str, ...],
+    component: Callable[[Any], contextlib.AbstractAsyncContextManager[web.Application]],
+    serve: Callable[..., Awaitable[None]],
 ) -> None:
-    """Check the TLS flags, then run ``body(stop, tls)`` until a signal."""
+    """Build ``component`` from its cluster source (the snapshot of ``-f``, else watches) through the composition
+    root and ``serve`` it until a signal; TLS and credential problems are one-line errors."""
+    import asyncio
     import ssl
 
+    from operators import compose
     from operators.kube import NoCredentials
     from operators.serving import ReloadingTLS
 
-    if not insecure and not (tls_cert_file and tls_private_key_file):
+    if not flags.insecure and not (flags.tls_cert_file and flags.tls_private_key_file):
         raise click.UsageError("--tls-cert-file and --tls-private-key-file are required (or --insecure for testing)")
     try:
-        tls = None if insecure else ReloadingTLS(str(tls_cert_file), str(tls_private_key_file))
+        tls = None if flags.insecure else ReloadingTLS(str(flags.tls_cert_file), str(flags.tls_private_key_file))
     except (OSError, ssl.SSLError) as error:
         raise CommandError(f"cannot load the TLS certificate and key: {error}") from None
+    source = compose.ClusterSource(load(filenames) if filenames else None, flags.server, flags.kubeconfig)
+
+    async def body(stop: asyncio.Event) -> None:
+        async with component(source) as app:
+            await serve(app, flags.address, flags.port, tls, stop, flags.cert_reload_interval)
+
     try:
-        run_until_signal(lambda stop: body(stop, tls))
+        run_until_signal(body)
     except NoCredentials as error:
         raise CommandError(str(error)) from None
     except OSError as error:  # the port is taken, the address is not ours, ...
         raise CommandError(f"cannot serve: {error.strerror or error}") from None
 
 
-def listen_on(address: str | None, insecure: bool) -> str:
-    """Plain HTTP stays on loopback unless an address is given."""
-    return address or ("127.0.0.1" if insecure else "0.0.0.0")
-
-
 @click.command("webhook")
 @serving_options(default_port=9443)
 @filename_option(required=False)
-def webhook_command(
-    listen_address: str | None,
-    port: int,
-    tls_cert_file: str | None,
-    tls_private_key_file: str | None,
-    cert_reload_interval: float,
-    insecure: bool,
-    kubeconfig: str | None,
-    server: str | None,
-    filenames: tuple[str, ...],
-) -> None:
+def webhook_command(flags: ServingFlags, filenames: tuple[str, ...]) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
 
     AppGroups and Namespaces come from a watch of the cluster (in-cluster credentials or the
     kubeconfig), or from a snapshot with -f.
     """
-    import asyncio
-
     from operators import compose
     from webhooks.server import serve
 
-    address = listen_on(listen_address, insecure)
-    source = compose.ClusterSource(load(filenames) if filenames else None, server, kubeconfig)
-
-    async def body(stop: asyncio.Event, tls: Any) -> None:
-        async with compose.webhook(source) as app:
-            await serve(app, address, port, tls, stop, cert_reload_interval)
-
-    run_server(insecure, tls_cert_file, tls_private_key_file, body)
+    serve_component(flags, filenames, compose.webhook, serve)
 
 
 @click.command("extender")
 @serving_options(default_port=8888)
 @scheduler_config_option
 @filename_option(required=False)
-def extender_command(
-    listen_address: str | None,
-    port: int,
-    tls_cert_file: str | None,
-    tls_private_key_file: str | None,
-    cert_reload_interval: float,
-    insecure: bool,
-    kubeconfig: str | None,
-    server: str | None,
-    config_path: str | None,
-    filenames: tuple[str, ...],
-) -> None:
+def extender_command(flags: ServingFlags, config_path: str | None, filenames: tuple[str, ...]) -> None:
     """Serve the kube-scheduler extender (POST /filter, POST /prioritize).
 
     Nodes, pods, AppGroups, NetworkTopologies and NodeSLOs come from watches of the cluster, or from
     a snapshot with -f.
     """
-    import asyncio
-
     from operators import compose
     from operators.extender.server import serve
 
     config = load_scheduler_config(config_path)
-    address = listen_on(listen_address, insecure)
-    source = compose.ClusterSource(load(filenames) if filenames else None, server, kubeconfig)
-
-    async def body(stop: asyncio.Event, tls: Any) -> None:
-        async with compose.extender(source, config) as app:
-            await serve(app, address, port, tls, stop, cert_reload_interval)
-
-    run_server(insecure, tls_cert_file, tls_private_key_file, body)
+    serve_component(flags, filenames, lambda source: compose.extender(source, config), serve)
 
 
 @click.command("demo")
