@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,7 @@ async def webhook(source: ClusterSource) -> AsyncIterator[web.Application]:
         yield webhook_app(ClusterView.from_snapshot(source.snapshot))
         return
     view = ClusterView()
-    async with _following(source, view.follow) as api:
+    async with following(source, view.follow) as api:
         yield webhook_app(view, notifier=NamespaceNotifier(api))
 
 
@@ -59,15 +59,24 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
         yield extender_app(ExtenderState(lambda: snapshot, config))
         return
     live = LiveSnapshot(EXTENDER_KINDS)
-    async with _following(source, live.follow):
+    async with following(source, live.follow):
         yield extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))
 
 
 @contextlib.asynccontextmanager
 async def operator(options: RunOptions) -> AsyncIterator[asyncio.Task[None]]:
     """``netaware run``'s components (controllers, descheduler) running in the background while inside."""
+    async with in_background(lambda stop: run(options, stop)) as task:
+        yield task
+
+
+@contextlib.asynccontextmanager
+async def in_background(
+    start: Callable[[asyncio.Event], Coroutine[Any, Any, None]],
+) -> AsyncIterator[asyncio.Task[None]]:
+    """``start(stop)`` as a task while inside; on leaving, ``stop`` is set and the task awaited."""
     stop = asyncio.Event()
-    task = asyncio.create_task(run(options, stop))
+    task = asyncio.create_task(start(stop))
     try:
         yield task
     finally:
@@ -77,15 +86,11 @@ async def operator(options: RunOptions) -> AsyncIterator[asyncio.Task[None]]:
 
 
 @contextlib.asynccontextmanager
-async def _following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
+async def following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
     """An API client for ``source`` and ``follow(api, stop)`` running on it while inside."""
     api = await api_client_factory(source.server, source.kubeconfig)()
-    stop = asyncio.Event()
-    follower = asyncio.create_task(follow(api, stop))
     try:
-        yield api
+        async with in_background(lambda stop: follow(api, stop)):
+            yield api
     finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
         await api.close()

@@ -62,19 +62,11 @@ async def start_run(emulator: ApiEmulator, *args: str, output: Any = None) -> as
 @contextlib.asynccontextmanager
 async def following(emulator: ApiEmulator, source: Any) -> AsyncIterator[Any]:
     """``source.follow(client, stop)`` (a LiveSnapshot or the webhook's ClusterView) running against the
-    emulator inside the block; the API client is yielded."""
-    from operators.kube import url_api_client
+    emulator inside the block, as the composition root runs a component's watches; the API client is yielded."""
+    from operators import compose
 
-    stop = asyncio.Event()
-    client = await url_api_client(emulator.base_url)()
-    follower = asyncio.create_task(source.follow(client, stop))
-    try:
+    async with compose.following(compose.ClusterSource(server=emulator.base_url), source.follow) as client:
         yield client
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await client.close()
 
 
 async def stop_replicas(*processes: asyncio.subprocess.Process) -> None:
