@@ -3,6 +3,14 @@
 the relevant tests run against each; a mutant the tests do not kill is a rule no test pins down.
 
     python hack/mutation.py [--list] [--only SUBSTRING]
+    python hack/mutation.py --systematic [--list] [--only SUBSTRING]
+
+``--systematic`` generates the mutants mechanically, as mutmut does, over the bandwidth model and the plugin
+modules (``SCOPE``): every comparison flipped (``<`` ↔ ``<=``, ``>`` ↔ ``>=``, ``==`` ↔ ``!=``, ``is`` ↔
+``is not``, ``in`` ↔ ``not in``), every arithmetic operator swapped (``+`` ↔ ``-``, ``*`` → ``//``, ``//`` →
+``*``), every integer constant n → n + 1, ``True`` ↔ ``False``, ``and`` ↔ ``or``, ``not x`` → ``x``; each
+mutant is the module re-written from its mutated syntax tree (docstrings kept out). A survivor is printed
+with its line; the closing note says which are killed by a new test and which are equivalent.
 
 The mutants include the six classes a review found surviving before (duplex ``<=`` → ``<`` in the
 simulator, ``pod_demand`` reading the limit before the request, the score ignoring the pod's own demand,
@@ -13,6 +21,7 @@ ingress), and their neighbours. The working tree is restored after each mutant (
 from __future__ import annotations
 
 import argparse
+import ast
 import pathlib
 import subprocess
 import sys
@@ -131,6 +140,97 @@ MUTANTS = [
 ]
 
 
+SCOPE = [
+    BANDWIDTH,
+    NB,
+    "operators/engine/scheduling/normalize.py",
+    "operators/engine/scheduling/allocatable.py",
+]
+COMPARE_SWAPS = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+BINOP_SWAPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.FloorDiv: ast.Mult}
+
+
+def systematic(file: str) -> list[tuple[Mutant, str]]:
+    """Every mechanical mutant of ``file``: (the mutant, the module's mutated source)."""
+    source = (ROOT / file).read_text()
+    found: list[tuple[Mutant, str]] = []
+    count = len(list(ast.walk(ast.parse(source))))
+    for position in range(count):
+        for variant in range(2):
+            tree = ast.parse(source)
+            nodes = list(ast.walk(tree))
+            node = nodes[position]
+            what = _mutate(node, variant)
+            if what is None:
+                continue
+            line = getattr(node, "lineno", 0)
+            found.append((Mutant(file, "", "", f"{file}:{line}: {what}"), ast.unparse(tree) + "\n"))
+    return found
+
+
+def _mutate(node: ast.AST, variant: int) -> str | None:
+    """Mutate ``node`` in place (variant 0 or 1 where a node has two mutations); what was done, or None."""
+    if variant == 0 and isinstance(node, ast.Compare) and type(node.ops[0]) in COMPARE_SWAPS:
+        old = type(node.ops[0])
+        node.ops[0] = COMPARE_SWAPS[old]()
+        return f"{old.__name__} -> {type(node.ops[0]).__name__}"
+    if variant == 0 and isinstance(node, ast.BinOp) and type(node.op) in BINOP_SWAPS:
+        old = type(node.op)
+        node.op = BINOP_SWAPS[old]()
+        return f"{old.__name__} -> {type(node.op).__name__}"
+    if variant == 0 and isinstance(node, ast.BoolOp):
+        old = type(node.op)
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        return f"{old.__name__} -> {type(node.op).__name__}"
+    if variant == 0 and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node.op = ast.UAdd()  # +x of a bool is the bool as an int: truthiness unchanged, the `not` gone
+        return "not x -> x"
+    if isinstance(node, ast.Constant) and type(node.value) is int and variant == 0:
+        node.value += 1
+        return f"constant {node.value - 1} -> {node.value}"
+    if isinstance(node, ast.Constant) and type(node.value) is bool and variant == 0:
+        node.value = not node.value
+        return f"{not node.value} -> {node.value}"
+    return None
+
+
+def run_systematic(args: argparse.Namespace) -> int:
+    chosen = [(m, text) for file in SCOPE for m, text in systematic(file) if args.only in m.what]
+    if args.list:
+        for mutant, _ in chosen:
+            print(mutant.what)
+        print(f"{len(chosen)} mutants")
+        return 0
+    survivors = []
+    for mutant, text in chosen:
+        path = ROOT / mutant.file
+        original = path.read_text()
+        started = time.monotonic()
+        try:
+            path.write_text(text)
+            passed = run_tests()
+        finally:
+            path.write_text(original)
+        print(f"{'SURVIVED' if passed else 'killed  '} {mutant.what} ({time.monotonic() - started:.0f} s)", flush=True)
+        if passed:
+            survivors.append(mutant)
+    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed")
+    for mutant in survivors:
+        print(f"survivor: {mutant.what}")
+    return 1 if survivors else 0
+
+
 def run_tests() -> bool:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--timeout", "300", *TESTS],
@@ -146,7 +246,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--only", default="", help="only mutants whose description contains this")
+    parser.add_argument("--systematic", action="store_true", help="mechanical mutants over SCOPE (see above)")
     args = parser.parse_args()
+    if args.systematic:
+        return run_systematic(args)
     chosen = [m for m in MUTANTS if args.only in m.what]
     if args.list:
         for mutant in chosen:
