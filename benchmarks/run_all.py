@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Run every component benchmark and print one table: figure, budget (SPEC.md §8), ratio.
 
-    python benchmarks/run_all.py [--quick]      (hack/bench.sh runs this)
+    python benchmarks/run_all.py [--quick] [--against REV] [--only SUBSTRING]      (hack/bench.sh runs this)
 
 Each benchmark is its own script (run as a subprocess, so one does not warm the next); this runner
 reads the figure out of its output. ``--quick`` shortens the webhook run (5 s instead of 30 s).
+
+``--against REV`` measures a change: every benchmark also runs on ``REV`` (checked out in a temporary git
+worktree, so its scripts import its own code), before and after alternating in one run, and a column gives
+after / before (above 1 is slower for a time, faster for a rate).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,38 +95,84 @@ FIGURES = (
 )
 
 
+def run_figure(root: Path, figure: Figure, extra: tuple[str, ...]) -> str:
+    print(f"running {figure.script} {' '.join(extra)} in {root}", file=sys.stderr, flush=True)
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / figure.script), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root,
+    )
+    print(done.stdout, file=sys.stderr)
+    return done.stdout + done.stderr
+
+
+def figure_of(figure: Figure, output: str) -> float | None:
+    found = re.search(figure.pattern, output)
+    return float(found.group(1)) if found else None
+
+
+@contextlib.contextmanager
+def worktree(rev: str | None) -> Iterator[Path | None]:
+    """A temporary checkout of ``rev`` (None: no checkout)."""
+    if rev is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="netaware-bench-") as folder:
+        path = Path(folder) / "tree"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True, capture_output=True
+        )
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, check=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5 s webhook runs instead of 30 s")
+    parser.add_argument("--against", metavar="REV", default=None, help="also run on REV and print after / before")
+    parser.add_argument("--only", default="", help="only the benchmarks whose script name contains this")
     args = parser.parse_args()
     outputs: dict[tuple[str, tuple[str, ...]], str] = {}
-    rows = []
-    for figure in FIGURES:
-        extra = ("--seconds", "5") if args.quick and figure.script == "bench_webhook.py" else figure.args
-        key = (figure.script, extra)
-        if key not in outputs:
-            print(f"running {figure.script} {' '.join(extra)}", file=sys.stderr, flush=True)
-            done = subprocess.run(
-                [sys.executable, str(ROOT / "benchmarks" / figure.script), *extra],
-                capture_output=True,
-                text=True,
-                check=False,
+    before: dict[tuple[str, tuple[str, ...]], str] = {}
+    rows: list[tuple[str, ...]] = []
+    header = ("figure", "measured", "budget", "ratio", "", *(("before", "after/before") if args.against else ()))
+    with worktree(args.against) as old_root:
+        for figure in FIGURES:
+            if args.only not in figure.script:
+                continue
+            extra = ("--seconds", "5") if args.quick and figure.script == "bench_webhook.py" else figure.args
+            key = (figure.script, extra)
+            if key not in outputs:
+                if old_root is not None:
+                    before[key] = run_figure(old_root, figure, extra)
+                outputs[key] = run_figure(ROOT, figure, extra)
+            value = figure_of(figure, outputs[key])
+            if value is None:
+                rows.append((figure.name, "not found", "", "", "FAILED TO RUN", *(("", "") if args.against else ())))
+                continue
+            ratio = value / figure.budget
+            meets = ratio <= 1 if figure.at_most else ratio >= 1
+            budget = f"{'<=' if figure.at_most else '>='} {figure.budget:g} {figure.unit}"
+            row: tuple[str, ...] = (
+                figure.name,
+                f"{value:g} {figure.unit}",
+                budget,
+                f"{ratio:.2f}",
+                "met" if meets else "NOT MET",
             )
-            outputs[key] = done.stdout + done.stderr
-            print(done.stdout, file=sys.stderr)
-        found = re.search(figure.pattern, outputs[key])
-        if found is None:
-            rows.append((figure.name, "not found", "", "", "FAILED TO RUN"))
-            continue
-        value = float(found.group(1))
-        ratio = value / figure.budget
-        meets = ratio <= 1 if figure.at_most else ratio >= 1
-        budget = f"{'<=' if figure.at_most else '>='} {figure.budget:g} {figure.unit}"
-        rows.append((figure.name, f"{value:g} {figure.unit}", budget, f"{ratio:.2f}", "met" if meets else "NOT MET"))
-    rows.append(("operator memory, 5,000 nodes + 100,000 pods watched", "not measured", "< 400 MiB", "", ""))
-    rows.append(("create AppGroup -> status (emulator)", "not measured", "<= 1.5x empty kopf", "", ""))
-    widths = [max(len(row[i]) for row in [("figure", "measured", "budget", "ratio", ""), *rows]) for i in range(5)]
-    for row in [("figure", "measured", "budget", "ratio", ""), *rows]:
+            if args.against:
+                old = figure_of(figure, before[key])
+                row += (f"{old:g} {figure.unit}", f"{value / old:.2f}") if old else ("not found", "")
+            rows.append(row)
+    if not args.against:
+        rows.append(("operator memory, 5,000 nodes + 100,000 pods watched", "not measured", "< 400 MiB", "", ""))
+        rows.append(("create AppGroup -> status (emulator)", "not measured", "<= 1.5x empty kopf", "", ""))
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
