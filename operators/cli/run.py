@@ -135,8 +135,9 @@ def run_command(
     from kubernetes_asyncio.client.exceptions import ApiException
 
     from operators.api.config.controllers import ControllerOptions, NodeSLOOptions
+    from operators.election import LeaderElectionOptions
     from operators.kube import NoCredentials
-    from operators.runtime import DESCHEDULER, ComponentFailed, LeaderElectionOptions, RunOptions, run
+    from operators.runtime import DESCHEDULER, ComponentFailed, RunOptions, run
 
     if not lease_duration > renew_deadline > 1.2 * retry_period:
         raise click.BadParameter(
