@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
-from operators.engine.cluster.bandwidth import Accounting, headroom_score, node_capacity, pod_demand
+from operators.engine.cluster.bandwidth import Accounting, headroom_score, node_capacity, pod_demand, slo_network_totals
 from operators.engine.cluster.objects import Node
+from operators.engine.cluster.snapshot import build_snapshot
 
 QOS = "koordinator.sh/networkQOS"
 
@@ -90,3 +92,31 @@ def test_headroom_score_by_hand() -> None:
     # (total - after) * 100 // total, floored at 0, 0 for an unknown capacity
     assert headroom_score(np.array([1000, 1000, 2000, -1]), np.array([250, 1200, 500, 0])).tolist() == [75, 0, 75, 0]
     assert headroom_score(np.array([3]), np.array([1])).tolist() == [66]  # truncates
+
+
+def test_headroom_score_never_divides_by_a_zero_capacity() -> None:
+    # A node with capacity 0 scores 0, and computing it divides nothing by zero (numpy would warn, then mask it).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert headroom_score(np.array([0, 100]), np.array([0, 50])).tolist() == [0, 50]
+
+
+def test_slo_network_totals_skip_nodeslos_without_a_system_strategy() -> None:
+    def slo(name: str, spec: dict[str, object]) -> dict[str, object]:
+        return {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeSLO",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    snapshot = build_snapshot(
+        [
+            slo("no-strategy", {}),
+            slo("no-total", {"systemStrategy": {"memoryEvictThresholdPercent": 70}}),
+            slo("with-total", {"systemStrategy": {"totalNetworkBandwidth": "10G"}}),
+        ]
+    )
+    assert {name: total.value() for name, total in slo_network_totals(snapshot).items()} == {
+        "with-total": 10_000_000_000
+    }
