@@ -233,7 +233,7 @@ def run_systematic(args: argparse.Namespace) -> int:
 
 def run_tests() -> bool:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--timeout", "300", *TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--timeout", "60", *TESTS],
         cwd=ROOT,
         capture_output=True,
         text=True,
