@@ -92,6 +92,8 @@ def test_headroom_score_by_hand() -> None:
     # (total - after) * 100 // total, floored at 0, 0 for an unknown capacity
     assert headroom_score(np.array([1000, 1000, 2000, -1]), np.array([250, 1200, 500, 0])).tolist() == [75, 0, 75, 0]
     assert headroom_score(np.array([3]), np.array([1])).tolist() == [66]  # truncates
+    # the smallest capacity still scores; an overcommitted small node is floored at 0, not at 1 x 100 // 50 = 2
+    assert headroom_score(np.array([1, 1, 50]), np.array([0, 1, 80])).tolist() == [100, 0, 0]
 
 
 def test_headroom_score_never_divides_by_a_zero_capacity() -> None:
