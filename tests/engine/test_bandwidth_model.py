@@ -78,6 +78,8 @@ def test_accounting_by_hand() -> None:
     assert not Accounting.DUPLEX.fits(capacity, used_in, used_out, 701, 0)  # in: 701 > 700
     assert not Accounting.DUPLEX.fits(capacity, used_in, used_out, 400, 401)  # out: 401 > 400 (not 700 free in)
     assert Accounting.DUPLEX.fits(capacity, used_in, 1200, 100, 0)  # out asks nothing: out overcommit ignored
+    assert Accounting.DUPLEX.fits(capacity, 1200, used_out, 0, 100)  # and the mirror: in asks nothing
+    assert not Accounting.DUPLEX.fits(capacity, 1200, used_out, 1, 100)  # in asks 1 bit/s of an overcommitted NIC
     assert not Accounting.COMBINED.fits(capacity, used_in, used_out, 50, 51)  # 101 > 100 left
     assert Accounting.COMBINED.fits(capacity, used_in, used_out, 50, 50)  # 100 <= 100
     assert not Accounting.COMBINED.fits(capacity, used_in, used_out, 101, 0)  # ingress alone too
