@@ -7,8 +7,11 @@ from typing import Any
 import numpy as np
 
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
+from operators.api.quantity import Quantity
+from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.scheduling import network_bandwidth
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_overhead import normalize
 from operators.engine.scheduling.schedule import PASSED, schedule
@@ -121,3 +124,15 @@ def test_extender_scores_truncate() -> None:
     # a total of 170 over weights 1+1+1 on the extender's 0..10 scale: 170 * 10 // 300 = 5 (5.67 rounds to 6)
     config = SchedulerConfig(weights={"NetworkOverhead": 1, "NetworkBandwidth": 1, "NodeResourcesAllocatable": 1})
     assert extender_scores({"n": 170, "m": 300}, config) == {"n": 5, "m": 10}
+
+
+def test_a_pod_asking_no_bandwidth_passes_a_node_whose_usage_is_unknown() -> None:
+    # Node a carries a pod whose bandwidth is unreadable: its used bandwidth is unknown. That fails pods that
+    # need bandwidth, with the reason, and no pod that asks for none.
+    broken = pod("w1-broken", "w1", "a", **{"kubernetes.io/ingress-bandwidth": "lots"})
+    index = cluster(broken)
+    table = index.table(Quantity.parse("1G"))
+    assert "a" in table.usage_problems
+    assert network_bandwidth.filter_nodes((0, 0), "", table, Accounting.DUPLEX) == {}
+    failed = network_bandwidth.filter_nodes((1_000, 0), "", table, Accounting.DUPLEX)
+    assert list(failed) == ["a"] and failed["a"].startswith("used bandwidth unknown: ")
