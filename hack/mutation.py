@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ast
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -248,6 +249,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="only mutants whose description contains this")
     parser.add_argument("--systematic", action="store_true", help="mechanical mutants over SCOPE (see above)")
     args = parser.parse_args()
+    # SIGTERM as Ctrl-C: the mutated file is restored by the ``finally`` around each run either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.systematic:
         return run_systematic(args)
     chosen = [m for m in MUTANTS if args.only in m.what]
