@@ -70,8 +70,8 @@ MUTANTS = [
     ),
     Mutant(
         NB,
-        "table.used_in + table.used_out + demand[0] + demand[1]",
-        "table.used_in + table.used_out",
+        "used_in + used_out + demand[0] + demand[1]",
+        "used_in + used_out",
         "the score ignores the pod's own demand",
     ),
     Mutant(BANDWIDTH, "    if slo_total is not None:\n", "    if False:\n", "node_capacity skips the NodeSLO total"),
