@@ -136,3 +136,22 @@ def test_a_pod_asking_no_bandwidth_passes_a_node_whose_usage_is_unknown() -> Non
     assert network_bandwidth.filter_nodes((0, 0), "", table, Accounting.DUPLEX) == {}
     failed = network_bandwidth.filter_nodes((1_000, 0), "", table, Accounting.DUPLEX)
     assert list(failed) == ["a"] and failed["a"].startswith("used bandwidth unknown: ")
+
+
+def test_network_bandwidth_messages_by_hand() -> None:
+    # 1000 bits/s NIC, 300 in and 600 out used.
+    shortfall = network_bandwidth.shortfall
+    assert shortfall(Accounting.COMBINED, 1000, 300, 600, (50, 51)) == (
+        "insufficient network bandwidth: requested 101 bits/s, free 100"
+    )
+    # ingress asks exactly what is free (it fits): the message names egress
+    assert shortfall(Accounting.DUPLEX, 1000, 300, 600, (700, 401)) == (
+        "insufficient egress bandwidth: requested 401 bits/s, free 400"
+    )
+    assert shortfall(Accounting.DUPLEX, 1000, 1200, 600, (1, 0)) == (
+        "insufficient ingress bandwidth: requested 1 bits/s, free 0"
+    )
+    assert shortfall(Accounting.COMBINED, 1000, 700, 600, (1, 0)) == (
+        "insufficient network bandwidth: requested 1 bits/s, free 0"
+    )
+    assert shortfall(Accounting.DUPLEX, 1000, 300, 600, (700, 400)) is None
