@@ -155,3 +155,13 @@ def test_network_bandwidth_messages_by_hand() -> None:
         "insufficient network bandwidth: requested 1 bits/s, free 0"
     )
     assert shortfall(Accounting.DUPLEX, 1000, 300, 600, (700, 400)) is None
+
+
+def test_passing_over_columns_by_hand() -> None:
+    # capacities: unknown (-1), 0, 10; nothing used. Asking nothing passes everywhere, even an unknown NIC;
+    # asking 1 bit/s in passes only the 10 bits/s node (the simulator and the rebalancer filter with this).
+    capacity, unused = np.array([-1, 0, 10]), np.zeros(3, dtype=np.int64)
+    for accounting in Accounting:
+        assert network_bandwidth.passing((0, 0), capacity, unused, unused, accounting).tolist() == [True] * 3
+        assert network_bandwidth.passing((1, 0), capacity, unused, unused, accounting).tolist() == [False, False, True]
+        assert network_bandwidth.passing((0, 1), capacity, unused, unused, accounting).tolist() == [False, False, True]
