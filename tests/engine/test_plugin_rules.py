@@ -165,3 +165,12 @@ def test_passing_over_columns_by_hand() -> None:
         assert network_bandwidth.passing((0, 0), capacity, unused, unused, accounting).tolist() == [True] * 3
         assert network_bandwidth.passing((1, 0), capacity, unused, unused, accounting).tolist() == [False, False, True]
         assert network_bandwidth.passing((0, 1), capacity, unused, unused, accounting).tolist() == [False, False, True]
+
+
+def test_a_zero_capacity_is_known_and_full() -> None:
+    # A node annotated with 0 bits/s has a known capacity with nothing free: the shortfall message, not "unknown".
+    zero = node("z", "r1", "z1", **{"node.koordinator.sh/network-bandwidth": "0"})
+    table = ClusterIndex.build(build_snapshot([zero])).table(None)
+    assert network_bandwidth.filter_nodes((5, 0), "", table, Accounting.DUPLEX) == {
+        "z": "insufficient ingress bandwidth: requested 5 bits/s, free 0"
+    }
