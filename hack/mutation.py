@@ -206,8 +206,12 @@ def _mutate(node: ast.AST, variant: int) -> str | None:
     return None
 
 
+def _chosen(mutant: Mutant, only: str) -> bool:
+    return any(part in mutant.what for part in only.split("|"))
+
+
 def run_systematic(args: argparse.Namespace) -> int:
-    chosen = [(m, text) for file in SCOPE for m, text in systematic(file) if args.only in m.what]
+    chosen = [(m, text) for file in SCOPE for m, text in systematic(file) if _chosen(m, args.only)]
     if args.list:
         for mutant, _ in chosen:
             print(mutant.what)
@@ -246,14 +250,16 @@ def run_tests() -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--only", default="", help="only mutants whose description contains this")
+    parser.add_argument(
+        "--only", default="", help="only mutants whose description contains this (alternatives separated by |)"
+    )
     parser.add_argument("--systematic", action="store_true", help="mechanical mutants over SCOPE (see above)")
     args = parser.parse_args()
     # SIGTERM as Ctrl-C: the mutated file is restored by the ``finally`` around each run either way.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.systematic:
         return run_systematic(args)
-    chosen = [m for m in MUTANTS if args.only in m.what]
+    chosen = [m for m in MUTANTS if _chosen(m, args.only)]
     if args.list:
         for mutant in chosen:
             print(f"{mutant.file}: {mutant.what}")
