@@ -270,15 +270,15 @@ class Planner:
                 total += 1
                 per_node[source.name] = per_node.get(source.name, 0) + 1
                 per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
-                asked = requested(pod, self._loads.extended)
+                asked = requested(pod)
                 room.place(target.name, used)
                 for r in resources:
                     available[r] -= used[r]
                     source.usage[r] -= used[r]
                     target.usage[r] += used[r]
                 for r, amount in asked.items():
-                    source.requested[r] -= amount
-                    target.requested[r] += amount
+                    source.requested[r] = source.requested_of(r) - amount
+                    target.requested[r] = target.requested_of(r) + amount
             if evicted_here:
                 plan.observations[source.name] = 0  # acted on: observe it afresh (Koordinator's Mark(true))
         return plan
@@ -295,7 +295,7 @@ class Planner:
         that kube-scheduler would accept it on)."""
         if any(used[r] > targets.largest_room(r) for r in targets.resources):
             return None  # fits nowhere
-        asked = requested(pod, self._loads.extended) if self.args.node_fit else {}
+        asked = requested(pod) if self.args.node_fit else {}
         for target in targets:
             room = targets.room[target.node.name]
             if any(used[r] > room[r] for r in targets.resources):
@@ -310,7 +310,8 @@ class Planner:
         node = target.node
         if node.unschedulable or not tolerates(pod, node) or not placement_allows(pod, node):
             return False
-        return all(limit is None or target.requested[r] + asked[r] <= limit for r, limit in target.allocatable.items())
+        limits = ((r, amount, target.allocatable_of(r)) for r, amount in asked.items())
+        return all(limit is None or target.requested_of(r) + amount <= limit for r, amount, limit in limits)
 
     def _reason(self, source: NodeLoad, high: Mapping[str, int]) -> str:
         over = [

@@ -47,9 +47,9 @@ class NodeLoad:
     node: Node
     capacity: Amounts  # per threshold resource
     usage: Amounts  # per threshold resource
-    requested: Amounts  # what kube-scheduler's fit counts: cpu, memory, pods and the extended threshold resources
+    requested: Amounts  # what kube-scheduler's fit counts: cpu, memory, pods; extended resources once asked
     pods: tuple[Pod, ...]  # non-terminal pods on the node
-    allocatable: Mapping[str, int | None]  # the same resources as ``requested``; None: not reported
+    allocatable: dict[str, int | None]  # the same resources as ``requested``; None: not reported
 
     @property
     def name(self) -> str:
@@ -59,23 +59,36 @@ class NodeLoad:
         capacity = self.capacity[resource]
         return 100.0 * self.usage[resource] / capacity if capacity else 0.0
 
+    def requested_of(self, resource: str) -> int:
+        """What the node's pods request of ``resource``; an extended resource is counted when first asked (only a
+        pod that requests one makes nodeFit look), and kept current by the planner from then on."""
+        if resource not in self.requested:
+            self.requested[resource] = Requests(resource).node_usage(self.node, self.pods)
+        return self.requested[resource]
+
+    def allocatable_of(self, resource: str) -> int | None:
+        if resource not in self.allocatable:
+            self.allocatable[resource] = _allocatable(self.node, resource)
+        return self.allocatable[resource]
+
 
 @dataclass(frozen=True)
 class Loads:
     nodes: dict[str, NodeLoad]
     skipped: dict[str, str]  # node -> why its usage is unknown
     sources: Mapping[str, UsageSource]  # per threshold resource
-    extended: tuple[str, ...]  # the extended resources nodeFit counts (threshold ones and any a pod requests)
 
     def pod_usage(self, pod: Pod) -> Amounts:
         """What ``pod`` adds to its node's usage, per threshold resource (only asked for candidates)."""
         return {name: source.pod_usage(pod) for name, source in self.sources.items()}
 
 
-def requested(pod: Pod, extended: tuple[str, ...] = ()) -> Amounts:
-    """cpu (milli), memory (bytes), pods (1) and the ``extended`` resources a pod requests."""
+def requested(pod: Pod) -> Amounts:
+    """cpu (milli), memory (bytes), pods (1) and the extended resources a pod requests: what kube-scheduler's fit
+    counts (a node that does not list an extended resource has none of it)."""
     milli, size = requested_cpu_memory(pod)
-    return {"cpu": milli, "memory": size, "pods": 1, **{name: Requests(name).pod_usage(pod) for name in extended}}
+    extended = {name: amount_of(name, quantity) for name, quantity in pod.requests.items() if is_extended(name)}
+    return {"cpu": milli, "memory": size, "pods": 1, **extended}
 
 
 def usage_sources(
@@ -110,10 +123,7 @@ def node_loads(
 ) -> Loads:
     """Per-node capacity and usage of the threshold resources, and per-pod usage, for ``snapshot``."""
     sources = usage_sources(snapshot, args, now, prometheus)
-    # kube-scheduler's fit counts every extended resource a pod requests (a node without it has none)
-    extended = tuple(
-        sorted({*args.extended, *(name for pod in snapshot.pods for name in pod.requests if is_extended(name))})
-    )
+    extended = args.extended
     slo_totals = slo_network_totals(snapshot)
     default_bandwidth = Quantity.parse(args.default_node_bandwidth) if args.default_node_bandwidth else None
     accounting = Accounting(args.accounting_mode)
@@ -131,10 +141,15 @@ def node_loads(
             skipped[node.name] = str(why)
             continue
         allocatable = {**allocatable_amounts(node), **{name: _allocatable(node, name) for name in extended}}
-        asked = [requested(pod, extended) for pod in pods]
-        total_requested: Amounts = {name: sum(amounts[name] for amounts in asked) for name in allocatable}
+        asked = [requested_cpu_memory(pod) for pod in pods]
+        total_requested: Amounts = {
+            "cpu": sum(cpu for cpu, _ in asked),
+            "memory": sum(memory for _, memory in asked),
+            "pods": len(pods),
+            **{name: Requests(name).node_usage(node, pods) for name in extended},
+        }
         nodes[node.name] = NodeLoad(node, capacity, usage, total_requested, pods, allocatable)
-    return Loads(nodes, skipped, sources, extended)
+    return Loads(nodes, skipped, sources)
 
 
 def _capacity(
