@@ -4,7 +4,7 @@
     python benchmarks/run_all.py [--quick] [--against REV] [--only SUBSTRING]      (hack/bench.sh runs this)
 
 Each benchmark is its own script (run as a subprocess, so one does not warm the next); this runner
-reads the figure out of its output. ``--quick`` shortens the webhook run (5 s instead of 30 s).
+reads the figure out of its output. ``--quick`` shortens the webhook runs (3 s per rate instead of 10 s).
 
 ``--against REV`` measures a change: every benchmark also runs on ``REV`` (checked out in a temporary git
 worktree, so its scripts import its own code), before and after alternating in one run, and a column gives
@@ -66,10 +66,19 @@ FIGURES = (
         False,
     ),
     Figure(
-        "webhook p99, 200 concurrent HTTPS clients",
+        "webhook p99, open loop 500 req/s over HTTPS",
         "bench_webhook.py",
-        (),
-        r"netaware\s+\d+ req/s\s+p50\s+[\d.]+ ms\s+p99\s+([\d.]+) ms",
+        ("--rates", "500,1000"),
+        r"open loop 500 req/s.*?\n\s+netaware\s+\d+ req/s\s+p50\s+[\d.]+ ms\s+p99\s+([\d.]+) ms",
+        "ms",
+        5,
+        True,
+    ),
+    Figure(
+        "webhook p99, open loop 1,000 req/s over HTTPS",
+        "bench_webhook.py",
+        ("--rates", "500,1000"),
+        r"open loop 1000 req/s.*?\n\s+netaware\s+\d+ req/s\s+p50\s+[\d.]+ ms\s+p99\s+([\d.]+) ms",
         "ms",
         5,
         True,
@@ -132,7 +141,7 @@ def worktree(rev: str | None) -> Iterator[Path | None]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="5 s webhook runs instead of 30 s")
+    parser.add_argument("--quick", action="store_true", help="3 s webhook runs per rate instead of 10 s")
     parser.add_argument("--against", metavar="REV", default=None, help="also run on REV and print after / before")
     parser.add_argument("--only", default="", help="only the benchmarks whose script name contains this")
     args = parser.parse_args()
@@ -144,7 +153,8 @@ def main() -> None:
         for figure in FIGURES:
             if args.only not in figure.script:
                 continue
-            extra = ("--seconds", "5") if args.quick and figure.script == "bench_webhook.py" else figure.args
+            quick = args.quick and figure.script == "bench_webhook.py"
+            extra = (*figure.args, "--seconds", "3") if quick else figure.args
             key = (figure.script, extra)
             if key not in outputs:
                 if old_root is not None:
