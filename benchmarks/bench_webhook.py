@@ -99,27 +99,17 @@ def run_server(kind: str, port: int, cert: str, key: str) -> None:
     asyncio.run(main())
 
 
-async def load(url: str, context: ssl.SSLContext, clients: int, seconds: float) -> dict[str, Any]:
-    latencies: list[float] = []
-    errors = 0
-    deadline = time.perf_counter() + seconds
-    connector = aiohttp.TCPConnector(limit=clients, ssl=context)
-    async with aiohttp.ClientSession(connector=connector) as session:
+async def send_review(session: aiohttp.ClientSession, url: str) -> bool:
+    """One AdmissionReview round trip; whether it was answered 200."""
+    try:
+        async with session.post(url, data=REVIEW, headers={"Content-Type": "application/json"}) as response:
+            await response.read()
+            return response.status == 200
+    except aiohttp.ClientError:
+        return False
 
-        async def client() -> None:
-            nonlocal errors
-            while time.perf_counter() < deadline:
-                started = time.perf_counter()
-                try:
-                    async with session.post(url, data=REVIEW, headers={"Content-Type": "application/json"}) as response:
-                        await response.read()
-                        if response.status != 200:
-                            errors += 1
-                except aiohttp.ClientError:
-                    errors += 1
-                latencies.append(time.perf_counter() - started)
 
-        await asyncio.gather(*(client() for _ in range(clients)))
+def summary(latencies: list[float], errors: int, seconds: float) -> dict[str, Any]:
     latencies.sort()
     return {
         "requests": len(latencies),
@@ -131,6 +121,25 @@ async def load(url: str, context: ssl.SSLContext, clients: int, seconds: float) 
     }
 
 
+async def load(url: str, context: ssl.SSLContext, clients: int, seconds: float) -> dict[str, Any]:
+    """Closed loop: ``clients`` clients, each sending when its last answer arrived."""
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    connector = aiohttp.TCPConnector(limit=clients, ssl=context)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def client() -> None:
+            nonlocal errors
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                errors += not await send_review(session, url)
+                latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(client() for _ in range(clients)))
+    return summary(latencies, errors, seconds)
+
+
 async def open_loop(url: str, context: ssl.SSLContext, rate: float, seconds: float) -> dict[str, Any]:
     """``rate`` requests/s for ``seconds``, each sent at its scheduled time; latency from that time."""
     latencies: list[float] = []
@@ -140,13 +149,7 @@ async def open_loop(url: str, context: ssl.SSLContext, rate: float, seconds: flo
 
         async def one(scheduled: float) -> None:
             nonlocal errors
-            try:
-                async with session.post(url, data=REVIEW, headers={"Content-Type": "application/json"}) as response:
-                    await response.read()
-                    if response.status != 200:
-                        errors += 1
-            except aiohttp.ClientError:
-                errors += 1
+            errors += not await send_review(session, url)
             latencies.append(time.perf_counter() - scheduled)
 
         # warm the pool: the steady state does not pay the TLS handshakes the first requests would
@@ -163,15 +166,7 @@ async def open_loop(url: str, context: ssl.SSLContext, rate: float, seconds: flo
             tasks.append(asyncio.create_task(one(scheduled)))
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
-    latencies.sort()
-    return {
-        "requests": len(latencies),
-        "rps": len(latencies) / elapsed,
-        "errors": errors,
-        "p50": statistics.median(latencies) * 1000,
-        "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
-        "max": latencies[-1] * 1000,
-    }
+    return summary(latencies, errors, elapsed)
 
 
 def free_port() -> int:
