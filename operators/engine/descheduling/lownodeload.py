@@ -144,37 +144,35 @@ class Planner:
 
     # --- classification --------------------------------------------------------------------------
 
-    def _thresholds(self) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
-        """node -> (low, high) absolute amounts per threshold resource."""
+    def _percent_thresholds(self) -> dict[str, dict[str, tuple[float, float]]]:
+        """node -> resource -> (low, high) percent: as configured, or (deviation mode) the band around the pool's
+        mean utilisation, the same for every node of the pool (Koordinator: low 0 means "no band": 100, 100)."""
         args = self.args
         low_pct, high_pct = args.low_thresholds, args.high_thresholds
-        result = {}
         if not args.use_deviation_thresholds:
-            for load in self._pool:
-                self.plan.thresholds[load.name] = {r: (low_pct[r], high_pct[r]) for r in args.resources}
-                result[load.name] = (
-                    {r: _absolute(low_pct[r], load.capacity[r]) for r in args.resources},
-                    {r: _absolute(high_pct[r], load.capacity[r]) for r in args.resources},
-                )
-            return result
-        # Deviation: a band around the pool's mean utilisation (Koordinator: low 0 means "no band").
-        mean = {
-            r: sum(load.percent(r) for load in self._pool) / len(self._pool) if self._pool else 0.0
-            for r in args.resources
-        }
+            band = {r: (low_pct[r], high_pct[r]) for r in args.resources}
+        else:
+            pool = self._pool
+            mean = {r: sum(load.percent(r) for load in pool) / len(pool) if pool else 0.0 for r in args.resources}
+            band = {
+                r: (100.0, 100.0)
+                if low_pct[r] == 0
+                else (min(100.0, max(0.0, mean[r] - low_pct[r])), min(100.0, max(0.0, mean[r] + high_pct[r])))
+                for r in args.resources
+            }
+        return {load.name: dict(band) for load in self._pool}
+
+    def _thresholds(
+        self, percents: Mapping[str, Mapping[str, tuple[float, float]]]
+    ) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+        """node -> (low, high) absolute amounts per threshold resource, from the percentages."""
+        result = {}
         for load in self._pool:
-            low, high = {}, {}
-            percents = {}
-            for r in args.resources:
-                band = (
-                    (100.0, 100.0)
-                    if low_pct[r] == 0
-                    else (min(100.0, max(0.0, mean[r] - low_pct[r])), min(100.0, max(0.0, mean[r] + high_pct[r])))
-                )
-                percents[r] = band
-                low[r], high[r] = (_absolute(band[0], load.capacity[r]), _absolute(band[1], load.capacity[r]))
-            self.plan.thresholds[load.name] = percents
-            result[load.name] = (low, high)
+            bands = percents[load.name]
+            result[load.name] = (
+                {r: _absolute(low, load.capacity[r]) for r, (low, _) in bands.items()},
+                {r: _absolute(high, load.capacity[r]) for r, (_, high) in bands.items()},
+            )
         return result
 
     def _classify(self, thresholds: Mapping[str, tuple[dict[str, int], dict[str, int]]]) -> None:
@@ -201,7 +199,8 @@ class Planner:
     def steps(self) -> Generator[Eviction, bool, Plan]:
         """Yield evictions one by one; send back whether each happened. Returns the finished plan."""
         plan = self.plan
-        thresholds = self._thresholds()
+        plan.thresholds = self._percent_thresholds()
+        thresholds = self._thresholds(plan.thresholds)
         self._classify(thresholds)
         needed = self.args.anomaly_condition.consecutive_abnormalities
         sources = [
