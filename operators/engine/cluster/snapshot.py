@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -109,13 +109,14 @@ def _group(nodes: Iterable[Node], key: Any) -> Mapping[str, tuple[Node, ...]]:
 class SnapshotBuilder:
     """Collects objects one by one (errors carry the object's field path), then freezes them."""
 
-    _BUILTIN = {
-        ("v1", "Node"): "nodes",
-        ("v1", "Pod"): "pods",
-        ("v1", "Namespace"): "namespaces",
-        ("v1", "ConfigMap"): "config_maps",
-        ("policy/v1", "PodDisruptionBudget"): "pdbs",
-        ("slo.koordinator.sh/v1alpha1", "NodeMetric"): "node_metrics",
+    # (apiVersion, kind) -> (the snapshot's slot, the record's parser)
+    _BUILTIN: dict[tuple[str, str], tuple[str, Callable[[dict[str, Any]], Any]]] = {
+        ("v1", "Node"): ("nodes", Node.parse),
+        ("v1", "Pod"): ("pods", Pod.parse),
+        ("v1", "Namespace"): ("namespaces", Namespace.parse),
+        ("v1", "ConfigMap"): ("config_maps", ConfigMap.parse),
+        ("policy/v1", "PodDisruptionBudget"): ("pdbs", PodDisruptionBudget.parse),
+        ("slo.koordinator.sh/v1alpha1", "NodeMetric"): ("node_metrics", NodeMetric.parse),
     }
 
     def __init__(self) -> None:
@@ -141,20 +142,11 @@ class SnapshotBuilder:
                 except FieldError as error:
                     raise error.at(f"items[{index}]") from None
             return
-        slot = self._BUILTIN.get((api_version, kind))
+        builtin = self._BUILTIN.get((api_version, kind))
         obj: Any
-        if slot == "nodes":
-            obj = Node.parse(raw)
-        elif slot == "pods":
-            obj = Pod.parse(raw)
-        elif slot == "namespaces":
-            obj = Namespace.parse(raw)
-        elif slot == "config_maps":
-            obj = ConfigMap.parse(raw)
-        elif slot == "pdbs":
-            obj = PodDisruptionBudget.parse(raw)
-        elif slot == "node_metrics":
-            obj = NodeMetric.parse(raw)
+        if builtin is not None:
+            slot, parse = builtin
+            obj = parse(raw)
         elif kind in ("AppGroup", "NetworkTopology", "NodeSLO"):
             slot, obj = self._custom(raw, kind, api_version, prefix)
         else:
