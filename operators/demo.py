@@ -8,7 +8,6 @@ cycle (planning only); then prints what converged and returns 0, or the first th
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import pathlib
@@ -25,7 +24,7 @@ from operators.api import keys
 from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.api.config.scheduler import parse_config
 from operators.controllers.descheduler import Descheduler
-from operators.kube import read_json, send_json, url_api_client
+from operators.kube import read_json, send_json
 from operators.runtime import RunOptions
 from operators.serving import listening
 from operators.sources.files import expand_paths, read_documents
@@ -96,34 +95,26 @@ async def run_demo(echo: Callable[[str], None], within: float = 60.0) -> int:
 async def _converge(url: str, echo: Callable[[str], None], within: float) -> None:
     """Every component as ``netaware run``, ``webhook`` and ``extender`` build it (the composition root), fed by
     watches of the emulator; the demo watches what they write with a cache of its own."""
-    stop = asyncio.Event()
-    api = await url_api_client(url)()
     live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
-    observer = asyncio.create_task(live.follow(api, stop))
     config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text(encoding="utf-8")))
     source = compose.ClusterSource(server=url)
-    try:
-        async with (
-            compose.operator(RunOptions(CONTROLLERS, server=url)) as operator,
-            compose.webhook(source) as webhook_app,
-            compose.extender(source, config) as extender_app,
-            listening(webhook_app) as webhook,
-            listening(extender_app) as extender,
-            ClientSession() as http,
-        ):
-            await _until_ready(http, (webhook, extender), lambda: live.ready, within)
-            echo(f"API emulator at {url}; controllers, webhook at {webhook}/, extender at {extender}/")
-            await _controllers(live, echo, within)
-            await _pods(api, http, webhook, extender, live, echo, within)
-            await _appgroups_after(live, echo, within)
-            await _deschedule(api, live, echo)
-            if operator.done():
-                raise NotConverged(f"the controllers stopped: {operator.exception() or 'ended'}")
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await observer
-        await api.close()
+    async with (
+        compose.following(source, live.follow) as api,
+        compose.operator(RunOptions(CONTROLLERS, server=url)) as operator,
+        compose.webhook(source) as webhook_app,
+        compose.extender(source, config) as extender_app,
+        listening(webhook_app) as webhook,
+        listening(extender_app) as extender,
+        ClientSession() as http,
+    ):
+        await _until_ready(http, (webhook, extender), lambda: live.ready, within)
+        echo(f"API emulator at {url}; controllers, webhook at {webhook}/, extender at {extender}/")
+        await _controllers(live, echo, within)
+        await _pods(api, http, webhook, extender, live, echo, within)
+        await _appgroups_after(live, echo, within)
+        await _deschedule(api, live, echo)
+        if operator.done():
+            raise NotConverged(f"the controllers stopped: {operator.exception() or 'ended'}")
 
 
 async def _until_ready(
@@ -132,19 +123,15 @@ async def _until_ready(
     """Until the demo's own cache has synced and every server answers ``/readyz`` (its watches have synced)."""
     ready: set[str] = set()
 
-    async def poll() -> None:
+    async def all_ready() -> bool:
         for server in servers:
             if server not in ready:
                 async with http.get(f"{server}/readyz") as response:
                     if response.status == 200:
                         ready.add(server)
+        return synced() and len(ready) == len(servers)
 
-    deadline = asyncio.get_running_loop().time() + within
-    while not (synced() and len(ready) == len(servers)):
-        if asyncio.get_running_loop().time() > deadline:
-            raise NotConverged(f"watches synced: not reached within {within:.0f}s")
-        await poll()
-        await asyncio.sleep(0.05)
+    await until("watches synced", all_ready, within)
 
 
 async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: float) -> None:

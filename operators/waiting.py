@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -12,10 +13,13 @@ class NotConverged(RuntimeError):
 
 
 async def until(what: str, check: Callable[[], Any], within: float) -> Any:
-    """Poll ``check()`` every 50 ms until it is truthy (its value is returned) or ``within`` seconds pass."""
+    """Poll ``check()`` every 50 ms until it is truthy (its value is returned) or ``within`` seconds pass;
+    ``check`` may be a coroutine function (a check that asks a server)."""
     deadline = asyncio.get_running_loop().time() + within
     while True:
         result = check()
+        if inspect.isawaitable(result):
+            result = await result
         if result:
             return result
         if asyncio.get_running_loop().time() > deadline:
