@@ -37,11 +37,6 @@ class Rebalanced:
         }
 
 
-def fits(cluster: Cluster, node: int, shape: PodShape, accounting: str) -> bool:
-    """Every filter of the network-aware scheduler, for one pod on one node."""
-    return bool(feasible(cluster, shape, accounting, network_aware=True, rows=np.array([node]))[0])
-
-
 def rebalance(
     cluster: Cluster,
     pods: Sequence[PodShape],
@@ -66,7 +61,8 @@ def rebalance(
     for iteration in range(iterations):
         free = capacity - state.used_in - state.used_out
         order = np.argsort(free, kind="stable")
-        fullest, emptiest = order[:breadth].tolist(), order[::-1][:breadth].tolist()
+        fullest, emptiest_rows = order[:breadth].tolist(), order[::-1][:breadth]
+        emptiest = emptiest_rows.tolist()
         move: tuple[int, int, int, int] | None = None  # (delta, pod, from, to)
         for source in fullest:
             seen: set[PodShape] = set()
@@ -76,8 +72,10 @@ def rebalance(
                 if demand == 0 or shape in seen or tabu.get(pod, -1) >= iteration:
                     continue
                 seen.add(shape)
-                for target in emptiest:
-                    if target == source or not fits(state, target, shape, accounting):
+                # every filter of the network-aware scheduler, for the candidate targets at once
+                allowed = feasible(state, shape, accounting, network_aware=True, rows=emptiest_rows).tolist()
+                for target, fits in zip(emptiest, allowed, strict=True):
+                    if target == source or not fits:
                         continue
                     delta = 2 * demand * (int(free[source]) - int(free[target])) + 2 * demand * demand
                     if move is None or delta < move[0]:
