@@ -60,14 +60,18 @@ class ObjectStore:
     history_limit: int = HISTORY_LIMIT
     writes: list[Write] = field(default_factory=list)
     _rv: Iterator[int] = field(default_factory=lambda: itertools.count(1000))
-    _changed: asyncio.Condition | None = None
+    _next_write: asyncio.Future[None] | None = None
 
-    @property
-    def changed(self) -> asyncio.Condition:
-        """Notified on every write (created on first use: inside the serving event loop)."""
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+    def next_write(self) -> asyncio.Future[None]:
+        """A future that completes at the next write. Taken before reading the history, it misses no write; a
+        watch waits on it with a timeout that leaves it intact (``asyncio.wait``), where ``wait_for`` around a
+        ``Condition.wait`` could leave the condition's lock released under cancellation and hang the loop's
+        shutdown (Python 3.11)."""
+        loop = asyncio.get_running_loop()
+        future = self._next_write
+        if future is None or future.done() or future.get_loop() is not loop:
+            future = self._next_write = loop.create_future()
+        return future
 
     def next_rv(self) -> str:
         self.last_rv = next(self._rv)
@@ -102,8 +106,10 @@ class ObjectStore:
             self.compacted[key] = events.popleft().rv
 
     async def notify(self) -> None:
-        async with self.changed:
-            self.changed.notify_all()
+        """Wake every watch waiting for a write."""
+        future = self._next_write
+        if future is not None and not future.done():
+            future.set_result(None)
 
     def compact(self) -> None:
         """Forget the event history: resuming a watch from any older version now gets 410 Gone."""

@@ -44,6 +44,7 @@ async def stream(
             yield watch_error(f"too old resource version: {last} ({store.compacted.get(key, 0)})", 410)
             return
     while True:
+        written = store.next_write()  # before reading the history: a write from now on completes it
         for event in list(store.history.get(key, ())):
             if event.rv <= last:
                 continue
@@ -59,14 +60,11 @@ async def stream(
         if remaining is not None and remaining <= 0:
             return
         # Wake up at least every second to notice a client that went away: aiohttp does not cancel the
-        # handler on disconnect, and a stream parked on the condition would hold the server's shutdown.
+        # handler on disconnect, and a stream parked waiting for a write would hold the server's shutdown.
         raw = request._raw_request
         transport = raw.transport if raw is not None else None
         if transport is None or transport.is_closing():
             return
-        async with store.changed:
-            try:
-                await asyncio.wait_for(store.changed.wait(), timeout=min(remaining or 1.0, 1.0))
-            except TimeoutError:
-                if remaining is not None and remaining <= 1.0:
-                    return
+        done, _ = await asyncio.wait({written}, timeout=min(remaining or 1.0, 1.0))
+        if not done and remaining is not None and remaining <= 1.0:
+            return
