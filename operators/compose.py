@@ -21,7 +21,7 @@ from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
 from operators.runtime import RunOptions, run
-from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
+from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
 from webhooks.view import ClusterView
@@ -58,7 +58,7 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
         snapshot = source.snapshot
         yield extender_app(ExtenderState(lambda: snapshot, config))
         return
-    live = LiveSnapshot(EXTENDER_KINDS)
+    live = ClusterCache(EXTENDER_KINDS)
     async with following(source, live.follow):
         yield extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))
 

@@ -27,8 +27,8 @@ from operators.controllers.descheduler import Descheduler
 from operators.kube import read_json, send_json
 from operators.runtime import RunOptions
 from operators.serving import listening
+from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
 from operators.sources.files import expand_paths, read_documents
-from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
 from operators.waiting import NotConverged, until
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ async def run_demo(echo: Callable[[str], None], within: float = 60.0) -> int:
 async def _converge(url: str, echo: Callable[[str], None], within: float) -> None:
     """Every component as ``netaware run``, ``webhook`` and ``extender`` build it (the composition root), fed by
     watches of the emulator; the demo watches what they write with a cache of its own."""
-    live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
+    live = ClusterCache((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
     config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text(encoding="utf-8")))
     source = compose.ClusterSource(server=url)
     async with (
@@ -134,7 +134,7 @@ async def _until_ready(
     await until("watches synced", all_ready, within)
 
 
-async def _controllers(live: LiveSnapshot, echo: Callable[[str], None], within: float) -> None:
+async def _controllers(live: ClusterCache, echo: Callable[[str], None], within: float) -> None:
     def topologies_done() -> bool:
         return all(
             nt.status is not None and nt.status.weight_calculation_time for nt in live.snapshot().network_topologies
@@ -194,7 +194,7 @@ async def _pods(
     http: ClientSession,
     webhook: str,
     extender: str,
-    live: LiveSnapshot,
+    live: ClusterCache,
     echo: Callable[[str], None],
     within: float,
 ) -> None:
@@ -259,7 +259,7 @@ async def _pods(
     )
 
 
-async def _appgroups_after(live: LiveSnapshot, echo: Callable[[str], None], within: float) -> None:
+async def _appgroups_after(live: ClusterCache, echo: Callable[[str], None], within: float) -> None:
     def placed() -> bool:
         a1 = next(ag for ag in live.snapshot().app_groups if ag.metadata.name == "a1")
         placements = a1.status.placements if a1.status is not None else None
@@ -289,7 +289,7 @@ def _allocated(nt: Any) -> str:
     return ", ".join(entries) or "(nothing allocated)"
 
 
-async def _deschedule(api: Any, live: LiveSnapshot, echo: Callable[[str], None]) -> None:
+async def _deschedule(api: Any, live: ClusterCache, echo: Callable[[str], None]) -> None:
     document = dict(DEFAULT_POLICY)
     document["dryRun"] = True
     plan = await Descheduler(api, parse_policy(document), live.snapshot).cycle()

@@ -30,11 +30,12 @@ from prometheus_client import CollectorRegistry
 from operators.api.config.controllers import ControllerOptions
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.controllers import metrics as controller_metrics
-from operators.controllers.descheduler import DeschedulerMetrics, run_descheduler
-from operators.controllers.registry import COMPONENTS, build_registry, configure
+from operators.controllers.descheduler import DeschedulerMetrics, followed_kinds, run_descheduler
+from operators.controllers.registry import CACHED_KINDS, COMPONENTS, build_registry, configure
 from operators.election import LeaderElectionOptions, as_leader
 from operators.kube import ApiClientFactory, api_client_factory, read_json
 from operators.serving import HEADER_TIMEOUT, add_probes
+from operators.sources.cache import ClusterCache, Kind
 
 logger = logging.getLogger("netaware.run")
 
@@ -76,16 +77,47 @@ class RunOptions:
         return api_client_factory(self.server, self.kubeconfig)
 
 
+def cached_kinds(components: tuple[str, ...], policy: DeschedulerPolicy | None) -> tuple[Kind, ...]:
+    """What the process's cluster cache follows: the union of what its components read."""
+    kinds = [kind for name in components for kind in CACHED_KINDS.get(name, ())]
+    if DESCHEDULER in components and policy is not None:
+        kinds.extend(followed_kinds(policy))
+    return tuple(kinds)
+
+
+@contextlib.asynccontextmanager
+async def cluster_cache(options: RunOptions, components: tuple[str, ...]) -> AsyncIterator[ClusterCache]:
+    """The process's one cluster cache, following the cluster while inside (on this event loop)."""
+    cache = ClusterCache(cached_kinds(components, options.policy), namespaces=options.namespaces)
+    api = await options.api_client_factory()()
+    stop = asyncio.Event()
+    task = asyncio.create_task(cache.follow(api, stop))
+    try:
+        yield cache
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await api.close()
+
+
 @contextlib.asynccontextmanager
 async def kopf_operator(
-    components: tuple[str, ...], options: RunOptions, stop: asyncio.Event
+    components: tuple[str, ...], options: RunOptions, stop: asyncio.Event, cache: ClusterCache | None = None
 ) -> AsyncIterator[asyncio.Future[None]]:
-    """kopf with our controllers, started and ready inside the block, stopped when it ends.
+    """kopf with our controllers, started and ready inside the block, stopped when it ends; they read pods and
+    nodes from ``cache`` (one of their own when None).
 
     kopf runs in a thread with its own event loop, as its documentation asks: when it exits it cancels
     every task of its loop, and in ours that would include the supervisor and the leader election.
     The future completes when kopf ends (its exception, if it failed)."""
-    registry = build_registry(components, api_client_factory=options.api_client_factory(), options=options.controllers)
+    if cache is None:
+        async with cluster_cache(options, components) as own, kopf_operator(components, options, stop, own) as task:
+            yield task
+        return
+    registry = build_registry(
+        cache, components, api_client_factory=options.api_client_factory(), options=options.controllers
+    )
     if options.server:
         server = options.server.rstrip("/")
 
@@ -205,13 +237,14 @@ async def _components(
     kopf_components = tuple(name for name in options.components if name in COMPONENTS)
     tasks: dict[str, asyncio.Future[None]] = {}
     async with contextlib.AsyncExitStack() as stack:
+        cache = await stack.enter_async_context(cluster_cache(options, options.components))
         if kopf_components:
-            tasks["controllers"] = await stack.enter_async_context(kopf_operator(kopf_components, options, stop))
+            tasks["controllers"] = await stack.enter_async_context(kopf_operator(kopf_components, options, stop, cache))
         if DESCHEDULER in options.components and options.policy is not None:
             metrics = DeschedulerMetrics.create(options.registry)
             may_evict = lambda: still_leader() and not stop.is_set()  # noqa: E731
             tasks[DESCHEDULER] = asyncio.create_task(
-                run_descheduler(options.api_client_factory(), options.policy, stop, metrics, may_evict)
+                run_descheduler(options.api_client_factory(), options.policy, cache, stop, metrics, may_evict)
             )
         logger.info("running %s", ", ".join(options.components))
         up.set()

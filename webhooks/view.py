@@ -1,7 +1,7 @@
 """What the webhook knows about the cluster: AppGroups and Namespaces, in memory.
 
 Admissions read this view and never wait on the API server. It is filled once from a snapshot
-(``-f PATH``), or kept current by list + watch (:class:`~operators.sources.live.LiveSnapshot`).
+(``-f PATH``), or kept current by list + watch (:class:`~operators.sources.live.ClusterCache`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from kubernetes_asyncio import client
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Namespace
 from operators.engine.cluster.snapshot import Snapshot
-from operators.sources.live import APPGROUPS, NAMESPACES, LiveSnapshot
+from operators.sources.cache import APPGROUPS, NAMESPACES, ClusterCache
 
 
 class ClusterView:
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self._fixed = snapshot
-        self._live = LiveSnapshot((APPGROUPS, NAMESPACES)) if snapshot is None else None
+        self._live = ClusterCache((APPGROUPS, NAMESPACES)) if snapshot is None else None
         self._by_key: tuple[Snapshot, dict[tuple[str, str], AppGroup]] | None = None
 
     @classmethod

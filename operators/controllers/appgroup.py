@@ -1,21 +1,25 @@
-"""The AppGroup controller (kopf): a thin shell over :func:`operators.engine.status.appgroup.appgroup_status`.
+"""The AppGroup controller: a thin shell over :func:`operators.engine.status.appgroup.appgroup_status`.
 
-* Every AppGroup event (level-triggered, no kopf diff-base): the status is computed and written
-  through the status subresource when it changed (the order is recomputed only when
-  ``metadata.generation`` moved past ``status.observedGeneration``); an invalid spec posts a Warning
-  Event (once per new problem). kopf's ``last-handled-configuration`` annotation would hold a
-  second copy of the spec and take a large AppGroup past etcd's object limit, so none is written.
-* Pod events of labelled pods: the pods are kept in an index keyed by (namespace, AppGroup),
-  never listed per event; the AppGroups that cover the pod are recomputed and their status is
-  patched only when it changed.
+* AppGroups come from kopf (level-triggered, no kopf diff-base: kopf's ``last-handled-configuration``
+  annotation would hold a second copy of the spec and take a large AppGroup past etcd's object limit).
+* Pods and nodes come from the process's cluster cache (:mod:`operators.sources.cache`): each pod change
+  updates the members of the AppGroup its label names (by delta, never a list) and marks the AppGroups
+  that cover it.
+* One writer task writes the status of the marked AppGroups through the status subresource, at most once
+  per AppGroup per ``status_interval_seconds`` and always the latest state (computed when written), only
+  when it changed. A failed write keeps the AppGroup marked and is retried. An invalid spec posts a
+  Warning Event (once per new problem); a spec that becomes valid again a Normal one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
@@ -24,49 +28,34 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
+from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import reconciler
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
-from operators.kube import patch_status
+from operators.kube import patch_status, post_event
+from operators.sources.cache import NODES, PODS, Change, ClusterCache
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 INVALID_SPEC = "InvalidSpec"
+RETRY_SECONDS = 2.0
+COMPONENT = "netaware"
 
+logger = logging.getLogger("netaware.appgroup")
 
-def _compact_pod(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What the status needs of a pod (kept small: the index holds every labelled pod)."""
-    meta = body.get("metadata", {})
-    return {
-        "metadata": {
-            "name": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "labels": dict(meta.get("labels", {})),
-        },
-        "spec": {"nodeName": body.get("spec", {}).get("nodeName")},
-        "status": {"phase": body.get("status", {}).get("phase")},
-    }
-
-
-def _compact_node(body: Mapping[str, Any]) -> dict[str, Any]:
-    labels = body.get("metadata", {}).get("labels", {})
-    return {
-        "metadata": {
-            "name": body["metadata"]["name"],
-            "labels": {key: labels[key] for key in (keys.REGION_LABEL, keys.ZONE_LABEL) if key in labels},
-        }
-    }
+Key = tuple[str, str]  # (namespace, name)
 
 
 def compute_status(
     body: Mapping[str, Any],
-    pods: Mapping[Any, Iterable[Any]],
-    nodes: Mapping[Any, Iterable[Any]],
+    pods: Mapping[Key, Mapping[str, Pod]],
+    nodes: Callable[[str], Node | None] | Mapping[str, Node],
     now: datetime.datetime,
 ) -> AppGroupStatus:
-    """The status of one AppGroup from the controller's indexes (a spec that does not parse is a condition)."""
+    """The status of one AppGroup from its members (by (namespace, AppGroup label), then pod key) and the nodes
+    they run on (a spec that does not parse is a condition)."""
     try:
         group = AppGroup.model_validate(dict(body))
     except pydantic.ValidationError as error:
@@ -83,14 +72,11 @@ def compute_status(
             body.get("metadata", {}).get("generation"),
         )
         return status.model_copy(update={"conditions": [ready]})
-    members = [
-        Pod.parse(pod)
-        for namespace in workload_namespaces(group)
-        for pod in pods.get((namespace, group.metadata.name), ())
-    ]
-    node_names = {pod.node_name for pod in members if pod.node_name}
-    known_nodes = [Node.parse(node) for name in sorted(node_names) for node in nodes.get(name, ())]
-    snapshot = Snapshot(pods=tuple(members), nodes=tuple(known_nodes))
+    lookup = nodes.get if isinstance(nodes, Mapping) else nodes
+    name = group.metadata.name
+    members = [pod for namespace in workload_namespaces(group) for pod in pods.get((namespace, name), {}).values()]
+    known = (lookup(name) for name in sorted({pod.node_name for pod in members if pod.node_name}))
+    snapshot = Snapshot(pods=tuple(members), nodes=tuple(node for node in known if node is not None))
     return appgroup_status(group, snapshot, now)
 
 
@@ -101,103 +87,159 @@ def _ready(status: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return {}
 
 
+@dataclasses.dataclass
+class _State:
+    """The controller's memory (in kopf's loop): AppGroups as kopf last delivered them, members by delta, what
+    was written, and which AppGroups wait for a write."""
+
+    cache: ClusterCache
+    options: AppGroupOptions
+    bodies: dict[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    covered: dict[Key, frozenset[str]] = dataclasses.field(default_factory=dict)  # namespaces; empty: unreadable
+    by_name: dict[str, set[Key]] = dataclasses.field(default_factory=lambda: defaultdict(set))
+    members: dict[Key, dict[str, Pod]] = dataclasses.field(default_factory=lambda: defaultdict(dict))
+    written: dict[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    last_write: dict[Key, float] = dataclasses.field(default_factory=dict)
+    dirty: set[Key] = dataclasses.field(default_factory=set)
+    wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    writes: int = 0
+
+    def mark(self, key: Key) -> None:
+        self.dirty.add(key)
+        self.wake.set()
+
+    def on_changes(self, changes: list[Change]) -> None:
+        """Pod changes update the members; they, and node changes, mark the AppGroups they touch."""
+        for change in changes:
+            if change.kind == PODS.name:
+                for pod, add in ((change.old, False), (change.new, True)):
+                    if pod is None:
+                        continue
+                    label = pod.labels.get(keys.APPGROUP_LABEL)
+                    if not label:
+                        continue
+                    if add:
+                        self.members[(pod.namespace, label)][pod.key] = pod
+                    else:
+                        self.members[(pod.namespace, label)].pop(pod.key, None)
+                    for key in self.by_name.get(label, ()):
+                        if pod.namespace in self.covered.get(key, ()):
+                            self.mark(key)
+            elif change.kind == NODES.name and _place(change.old) != _place(change.new):
+                for key in self.bodies:  # a node's zone or region changed: rare, and it moves placements
+                    self.mark(key)
+
+    def set_body(self, key: Key, body: dict[str, Any]) -> None:
+        self.bodies[key] = body
+        self.by_name[key[1]].add(key)
+        try:
+            self.covered[key] = frozenset(workload_namespaces(AppGroup.model_validate(body)))
+        except pydantic.ValidationError:
+            self.covered[key] = frozenset()
+        self.mark(key)
+
+    def forget(self, key: Key) -> None:
+        self.bodies.pop(key, None)
+        self.covered.pop(key, None)
+        self.by_name[key[1]].discard(key)
+        self.written.pop(key, None)
+        self.last_write.pop(key, None)
+        self.dirty.discard(key)
+
+
+def _place(node: Node | None) -> tuple[str, str] | None:
+    return (node.region, node.zone) if node is not None else None
+
+
 @reconciler("appgroup")
-async def sync_status(
-    key: tuple[str, str],
-    body: Mapping[str, Any],
-    memo: kopf.Memo,
-    pods: Mapping[Any, Iterable[Any]],
-    nodes: Mapping[Any, Iterable[Any]],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Compute and write one AppGroup's status; return (previous, new).
+async def write_status(api: Any, state: _State, key: Key) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Compute one AppGroup's status from the latest state and write it if it changed; (previous, new). The
+    last status written is remembered: the AppGroup kopf delivered may lag behind our own writes."""
+    body = state.bodies[key]
+    previous = state.written.get(key, dict(body.get("status") or {}))
+    now = datetime.datetime.now(datetime.UTC)
+    node_of = lambda name: state.cache.get(NODES, "", name)  # noqa: E731
+    status = compute_status({**body, "status": previous}, state.members, node_of, now).to_wire()
+    if status != previous:
+        await patch_status(api, *RESOURCE, key[0], key[1], status)
+        state.written[key] = status
+        state.writes += 1
+    return previous, status
 
-    Writes for one AppGroup are serialised and computed inside the lock from the live indexes,
-    so a slow, older computation can never overwrite a newer one. The last status written is
-    remembered, because the watched body may lag behind our own writes.
-    """
-    lock = memo.appgroup_locks.setdefault(key, asyncio.Lock())
-    async with lock:
-        previous = memo.appgroup_status.get(key, dict(body.get("status") or {}))
-        now = datetime.datetime.now(datetime.UTC)
-        status = compute_status({**body, "status": previous}, pods, nodes, now).to_wire()
-        if status != previous:
+
+async def _announce(api: Any, state: _State, key: Key, previous: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+    """An Event when the spec became invalid (once per new problem) or valid again."""
+    old, new = _ready(previous), _ready(status)
+    body = state.bodies.get(key) or {}
+    meta = body.get("metadata") or {}
+    involved = {
+        "apiVersion": body.get("apiVersion"),
+        "kind": "AppGroup",
+        "name": key[1],
+        "namespace": key[0],
+        "uid": meta.get("uid"),
+    }
+    if new.get("status") == "False" and (old.get("reason"), old.get("message")) != (new["reason"], new["message"]):
+        logger.warning("AppGroup %s/%s spec is not valid: %s: %s", *key, new["reason"], new["message"])
+        await post_event(api, involved, "Warning", new["reason"], new["message"], COMPONENT)
+    elif new.get("status") == "True" and old.get("status") == "False":
+        await post_event(api, involved, "Normal", new["reason"], new["message"], COMPONENT)
+
+
+async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> None:
+    """The writer: each marked AppGroup is written once its interval since the last write has passed."""
+    loop = asyncio.get_running_loop()
+    interval = state.options.status_interval_seconds
+    while not stopped():
+        state.wake.clear()
+        now = loop.time()
+        due = sorted(key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now)
+        for key in due:
+            state.dirty.discard(key)
+            if key not in state.bodies:
+                continue
+            state.last_write[key] = loop.time()
             try:
-                await patch_status(memo.api, *RESOURCE, key[0], key[1], status)
+                previous, status = await write_status(api, state, key)
             except ApiException as error:
-                raise kopf.TemporaryError(
-                    f"writing the status failed: {error.status} {error.reason}", delay=2
-                ) from None
-            memo.appgroup_status[key] = status
-        return previous, status
+                logger.warning(
+                    "AppGroup %s/%s: writing the status failed (%s %s); retrying", *key, error.status, error.reason
+                )
+                state.dirty.add(key)
+                state.last_write[key] = loop.time() + RETRY_SECONDS - interval
+                continue
+            await _announce(api, state, key, previous, status)
+        waits = [state.last_write.get(key, 0) + interval - loop.time() for key in state.dirty]
+        timeout = max(min(waits), 0.01) if waits else None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(state.wake.wait(), timeout)
 
 
-def register(registry: kopf.OperatorRegistry) -> None:
-    """Add the AppGroup handlers to ``registry``."""
+def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: AppGroupOptions | None = None) -> None:
+    """Add the AppGroup handlers to ``registry``; pods and nodes are read from ``cache``."""
+    settings = options or AppGroupOptions()
 
     @kopf.on.startup(id="appgroup_state", registry=registry)
-    def init_state(memo: kopf.Memo, **_: Any) -> None:
-        memo.appgroup_locks = {}
-        memo.appgroup_status = {}
+    async def init_state(memo: kopf.Memo, **_: Any) -> None:
+        state = _State(cache, settings)
+        memo.appgroup = state
+        state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
+        memo.appgroup_writer = asyncio.create_task(write_marked(memo.api, state, lambda: False))
 
-    @kopf.index("pods", id="appgroup_pods", labels={keys.APPGROUP_LABEL: kopf.PRESENT}, registry=registry)  # type: ignore[arg-type]
-    def appgroup_pods(namespace: str, labels: Mapping[str, str], body: kopf.Body, **_: Any) -> Any:
-        return {(namespace, labels[keys.APPGROUP_LABEL]): _compact_pod(body)}
+    @kopf.on.cleanup(id="appgroup_writer", registry=registry)
+    async def stop_writer(memo: kopf.Memo, **_: Any) -> None:
+        writer = getattr(memo, "appgroup_writer", None)
+        if writer is not None:
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
 
-    @kopf.index("nodes", id="appgroup_nodes", registry=registry)
-    def appgroup_nodes(name: str, body: kopf.Body, **_: Any) -> Any:
-        return {name: _compact_node(body)}
-
-    @kopf.index(*RESOURCE, id="appgroups_by_name", registry=registry)
-    def appgroups_by_name(name: str, body: kopf.Body, **_: Any) -> Any:
-        return {name: dict(body)}
-
-    # kopf injects indexes by name, which its handler protocols cannot express.
     @kopf.on.event(*RESOURCE, id="appgroup", registry=registry)  # type: ignore[arg-type]
-    async def reconcile_appgroup(
-        type: str | None,
-        body: kopf.Body,
-        namespace: str,
-        name: str,
-        memo: kopf.Memo,
-        appgroup_pods: kopf.Index[Any, Any],
-        appgroup_nodes: kopf.Index[Any, Any],
-        logger: logging.Logger,
-        **_: Any,
+    async def appgroup_event(
+        type: str | None, body: kopf.Body, namespace: str, name: str, memo: kopf.Memo, **_: Any
     ) -> None:
-        if type == "DELETED":
-            memo.appgroup_status.pop((namespace, name), None)
-            memo.appgroup_locks.pop((namespace, name), None)
+        state: _State = memo.appgroup
+        if type == "DELETED" or (body.get("metadata") or {}).get("deletionTimestamp"):
+            state.forget((namespace, name))
             return
-        if (body.get("metadata") or {}).get("deletionTimestamp"):
-            return
-        previous, status = await sync_status((namespace, name), body, memo, appgroup_pods, appgroup_nodes)
-        old, new = _ready(previous), _ready(status)
-        if new.get("status") == "False" and (old.get("reason"), old.get("message")) != (new["reason"], new["message"]):
-            kopf.warn(body, reason=new["reason"], message=new["message"])
-            logger.warning("AppGroup spec is not valid: %s: %s", new["reason"], new["message"])
-        elif new.get("status") == "True" and old.get("status") == "False":
-            kopf.info(body, reason=new["reason"], message=new["message"])
-
-    @kopf.on.event(  # type: ignore[arg-type]
-        "pods",
-        id="appgroup_pod_changed",
-        labels={keys.APPGROUP_LABEL: kopf.PRESENT},
-        registry=registry,
-    )
-    async def pod_changed(
-        namespace: str,
-        labels: Mapping[str, str],
-        memo: kopf.Memo,
-        appgroup_pods: kopf.Index[Any, Any],
-        appgroup_nodes: kopf.Index[Any, Any],
-        appgroups_by_name: kopf.Index[Any, Any],
-        **_: Any,
-    ) -> None:
-        for body in list(appgroups_by_name.get(labels[keys.APPGROUP_LABEL], ())):
-            try:
-                covered = workload_namespaces(AppGroup.model_validate(body))
-            except pydantic.ValidationError:
-                continue  # the AppGroup handler reports an unreadable spec
-            if namespace in covered:
-                key = (body["metadata"].get("namespace"), body["metadata"]["name"])
-                await sync_status(key, body, memo, appgroup_pods, appgroup_nodes)
+        state.set_body((namespace, name), dict(body))

@@ -28,14 +28,14 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
 from operators.engine.descheduling.sources import prometheus_samples
 from operators.kube import post_event, send_json
-from operators.sources.live import NODEMETRICS, NODES, PODS, Followed
+from operators.sources.cache import NODEMETRICS, NODES, PODS, ClusterCache, Kind
 
 logger = logging.getLogger("netaware.descheduler")
 
 COMPONENT = "netaware-descheduler"
 
 
-def followed_kinds(policy: DeschedulerPolicy) -> tuple[Followed, ...]:
+def followed_kinds(policy: DeschedulerPolicy) -> tuple[Kind, ...]:
     """What the descheduler watches: nodes and pods, and NodeMetrics only when the policy reads them."""
     usage = policy.args.usage
     uses_metrics = "nodeMetric" in (usage.cpu, usage.memory)
@@ -143,11 +143,15 @@ class Descheduler:
             logger.warning("Prometheus query failed (%s): every node's netBandwidth is unknown this cycle", error)
             return {}
 
-    async def run(self, stop: asyncio.Event, ready: Callable[[], bool] = lambda: True) -> None:
-        """Cycle every ``deschedulingInterval`` (once when it is 0) until ``stop`` is set."""
-        # The caches are still listing; LiveSnapshot offers no event to wait on, so poll.
-        while not ready() and not stop.is_set():  # noqa: ASYNC110
-            await asyncio.sleep(0.1)
+    async def run(self, stop: asyncio.Event, synced: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Cycle every ``deschedulingInterval`` (once when it is 0) until ``stop`` is set, after ``synced()``
+        (the cluster cache has listed every kind)."""
+        if synced is not None:
+            waiting = asyncio.ensure_future(synced())
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            stopping.cancel()
         while not stop.is_set():
             try:
                 await self.cycle()
@@ -171,22 +175,17 @@ def _status_message(error: ApiException) -> str:
 async def run_descheduler(
     api_factory: Callable[[], Awaitable[client.ApiClient]],
     policy: DeschedulerPolicy,
+    cache: ClusterCache,
     stop: asyncio.Event,
     metrics: DeschedulerMetrics | None = None,
     may_evict: Callable[[], bool] = lambda: True,
 ) -> None:
-    """The component as ``netaware run`` starts it: its own watches, then cycles until ``stop``."""
-    from operators.sources.live import LiveSnapshot
-
+    """The component as ``netaware run`` starts it: cycles on the process's cluster cache (which follows
+    :func:`followed_kinds`) until ``stop``."""
     api = await api_factory()
-    live = LiveSnapshot(followed_kinds(policy))
-    follower = asyncio.create_task(live.follow(api, stop))
-    descheduler = Descheduler(api, policy, live.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict)
+    descheduler = Descheduler(api, policy, cache.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict)
     try:
-        await descheduler.run(stop, lambda: live.ready)
+        await descheduler.run(stop, cache.wait_synced)
         await stop.wait()
     finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
         await api.close()

@@ -1,11 +1,11 @@
 """The NetworkTopology controller (kopf): a debounced shell over :mod:`operators.engine.status.networktopology`.
 
-* Watches (no writes, no annotations on foreign objects): labelled AppGroup pods feed a
-  :class:`~operators.sources.ledger.PodLedger`; node events whose region or zone changed, the
-  topology's ConfigMaps, AppGroups and the NetworkTopology itself mark the topologies dirty.
+* Pods, nodes and AppGroups come from the process's cluster cache (:mod:`operators.sources.cache`):
+  changes of AppGroup pods, of AppGroups and of a node's region or zone mark the topologies dirty; so do
+  the topology's ConfigMaps and the NetworkTopology itself (kopf; no writes, no annotations on them).
 * One daemon per NetworkTopology recomputes at most once per ``debounce`` seconds (default 10)
   after something changed, and at least every ``resync`` seconds (default 300); it reads the
-  NetworkTopology, its ConfigMaps, the nodes and the AppGroups, computes, and writes
+  NetworkTopology and its ConfigMaps, takes nodes, AppGroups and pods from the cache, computes, and writes
   ``spec.weights`` and ``status`` only when they changed (the weights with the resourceVersion
   it read, so a concurrent edit is never overwritten).
 * Skipped netperf entries are reported in one Warning Event per change, capped.
@@ -31,14 +31,15 @@ from operators.api import errors, keys
 from operators.api.config.controllers import NetworkTopologyOptions
 from operators.api.networktopology import NetworkTopology
 from operators.controllers.metrics import reconciler
+from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
 from operators.kube import MERGE_PATCH, patch_status, read_json
-from operators.sources.ledger import PodLedger
+from operators.sources.cache import APPGROUPS as APPGROUP_KIND
+from operators.sources.cache import NODES, Change, ClusterCache
 
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
-APPGROUPS = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 EVENT_SHOWN = 5
 
 
@@ -46,9 +47,8 @@ EVENT_SHOWN = 5
 class _State:
     """The controller's memory, shared by its handlers (kept in kopf's memo)."""
 
-    ledger: PodLedger = dataclasses.field(default_factory=PodLedger)
+    cache: ClusterCache
     dirty: dict[tuple[str, str], asyncio.Event] = dataclasses.field(default_factory=dict)
-    node_places: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     config_maps: dict[tuple[str, str], set[str]] = dataclasses.field(default_factory=dict)
     reported: dict[tuple[str, str], tuple[str, ...]] = dataclasses.field(default_factory=dict)
     writes: int = 0
@@ -57,6 +57,23 @@ class _State:
         for (topology_namespace, _), event in self.dirty.items():
             if namespace is None or topology_namespace == namespace:
                 event.set()
+
+    def on_changes(self, changes: list[Change]) -> None:
+        """AppGroup pods, AppGroups and nodes whose region or zone changed: every topology is dirty."""
+        for change in changes:
+            if change.kind == NODES.name:
+                if _place(change.old) != _place(change.new):
+                    self.mark()
+                    return
+            elif change.kind == APPGROUP_KIND.name or any(
+                pod is not None and keys.APPGROUP_LABEL in pod.labels for pod in (change.old, change.new)
+            ):
+                self.mark()
+                return
+
+
+def _place(node: Node | None) -> tuple[str, str] | None:
+    return (node.region, node.zone) if node is not None else None
 
 
 def _skipped_message(skipped: list[Skipped]) -> str:
@@ -94,18 +111,11 @@ async def recompute(
     labelled = await read_json(
         api, f"/api/v1/namespaces/{namespace}/configmaps", labelSelector=f"{keys.NETPERF_CONFIGMAP_LABEL}={name}"
     )
-    nodes = await read_json(api, "/api/v1/nodes")
-    groups = await custom.list_cluster_custom_object(*APPGROUPS)
     for item in ([named_map] if named_map else []) + list((labelled or {}).get("items", [])):
         builder.add({"apiVersion": "v1", "kind": "ConfigMap", **item})
-    for item in (nodes or {}).get("items", []):
-        builder.add({"apiVersion": "v1", "kind": "Node", **item})
-    for item in groups.get("items", []):
-        try:
-            builder.add({"apiVersion": "/".join(APPGROUPS[:2]), "kind": "AppGroup", **item})
-        except ValueError:
-            continue  # an AppGroup that does not parse is its own controller's to report
-    snapshot = dataclasses.replace(builder.build(), pods=state.ledger.pods())
+    cached = state.cache.snapshot()
+    pods = tuple(pod for pod in cached.pods if keys.APPGROUP_LABEL in pod.labels)
+    snapshot = dataclasses.replace(builder.build(), nodes=cached.nodes, app_groups=cached.app_groups, pods=pods)
     result = networktopology_result(topology, snapshot, datetime.datetime.now(datetime.UTC), options.default_capacity)
     new = result.topology.to_wire()
     if new["spec"]["weights"] != raw["spec"].get("weights"):
@@ -131,35 +141,16 @@ async def recompute(
     logger.debug("NetworkTopology %s/%s recomputed", namespace, name)
 
 
-def register(registry: kopf.OperatorRegistry, options: NetworkTopologyOptions | None = None) -> None:
-    """Add the NetworkTopology handlers to ``registry``."""
+def register(
+    registry: kopf.OperatorRegistry, cache: ClusterCache, options: NetworkTopologyOptions | None = None
+) -> None:
+    """Add the NetworkTopology handlers to ``registry``; nodes, AppGroups and pods are read from ``cache``."""
     settings = options or NetworkTopologyOptions()
 
     @kopf.on.startup(id="networktopology_state", registry=registry)
-    def init_state(memo: kopf.Memo, **_: Any) -> None:
-        memo.networktopology = _State()
-
-    @kopf.on.event(
-        "pods",
-        id="networktopology_pods",
-        labels={keys.APPGROUP_LABEL: kopf.PRESENT},
-        registry=registry,
-    )
-    def pod_event(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        state: _State = memo.networktopology
-        state.ledger.apply(type or "ADDED", body)
-        state.mark()
-
-    @kopf.on.event("nodes", id="networktopology_nodes", registry=registry)
-    def node_event(type: str | None, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
-        state: _State = memo.networktopology
-        place = (labels.get(keys.REGION_LABEL, ""), labels.get(keys.ZONE_LABEL, ""))
-        if type == "DELETED":
-            state.node_places.pop(name, None)
-            state.mark()
-        elif state.node_places.get(name) != place:
-            state.node_places[name] = place
-            state.mark()
+    async def init_state(memo: kopf.Memo, **_: Any) -> None:
+        memo.networktopology = _State(cache)
+        cache.subscribe(memo.networktopology.on_changes, asyncio.get_running_loop())
 
     @kopf.on.event("configmaps", id="networktopology_configmaps", registry=registry)  # type: ignore[arg-type]
     def configmap_event(namespace: str, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
@@ -170,10 +161,6 @@ def register(registry: kopf.OperatorRegistry, options: NetworkTopologyOptions | 
         for key, names in state.config_maps.items():
             if key[0] == namespace and name in names and key in state.dirty:
                 state.dirty[key].set()
-
-    @kopf.on.event(*APPGROUPS, id="networktopology_appgroups", registry=registry)
-    def appgroup_event(memo: kopf.Memo, **_: Any) -> None:
-        memo.networktopology.mark()
 
     @kopf.on.event(*RESOURCE, id="networktopology_changed", registry=registry)  # type: ignore[arg-type]
     def topology_event(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:

@@ -4,8 +4,9 @@
   force (last good per key), posts one Warning Event on the ConfigMap per newly refused key
   (naming the key, the field and the value), and re-renders every node. Its deletion changes
   nothing (as Koordinator).
-* Node events re-render that node when its labels or bandwidth annotations change (upstream
-  ignores annotation-only changes); a deleted node's NodeSLO is deleted.
+* Nodes come from the process's cluster cache (:mod:`operators.sources.cache`): a node whose labels or
+  bandwidth annotations changed (upstream ignores annotation-only changes) is queued and re-rendered by
+  a few workers; a deleted node's NodeSLO is deleted. Only nodes whose inputs changed are rendered.
 * NodeSLO events revert manual edits of the network-QoS fields netaware owns
   (:data:`operators.engine.status.nodeslo.OWNED_PATHS`) and recreate a deleted NodeSLO of a live node; every
   other field (``cpuBurstStrategy``, ``extensions``, ``cpuQOS``, ...) is left exactly as found, whoever
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
@@ -34,11 +36,15 @@ from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.kube import patch_status, read_json, send_json
+from operators.sources.cache import NODES, Change, ClusterCache
 
 RESOURCE = (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos")
 PATH = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos"
 JSON_PATCH = "application/json-patch+json"
 WATCHED_ANNOTATIONS = (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS)
+
+
+WORKERS = 16  # nodes rendered at once: the first sync of 5,000 nodes is 5,000 creations
 
 
 @dataclass
@@ -48,6 +54,28 @@ class _State:
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
     slos: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     locks: dict[str, asyncio.Lock] = dataclasses.field(default_factory=dict)
+    queue: asyncio.Queue[str] = dataclasses.field(default_factory=asyncio.Queue)
+    queued: set[str] = dataclasses.field(default_factory=set)
+
+    def enqueue(self, name: str) -> None:
+        if name not in self.queued:
+            self.queued.add(name)
+            self.queue.put_nowait(name)
+
+    def on_changes(self, changes: list[Change]) -> None:
+        """Nodes whose labels or bandwidth annotations changed (or that came or went) are queued."""
+        for change in changes:
+            if change.kind != NODES.name:
+                continue
+            if change.new is None:
+                self.nodes.pop(change.old.name, None)
+                self.enqueue(change.old.name)
+                continue
+            node: Node = change.new
+            previous = self.nodes.get(node.name)
+            self.nodes[node.name] = node
+            if previous is None or _watched(previous) != _watched(node) or node.name not in self.slos:
+                self.enqueue(node.name)
 
 
 def _watched(node: Node) -> tuple[Any, ...]:
@@ -107,13 +135,41 @@ async def ensure_config(api: Any, state: _State, options: NodeSLOOptions) -> Non
     state.loaded = True
 
 
-def register(registry: kopf.OperatorRegistry, options: NodeSLOOptions | None = None) -> None:
-    """Add the NodeSLO handlers to ``registry``."""
+def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: NodeSLOOptions | None = None) -> None:
+    """Add the NodeSLO handlers to ``registry``; nodes are read from ``cache``."""
     settings = options or NodeSLOOptions()
 
     @kopf.on.startup(id="nodeslo_state", registry=registry)
-    def init_state(memo: kopf.Memo, **_: Any) -> None:
-        memo.nodeslo = _State()
+    async def init_state(memo: kopf.Memo, **_: Any) -> None:
+        state = _State()
+        memo.nodeslo = state
+        state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
+
+        async def render_queued() -> None:
+            while True:
+                name = await state.queue.get()
+                state.queued.discard(name)
+                try:
+                    await ensure_config(memo.api, state, settings)
+                    await sync_node(memo.api, state, name, settings)
+                except ApiException as error:
+                    logging.getLogger("netaware.nodeslo").warning(
+                        "NodeSLO %s: rendering failed (%s %s); retrying", name, error.status, error.reason
+                    )
+                    await asyncio.sleep(2)
+                    state.enqueue(name)
+                except Exception:
+                    logging.getLogger("netaware.nodeslo").exception("NodeSLO %s: rendering failed", name)
+
+        memo.nodeslo_workers = [asyncio.create_task(render_queued()) for _ in range(WORKERS)]
+
+    @kopf.on.cleanup(id="nodeslo_workers", registry=registry)
+    async def stop_workers(memo: kopf.Memo, **_: Any) -> None:
+        for worker in getattr(memo, "nodeslo_workers", ()):
+            worker.cancel()
+        for worker in getattr(memo, "nodeslo_workers", ()):
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
 
     def is_config(namespace: str, name: str, **_: Any) -> bool:
         return namespace == settings.config_namespace and name == settings.config_name
@@ -135,20 +191,6 @@ def register(registry: kopf.OperatorRegistry, options: NodeSLOOptions | None = N
                 logger.warning("slo-controller-config refused: %s", problem)
         for name in sorted(state.nodes):
             await sync_node(memo.api, state, name, settings)
-
-    @kopf.on.event("nodes", id="nodeslo_nodes", registry=registry)
-    async def node_event(type: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        state: _State = memo.nodeslo
-        if type == "DELETED":
-            state.nodes.pop(name, None)
-        else:
-            node = Node.parse(dict(body))
-            previous = state.nodes.get(name)
-            state.nodes[name] = node
-            if previous is not None and _watched(previous) == _watched(node) and name in state.slos:
-                return  # nothing the NodeSLO depends on changed
-        await ensure_config(memo.api, state, settings)
-        await sync_node(memo.api, state, name, settings)
 
     @kopf.on.event(*RESOURCE, id="nodeslo_edits", registry=registry)
     async def nodeslo_event(type: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:

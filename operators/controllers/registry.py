@@ -11,33 +11,46 @@ from operators.api import keys
 from operators.api.config.controllers import ControllerOptions
 from operators.controllers import appgroup, networktopology, nodeslo
 from operators.kube import ApiClientFactory, cluster_api_client
+from operators.sources.cache import APPGROUP_PODS, APPGROUPS, NODES, ClusterCache, Kind
 
-COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ControllerOptions], None]] = {
-    "appgroup": lambda registry, _options: appgroup.register(registry),
-    "networktopology": lambda registry, options: networktopology.register(registry, options.networktopology),
-    "nodeslo": lambda registry, options: nodeslo.register(registry, options.nodeslo),
+COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions], None]] = {
+    "appgroup": lambda registry, cache, options: appgroup.register(registry, cache, options.appgroup),
+    "networktopology": lambda registry, cache, options: networktopology.register(
+        registry, cache, options.networktopology
+    ),
+    "nodeslo": lambda registry, cache, options: nodeslo.register(registry, cache, options.nodeslo),
+}
+
+# What each controller reads from the process's cluster cache (AppGroup pods only: the label selects them).
+CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
+    "appgroup": (APPGROUP_PODS, NODES),
+    "networktopology": (APPGROUP_PODS, NODES, APPGROUPS),
+    "nodeslo": (NODES,),
 }
 
 
 def build_registry(
+    cache: ClusterCache,
     components: tuple[str, ...] = tuple(COMPONENTS),
     api_client_factory: ApiClientFactory = cluster_api_client,
     options: ControllerOptions | None = None,
 ) -> kopf.OperatorRegistry:
-    """A registry with the chosen controllers and the kubernetes-asyncio client they share (``memo.api``)."""
+    """A registry with the chosen controllers, reading ``cache``, and the kubernetes-asyncio client they share
+    (``memo.api``, opened before any controller starts)."""
     registry = kopf.OperatorRegistry()
-    for name in components:
-        COMPONENTS[name](registry, options or ControllerOptions())
 
     @kopf.on.startup(id="api_client", registry=registry)
     async def open_api_client(memo: kopf.Memo, **_: Any) -> None:
         memo.api = await api_client_factory()
 
+    for name in components:
+        COMPONENTS[name](registry, cache, options or ControllerOptions())
+
     @kopf.on.cleanup(id="api_client", registry=registry)
     async def close_api_client(memo: kopf.Memo, **_: Any) -> None:
         api = getattr(memo, "api", None)
         if api is not None:
-            await api.close()
+            await api.close()  # after the controllers' own cleanups
 
     return registry
 

@@ -43,8 +43,10 @@ async def stream(
         if last < store.compacted.get(key, 0):
             yield watch_error(f"too old resource version: {last} ({store.compacted.get(key, 0)})", 410)
             return
+    bookmarks = request.params.get("allowWatchBookmarks") in ("true", "1")
     while True:
         written = store.next_write()  # before reading the history: a write from now on completes it
+        horizon = store.last_rv  # every event of this resource up to here is in the history read below
         for event in list(store.history.get(key, ())):
             if event.rv <= last:
                 continue
@@ -54,10 +56,13 @@ async def stream(
                 continue
             if selected(event.obj, labels, fields):
                 yield {"type": event.type, "object": copy.deepcopy(event.obj)}
+        last = max(last, horizon)
         if store.watch_epoch != epoch:
             return
         remaining = None if deadline is None else deadline - loop.time()
         if remaining is not None and remaining <= 0:
+            if bookmarks:  # as the API server does before it ends a watch: where to resume from
+                yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": str(last)}}}
             return
         # Wake up at least every second to notice a client that went away: aiohttp does not cancel the
         # handler on disconnect, and a stream parked waiting for a write would hold the server's shutdown.
@@ -65,6 +70,4 @@ async def stream(
         transport = raw.transport if raw is not None else None
         if transport is None or transport.is_closing():
             return
-        done, _ = await asyncio.wait({written}, timeout=min(remaining or 1.0, 1.0))
-        if not done and remaining is not None and remaining <= 1.0:
-            return
+        await asyncio.wait({written}, timeout=min(remaining or 1.0, 1.0))

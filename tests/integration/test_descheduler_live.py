@@ -18,7 +18,7 @@ from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, 
 from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
 from operators.emulator import ApiEmulator
 from operators.kube import url_api_client
-from operators.sources.live import LiveSnapshot
+from operators.sources.cache import ClusterCache
 from tests.engine.test_lownodeload import node, pod
 from tests.integration.conftest import Api, start_run
 from tests.integration.test_kopf_operator import eventually
@@ -53,7 +53,7 @@ def policy(dry_run: bool = False) -> DeschedulerPolicy:
 @contextlib.asynccontextmanager
 async def descheduler(emulator: ApiEmulator, chosen: DeschedulerPolicy) -> Any:
     api = await url_api_client(emulator.base_url)()
-    live = LiveSnapshot(followed_kinds(chosen))
+    live = ClusterCache(followed_kinds(chosen))
     stop = asyncio.Event()
     follower = asyncio.create_task(live.follow(api, stop))
     try:

@@ -14,7 +14,7 @@ from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
 from operators.extender.server import ExtenderState, build_app
 from operators.kube import url_api_client
-from operators.sources.live import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, LiveSnapshot
+from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
 from tests.integration.conftest import Api
 from tests.integration.test_kopf_operator import documents, eventually, labelled_pod
 
@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 async def test_extender_follows_the_cluster(api: Api, emulator: ApiEmulator) -> None:
     await emulator.seed(documents("cluster.yaml") + documents("networktopology.yaml") + documents("appgroup-a1.yaml"))
-    live = LiveSnapshot((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
+    live = ClusterCache((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
     stop = asyncio.Event()
     client = await url_api_client(emulator.base_url)()
     follower = asyncio.create_task(live.follow(client, stop))

@@ -39,8 +39,17 @@ class NetworkTopologyOptions(_Options):
     default_capacity: Quantity = Field(default_factory=lambda: Quantity.parse("1G"))
 
 
+class AppGroupOptions(_Options):
+    """How often an AppGroup's status may be written: at most once per ``status_interval_seconds`` (the latest
+    state is always written at the end of the interval), so that pods starting by the thousand cost a few
+    writes per AppGroup, not one per pod."""
+
+    status_interval_seconds: float = Field(1.0, ge=0)
+
+
 class ControllerOptions(_Options):
     """The options of every controller of one ``netaware run`` process."""
 
+    appgroup: AppGroupOptions = Field(default_factory=AppGroupOptions)
     networktopology: NetworkTopologyOptions = Field(default_factory=NetworkTopologyOptions)
     nodeslo: NodeSLOOptions = Field(default_factory=NodeSLOOptions)

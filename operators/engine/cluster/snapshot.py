@@ -106,18 +106,58 @@ def _group(nodes: Iterable[Node], key: Any) -> Mapping[str, tuple[Node, ...]]:
     return MappingProxyType({name: tuple(members) for name, members in index.items()})
 
 
+# (apiVersion, kind) -> (the snapshot's slot, the record's parser)
+BUILTIN_KINDS: dict[tuple[str, str], tuple[str, Callable[[dict[str, Any]], Any]]] = {
+    ("v1", "Node"): ("nodes", Node.parse),
+    ("v1", "Pod"): ("pods", Pod.parse),
+    ("v1", "Namespace"): ("namespaces", Namespace.parse),
+    ("v1", "ConfigMap"): ("config_maps", ConfigMap.parse),
+    ("policy/v1", "PodDisruptionBudget"): ("pdbs", PodDisruptionBudget.parse),
+    ("slo.koordinator.sh/v1alpha1", "NodeMetric"): ("node_metrics", NodeMetric.parse),
+}
+
+# kind -> (the snapshot's slot, its model)
+CUSTOM_KINDS: dict[str, tuple[str, type[pydantic.BaseModel]]] = {
+    "AppGroup": ("app_groups", AppGroup),
+    "NetworkTopology": ("network_topologies", NetworkTopology),
+    "NodeSLO": ("node_slos", NodeSLO),
+}
+
+
+def parse_object(raw: dict[str, Any], prefix: str = "") -> tuple[str, Any, list[str]] | None:
+    """One object (with apiVersion and kind) as the engine reads it: (the snapshot's slot, the record, warnings
+    about how it was read); None for a kind the engine does not read. Raises ``FieldError``."""
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    builtin = BUILTIN_KINDS.get((str(api_version), str(kind)))
+    if builtin is not None:
+        slot, parse = builtin
+        return slot, parse(raw), []
+    if kind not in CUSTOM_KINDS:
+        return None
+    notes: list[str] = []
+    raw = dict(raw)
+    if api_version in _LEGACY_API_VERSIONS.get(kind, ()):
+        current = {"AppGroup": "appgroup", "NetworkTopology": "networktopology"}[kind]
+        raw["apiVersion"] = f"{current}.diktyo.x-k8s.io/v1alpha1"
+        notes.append(f"{prefix}apiVersion {api_version!r} is an old API group, read as {raw['apiVersion']!r}")
+    if kind == "NetworkTopology" and isinstance(raw.get("spec"), dict):
+        raw["spec"], converted = convert_legacy_names(raw["spec"])
+        notes.extend(prefix + note for note in converted)
+    slot, model = CUSTOM_KINDS[kind]
+    try:
+        obj = model.model_validate(raw)
+    except pydantic.ValidationError as error:
+        found = errors.from_pydantic(error)
+        raise FieldError(
+            found[0].path,
+            found[0].value,
+            found[0].reason + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
+        ) from None
+    return slot, obj, notes
+
+
 class SnapshotBuilder:
     """Collects objects one by one (errors carry the object's field path), then freezes them."""
-
-    # (apiVersion, kind) -> (the snapshot's slot, the record's parser)
-    _BUILTIN: dict[tuple[str, str], tuple[str, Callable[[dict[str, Any]], Any]]] = {
-        ("v1", "Node"): ("nodes", Node.parse),
-        ("v1", "Pod"): ("pods", Pod.parse),
-        ("v1", "Namespace"): ("namespaces", Namespace.parse),
-        ("v1", "ConfigMap"): ("config_maps", ConfigMap.parse),
-        ("policy/v1", "PodDisruptionBudget"): ("pdbs", PodDisruptionBudget.parse),
-        ("slo.koordinator.sh/v1alpha1", "NodeMetric"): ("node_metrics", NodeMetric.parse),
-    }
 
     def __init__(self) -> None:
         self._objects: dict[str, dict[tuple[str, str], Any]] = defaultdict(dict)
@@ -142,50 +182,18 @@ class SnapshotBuilder:
                 except FieldError as error:
                     raise error.at(f"items[{index}]") from None
             return
-        builtin = self._BUILTIN.get((api_version, kind))
-        obj: Any
-        if builtin is not None:
-            slot, parse = builtin
-            obj = parse(raw)
-        elif kind in ("AppGroup", "NetworkTopology", "NodeSLO"):
-            slot, obj = self._custom(raw, kind, api_version, prefix)
-        else:
+        parsed = parse_object(raw, prefix)
+        if parsed is None:
             self.ignored[f"{api_version} {kind}"] += 1
             return
-        key = (_namespace_of(obj), _name_of(obj))
+        slot, obj, notes = parsed
+        self.warnings.extend(notes)
+        key = object_key(obj)
         if key in self._objects[slot]:
             self.warnings.append(
                 f"{prefix}{kind} {'/'.join(part for part in key if part)} appears twice; the later definition wins"
             )
         self._objects[slot][key] = obj
-
-    def _custom(self, raw: dict[str, Any], kind: str, api_version: str, prefix: str) -> tuple[str, Any]:
-        raw = dict(raw)
-        if api_version in _LEGACY_API_VERSIONS.get(kind, ()):
-            current = {"AppGroup": "appgroup", "NetworkTopology": "networktopology"}[kind]
-            raw["apiVersion"] = f"{current}.diktyo.x-k8s.io/v1alpha1"
-            self.warnings.append(
-                f"{prefix}apiVersion {api_version!r} is an old API group, read as {raw['apiVersion']!r}"
-            )
-        if kind == "NetworkTopology" and isinstance(raw.get("spec"), dict):
-            raw["spec"], notes = convert_legacy_names(raw["spec"])
-            self.warnings.extend(prefix + note for note in notes)
-        model: type[pydantic.BaseModel] = {
-            "AppGroup": AppGroup,
-            "NetworkTopology": NetworkTopology,
-            "NodeSLO": NodeSLO,
-        }[kind]
-        try:
-            obj = model.model_validate(raw)
-        except pydantic.ValidationError as error:
-            found = errors.from_pydantic(error)
-            raise FieldError(
-                found[0].path,
-                found[0].value,
-                found[0].reason + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
-            ) from None
-        slot = {"AppGroup": "app_groups", "NetworkTopology": "network_topologies", "NodeSLO": "node_slos"}[kind]
-        return slot, obj
 
     def build(self) -> Snapshot:
         def values(slot: str) -> tuple[Any, ...]:
@@ -207,6 +215,11 @@ class SnapshotBuilder:
 
 def _sort_key(key: tuple[str, str]) -> tuple[str, str]:
     return key
+
+
+def object_key(obj: Any) -> tuple[str, str]:
+    """(namespace, name) of a parsed record or model: the key its slot is sorted by ("" for cluster-scoped)."""
+    return (_namespace_of(obj), _name_of(obj))
 
 
 def _namespace_of(obj: Any) -> str:

@@ -8,7 +8,6 @@ per-request state lives in the cycle (:mod:`operators.engine.scheduling.framewor
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -17,59 +16,80 @@ import numpy as np
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NetworkOverheadArgs
-from operators.api.errors import FieldError
 from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
-from operators.engine.cluster.bandwidth import pod_demand, slo_network_totals
+from operators.engine.cluster.bandwidth import slo_network_totals
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.table import Ints, NodeTable
-
-# A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the
-# array arithmetic on it stays inside int64.
-MAX_USED = 2**60
+from operators.engine.scheduling.usage import PodUsage
 
 
 @dataclass
 class ClusterIndex:
-    """Per-snapshot precomputation shared by every pod scheduled against it."""
+    """Per-snapshot precomputation shared by every pod scheduled against it.
+
+    ``snapshot`` gives the nodes and the custom resources; the pods are read through ``usage`` (the pods of
+    the snapshot folded into a :class:`PodUsage` by :meth:`build`, or kept by delta by a live extender, whose
+    snapshot then carries no pods). :meth:`with_usage` is the next index after pod changes: the same nodes,
+    the used columns of the touched nodes updated in copies of its tables."""
 
     snapshot: Snapshot
-    nodes: tuple[Node, ...]
-    node_by_name: Mapping[str, Node]
-    used: dict[str, tuple[int, int]]  # node -> (ingress, egress) requested by its pods
-    slo_totals: dict[str, Quantity] = field(default_factory=dict)
-    pod_count: dict[str, int] = field(default_factory=dict)
-    # node -> why its used bandwidth is unknown (a pod on it with an unreadable bandwidth annotation)
-    usage_problems: dict[str, str] = field(default_factory=dict)
+    usage: PodUsage
     _tables: dict[int | None, NodeTable] = field(default_factory=dict, repr=False)
     _costs: dict[NetworkOverheadArgs, dict[tuple[str, str], int] | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> ClusterIndex:
-        used: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        count: dict[str, int] = defaultdict(int)
-        problems: dict[str, str] = {}
+        usage = PodUsage()
         for pod in snapshot.pods:
-            if pod.node_name and not pod.is_terminal:
-                try:
-                    ingress, egress = pod_demand(pod.annotations)
-                except FieldError as error:
-                    problems.setdefault(pod.node_name, f"pod {pod.key} on node {pod.node_name}: {error}")
-                    ingress = egress = 0
-                entry = used[pod.node_name]
-                entry[0] += ingress
-                entry[1] += egress
-                count[pod.node_name] += 1
-        return cls(
-            snapshot,
-            snapshot.nodes,
-            snapshot.node_by_name,
-            {name: (min(values[0], MAX_USED), min(values[1], MAX_USED)) for name, values in used.items()},
-            slo_network_totals(snapshot),
-            dict(count),
-            problems,
-        )
+            usage.apply(None, pod)
+        return cls(snapshot, usage)
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        return self.snapshot.nodes
+
+    @property
+    def node_by_name(self) -> Mapping[str, Node]:
+        return self.snapshot.node_by_name
+
+    @functools.cached_property
+    def used(self) -> dict[str, tuple[int, int]]:
+        """node -> (ingress, egress) requested by its pods."""
+        return {name: self.usage.used(name) for name in self.usage.sums}
+
+    @functools.cached_property
+    def usage_problems(self) -> dict[str, str]:
+        """node -> why its used bandwidth is unknown (a pod on it with an unreadable bandwidth annotation)."""
+        return {name: problem for name in self.usage.problems if (problem := self.usage.problem(name))}
+
+    @functools.cached_property
+    def slo_totals(self) -> dict[str, Quantity]:
+        return slo_network_totals(self.snapshot)
+
+    def with_usage(self, touched: set[str]) -> ClusterIndex:
+        """The index after ``usage`` changed on the ``touched`` nodes (same nodes, same custom resources): its
+        tables' used columns are copied and those rows updated; costs and messages carry over."""
+        index = ClusterIndex(self.snapshot, self.usage, _costs=self._costs)
+        if "position" in self.__dict__:
+            index.__dict__["position"] = self.position
+        if "slo_totals" in self.__dict__:
+            index.__dict__["slo_totals"] = self.slo_totals
+        for key, table in self._tables.items():
+            index._tables[key] = table.with_used(
+                {name: self.usage.used(name) for name in touched}, index.usage_problems
+            )
+        return index
+
+    def with_snapshot(self, snapshot: Snapshot) -> ClusterIndex:
+        """The index for ``snapshot`` when only AppGroups or NetworkTopologies changed (same nodes and NodeSLOs):
+        the tables carry over, the costs are computed again."""
+        index = ClusterIndex(snapshot, self.usage, _tables=self._tables)
+        for name in ("position", "slo_totals", "used", "usage_problems"):
+            if name in self.__dict__:
+                index.__dict__[name] = self.__dict__[name]
+        return index
 
     # -- nodes as a table --
 
@@ -98,15 +118,10 @@ class ClusterIndex:
     def app_groups(self) -> dict[tuple[str, str], AppGroup]:
         return {(group.metadata.namespace, group.metadata.name): group for group in self.snapshot.app_groups}
 
-    @functools.cached_property
-    def appgroup_pods(self) -> dict[str, list[Pod]]:
-        """Pods by AppGroup label, all namespaces (filtered per AppGroup later)."""
-        index: dict[str, list[Pod]] = defaultdict(list)
-        for pod in self.snapshot.pods:
-            label = pod.labels.get(keys.APPGROUP_LABEL)
-            if label:
-                index[label].append(pod)
-        return index
+    @property
+    def appgroup_pods(self) -> Mapping[str, Mapping[str, Pod]]:
+        """Pods by AppGroup label, all namespaces (filtered per AppGroup later), keyed by pod."""
+        return self.usage.members
 
     def cost_map(self, args: NetworkOverheadArgs) -> dict[tuple[str, str], int] | None:
         """(origin, destination) -> cost, zones and regions in one map (upstream's costMap); None if no topology."""

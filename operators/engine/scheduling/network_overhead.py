@@ -101,7 +101,9 @@ def prefilter(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -> Overh
         return OverheadState()
     covered = set(workload_namespaces(group))
     scheduled = [
-        member for member in index.appgroup_pods.get(name, ()) if member.node_name and member.namespace in covered
+        member
+        for member in index.appgroup_pods.get(name, {}).values()
+        if member.node_name and member.namespace in covered
     ]
     if not scheduled:
         return OverheadState()

@@ -100,6 +100,33 @@ class NodeTable:
             {args: values[positions] for args, values in self._allocatable.items()},
         )
 
+    def with_used(self, used: Mapping[str, tuple[int, int]], usage_problems: Mapping[str, str]) -> NodeTable:
+        """This table with the used bandwidth of the nodes in ``used`` replaced (copies of the two columns; the
+        other columns, and the messages and allocatable scores computed so far, are shared)."""
+        used_in, used_out = self.used_in.copy(), self.used_out.copy()
+        row_of = self.row_of
+        for name, (ingress, egress) in used.items():
+            row = row_of.get(name)
+            if row is not None:
+                used_in[row], used_out[row] = ingress, egress
+        table = NodeTable(
+            self.nodes,
+            self.names,
+            self.places,
+            self.place,
+            self.capacity,
+            used_in,
+            used_out,
+            self.capacity_problems,
+            {name: usage_problems[name] for name in self.names if name in usage_problems}
+            if usage_problems or self.usage_problems
+            else {},
+            self._allocatable,
+            self._messages,
+        )
+        table.__dict__["row_of"] = row_of
+        return table
+
     def __len__(self) -> int:
         return len(self.names)
 

@@ -1,0 +1,91 @@
+"""What the pods on each node use, kept by delta: the only place a pod's bandwidth is added to its node.
+
+:meth:`PodUsage.apply` takes one pod change (added, changed, deleted) and updates the used bandwidth per node
+(per direction), the pod count, the nodes whose usage is unknown (a pod with an unreadable bandwidth
+annotation) and the AppGroup members; :meth:`ClusterIndex.build` folds a snapshot's pods through it, and the
+extender applies its watch's pod events to it, so both count a pod the same way.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from operators.api import keys
+from operators.api.errors import FieldError
+from operators.engine.cluster.bandwidth import pod_demand
+from operators.engine.cluster.objects import Pod
+
+# A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the
+# array arithmetic on it stays inside int64.
+MAX_USED = 2**60
+
+
+def _counts(pod: Pod | None) -> bool:
+    return pod is not None and bool(pod.node_name) and not pod.is_terminal
+
+
+@dataclass
+class PodUsage:
+    """Used bandwidth, pod counts, usage problems and AppGroup members, as running sums over pod changes."""
+
+    sums: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # node -> pod key -> why that pod's bandwidth is unreadable
+    problems: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    # AppGroup label -> pod key -> pod (all namespaces; each AppGroup filters by the namespaces it covers)
+    members: dict[str, dict[str, Pod]] = field(default_factory=lambda: defaultdict(dict))
+
+    def apply(self, old: Pod | None, new: Pod | None) -> set[str]:
+        """Replace ``old`` by ``new`` (either may be None); the nodes whose usage changed."""
+        touched: set[str] = set()
+        if old is not None:
+            self._member(old, add=False)
+            if _counts(old):
+                self._count(old, -1)
+                touched.add(old.node_name)
+        if new is not None:
+            self._member(new, add=True)
+            if _counts(new):
+                self._count(new, +1)
+                touched.add(new.node_name)
+        return touched
+
+    def _count(self, pod: Pod, sign: int) -> None:
+        node = pod.node_name
+        try:
+            ingress, egress = pod_demand(pod.annotations)
+        except FieldError as error:
+            ingress = egress = 0
+            if sign > 0:
+                self.problems[node][pod.key] = f"pod {pod.key} on node {node}: {error}"
+        if sign < 0:
+            self.problems[node].pop(pod.key, None)
+            if not self.problems[node]:
+                del self.problems[node]
+        entry = self.sums[node]
+        entry[0] += sign * ingress
+        entry[1] += sign * egress
+        self.count[node] += sign
+        if self.count[node] == 0:
+            del self.count[node], self.sums[node]
+
+    def _member(self, pod: Pod, add: bool) -> None:
+        label = pod.labels.get(keys.APPGROUP_LABEL)
+        if not label:
+            return
+        if add:
+            self.members[label][pod.key] = pod
+        else:
+            self.members[label].pop(pod.key, None)
+            if not self.members[label]:
+                del self.members[label]
+
+    def used(self, node: str) -> tuple[int, int]:
+        entry = self.sums.get(node)
+        return (min(entry[0], MAX_USED), min(entry[1], MAX_USED)) if entry else (0, 0)
+
+    def problem(self, node: str) -> str | None:
+        """The first unreadable pod on ``node`` (in the order they arrived), if any."""
+        found = self.problems.get(node)
+        return next(iter(found.values())) if found else None

@@ -1,0 +1,442 @@
+"""One cluster cache per process: list + watch of the kinds the process's components read, as raw JSON
+(orjson over the API client's own aiohttp session: no model classes), trimmed on arrival
+(:mod:`operators.sources.trim`) and parsed once into the engine's records.
+
+* **Lists** are paged (``limit``/``continue``); a page whose continue token expired (410) starts the list
+  again. A list replaces the kind's objects and reports what changed against what was held before.
+* **Watches** resume from the last resourceVersion seen (events and ``BOOKMARK``\\s advance it), so a dropped
+  or timed-out watch does not list again; only a ``410 Gone`` (the version was compacted away) does.
+* **Changes** go to listeners as batches of :class:`Change` (a whole list is one batch); an update that
+  leaves the trimmed object equal (a node's heartbeat) is no change. A listener on another event loop
+  (kopf runs in its own thread) is called on its loop.
+* **Snapshots** (:meth:`ClusterCache.snapshot`) are derived per kind, only for the kinds that changed since
+  the last one; the objects are shared, never copied.
+
+The cache may be read from several threads: its maps change under a lock, and snapshots are immutable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from operators.api import keys
+from operators.api.errors import FieldError
+from operators.engine.cluster.snapshot import Snapshot, parse_object
+from operators.sources.trim import Trim, trim_node, trim_other, trim_pod
+
+logger = logging.getLogger("netaware.cache")
+
+PAGE_SIZE = 500
+WATCH_SECONDS = 300  # the API server ends a watch after this; we resume it from its last version
+PAUSE = 0.5  # before listing again after an error
+MISSING_PAUSE = 30.0  # before asking again for a kind the API server does not serve (its CRD is absent)
+MAX_EVENT_LINE = 64 * 1024 * 1024  # a watch event larger than this ends the watch (the object limit is ~1.5 MiB)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind to follow: its collection path, apiVersion/kind (list items carry neither) and its trim."""
+
+    name: str
+    path: str
+    api_version: str
+    kind: str
+    trim: Trim = trim_other
+    selector: str = ""  # a label selector: only these objects are listed and watched
+
+
+def _custom(plural: str, group: str, kind: str) -> Kind:
+    return Kind(plural, f"/apis/{group}/{keys.V1ALPHA1}/{plural}", f"{group}/{keys.V1ALPHA1}", kind)
+
+
+NODES = Kind("nodes", "/api/v1/nodes", "v1", "Node", trim_node)
+PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod)
+APPGROUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod, keys.APPGROUP_LABEL)  # pods of AppGroups
+NAMESPACES = Kind("namespaces", "/api/v1/namespaces", "v1", "Namespace")
+APPGROUPS = _custom("appgroups", keys.APPGROUP_GROUP, "AppGroup")
+NETWORKTOPOLOGIES = _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
+NODESLOS = _custom("nodeslos", keys.SLO_GROUP, "NodeSLO")
+NODEMETRICS = _custom("nodemetrics", keys.SLO_GROUP, "NodeMetric")
+
+# The snapshot slot each kind fills.
+SLOTS = {
+    "nodes": "nodes",
+    "pods": "pods",
+    "namespaces": "namespaces",
+    "appgroups": "app_groups",
+    "networktopologies": "network_topologies",
+    "nodeslos": "node_slos",
+    "nodemetrics": "node_metrics",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One object's change: ``old`` None for an addition, ``new`` None for a deletion (parsed records)."""
+
+    kind: str
+    old: Any
+    new: Any
+
+
+Listener = Callable[[list[Change]], None]
+
+
+class Expired(Exception):
+    """The API server no longer has the version asked for (410 Gone): list again."""
+
+
+@dataclass
+class _Store:
+    kind: Kind
+    objects: dict[tuple[str, str], Any] = field(default_factory=dict)
+    trimmed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    version: int = 0  # bumped on every change: snapshots of this kind are rebuilt when it moved
+    synced: bool = False
+    unreadable: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def _union(kinds: Iterable[Kind]) -> tuple[Kind, ...]:
+    """One kind per name: when components ask for the same kind with different selectors, all of it."""
+    chosen: dict[str, Kind] = {}
+    for kind in kinds:
+        held = chosen.get(kind.name)
+        if held is None or held.selector == kind.selector:
+            chosen[kind.name] = kind
+        else:
+            chosen[kind.name] = dataclasses.replace(kind, selector="")
+    return tuple(chosen.values())
+
+
+def _key(raw: Mapping[str, Any]) -> tuple[str, str]:
+    meta = raw.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _selecting(kind: Kind) -> dict[str, str]:
+    return {"labelSelector": kind.selector} if kind.selector else {}
+
+
+class ClusterCache:
+    def __init__(
+        self,
+        kinds: Iterable[Kind],
+        page_size: int = PAGE_SIZE,
+        namespaces: Iterable[str] = (),
+        watch_seconds: int = WATCH_SECONDS,
+    ) -> None:
+        self.kinds = _union(kinds)
+        self.watch_seconds = watch_seconds
+        self.namespaces = frozenset(namespaces)  # namespaced objects only from these; empty: all
+        self.page_size = page_size
+        self._stores = {kind.name: _Store(kind) for kind in self.kinds}
+        self._lock = threading.Lock()
+        self._listeners: list[tuple[Listener, asyncio.AbstractEventLoop | None]] = []
+        self._slots: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        self._snapshot: tuple[tuple[int, ...], Snapshot] | None = None
+        self._synced_event: asyncio.Event | None = None
+        self.lists: Counter[str] = Counter()  # list requests per kind (pages count once)
+        self.watches: Counter[str] = Counter()  # watch requests per kind
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Every kind listed at least once."""
+        return all(store.synced for store in self._stores.values())
+
+    def follows(self, kind: Kind) -> bool:
+        return kind.name in self._stores
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Any:
+        return self._stores[kind.name].objects.get((namespace, name))
+
+    def objects(self, kind: Kind) -> tuple[Any, ...]:
+        """The parsed records of ``kind`` (a copy, safe to iterate from any thread)."""
+        with self._lock:
+            return tuple(self._stores[kind.name].objects.values())
+
+    def version(self, kind: Kind) -> int:
+        return self._stores[kind.name].version
+
+    def snapshot(self) -> Snapshot:
+        """The followed kinds as a snapshot; a kind's slot is rebuilt only when it changed since the last call."""
+        with self._lock:
+            versions = tuple(store.version for store in self._stores.values())
+            if self._snapshot is not None and self._snapshot[0] == versions:
+                return self._snapshot[1]
+            slots: dict[str, tuple[Any, ...]] = {}
+            for name, store in self._stores.items():
+                held = self._slots.get(name)
+                if held is None or held[0] != store.version:
+                    held = (store.version, tuple(store.objects[key] for key in sorted(store.objects)))
+                    self._slots[name] = held
+                slots[SLOTS[name]] = held[1]
+            snapshot = Snapshot(**slots)
+            self._snapshot = (versions, snapshot)
+            return snapshot
+
+    def subscribe(self, listener: Listener, loop: asyncio.AbstractEventLoop | None = None) -> list[Change]:
+        """Call ``listener`` with every batch of changes from now on (on ``loop`` when given: a listener of
+        another thread); returns what is held now, as additions, so that it starts from the same state."""
+        with self._lock:
+            self._listeners.append((listener, loop))
+            return [
+                Change(store.kind.name, None, obj) for store in self._stores.values() for obj in store.objects.values()
+            ]
+
+    async def wait_synced(self) -> None:
+        """Until every kind has been listed once."""
+        if self._synced_event is None:
+            self._synced_event = asyncio.Event()
+        if self.ready:
+            self._synced_event.set()
+        await self._synced_event.wait()
+
+    # -- changing ----------------------------------------------------------------------------------
+
+    def _parse(self, store: _Store, trimmed: dict[str, Any]) -> Any:
+        key = _key(trimmed)
+        try:
+            parsed = parse_object({"apiVersion": store.kind.api_version, "kind": store.kind.kind, **trimmed})
+        except (FieldError, ValueError, TypeError) as error:
+            if store.unreadable.get(key) != str(error):
+                logger.warning("%s %s ignored: %s", store.kind.kind, "/".join(p for p in key if p), error)
+            store.unreadable[key] = str(error)
+            return None
+        store.unreadable.pop(key, None)
+        return parsed[1] if parsed is not None else None
+
+    def _apply(self, store: _Store, event_type: str, raw: dict[str, Any]) -> Change | None:
+        """One watch event; the change it makes (None when the trimmed object is unchanged)."""
+        key = _key(raw)
+        if key[0] and self.namespaces and key[0] not in self.namespaces:
+            return None  # a namespace this process does not follow
+        old = store.objects.get(key)
+        if event_type == "DELETED":
+            store.trimmed.pop(key, None)
+            store.unreadable.pop(key, None)
+            if old is None:
+                return None
+            del store.objects[key]
+            store.version += 1
+            return Change(store.kind.name, old, None)
+        trimmed = store.kind.trim(raw)
+        if store.trimmed.get(key) == trimmed:
+            return None
+        store.trimmed[key] = trimmed
+        new = self._parse(store, trimmed)
+        if new is None:
+            if old is None:
+                return None
+            del store.objects[key]
+        else:
+            store.objects[key] = new
+        store.version += 1
+        return Change(store.kind.name, old, new)
+
+    def apply(self, kind: Kind, event_type: str, raw: dict[str, Any]) -> Change | None:
+        """One watch event (``ADDED``, ``MODIFIED``, ``DELETED``) of ``kind``, as a watch applies it."""
+        store = self._stores[kind.name]
+        with self._lock:
+            change = self._apply(store, event_type, raw)
+        if change is not None:
+            self._publish([change])
+        return change
+
+    def _replace(self, store: _Store, items: list[dict[str, Any]]) -> list[Change]:
+        """A fresh list: what was added, changed or deleted since what was held."""
+        changes: list[Change] = []
+        seen: set[tuple[str, str]] = set()
+        for raw in items:
+            seen.add(_key(raw))
+            change = self._apply(store, "MODIFIED", raw)
+            if change is not None:
+                changes.append(change)
+        for key in [key for key in store.trimmed if key not in seen]:
+            change = self._apply(store, "DELETED", {"metadata": {"namespace": key[0], "name": key[1]}})
+            if change is not None:
+                changes.append(change)
+        return changes
+
+    def _publish(self, changes: list[Change]) -> None:
+        if not changes:
+            return
+        for listener, loop in list(self._listeners):
+            if loop is None:
+                listener(changes)
+            else:
+                with contextlib.suppress(RuntimeError):  # that loop is closed: its component stopped
+                    loop.call_soon_threadsafe(listener, changes)
+
+    def _mark_synced(self, store: _Store) -> None:
+        store.synced = True
+        if self.ready and self._synced_event is not None:
+            self._synced_event.set()
+
+    # -- following ---------------------------------------------------------------------------------
+
+    async def follow(self, api: client.ApiClient, stop: asyncio.Event) -> None:
+        """List and watch every kind until ``stop`` is set."""
+        if self._synced_event is None:
+            self._synced_event = asyncio.Event()
+        tasks = [asyncio.create_task(self._follow_one(store, api, stop)) for store in self._stores.values()]
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _follow_one(self, store: _Store, api: client.ApiClient, stop: asyncio.Event) -> None:
+        version: str | None = None
+        while not stop.is_set():
+            if version is None:
+                try:
+                    version = await self._list(store, api)
+                except asyncio.CancelledError:
+                    raise
+                except ApiException as error:
+                    await asyncio.sleep(self._pause_after(store, error))
+                    continue
+                except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as error:
+                    logger.info("listing %s failed (%s); listing again", store.kind.name, error or type(error).__name__)
+                    await asyncio.sleep(PAUSE)
+                    continue
+            try:
+                version = await self._watch(store, api, version)
+            except asyncio.CancelledError:
+                raise
+            except Expired:
+                logger.info("watch of %s: its version is gone (410); listing again", store.kind.name)
+                version = None
+            except (ApiException, aiohttp.ClientError, TimeoutError, ValueError, OSError) as error:
+                # a dropped or refused watch: resume from the last version seen, without listing
+                logger.info("watch of %s ended (%s); resuming", store.kind.name, error or type(error).__name__)
+                await asyncio.sleep(PAUSE)
+
+    async def _request(self, api: client.ApiClient, path: str, params: dict[str, str], seconds: float) -> Any:
+        """A GET as the raw aiohttp response (the API client's session, TLS and credentials)."""
+        response = await api.call_api(
+            path,
+            "GET",
+            query_params=list(params.items()),
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(total=seconds, sock_connect=10),
+        )
+        if response.status == 410 and params.get("watch"):
+            response.release()
+            raise Expired(path)
+        if response.status != 200:
+            body = await response.read()
+            response.release()
+            error = ApiException(status=response.status, reason=body[:300].decode(errors="replace"))
+            error.headers = response.headers
+            raise error
+        return response
+
+    async def _list(self, store: _Store, api: client.ApiClient) -> str:
+        """List the kind page by page; replace what is held; the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        first = {"limit": str(self.page_size), **_selecting(store.kind)}
+        params = dict(first)
+        self.lists[store.kind.name] += 1
+        while True:
+            try:
+                response = await self._request(api, store.kind.path, params, seconds=120)
+            except ApiException as error:
+                if error.status == 410 and "continue" in params:  # the continue token expired: start over
+                    items.clear()
+                    params = dict(first)
+                    continue
+                raise
+            page = orjson.loads(await response.read())
+            response.release()
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            params = {**first, "continue": str(meta["continue"])}
+        with self._lock:
+            changes = self._replace(store, items)
+            self._mark_synced(store)
+        self._publish(changes)
+        return str(meta.get("resourceVersion") or "")
+
+    async def _watch(self, store: _Store, api: client.ApiClient, version: str) -> str:
+        """Watch from ``version`` until the server ends the watch; the last version seen. ``Expired`` on 410."""
+        params = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": version,
+            "timeoutSeconds": str(self.watch_seconds),
+            **_selecting(store.kind),
+        }
+        self.watches[store.kind.name] += 1
+        response = await self._request(api, store.kind.path, params, seconds=self.watch_seconds + 30)
+        try:
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                if len(buffer) > MAX_EVENT_LINE:
+                    raise ValueError(f"a watch event of {store.kind.name} over {MAX_EVENT_LINE} bytes")
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        version = self._event(store, orjson.loads(line), version)
+        finally:
+            response.release()
+        return version
+
+    def _event(self, store: _Store, event: dict[str, Any], version: str) -> str:
+        kind, raw = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if raw.get("code") == 410:
+                raise Expired(raw.get("message"))
+            raise ApiException(status=raw.get("code") or 500, reason=str(raw.get("message")))
+        version = str((raw.get("metadata") or {}).get("resourceVersion") or version)
+        if kind != "BOOKMARK":
+            self.apply(store.kind, str(kind), raw)
+        return version
+
+    def _pause_after(self, store: _Store, error: ApiException) -> float:
+        """A kind the API server does not serve (its CRD is not installed) counts as empty and is asked for again
+        every 30 s; a 429 waits its Retry-After; anything else a short pause."""
+        if error.status == 404:
+            if not store.synced:
+                logger.warning(
+                    "%s are not served (is the CRD installed?): treated as none, retrying every 30 s", store.kind.name
+                )
+            with self._lock:
+                changes = self._replace(store, [])
+                self._mark_synced(store)
+            self._publish(changes)
+            return MISSING_PAUSE
+        logger.info("listing %s failed (%s %s); listing again", store.kind.name, error.status, error.reason)
+        headers: Any = error.headers or {}
+        retry_after = headers.get("Retry-After")
+        try:
+            return min(max(float(retry_after), PAUSE), MISSING_PAUSE) if retry_after else PAUSE
+        except ValueError:
+            return PAUSE
+
+    def unreadable(self, kind: Kind) -> Mapping[tuple[str, str], str]:
+        """Objects of ``kind`` that did not parse, with why (they are left out of snapshots)."""
+        return dict(self._stores[kind.name].unreadable)

@@ -1,0 +1,109 @@
+"""Objects trimmed on arrival to the fields the engine reads, so that a process keeping 100,000 pods keeps
+a fraction of what the API server sends (managedFields, container images, env, probes, conditions, ...).
+
+Pods and Nodes, the numerous kinds, are rebuilt from an explicit list of the fields read; every other
+kind only loses ``managedFields`` and the ``last-applied-configuration`` annotation. ``resourceVersion``
+is dropped from the trimmed object (it is kept beside it), so an update that changes nothing the engine
+reads (a node's heartbeat, a pod's container status) leaves the trimmed object equal: no change at all.
+
+``tests/unit/test_trim.py`` runs the engine over recording objects and fails when it reads a field the
+trim drops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+Trim = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _pick(source: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(source, dict):
+        return {}
+    return {name: source[name] for name in names if name in source and source[name] is not None}
+
+
+def _annotations(meta: dict[str, Any]) -> Any:
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+        return {key: value for key, value in annotations.items() if key != LAST_APPLIED}
+    return annotations
+
+
+def _metadata(raw: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        return {"name": None}  # the parser names the field
+    kept = _pick(meta, names)
+    if "annotations" in kept:
+        kept["annotations"] = _annotations(meta)
+    return kept
+
+
+_POD_META = ("name", "namespace", "uid", "labels", "annotations", "ownerReferences", "creationTimestamp",
+             "deletionTimestamp")  # fmt: skip
+_POD_SPEC = ("nodeName", "priority", "priorityClassName", "overhead", "tolerations", "nodeSelector")
+
+
+def _containers(items: Any) -> Any:
+    if not isinstance(items, list):
+        return items
+    return [_pick(item, ("resources",)) if isinstance(item, dict) else item for item in items]
+
+
+def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
+    """A pod as the engine reads it: identity, labels and annotations, owners' kinds, placement, requests and
+    limits, priority, tolerations, node selection, local volumes, phase and QoS class."""
+    spec = raw.get("spec")
+    trimmed: dict[str, Any] = {"metadata": _metadata(raw, _POD_META)}
+    owners = trimmed["metadata"].get("ownerReferences") if isinstance(trimmed["metadata"], dict) else None
+    if isinstance(owners, list):
+        trimmed["metadata"]["ownerReferences"] = [_pick(owner, ("kind", "name")) for owner in owners]
+    if isinstance(spec, dict):
+        kept = _pick(spec, _POD_SPEC)
+        for name in ("containers", "initContainers"):
+            if name in spec:
+                kept[name] = _containers(spec[name])
+        affinity = (spec.get("affinity") or {}).get("nodeAffinity") if isinstance(spec.get("affinity"), dict) else None
+        if affinity:
+            kept["affinity"] = {"nodeAffinity": affinity}
+        volumes = spec.get("volumes")
+        if isinstance(volumes, list):
+            local = [
+                _pick(volume, ("name", "emptyDir", "hostPath"))
+                for volume in volumes
+                if isinstance(volume, dict) and ("emptyDir" in volume or "hostPath" in volume)
+            ]
+            if local:
+                kept["volumes"] = local
+        trimmed["spec"] = kept
+    elif spec is not None:
+        trimmed["spec"] = spec
+    status = raw.get("status")
+    trimmed["status"] = _pick(status, ("phase", "qosClass")) if isinstance(status, dict) else status
+    return trimmed
+
+
+def trim_node(raw: dict[str, Any]) -> dict[str, Any]:
+    """A node as the engine reads it: name, labels and annotations, schedulability, taints, allocatable and
+    capacity (not its conditions, images, addresses or heartbeats)."""
+    spec, status = raw.get("spec"), raw.get("status")
+    return {
+        "metadata": _metadata(raw, ("name", "uid", "labels", "annotations")),
+        "spec": _pick(spec, ("unschedulable", "taints")) if isinstance(spec, dict) else spec,
+        "status": _pick(status, ("allocatable", "capacity")) if isinstance(status, dict) else status,
+    }
+
+
+def trim_other(raw: dict[str, Any]) -> dict[str, Any]:
+    """Any other kind: all of it but ``managedFields``, the last-applied annotation and the resourceVersion."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict):
+        return raw
+    kept = {key: value for key, value in meta.items() if key not in ("managedFields", "resourceVersion")}
+    if "annotations" in kept:
+        kept["annotations"] = _annotations(meta)
+    return {**raw, "metadata": kept}
