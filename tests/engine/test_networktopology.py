@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import datetime
 import pathlib
 import random
@@ -16,10 +15,10 @@ from hypothesis import strategies as st
 from operators.api.networktopology import NetworkTopology
 from operators.api.quantity import Quantity
 from operators.engine.cluster.objects import ConfigMap, Node
-from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.netperf import read_measurements
 from operators.engine.status.networktopology import aggregate_costs, allocated_bandwidth, median, networktopology_result
-from operators.sources.ledger import PodLedger
+from operators.sources.cache import PODS, ClusterCache
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
 NOW = datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.UTC)
@@ -303,52 +302,14 @@ def test_allocation_rule_by_hand() -> None:
 
 
 def test_repeated_updates_do_not_over_count() -> None:
-    ledger = PodLedger()
+    cache = ClusterCache((PODS,))
     for event in (pod("1", "p1", "n-1"), pod("2", "p2", "n-3")):
-        ledger.apply("ADDED", event)
+        cache.apply(PODS, "ADDED", event)
     for _ in range(5):
-        ledger.apply("MODIFIED", pod("1", "p1", "n-1"))
+        cache.apply(PODS, "MODIFIED", pod("1", "p1", "n-1"))
     snapshot = build_snapshot(a1_snapshot_objects())
-    assert allocated_bandwidth(snapshot.app_groups, ledger.pods(), snapshot.nodes) == {
+    assert allocated_bandwidth(snapshot.app_groups, cache.snapshot().pods, snapshot.nodes) == {
         (ZONE, "Z1", "Z2"): Quantity.parse("100Mi")
     }
-    ledger.apply("DELETED", pod("2", "p2", "n-3"))
-    assert allocated_bandwidth(snapshot.app_groups, ledger.pods(), snapshot.nodes) == {}
-
-
-operations = st.lists(
-    st.tuples(
-        st.sampled_from(["create", "move", "delete", "finish", "unschedule"]),
-        st.integers(min_value=0, max_value=7),
-        st.sampled_from(["p1", "p2", "p3"]),
-        st.sampled_from([f"n-{i}" for i in range(1, 9)]),
-    ),
-    max_size=40,
-)
-
-
-@settings(max_examples=60, deadline=None)
-@given(operations)
-def test_incremental_state_equals_recomputation(steps: list[tuple[str, int, str, str]]) -> None:
-    snapshot: Snapshot = build_snapshot(a1_snapshot_objects())
-    ledger = PodLedger()
-    truth: dict[str, dict[str, Any]] = {}
-    for action, number, selector, node in steps:
-        uid = str(number)
-        if action == "create" and uid not in truth:
-            truth[uid] = pod(uid, selector, node)
-            ledger.apply("ADDED", copy.deepcopy(truth[uid]))
-        elif uid in truth and action == "delete":
-            ledger.apply("DELETED", truth.pop(uid))
-        elif uid in truth:
-            current = copy.deepcopy(truth[uid])
-            if action == "move":
-                current["spec"]["nodeName"] = node
-            elif action == "finish":
-                current["status"]["phase"] = "Succeeded"
-            else:
-                current["spec"] = {}
-            truth[uid] = current
-            ledger.apply("MODIFIED", copy.deepcopy(current))
-        incremental = allocated_bandwidth(snapshot.app_groups, ledger.pods(), snapshot.nodes)
-        assert incremental == allocated_from_scratch(list(truth.values()))
+    cache.apply(PODS, "DELETED", pod("2", "p2", "n-3"))
+    assert allocated_bandwidth(snapshot.app_groups, cache.snapshot().pods, snapshot.nodes) == {}
