@@ -17,16 +17,16 @@ from aiohttp import web
 
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Snapshot
+from operators.extender.live import KINDS as LIVE_INDEX_KINDS
+from operators.extender.live import LIVE_KEY, LiveIndex
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
 from operators.runtime import RunOptions, run
-from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
+from operators.sources.cache import ClusterCache
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
 from webhooks.view import ClusterView
-
-EXTENDER_KINDS = (NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS)
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,12 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
         snapshot = source.snapshot
         yield extender_app(ExtenderState(lambda: snapshot, config))
         return
-    live = ClusterCache(EXTENDER_KINDS)
-    async with following(source, live.follow):
-        yield extender_app(ExtenderState(live.snapshot, config, lambda: live.ready))
+    cache = ClusterCache(LIVE_INDEX_KINDS)
+    live = LiveIndex(cache, config.bandwidth.default_node_bandwidth)
+    async with following(source, cache.follow), in_background(live.follow):
+        app = extender_app(ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current))
+        app[LIVE_KEY] = live
+        yield app
 
 
 @contextlib.asynccontextmanager

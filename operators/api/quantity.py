@@ -113,6 +113,8 @@ class Quantity:
         """Parse a string (or an int, as in int-or-string fields); errors name ``path`` and the value."""
         if isinstance(value, Quantity):
             return value
+        if isinstance(value, str) and (known := _PARSED.get(value)) is not None:
+            return known
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise QuantityError(path, value, 'not a quantity: expected a string such as "100M" or an integer')
         if isinstance(value, int):
@@ -120,7 +122,11 @@ class Quantity:
                 raise QuantityError(path, value, _OUT_OF_RANGE)
             return cls(value * NANO, Format.DECIMAL_SI, str(value))
         nanos, fmt = _parse(value, path)
-        return cls(nanos, fmt, value)
+        parsed = cls(nanos, fmt, value)
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[value] = parsed
+        return parsed
 
     @classmethod
     def of(cls, number: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:
@@ -202,6 +208,12 @@ def _nanos_of(value: Quantity | int) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value * NANO
     raise TypeError(f"cannot combine a Quantity with {type(value).__name__}")
+
+
+# Quantities parsed from text, shared: a cluster repeats a few hundred texts ("500m", "1Gi", "100M") across
+# 100,000 pods, and a Quantity is immutable. Bounded: cleared when full.
+_PARSED_KEPT = 8192
+_PARSED: dict[str, Quantity] = {}
 
 
 def _ceil_away(numerator: int, denominator: int) -> int:

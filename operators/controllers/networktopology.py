@@ -36,8 +36,7 @@ from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
 from operators.kube import MERGE_PATCH, patch_status, read_json
-from operators.sources.cache import APPGROUPS as APPGROUP_KIND
-from operators.sources.cache import NODES, Change, ClusterCache
+from operators.sources.cache import APPGROUP_SPECS, NODES, Change, ClusterCache
 
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
 EVENT_SHOWN = 5
@@ -65,7 +64,7 @@ class _State:
                 if _place(change.old) != _place(change.new):
                     self.mark()
                     return
-            elif change.kind == APPGROUP_KIND.name or any(
+            elif change.kind == APPGROUP_SPECS.name or any(
                 pod is not None and keys.APPGROUP_LABEL in pod.labels for pod in (change.old, change.new)
             ):
                 self.mark()

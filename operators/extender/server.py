@@ -14,7 +14,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -37,7 +37,7 @@ MAX_NODES = 50_000  # per request: above the largest clusters run (Kubernetes su
 MAX_EXTENDER_PRIORITY = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # by identity: the answers given on it are kept per object
 class Candidates:
     """The nodes of one request as a table, the objects as sent (``Nodes`` form), and the nodes that failed
     before any plugin ran (unknown to the extender, or unreadable)."""
@@ -47,26 +47,61 @@ class Candidates:
     failed: dict[str, str]
 
 
+ANSWERS_KEPT = 256
+
+
 @dataclass
 class ExtenderState:
-    """Where the cluster comes from (a fixed snapshot or a live one) and the config; holds the index of the
-    current snapshot, the cycle state of the last pod (its /filter and /prioritize share it) and the table
-    of the last NodeNames list (kube-scheduler sends the same list pod after pod)."""
+    """Where the cluster comes from and the config: a fixed snapshot (``source``), or a live index kept by delta
+    (``indexes``: :class:`operators.extender.live.LiveIndex`). Holds the current index, the cycle state of the
+    last pod (its /filter and /prioritize share it), the table of the last NodeNames list (kube-scheduler sends
+    the same list pod after pod) and the answers given on them: a Deployment's replicas are the same pod to
+    every plugin, so the next replica's answer is the encoded bytes of the first's."""
 
     source: Callable[[], Snapshot]
     config: SchedulerConfig
     ready: Callable[[], bool] = lambda: True
-    _index: tuple[Snapshot, ClusterIndex] | None = None
+    indexes: Callable[[], ClusterIndex] | None = None
+    _index: tuple[Snapshot | None, ClusterIndex] | None = None
     _cycle: tuple[str, ClusterIndex, CycleState] | None = None
     _last_names: tuple[ClusterIndex, list[str], Candidates] | None = None
+    _answers: dict[tuple[str, Candidates, Any], bytes] = field(default_factory=dict)
+    answers_reused: int = 0
 
     def index(self) -> ClusterIndex:
+        if self.indexes is not None:
+            index = self.indexes()
+            if self._index is None or self._index[1] is not index:
+                self._index = (None, index)
+                self._forget()
+            return index
         snapshot = self.source()
         # Held, not compared by id(): a freed snapshot's id can be reused by the next one.
         if self._index is None or self._index[0] is not snapshot:
             self._index = (snapshot, ClusterIndex.build(snapshot))
-            self._cycle = None
+            self._forget()
         return self._index[1]
+
+    def _forget(self) -> None:
+        self._cycle = None
+        self._answers.clear()
+
+    def answer(self, verb: str, candidates: Candidates, pod: Pod, compute: Callable[[], bytes]) -> bytes:
+        """The encoded answer of ``verb`` for ``pod`` on ``candidates`` (a NodeNames list of the current index),
+        computed once per pod shape: namespace, labels and annotations are all the plugins read of a pod."""
+        key = (
+            verb,
+            candidates,
+            (pod.namespace, tuple(sorted(pod.labels.items())), tuple(sorted(pod.annotations.items()))),
+        )
+        found = self._answers.get(key)
+        if found is not None:
+            self.answers_reused += 1
+            return found
+        if len(self._answers) >= ANSWERS_KEPT:
+            self._answers.clear()
+        body = self._answers[key] = compute()
+        return body
 
     def candidates(
         self, index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
@@ -218,6 +253,16 @@ async def filter_handler(request: web.Request) -> web.Response:
     if isinstance(call, web.Response):
         return call
     candidates = call.state.candidates(call.index, call.names, call.items)
+
+    def compute() -> bytes:
+        return orjson.dumps(_filter_answer(call, candidates))
+
+    body = call.state.answer("filter", candidates, call.pod, compute) if call.names is not None else compute()
+    request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
+    return web.Response(body=body, content_type="application/json")
+
+
+def _filter_answer(call: Call, candidates: Candidates) -> dict[str, Any]:
     state = call.state.cycle(call.pod, call.index)
     rejected = merge_reasons(filter_table(state, candidates.table, call.state.config))
     failed = {**candidates.failed, **rejected}
@@ -230,8 +275,7 @@ async def filter_handler(request: web.Request) -> web.Response:
             Nodes={"apiVersion": "v1", "kind": "NodeList", "items": [candidates.raw[name] for name in passing]},
             NodeNames=None,
         )
-    request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
-    return _json_response(answer)
+    return answer
 
 
 def _scores(call: Call, table: NodeTable) -> CycleResult:
@@ -253,12 +297,17 @@ async def prioritize_handler(request: web.Request) -> web.Response:
         return call
     names, items = call.names, call.items
     candidates = call.state.candidates(call.index, names, items)
-    scores = extender_scores(_scores(call, candidates.table).total, call.state.config)
-    requested = (
-        names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
-    )
+
+    def compute() -> bytes:
+        scores = extender_scores(_scores(call, candidates.table).total, call.state.config)
+        requested = (
+            names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
+        )
+        return orjson.dumps([{"Host": name, "Score": scores.get(name, 0)} for name in requested])
+
+    body = call.state.answer("prioritize", candidates, call.pod, compute) if names is not None else compute()
     request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)
-    return _json_response([{"Host": name, "Score": scores.get(name, 0)} for name in requested])
+    return web.Response(body=body, content_type="application/json")
 
 
 def build_app(state: ExtenderState) -> web.Application:

@@ -35,7 +35,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import Snapshot, parse_object
-from operators.sources.trim import Trim, trim_node, trim_other, trim_pod
+from operators.sources.trim import Trim, trim_node, trim_other, trim_pod, trim_status
 
 logger = logging.getLogger("netaware.cache")
 
@@ -67,6 +67,7 @@ PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod)
 APPGROUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod, keys.APPGROUP_LABEL)  # pods of AppGroups
 NAMESPACES = Kind("namespaces", "/api/v1/namespaces", "v1", "Namespace")
 APPGROUPS = _custom("appgroups", keys.APPGROUP_GROUP, "AppGroup")
+APPGROUP_SPECS = dataclasses.replace(APPGROUPS, trim=trim_status)  # status writes are no change
 NETWORKTOPOLOGIES = _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
 NODESLOS = _custom("nodeslos", keys.SLO_GROUP, "NodeSLO")
 NODEMETRICS = _custom("nodemetrics", keys.SLO_GROUP, "NodeMetric")
@@ -110,14 +111,17 @@ class _Store:
 
 
 def _union(kinds: Iterable[Kind]) -> tuple[Kind, ...]:
-    """One kind per name: when components ask for the same kind with different selectors, all of it."""
+    """One kind per name: when components ask for the same kind differently (a label selector, a lighter trim),
+    the broader of the two: every object, trimmed only of what no component reads."""
     chosen: dict[str, Kind] = {}
     for kind in kinds:
         held = chosen.get(kind.name)
-        if held is None or held.selector == kind.selector:
+        if held is None or held == kind:
             chosen[kind.name] = kind
-        else:
-            chosen[kind.name] = dataclasses.replace(kind, selector="")
+            continue
+        selector = kind.selector if held.selector == kind.selector else ""
+        trim = kind.trim if held.trim == kind.trim else trim_other
+        chosen[kind.name] = dataclasses.replace(kind, selector=selector, trim=trim)
     return tuple(chosen.values())
 
 
@@ -146,7 +150,7 @@ class ClusterCache:
         self._lock = threading.Lock()
         self._listeners: list[tuple[Listener, asyncio.AbstractEventLoop | None]] = []
         self._slots: dict[str, tuple[int, tuple[Any, ...]]] = {}
-        self._snapshot: tuple[tuple[int, ...], Snapshot] | None = None
+        self._snapshots: dict[frozenset[str], tuple[tuple[int, ...], Snapshot]] = {}
         self._synced_event: asyncio.Event | None = None
         self.lists: Counter[str] = Counter()  # list requests per kind (pages count once)
         self.watches: Counter[str] = Counter()  # watch requests per kind
@@ -172,21 +176,26 @@ class ClusterCache:
     def version(self, kind: Kind) -> int:
         return self._stores[kind.name].version
 
-    def snapshot(self) -> Snapshot:
-        """The followed kinds as a snapshot; a kind's slot is rebuilt only when it changed since the last call."""
+    def snapshot(self, without: Iterable[Kind] = ()) -> Snapshot:
+        """The followed kinds (but those ``without``: empty) as a snapshot; a kind's slot is rebuilt only when it
+        changed since the last call."""
+        left_out = frozenset(kind.name for kind in without)
         with self._lock:
-            versions = tuple(store.version for store in self._stores.values())
-            if self._snapshot is not None and self._snapshot[0] == versions:
-                return self._snapshot[1]
+            versions = tuple(-1 if name in left_out else store.version for name, store in self._stores.items())
+            held_snapshot = self._snapshots.get(left_out)
+            if held_snapshot is not None and held_snapshot[0] == versions:
+                return held_snapshot[1]
             slots: dict[str, tuple[Any, ...]] = {}
             for name, store in self._stores.items():
+                if name in left_out:
+                    continue
                 held = self._slots.get(name)
                 if held is None or held[0] != store.version:
                     held = (store.version, tuple(store.objects[key] for key in sorted(store.objects)))
                     self._slots[name] = held
                 slots[SLOTS[name]] = held[1]
             snapshot = Snapshot(**slots)
-            self._snapshot = (versions, snapshot)
+            self._snapshots[left_out] = (versions, snapshot)
             return snapshot
 
     def subscribe(self, listener: Listener, loop: asyncio.AbstractEventLoop | None = None) -> list[Change]:

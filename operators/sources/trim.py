@@ -107,3 +107,9 @@ def trim_other(raw: dict[str, Any]) -> dict[str, Any]:
     if "annotations" in kept:
         kept["annotations"] = _annotations(meta)
     return {**raw, "metadata": kept}
+
+
+def trim_status(raw: dict[str, Any]) -> dict[str, Any]:
+    """A custom resource read for its spec only (the extender and the NetworkTopology controller read AppGroups
+    that way): without its status, whose writes (running pods, placements) then change nothing."""
+    return {key: value for key, value in trim_other(raw).items() if key != "status"}

@@ -1,59 +1,148 @@
-"""The extender's live cluster cache (list + watch of five kinds) against the emulator."""
+"""The live extender as the composition root builds it (cluster cache + index kept by delta) against the
+emulator: it follows the cluster; pod changes are applied as deltas (no rebuild) and its answers then equal
+those of an index built from scratch from the same objects; a node change rebuilds once, a heartbeat not at
+all; a Deployment's next replica gets the first one's answer without a new computation."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import copy
 import pathlib
+from typing import Any
 
 import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
+from operators import compose
 from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
-from operators.extender.server import ExtenderState, build_app
-from operators.kube import url_api_client
-from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.extender.live import LIVE_KEY
+from operators.extender.server import STATE_KEY, ExtenderState, build_app
 from tests.integration.conftest import Api
 from tests.integration.test_kopf_operator import documents, eventually, labelled_pod
 
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+POD = yaml.safe_load((ROOT / "hack" / "pod-p1.yaml").read_text())
+NAMES = [f"n-{i}" for i in range(1, 9)]
+PODS = "/api/v1/namespaces/default/pods"
+MERGE = "application/merge-patch+json"
+
+
+def seeded() -> list[dict[str, Any]]:
+    return documents("cluster.yaml") + documents("networktopology.yaml") + documents("appgroup-a1.yaml")
+
+
+async def answers(http: TestClient[Any, Any], pod: dict[str, Any]) -> tuple[Any, Any]:
+    args = {"Pod": pod, "NodeNames": NAMES}
+    filtered = await (await http.post("/filter", json=args)).json()
+    scored = await (await http.post("/prioritize", json=args)).json()
+    return filtered, scored
+
+
+async def from_scratch(emulator: ApiEmulator, pod: dict[str, Any]) -> tuple[Any, Any]:
+    """The answers of an extender serving a snapshot of the emulator's objects as they are now."""
+    kinds = {
+        "v1/nodes": "Node",
+        "v1/pods": "Pod",
+        "appgroup.diktyo.x-k8s.io/v1alpha1/appgroups": "AppGroup",
+        "networktopology.diktyo.x-k8s.io/v1alpha1/networktopologies": "NetworkTopology",
+    }
+    objects = [
+        {"apiVersion": resource.rsplit("/", 1)[0], "kind": kind, **obj}
+        for resource, kind in kinds.items()
+        for obj in emulator.list_objects(resource)
+    ]
+    snapshot = build_snapshot(objects)
+    async with TestClient(TestServer(build_app(ExtenderState(lambda: snapshot, CONFIG)))) as http:
+        return await answers(http, pod)
+
+
+def bandwidth_pod(name: str, node: str, amount: str) -> dict[str, Any]:
+    pod = labelled_pod(name, "p2", node)
+    pod["metadata"]["annotations"] = {
+        "kubernetes.io/ingress-bandwidth": amount,
+        "kubernetes.io/egress-bandwidth": amount,
+    }
+    return pod
 
 
 async def test_extender_follows_the_cluster(api: Api, emulator: ApiEmulator) -> None:
-    await emulator.seed(documents("cluster.yaml") + documents("networktopology.yaml") + documents("appgroup-a1.yaml"))
-    live = ClusterCache((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
-    stop = asyncio.Event()
-    client = await url_api_client(emulator.base_url)()
-    follower = asyncio.create_task(live.follow(client, stop))
-    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
-    pod = yaml.safe_load((ROOT / "hack" / "pod-p1.yaml").read_text())
-    names = [f"n-{i}" for i in range(1, 9)]
-    try:
-        await eventually(lambda: live.ready, within=5)
-        async with TestClient(TestServer(build_app(ExtenderState(live.snapshot, config, lambda: live.ready)))) as http:
-            assert (await http.get("/readyz")).status == 200
-            answer = await (await http.post("/filter", json={"Pod": pod, "NodeNames": names})).json()
-            assert answer["NodeNames"] == names  # no p2 placed yet: every node passes, scores equal
+    await emulator.seed(seeded())
+    async with (
+        compose.extender(compose.ClusterSource(server=emulator.base_url), CONFIG) as app,
+        TestClient(TestServer(app)) as http,
+    ):
+        await eventually(app[STATE_KEY].ready, within=5)
+        assert (await http.get("/readyz")).status == 200
+        filtered, _ = await answers(http, POD)
+        assert filtered["NodeNames"] == NAMES  # no p2 placed yet: every node passes, scores equal
 
-            # p2 lands on n-7 (us-east-1): the extender sees it and prefers n-7 for p1
-            placed = labelled_pod("p2-a", "p2", "n-7")
-            await api.call("POST", "/api/v1/namespaces/default/pods", placed)
+        # p2 lands on n-7 (us-east-1): the extender sees it and prefers n-7 for p1
+        await api.call("POST", PODS, labelled_pod("p2-a", "p2", "n-7"))
 
-            async def best() -> str:
-                scores = await (await http.post("/prioritize", json={"Pod": pod, "NodeNames": names})).json()
-                return str(max(scores, key=lambda entry: entry["Score"])["Host"])
+        async def best() -> str:
+            _, scores = await answers(http, POD)
+            return str(max(scores, key=lambda entry: entry["Score"])["Host"])
 
-            for _ in range(50):
-                if await best() == "n-7":
-                    break
-                await asyncio.sleep(0.05)
-            assert await best() == "n-7"
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await client.close()
+        for _ in range(50):
+            if await best() == "n-7":
+                break
+            await asyncio.sleep(0.05)
+        assert await best() == "n-7"
+
+
+async def test_pod_changes_are_deltas_and_answers_equal_an_index_from_scratch(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(seeded())
+    async with (
+        compose.extender(compose.ClusterSource(server=emulator.base_url), CONFIG) as app,
+        TestClient(TestServer(app)) as http,
+    ):
+        live, state = app[LIVE_KEY], app[STATE_KEY]
+        await eventually(state.ready, within=5)
+        assert live.rebuilds == 1
+        pending = copy.deepcopy(POD)
+        pending["metadata"]["annotations"] = {"kubernetes.io/ingress-request": "300M"}
+        # n-1 (1G) fills up: 2 x 400M leaves 200M, less than the 300M asked; n-7 gets one, p1 prefers it
+        for name, node in (("a", "n-1"), ("b", "n-1"), ("c", "n-7"), ("d", "n-3")):
+            await api.call("POST", PODS, bandwidth_pod(f"p2-{name}", node, "400M"))
+        await api.call("DELETE", PODS + "/p2-d")
+        await eventually(lambda: len(live.usage.members.get("a1", {})) == 3, within=5)
+        live_answers = await answers(http, pending)
+        assert live_answers == await from_scratch(emulator, pending)
+        assert "n-1" in live_answers[0]["FailedNodes"] and "n-1" not in live_answers[0]["NodeNames"]
+        assert live.rebuilds == 1 and live.deltas >= 1  # applied as deltas, no table rebuilt
+
+        heartbeat = {"status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "now"}]}}
+        await api.call("PATCH", "/api/v1/nodes/n-2/status", heartbeat, MERGE)
+        await api.call(
+            "PATCH", "/api/v1/nodes/n-3", {"metadata": {"labels": {"topology.kubernetes.io/zone": "Z4"}}}, MERGE
+        )
+        await eventually(lambda: live.rebuilds == 2, within=5)  # the zone move, once; the heartbeat is no change
+        await asyncio.sleep(1.2)
+        assert live.rebuilds == 2
+        assert await answers(http, pending) == await from_scratch(emulator, pending)
+
+
+async def test_a_replica_gets_the_first_replicas_answer(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(seeded())
+    async with (
+        compose.extender(compose.ClusterSource(server=emulator.base_url), CONFIG) as app,
+        TestClient(TestServer(app)) as http,
+    ):
+        state = app[STATE_KEY]
+        await eventually(state.ready, within=5)
+        first = await answers(http, POD)
+        replica = copy.deepcopy(POD)
+        replica["metadata"]["name"], replica["metadata"]["uid"] = "p1-deployment-6b7c8d-other", "uid-2"
+        assert state.answers_reused == 0
+        assert await answers(http, replica) == first
+        assert state.answers_reused == 2  # /filter and /prioritize
+        other = copy.deepcopy(POD)
+        other["metadata"]["annotations"] = {"kubernetes.io/egress-request": "900M"}
+        await answers(http, other)  # another shape: computed
+        assert state.answers_reused == 2
