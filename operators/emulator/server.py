@@ -23,7 +23,9 @@ User reactions of the kmock DSL still take precedence, and they run before any s
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
+import json
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -184,13 +186,24 @@ class ApiEmulator(kmock.KubernetesEmulator):
         raise status_error(405, "MethodNotAllowed", f"{method} is not supported on this path")
 
     def _list(self, request: rendering.Request, info: kmock.ResourceInfo) -> dict[str, Any]:
+        """A list, paged as the API server pages it: ``limit`` items and a ``continue`` token naming where the
+        next page starts and the resourceVersion of the first page (a token older than the history is 410)."""
         assert request.resource is not None
         labels, fields = label_selector(request.params), field_selector(request.params)
-        found = self.store.matching(resource_key(request.resource), request.namespace, labels, fields)
+        limit = _positive(request.params.get("limit"))
+        version, after = str(self.store.last_rv), None
+        if request.params.get("continue"):
+            version, after = _read_token(request.params["continue"])
+            if int(version) < self.store.compacted.get(resource_key(request.resource), 0):
+                raise status_error(410, "Expired", "the provided continue parameter is too old")
+        found, last = self.store.page(resource_key(request.resource), request.namespace, labels, fields, after, limit)
+        metadata: dict[str, Any] = {"resourceVersion": version}
+        if last is not None:
+            metadata["continue"] = _token(version, last)
         return {
             "apiVersion": writes.api_version(request.resource),
             "kind": f"{info.kind}List",
-            "metadata": {"resourceVersion": str(self.store.last_rv)},
+            "metadata": metadata,
             "items": [copy.deepcopy(obj) for obj in found],
         }
 
@@ -299,6 +312,26 @@ class ApiEmulator(kmock.KubernetesEmulator):
             if same_version and info.kind == kind and "/" not in (known.plural or ""):
                 return known
         raise ValueError(f"unknown kind {api_version} {kind}")
+
+
+def _positive(text: str | None) -> int | None:
+    try:
+        number = int(text or 0)
+    except ValueError:
+        raise status_error(400, "BadRequest", f"limit: {text!r} is not an integer") from None
+    return number if number > 0 else None
+
+
+def _token(version: str, after: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps([version, *after]).encode()).decode()
+
+
+def _read_token(text: str) -> tuple[str, tuple[str, str]]:
+    try:
+        version, namespace, name = json.loads(base64.urlsafe_b64decode(text.encode()))
+        return str(int(version)), (str(namespace), str(name))
+    except (ValueError, TypeError):
+        raise status_error(400, "BadRequest", f"continue: {text[:64]!r} is not a continue token") from None
 
 
 def _canonical(resource: str) -> str:

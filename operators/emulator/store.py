@@ -4,6 +4,7 @@ per resource that watches replay (compacted past ``history_limit``), and the con
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import copy
 import datetime
@@ -61,6 +62,9 @@ class ObjectStore:
     writes: list[Write] = field(default_factory=list)
     _rv: Iterator[int] = field(default_factory=lambda: itertools.count(1000))
     _next_write: asyncio.Future[None] | None = None
+    # resource -> its keys in (namespace, name) order, kept until a key comes or goes: a paged list of 100,000
+    # pods reads it once per page instead of sorting every object of every resource
+    _order: dict[str, list[ObjectKey]] = field(default_factory=dict)
 
     def next_write(self) -> asyncio.Future[None]:
         """A future that completes at the next write. Taken before reading the history, it misses no write; a
@@ -88,11 +92,14 @@ class ObjectStore:
         self, resource: kmock.resource, key: ObjectKey, obj: dict[str, Any], event: str, sub: str | None = None
     ) -> None:
         """Store ``obj`` (already carrying its new resourceVersion) and record the event."""
+        if key not in self.objects:
+            self._order.pop(key[0], None)
         self.objects[key] = obj
         self.record(resource, event, obj, sub)
 
     def delete(self, resource: kmock.resource, key: ObjectKey, gone: dict[str, Any]) -> None:
         del self.objects[key]
+        self._order.pop(key[0], None)
         self.record(resource, "DELETED", gone)
 
     def record(self, resource: kmock.resource, event: str, obj: dict[str, Any], sub: str | None = None) -> None:
@@ -120,11 +127,35 @@ class ObjectStore:
     def matching(self, key: str, namespace: str | None, labels: Selector, fields: FieldTerms) -> list[dict[str, Any]]:
         """The objects of resource ``key`` (in ``namespace`` unless None) that the selectors select, in
         (namespace, name) order."""
-        return [
-            obj
-            for (resource, ns, _), obj in sorted(self.objects.items(), key=_store_order)
-            if resource == key and (namespace is None or ns == namespace) and selected(obj, labels, fields)
-        ]
+        return self.page(key, namespace, labels, fields)[0]
+
+    def page(
+        self,
+        key: str,
+        namespace: str | None,
+        labels: Selector,
+        fields: FieldTerms,
+        after: tuple[str, str] | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+        """Like :meth:`matching`, from the first object past ``after`` ((namespace, name)) and at most ``limit``
+        of them; and the (namespace, name) to continue after when more are left."""
+        order = self._order.get(key)
+        if order is None:
+            order = self._order[key] = sorted(
+                (stored for stored in self.objects if stored[0] == key), key=lambda k: (k[1] or "", k[2])
+            )
+        start = 0 if after is None else bisect.bisect_right(order, after, key=lambda k: (k[1] or "", k[2]))
+        found: list[dict[str, Any]] = []
+        for position in range(start, len(order)):
+            stored = order[position]
+            obj = self.objects[stored]
+            if (namespace is None or stored[1] == namespace) and selected(obj, labels, fields):
+                if limit is not None and len(found) == limit:
+                    previous = order[position - 1]
+                    return found, (previous[1] or "", previous[2])
+                found.append(obj)
+        return found, None
 
 
 def label_selector(params: Mapping[str, str]) -> Selector:

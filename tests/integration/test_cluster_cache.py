@@ -136,3 +136,14 @@ async def test_a_kind_that_is_not_served_counts_as_none_without_a_list_loop(emul
         await asyncio.sleep(2)
         asked = sum(1 for request in emulator._requests if "/widgets" in str(request.url))
         assert asked == 1
+
+
+async def test_a_list_is_read_page_by_page(emulator: ApiEmulator) -> None:
+    await emulator.seed(documents("cluster.yaml"))
+    cache = ClusterCache((NODES,), page_size=3)
+    async with following(emulator, cache):
+        await eventually(lambda: cache.ready, within=5)
+        assert [node.name for node in cache.snapshot().nodes] == [f"n-{i}" for i in range(1, 9)]
+        pages = [request for request in emulator._requests if str(request.url.path) == "/api/v1/nodes"]
+        assert len([page for page in pages if page.params.get("watch") is None]) == 3  # 3 + 3 + 2 nodes
+        assert cache.lists["nodes"] == 1
