@@ -17,12 +17,14 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
+import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
+import orjson
 import pydantic
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -54,7 +56,7 @@ def compute_status(
     nodes: Callable[[str], Node | None] | Mapping[str, Node],
     now: datetime.datetime,
 ) -> AppGroupStatus:
-    """The status of one AppGroup from its members (by (namespace, AppGroup label), then pod key) and the nodes
+    """The status of one AppGroup from its members (by (namespace, AppGroup label), then pod name) and the nodes
     they run on (a spec that does not parse is a condition)."""
     try:
         group = AppGroup.model_validate(dict(body))
@@ -94,11 +96,11 @@ class _State:
 
     cache: ClusterCache
     options: AppGroupOptions
-    bodies: dict[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    bodies: dict[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)  # their status slimmed
     covered: dict[Key, frozenset[str]] = dataclasses.field(default_factory=dict)  # namespaces; empty: unreadable
     by_name: dict[str, set[Key]] = dataclasses.field(default_factory=lambda: defaultdict(set))
     members: dict[Key, dict[str, Pod]] = dataclasses.field(default_factory=lambda: defaultdict(dict))
-    written: dict[Key, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    written: dict[Key, tuple[dict[str, Any], bytes]] = dataclasses.field(default_factory=dict)  # slimmed, digest
     last_write: dict[Key, float] = dataclasses.field(default_factory=dict)
     dirty: set[Key] = dataclasses.field(default_factory=set)
     wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
@@ -119,9 +121,9 @@ class _State:
                     if not label:
                         continue
                     if add:
-                        self.members[(pod.namespace, label)][pod.key] = pod
+                        self.members[(pod.namespace, label)][pod.name] = pod
                     else:
-                        self.members[(pod.namespace, label)].pop(pod.key, None)
+                        self.members[(pod.namespace, label)].pop(pod.name, None)
                     for key in self.by_name.get(label, ()):
                         if pod.namespace in self.covered.get(key, ()):
                             self.mark(key)
@@ -130,13 +132,24 @@ class _State:
                     self.mark(key)
 
     def set_body(self, key: Key, body: dict[str, Any]) -> None:
-        self.bodies[key] = body
+        """An AppGroup as kopf delivered it; marked unless it is the echo of our own last write."""
+        known = self.bodies.get(key)
+        written = self.written.get(key)
+        echo = (
+            known is not None
+            and written is not None
+            and _generation(known) == _generation(body)
+            and known.get("spec") == body.get("spec")
+            and _digest(body.get("status")) == written[1]
+        )
+        self.bodies[key] = {**body, "status": _slim(body.get("status"))}
         self.by_name[key[1]].add(key)
         try:
             self.covered[key] = frozenset(workload_namespaces(AppGroup.model_validate(body)))
         except pydantic.ValidationError:
             self.covered[key] = frozenset()
-        self.mark(key)
+        if not echo:
+            self.mark(key)
 
     def forget(self, key: Key) -> None:
         self.bodies.pop(key, None)
@@ -145,6 +158,20 @@ class _State:
         self.written.pop(key, None)
         self.last_write.pop(key, None)
         self.dirty.discard(key)
+
+
+def _slim(status: Any) -> dict[str, Any]:
+    """A status without its placements: what the next computation reads of it (conditions, order, generation);
+    placements are computed afresh, and 500 AppGroups of 200 pods would otherwise keep 100,000 of them."""
+    return {key: value for key, value in (status or {}).items() if key != "placements"}
+
+
+def _digest(status: Any) -> bytes:
+    return hashlib.blake2b(orjson.dumps(status or {}, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+def _generation(body: Mapping[str, Any]) -> Any:
+    return (body.get("metadata") or {}).get("generation")
 
 
 def _place(node: Node | None) -> tuple[str, str] | None:
@@ -156,14 +183,16 @@ async def write_status(api: Any, state: _State, key: Key) -> tuple[dict[str, Any
     """Compute one AppGroup's status from the latest state and write it if it changed; (previous, new). The
     last status written is remembered: the AppGroup kopf delivered may lag behind our own writes."""
     body = state.bodies[key]
-    previous = state.written.get(key, dict(body.get("status") or {}))
+    written = state.written.get(key)
+    previous = written[0] if written is not None else body["status"]
     now = datetime.datetime.now(datetime.UTC)
     node_of = lambda name: state.cache.get(NODES, "", name)  # noqa: E731
     status = compute_status({**body, "status": previous}, state.members, node_of, now).to_wire()
-    if status != previous:
+    digest = _digest(status)
+    if written is None or digest != written[1]:
         await patch_status(api, *RESOURCE, key[0], key[1], status)
-        state.written[key] = status
         state.writes += 1
+    state.written[key] = (_slim(status), digest)
     return previous, status
 
 
@@ -190,6 +219,7 @@ async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> 
     """The writer: each marked AppGroup is written once its interval since the last write has passed."""
     loop = asyncio.get_running_loop()
     interval = state.options.status_interval_seconds
+    await state.cache.wait_synced()  # a status from half-listed pods would be wrong (and then corrected)
     while not stopped():
         state.wake.clear()
         now = loop.time()

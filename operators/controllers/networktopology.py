@@ -174,6 +174,7 @@ def register(
         state: _State = memo.networktopology
         dirty = state.dirty.setdefault((namespace, name), asyncio.Event())
         dirty.set()
+        await state.cache.wait_synced()  # allocated bandwidth from half-listed pods would be wrong
         loop = asyncio.get_running_loop()
         last_run = -settings.debounce_seconds
         try:

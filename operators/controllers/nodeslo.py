@@ -146,6 +146,7 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
 
         async def render_queued() -> None:
+            await cache.wait_synced()
             while True:
                 name = await state.queue.get()
                 state.queued.discard(name)

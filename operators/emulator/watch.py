@@ -5,15 +5,14 @@ a dropped-watches epoch, or the client going away."""
 from __future__ import annotations
 
 import asyncio
-import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from kmock._internal import rendering
 
 from operators.api.selectors import Selector
 from operators.emulator.errors import watch_error
-from operators.emulator.store import FieldTerms, ObjectStore, selected
+from operators.emulator.store import Event, FieldTerms, ObjectStore, clone, selected
 
 
 async def stream(
@@ -33,7 +32,7 @@ async def stream(
     if since_text in ("", "0"):
         last = store.last_rv
         for obj in store.matching(key, request.namespace, labels, fields):
-            yield {"type": "ADDED", "object": copy.deepcopy(obj)}
+            yield {"type": "ADDED", "object": clone(obj)}
     else:
         try:
             last = int(since_text)
@@ -47,15 +46,13 @@ async def stream(
     while True:
         written = store.next_write()  # before reading the history: a write from now on completes it
         horizon = store.last_rv  # every event of this resource up to here is in the history read below
-        for event in list(store.history.get(key, ())):
-            if event.rv <= last:
-                continue
+        for event in _since(store.history.get(key, ()), last):
             last = event.rv
             namespace = event.obj.get("metadata", {}).get("namespace")
             if request.namespace is not None and namespace != request.namespace:
                 continue
             if selected(event.obj, labels, fields):
-                yield {"type": event.type, "object": copy.deepcopy(event.obj)}
+                yield {"type": event.type, "object": clone(event.obj)}
         last = max(last, horizon)
         if store.watch_epoch != epoch:
             return
@@ -71,3 +68,15 @@ async def stream(
         if transport is None or transport.is_closing():
             return
         await asyncio.wait({written}, timeout=min(remaining or 1.0, 1.0))
+
+
+def _since(history: Iterable[Event], last: int) -> list[Event]:
+    """The events after version ``last``, read from the end: a write costs each watch the events it missed,
+    not the whole history (200,000 pod events in the live benchmarks)."""
+    newer: list[Event] = []
+    for event in reversed(history):  # type: ignore[call-overload]
+        if event.rv <= last:
+            break
+        newer.append(event)
+    newer.reverse()
+    return newer

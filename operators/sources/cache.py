@@ -84,7 +84,7 @@ SLOTS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """One object's change: ``old`` None for an addition, ``new`` None for a deletion (parsed records)."""
 
@@ -151,7 +151,7 @@ class ClusterCache:
         self._listeners: list[tuple[Listener, asyncio.AbstractEventLoop | None]] = []
         self._slots: dict[str, tuple[int, tuple[Any, ...]]] = {}
         self._snapshots: dict[frozenset[str], tuple[tuple[int, ...], Snapshot]] = {}
-        self._synced_event: asyncio.Event | None = None
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self.lists: Counter[str] = Counter()  # list requests per kind (pages count once)
         self.watches: Counter[str] = Counter()  # watch requests per kind
 
@@ -208,12 +208,13 @@ class ClusterCache:
             ]
 
     async def wait_synced(self) -> None:
-        """Until every kind has been listed once."""
-        if self._synced_event is None:
-            self._synced_event = asyncio.Event()
-        if self.ready:
-            self._synced_event.set()
-        await self._synced_event.wait()
+        """Until every kind has been listed once (from any thread's event loop)."""
+        event = asyncio.Event()
+        with self._lock:
+            if self.ready:
+                return
+            self._waiters.append((asyncio.get_running_loop(), event))
+        await event.wait()
 
     # -- changing ----------------------------------------------------------------------------------
 
@@ -266,15 +267,19 @@ class ClusterCache:
             self._publish([change])
         return change
 
-    def _replace(self, store: _Store, items: list[dict[str, Any]]) -> list[Change]:
-        """A fresh list: what was added, changed or deleted since what was held."""
+    def _replace(self, store: _Store, items: list[dict[str, Any]], seen: set[tuple[str, str]]) -> list[Change]:
+        """One page of a fresh list: what it added or changed (its keys are added to ``seen``)."""
         changes: list[Change] = []
-        seen: set[tuple[str, str]] = set()
         for raw in items:
             seen.add(_key(raw))
             change = self._apply(store, "MODIFIED", raw)
             if change is not None:
                 changes.append(change)
+        return changes
+
+    def _drop_unseen(self, store: _Store, seen: set[tuple[str, str]]) -> list[Change]:
+        """After the last page: what the list no longer has was deleted meanwhile."""
+        changes: list[Change] = []
         for key in [key for key in store.trimmed if key not in seen]:
             change = self._apply(store, "DELETED", {"metadata": {"namespace": key[0], "name": key[1]}})
             if change is not None:
@@ -292,16 +297,18 @@ class ClusterCache:
                     loop.call_soon_threadsafe(listener, changes)
 
     def _mark_synced(self, store: _Store) -> None:
+        """(Under the lock.) Wakes whoever waits for the first sync once every kind is listed."""
         store.synced = True
-        if self.ready and self._synced_event is not None:
-            self._synced_event.set()
+        if self.ready:
+            for loop, event in self._waiters:
+                with contextlib.suppress(RuntimeError):  # that loop is closed
+                    loop.call_soon_threadsafe(event.set)
+            self._waiters.clear()
 
     # -- following ---------------------------------------------------------------------------------
 
     async def follow(self, api: client.ApiClient, stop: asyncio.Event) -> None:
         """List and watch every kind until ``stop`` is set."""
-        if self._synced_event is None:
-            self._synced_event = asyncio.Event()
         tasks = [asyncio.create_task(self._follow_one(store, api, stop)) for store in self._stores.values()]
         try:
             await stop.wait()
@@ -362,29 +369,32 @@ class ClusterCache:
         return response
 
     async def _list(self, store: _Store, api: client.ApiClient) -> str:
-        """List the kind page by page; replace what is held; the list's resourceVersion."""
-        items: list[dict[str, Any]] = []
+        """List the kind page by page, each page trimmed as it arrives (a list of 100,000 pods is never held
+        whole); what the list lacks is deleted; the list's resourceVersion."""
         first = {"limit": str(self.page_size), **_selecting(store.kind)}
         params = dict(first)
+        seen: set[tuple[str, str]] = set()
+        changes: list[Change] = []
         self.lists[store.kind.name] += 1
         while True:
             try:
                 response = await self._request(api, store.kind.path, params, seconds=120)
             except ApiException as error:
                 if error.status == 410 and "continue" in params:  # the continue token expired: start over
-                    items.clear()
                     params = dict(first)
                     continue
                 raise
             page = orjson.loads(await response.read())
             response.release()
-            items.extend(page.get("items") or [])
+            with self._lock:
+                changes += self._replace(store, page.get("items") or [], seen)
             meta = page.get("metadata") or {}
+            del page
             if not meta.get("continue"):
                 break
             params = {**first, "continue": str(meta["continue"])}
         with self._lock:
-            changes = self._replace(store, items)
+            changes += self._drop_unseen(store, seen)
             self._mark_synced(store)
         self._publish(changes)
         return str(meta.get("resourceVersion") or "")
@@ -434,7 +444,7 @@ class ClusterCache:
                     "%s are not served (is the CRD installed?): treated as none, retrying every 30 s", store.kind.name
                 )
             with self._lock:
-                changes = self._replace(store, [])
+                changes = self._drop_unseen(store, set())
                 self._mark_synced(store)
             self._publish(changes)
             return MISSING_PAUSE

@@ -2,7 +2,8 @@
 a fraction of what the API server sends (managedFields, container images, env, probes, conditions, ...).
 
 Pods and Nodes, the numerous kinds, are rebuilt from an explicit list of the fields read; every other
-kind only loses ``managedFields`` and the ``last-applied-configuration`` annotation. ``resourceVersion``
+kind only loses ``managedFields`` and the ``last-applied-configuration`` annotation. Equal parts (the
+labels, resources and tolerations of a Deployment's replicas) are shared between trimmed objects. ``resourceVersion``
 is dropped from the trimmed object (it is kept beside it), so an update that changes nothing the engine
 reads (a node's heartbeat, a pod's container status) leaves the trimmed object equal: no change at all.
 
@@ -12,12 +13,43 @@ trim drops.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 Trim = Callable[[dict[str, Any]], dict[str, Any]]
+
+# Equal parts of trimmed objects, shared: the replicas of a Deployment have the same labels, annotations,
+# owners, containers' resources, tolerations and status, and 100,000 pods repeat a few hundred of each. The
+# trimmed objects are never changed after the trim, so one copy serves them all. Bounded: cleared when full
+# (sharing then starts again from the objects that arrive next).
+_SHARED_KEPT = 200_000
+_shared: dict[bytes, Any] = {}
+
+
+def shared(value: Any) -> Any:
+    """An equal value held already, else ``value`` (kept for the next equal one)."""
+    if not value:
+        return value
+    try:
+        text = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return value
+    held = _shared.get(text)
+    if held is not None:
+        return held
+    if len(_shared) >= _SHARED_KEPT:
+        _shared.clear()
+    _shared[text] = value
+    return value
+
+
+def _text(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) and len(value) <= 64 else value
 
 
 def _pick(source: Any, names: tuple[str, ...]) -> dict[str, Any]:
@@ -40,6 +72,12 @@ def _metadata(raw: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     kept = _pick(meta, names)
     if "annotations" in kept:
         kept["annotations"] = _annotations(meta)
+    for name in ("labels", "annotations", "ownerReferences"):
+        if name in kept:
+            kept[name] = shared(kept[name])
+    for name in ("namespace", "creationTimestamp"):
+        if name in kept:
+            kept[name] = _text(kept[name])
     return kept
 
 
@@ -61,7 +99,7 @@ def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
     trimmed: dict[str, Any] = {"metadata": _metadata(raw, _POD_META)}
     owners = trimmed["metadata"].get("ownerReferences") if isinstance(trimmed["metadata"], dict) else None
     if isinstance(owners, list):
-        trimmed["metadata"]["ownerReferences"] = [_pick(owner, ("kind", "name")) for owner in owners]
+        trimmed["metadata"]["ownerReferences"] = shared([_pick(owner, ("kind", "name")) for owner in owners])
     if isinstance(spec, dict):
         kept = _pick(spec, _POD_SPEC)
         for name in ("containers", "initContainers"):
@@ -79,11 +117,13 @@ def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
             ]
             if local:
                 kept["volumes"] = local
+        for name in kept:
+            kept[name] = _text(kept[name]) if name == "nodeName" else shared(kept[name])
         trimmed["spec"] = kept
     elif spec is not None:
         trimmed["spec"] = spec
     status = raw.get("status")
-    trimmed["status"] = _pick(status, ("phase", "qosClass")) if isinstance(status, dict) else status
+    trimmed["status"] = shared(_pick(status, ("phase", "qosClass"))) if isinstance(status, dict) else status
     return trimmed
 
 
@@ -93,8 +133,8 @@ def trim_node(raw: dict[str, Any]) -> dict[str, Any]:
     spec, status = raw.get("spec"), raw.get("status")
     return {
         "metadata": _metadata(raw, ("name", "uid", "labels", "annotations")),
-        "spec": _pick(spec, ("unschedulable", "taints")) if isinstance(spec, dict) else spec,
-        "status": _pick(status, ("allocatable", "capacity")) if isinstance(status, dict) else status,
+        "spec": shared(_pick(spec, ("unschedulable", "taints"))) if isinstance(spec, dict) else spec,
+        "status": shared(_pick(status, ("allocatable", "capacity"))) if isinstance(status, dict) else status,
     }
 
 

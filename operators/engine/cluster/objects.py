@@ -24,7 +24,9 @@ def _labels(raw: Any, path: str) -> Mapping[str, str]:
     for key, value in raw.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise FieldError(f"{path}[{key}]", value, "expected a string")
-    return MappingProxyType(dict(raw))
+    # A view, not a copy: the objects a record is parsed from are not changed afterwards (the cluster cache
+    # shares one labels map between a Deployment's replicas).
+    return MappingProxyType(raw)
 
 
 def _quantities(raw: Any, path: str) -> Mapping[str, Quantity]:
@@ -141,11 +143,31 @@ class Pod:
             annotations=_labels(meta.get("annotations"), "metadata.annotations"),
             node_name=str(spec.get("nodeName") or ""),
             phase=str(status.get("phase") or "Pending"),
-            requests=MappingProxyType(pod_requests(spec)),
+            requests=_shared_requests(pod_requests(spec)),
             priority=priority,
-            owner_kinds=tuple(str(owner.get("kind", "")) for owner in owners if isinstance(owner, dict)),
+            owner_kinds=_OWNER_KINDS.setdefault(
+                kinds := tuple(str(o.get("kind", "")) for o in owners if isinstance(o, dict)), kinds
+            ),
             raw=raw,
         )
+
+
+# Equal request maps and owner kinds are shared between pods (a Deployment's replicas ask the same): a
+# 100,000-pod cache would otherwise hold 100,000 copies. Bounded; cleared when full.
+_SHARED_KEPT = 10_000
+_REQUESTS: dict[tuple[tuple[str, int, str], ...], Mapping[str, Quantity]] = {}
+_OWNER_KINDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _shared_requests(total: dict[str, Quantity]) -> Mapping[str, Quantity]:
+    key = tuple((name, quantity.nanos, quantity.text) for name, quantity in total.items())
+    held = _REQUESTS.get(key)
+    if held is None:
+        if len(_REQUESTS) >= _SHARED_KEPT:
+            _REQUESTS.clear()
+            _OWNER_KINDS.clear()
+        held = _REQUESTS[key] = MappingProxyType(total)
+    return held
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, Quantity]:

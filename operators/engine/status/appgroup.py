@@ -27,9 +27,10 @@
 from __future__ import annotations
 
 import datetime
-import json
 from collections import Counter
 from dataclasses import dataclass
+
+import orjson
 
 from operators.api import keys
 from operators.api.appgroup import (
@@ -223,12 +224,13 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             "observed_generation": generation,
         }
     )
-    rest = len(json.dumps(group.model_dump(mode="json", by_alias=True, exclude={"status"}), separators=(",", ":")))
+    rest = len(orjson.dumps(group.model_dump(mode="json", by_alias=True, exclude={"status"})))
     return bounded(status, previous, now, generation, OBJECT_BUDGET - rest)
 
 
 def _size(status: AppGroupStatus) -> int:
-    return len(json.dumps(status.to_wire(), separators=(",", ":")))
+    """Bytes as stored (compact UTF-8 JSON)."""
+    return len(orjson.dumps(status.to_wire()))
 
 
 def bounded(
