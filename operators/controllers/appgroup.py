@@ -43,6 +43,7 @@ from operators.sources.cache import NODES, PODS, Change, ClusterCache
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 INVALID_SPEC = "InvalidSpec"
 RETRY_SECONDS = 2.0
+WRITERS = 4  # status writes in flight at once
 COMPONENT = "netaware"
 
 logger = logging.getLogger("netaware.appgroup")
@@ -216,29 +217,31 @@ async def _announce(api: Any, state: _State, key: Key, previous: Mapping[str, An
 
 
 async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> None:
-    """The writer: each marked AppGroup is written once its interval since the last write has passed."""
+    """The writer: each marked AppGroup is written once its interval since the last write has passed, a few
+    AppGroups at a time (never one AppGroup twice at once: a pass takes each key once)."""
     loop = asyncio.get_running_loop()
     interval = state.options.status_interval_seconds
     await state.cache.wait_synced()  # a status from half-listed pods would be wrong (and then corrected)
-    while not stopped():
-        state.wake.clear()
-        now = loop.time()
-        due = sorted(key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now)
-        for key in due:
-            state.dirty.discard(key)
-            if key not in state.bodies:
-                continue
+    writing = asyncio.Semaphore(WRITERS)
+
+    async def write_one(key: Key) -> None:
+        async with writing:
             state.last_write[key] = loop.time()
             try:
                 previous, status = await write_status(api, state, key)
             except ApiException as error:
-                logger.warning(
-                    "AppGroup %s/%s: writing the status failed (%s %s); retrying", *key, error.status, error.reason
-                )
+                logger.warning("AppGroup %s/%s: status not written (%s %s); retrying", *key, error.status, error.reason)
                 state.dirty.add(key)
                 state.last_write[key] = loop.time() + RETRY_SECONDS - interval
-                continue
+                return
             await _announce(api, state, key, previous, status)
+
+    while not stopped():
+        state.wake.clear()
+        now = loop.time()
+        due = sorted(key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now)
+        state.dirty.difference_update(due)
+        await asyncio.gather(*(write_one(key) for key in due if key in state.bodies))
         waits = [state.last_write.get(key, 0) + interval - loop.time() for key in state.dirty]
         timeout = max(min(waits), 0.01) if waits else None
         with contextlib.suppress(TimeoutError):

@@ -7,7 +7,7 @@
 * Nodes come from the process's cluster cache (:mod:`operators.sources.cache`): a node whose labels or
   bandwidth annotations changed (upstream ignores annotation-only changes) is queued and re-rendered by
   a few workers; a deleted node's NodeSLO is deleted. Only nodes whose inputs changed are rendered.
-* NodeSLO events revert manual edits of the network-QoS fields netaware owns
+* NodeSLOs come from the cache too: changes revert manual edits of the network-QoS fields netaware owns
   (:data:`operators.engine.status.nodeslo.OWNED_PATHS`) and recreate a deleted NodeSLO of a live node; every
   other field (``cpuBurstStrategy``, ``extensions``, ``cpuQOS``, ...) is left exactly as found, whoever
   wrote it. With ``spec_owner="koordinator"`` only the status is written, and NodeSLOs are never
@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import datetime
@@ -36,7 +37,8 @@ from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.kube import patch_status, read_json, send_json
-from operators.sources.cache import NODES, Change, ClusterCache
+from operators.sources.cache import NODES, NODESLOS, Change, ClusterCache
+from operators.sources.trim import trim_other
 
 RESOURCE = (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos")
 PATH = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos"
@@ -44,17 +46,21 @@ JSON_PATCH = "application/json-patch+json"
 WATCHED_ANNOTATIONS = (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS)
 
 
-WORKERS = 16  # nodes rendered at once: the first sync of 5,000 nodes is 5,000 creations
+# Nodes rendered at once: the first sync of 5,000 nodes is 5,000 creations and as many status writes; a few
+# at a time leave the API server (and this process's other controllers) room for everything else.
+WORKERS = 4
 
 
 @dataclass
 class _State:
+    cache: ClusterCache
     config: ConfigState = dataclasses.field(default_factory=ConfigState)
     loaded: bool = False
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
     slos: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     locks: dict[str, asyncio.Lock] = dataclasses.field(default_factory=dict)
     queue: asyncio.Queue[str] = dataclasses.field(default_factory=asyncio.Queue)
+    own_versions: dict[str, collections.deque[Any]] = dataclasses.field(default_factory=dict)
     queued: set[str] = dataclasses.field(default_factory=set)
 
     def enqueue(self, name: str) -> None:
@@ -63,8 +69,12 @@ class _State:
             self.queue.put_nowait(name)
 
     def on_changes(self, changes: list[Change]) -> None:
-        """Nodes whose labels or bandwidth annotations changed (or that came or went) are queued."""
+        """Nodes whose labels or bandwidth annotations changed (or that came or went) are queued; so are nodes
+        whose NodeSLO someone else changed or deleted (our own writes come back with the version we hold)."""
         for change in changes:
+            if change.kind == NODESLOS.name:
+                self._slo_changed(change)
+                continue
             if change.kind != NODES.name:
                 continue
             if change.new is None:
@@ -76,6 +86,30 @@ class _State:
             self.nodes[node.name] = node
             if previous is None or _watched(previous) != _watched(node) or node.name not in self.slos:
                 self.enqueue(node.name)
+
+    def own(self, name: str, written: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Remember the version of an object we wrote: its event is our own write coming back."""
+        if written is None:
+            return None
+        self.own_versions.setdefault(name, collections.deque(maxlen=8)).append(_version(written))
+        return trim_other(written)  # kept as the cache keeps it: no managedFields
+
+    def _slo_changed(self, change: Change) -> None:
+        name = (change.new or change.old).metadata.name
+        if change.new is None:
+            self.slos.pop(name, None)
+            self.own_versions.pop(name, None)
+        else:
+            raw = self.cache.raw(NODESLOS, "", name)
+            if raw is None or _version(raw) in self.own_versions.get(name, ()):
+                return  # our own write
+            self.slos[name] = raw
+        if name in self.nodes:
+            self.enqueue(name)
+
+
+def _version(raw: dict[str, Any]) -> Any:
+    return (raw.get("metadata") or {}).get("resourceVersion")
 
 
 def _watched(node: Node) -> tuple[Any, ...]:
@@ -105,14 +139,15 @@ async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions)
                 return  # Koordinator creates it; its first event brings us back here
             body = {key: value for key, value in wanted.items() if key not in ("status", "spec")}
             created = await send_json(api, "POST", PATH, {**body, "spec": owned_spec(wanted["spec"])})
-            current = created or wanted
+            current = state.own(name, created) or wanted
         elif options.spec_owner == "netaware":
             operations = owned_spec_patch(current, wanted["spec"])
             if operations:
                 version = (current.get("metadata") or {}).get("resourceVersion")
                 guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": version}] if version else []
                 try:
-                    current = await send_json(api, "PATCH", f"{PATH}/{name}", guard + operations, JSON_PATCH) or current
+                    patched = await send_json(api, "PATCH", f"{PATH}/{name}", guard + operations, JSON_PATCH)
+                    current = state.own(name, patched) or current
                 except ApiException as error:
                     if error.status not in (409, 422):
                         raise
@@ -120,7 +155,7 @@ async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions)
         if current.get("status") != wanted.get("status"):
             written = await patch_status(api, *RESOURCE, None, name, wanted.get("status") or {})
             # the object as written: its resourceVersion guards our next spec patch
-            current = written or {**current, "status": wanted.get("status")}
+            current = state.own(name, written) or {**current, "status": wanted.get("status")}
         state.slos[name] = current
 
 
@@ -141,7 +176,7 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
 
     @kopf.on.startup(id="nodeslo_state", registry=registry)
     async def init_state(memo: kopf.Memo, **_: Any) -> None:
-        state = _State()
+        state = _State(cache)
         memo.nodeslo = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
 
@@ -191,14 +226,4 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
                 )
                 logger.warning("slo-controller-config refused: %s", problem)
         for name in sorted(state.nodes):
-            await sync_node(memo.api, state, name, settings)
-
-    @kopf.on.event(*RESOURCE, id="nodeslo_edits", registry=registry)
-    async def nodeslo_event(type: str | None, name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        state: _State = memo.nodeslo
-        if type == "DELETED":
-            state.slos.pop(name, None)
-        else:
-            state.slos[name] = dict(body)
-        if name in state.nodes and state.loaded:
-            await sync_node(memo.api, state, name, settings)
+            state.enqueue(name)

@@ -11,7 +11,7 @@ from operators.api import keys
 from operators.api.config.controllers import ControllerOptions
 from operators.controllers import appgroup, networktopology, nodeslo
 from operators.kube import ApiClientFactory, cluster_api_client
-from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, NODES, ClusterCache, Kind
+from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, NODES, NODESLOS, ClusterCache, Kind
 
 COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions], None]] = {
     "appgroup": lambda registry, cache, options: appgroup.register(registry, cache, options.appgroup),
@@ -25,7 +25,7 @@ COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerO
 CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
     "appgroup": (APPGROUP_PODS, NODES),
     "networktopology": (APPGROUP_PODS, NODES, APPGROUP_SPECS),
-    "nodeslo": (NODES,),
+    "nodeslo": (NODES, NODESLOS),
 }
 
 

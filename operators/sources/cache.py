@@ -168,6 +168,11 @@ class ClusterCache:
     def get(self, kind: Kind, namespace: str, name: str) -> Any:
         return self._stores[kind.name].objects.get((namespace, name))
 
+    def raw(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        """The trimmed object as it arrived (what a controller patches against: it keeps the resourceVersion of
+        custom resources). Not to be changed."""
+        return self._stores[kind.name].trimmed.get((namespace, name))
+
     def objects(self, kind: Kind) -> tuple[Any, ...]:
         """The parsed records of ``kind`` (a copy, safe to iterate from any thread)."""
         with self._lock:
@@ -376,28 +381,42 @@ class ClusterCache:
         seen: set[tuple[str, str]] = set()
         changes: list[Change] = []
         self.lists[store.kind.name] += 1
-        while True:
-            try:
-                response = await self._request(api, store.kind.path, params, seconds=120)
-            except ApiException as error:
-                if error.status == 410 and "continue" in params:  # the continue token expired: start over
-                    params = dict(first)
-                    continue
-                raise
-            page = orjson.loads(await response.read())
-            response.release()
-            with self._lock:
-                changes += self._replace(store, page.get("items") or [], seen)
-            meta = page.get("metadata") or {}
-            del page
-            if not meta.get("continue"):
-                break
-            params = {**first, "continue": str(meta["continue"])}
+        fetching = asyncio.ensure_future(self._page(api, store.kind.path, params, first))
+        try:
+            while True:
+                page, params = await fetching
+                meta = page.get("metadata") or {}
+                if meta.get("continue"):  # the next page is fetched while this one is trimmed
+                    params = {**first, "continue": str(meta["continue"])}
+                    fetching = asyncio.ensure_future(self._page(api, store.kind.path, params, first))
+                with self._lock:
+                    changes += self._replace(store, page.get("items") or [], seen)
+                del page
+                if not meta.get("continue"):
+                    break
+        finally:
+            fetching.cancel()
         with self._lock:
             changes += self._drop_unseen(store, seen)
             self._mark_synced(store)
         self._publish(changes)
         return str(meta.get("resourceVersion") or "")
+
+    async def _page(
+        self, api: client.ApiClient, path: str, params: dict[str, str], first: dict[str, str]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """One page of a list, and the parameters it was asked with; a continue token that expired (410) starts
+        the list over (the caller sees the first page again, and its keys again: nothing is lost)."""
+        try:
+            response = await self._request(api, path, params, seconds=120)
+        except ApiException as error:
+            if error.status != 410 or "continue" not in params:
+                raise
+            params = dict(first)
+            response = await self._request(api, path, params, seconds=120)
+        page = orjson.loads(await response.read())
+        response.release()
+        return page, params
 
     async def _watch(self, store: _Store, api: client.ApiClient, version: str) -> str:
         """Watch from ``version`` until the server ends the watch; the last version seen. ``Expired`` on 410."""

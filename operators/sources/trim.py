@@ -139,11 +139,12 @@ def trim_node(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def trim_other(raw: dict[str, Any]) -> dict[str, Any]:
-    """Any other kind: all of it but ``managedFields``, the last-applied annotation and the resourceVersion."""
+    """Any other kind: all of it but ``managedFields`` and the last-applied annotation (the resourceVersion stays:
+    a controller that writes these objects guards its writes with it)."""
     meta = raw.get("metadata")
     if not isinstance(meta, dict):
         return raw
-    kept = {key: value for key, value in meta.items() if key not in ("managedFields", "resourceVersion")}
+    kept = {key: value for key, value in meta.items() if key != "managedFields"}
     if "annotations" in kept:
         kept["annotations"] = _annotations(meta)
     return {**raw, "metadata": kept}
@@ -151,5 +152,10 @@ def trim_other(raw: dict[str, Any]) -> dict[str, Any]:
 
 def trim_status(raw: dict[str, Any]) -> dict[str, Any]:
     """A custom resource read for its spec only (the extender and the NetworkTopology controller read AppGroups
-    that way): without its status, whose writes (running pods, placements) then change nothing."""
-    return {key: value for key, value in trim_other(raw).items() if key != "status"}
+    that way): without its status and resourceVersion, so that status writes (running pods, placements) change
+    nothing."""
+    trimmed = {key: value for key, value in trim_other(raw).items() if key != "status"}
+    meta = trimmed.get("metadata")
+    if isinstance(meta, dict) and "resourceVersion" in meta:
+        trimmed["metadata"] = {key: value for key, value in meta.items() if key != "resourceVersion"}
+    return trimmed
