@@ -31,6 +31,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -302,11 +303,17 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
     async with emulator(nodes, pods, args.groups) as url, aiohttp.ClientSession() as http:
         floor_mib = await floor(url)
         port = free_port()
+        config = yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text())
+        for plugin in config["profiles"][0]["pluginConfig"]:
+            if plugin["name"] == "NetworkOverhead":  # the AppGroups live in the teams' namespaces
+                plugin["args"]["namespaces"] = ["default", *(f"team-{i}" for i in range(20))]
+        config_path = Path(tempfile.mkstemp(suffix=".yaml")[1])
+        config_path.write_text(yaml.safe_dump(config))
         started = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
             PYTHON, "-m", "operators.cli", "extender", "--server", url, "--insecure",
             "--listen-address", "127.0.0.1", "--port", str(port),
-            "--config", str(ROOT / "hack" / "scheduler-config.yaml"),
+            "--config", str(config_path),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         extender = f"http://127.0.0.1:{port}"

@@ -234,7 +234,7 @@ def appgroup(group: int) -> dict[str, Any]:
                     {
                         "workload": {"kind": "Deployment", "name": f"g{group}-w{w + 1}", "selector": f"w{w + 1}"},
                         "minBandwidth": "10M",
-                        "maxNetworkCost": 10,
+                        "maxNetworkCost": 25,  # near regions (cost 20 + a + b) pass, far ones do not
                     }
                 ]
                 if w + 1 < WORKLOADS

@@ -10,6 +10,7 @@ body over 10 MiB is refused (413); an unknown node name is a ``FailedNodes`` ent
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import time
@@ -26,8 +27,8 @@ from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.schedule import CycleResult, schedule
-from operators.engine.scheduling.table import NodeTable
+from operators.engine.scheduling.schedule import weighted_totals
+from operators.engine.scheduling.table import Ints, NodeTable
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
 logger = logging.getLogger("netaware.extender")
@@ -65,6 +66,7 @@ class ExtenderState:
     _index: tuple[Snapshot | None, ClusterIndex] | None = None
     _cycle: tuple[str, ClusterIndex, CycleState] | None = None
     _last_names: tuple[ClusterIndex, list[str], Candidates] | None = None
+    _resolved: tuple[dict[str, int], list[str], Resolved] | None = None
     _answers: dict[tuple[str, Candidates, Any], bytes] = field(default_factory=dict)
     answers_reused: int = 0
 
@@ -108,9 +110,24 @@ class ExtenderState:
     ) -> Candidates:
         if names is None:
             return _object_candidates(index, items or [], self.config)
-        if self._last_names is None or self._last_names[0] is not index or self._last_names[1] != names:
-            self._last_names = (index, names, _named_candidates(index, names, self.config))
+        if self._last_names is not None and self._last_names[0] is index and self._last_names[1] == names:
+            self._last_names = (index, names, self._last_names[2])  # held by this very list from now on
+            if self._resolved is not None:
+                self._resolved = (self._resolved[0], names, self._resolved[2])
+            return self._last_names[2]
+        # The rows of a name list hold while the nodes do (an index derived by a pod change keeps them).
+        position = index.position
+        if self._resolved is None or self._resolved[0] is not position or self._resolved[1] != names:
+            self._resolved = (position, names, Resolved.of(index, names))
+        else:
+            self._resolved = (position, names, self._resolved[2])
+        self._last_names = (index, names, self._resolved[2].candidates(index, self.config))
         return self._last_names[2]
+
+    def resolved(self, names: list[str]) -> Resolved | None:
+        """The resolution of this very name list, if it is the last one resolved."""
+        held = self._resolved
+        return held[2] if held is not None and held[1] is names else None
 
     def cycle(self, pod: Pod, index: ClusterIndex) -> CycleState:
         """The pod's cycle state, shared by its /filter and /prioritize calls on the same snapshot."""
@@ -167,7 +184,7 @@ def _parse_args(body: bytes) -> tuple[Pod, list[str] | None, list[dict[str, Any]
         raise BadArgs(f"ExtenderArgs.Pod: {error}") from None
     names, nodes = args.get("NodeNames"), args.get("Nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise BadArgs("ExtenderArgs.NodeNames must be a list of names")
         if len(names) > MAX_NODES:
             raise BadArgs(f"ExtenderArgs.NodeNames: {len(names)} nodes, more than the {MAX_NODES} allowed")
@@ -191,14 +208,31 @@ def _item_name(item: Any, position: int) -> str:
     return name if isinstance(name, str) and name else f"#{position}"
 
 
-def _named_candidates(index: ClusterIndex, names: list[str], config: SchedulerConfig) -> Candidates:
-    """``NodeNames``: rows of the snapshot's table; a name the extender does not know fails."""
-    known = [name for name in names if name in index.position]
-    failed = {name: f"node {name} is not known to the extender" for name in names if name not in index.position}
-    table = index.table(config.bandwidth.default_node_bandwidth)
-    if len(known) != len(index.nodes) or known != table.names:
-        table = table.rows(index.rows_of(known))
-    return Candidates(table, {}, failed)
+@dataclass(frozen=True)
+class Resolved:
+    """A ``NodeNames`` list resolved against the extender's nodes: the rows of the known ones (None: all of the
+    table, in its order) and the unknown ones with why."""
+
+    names: list[str]
+    rows: Ints | None
+    failed: dict[str, str]
+
+    @functools.cached_property
+    def host_prefixes(self) -> list[bytes]:
+        """``{"Host":"<name>","Score":`` per name, encoded once per list: /prioritize answers thousands."""
+        return [b'{"Host":' + orjson.dumps(name) + b',"Score":' for name in self.names]
+
+    @classmethod
+    def of(cls, index: ClusterIndex, names: list[str]) -> Resolved:
+        position = index.position
+        known = [name for name in names if name in position]
+        failed = {name: f"node {name} is not known to the extender" for name in names if name not in position}
+        everything = len(known) == len(index.nodes) and known == [node.name for node in index.nodes]
+        return cls(names, None if everything else index.rows_of(known), failed)
+
+    def candidates(self, index: ClusterIndex, config: SchedulerConfig) -> Candidates:
+        table = index.table(config.bandwidth.default_node_bandwidth)
+        return Candidates(table if self.rows is None else table.rows(self.rows), {}, self.failed)
 
 
 def _object_candidates(index: ClusterIndex, items: list[Any], config: SchedulerConfig) -> Candidates:
@@ -278,16 +312,34 @@ def _filter_answer(call: Call, candidates: Candidates) -> dict[str, Any]:
     return answer
 
 
-def _scores(call: Call, table: NodeTable) -> CycleResult:
-    """The score half of the cycle; the cycle state is shared with the pod's /filter call."""
-    state = call.state.cycle(call.pod, call.index)
-    return schedule(call.pod, call.index, call.state.config, table, stages=("score",), detail=False, state=state)
+def extender_scale(totals: Any, config: SchedulerConfig) -> Any:
+    """Weighted totals (an int or an array of them) on the extender's 0..10 scale: divided by the weights' sum,
+    over 10."""
+    weights = sum(config.weights.values()) or 1
+    return totals * MAX_EXTENDER_PRIORITY // (100 * weights)
 
 
 def extender_scores(totals: Mapping[str, int], config: SchedulerConfig) -> dict[str, int]:
-    """The weighted totals of a cycle on the extender's 0..10 scale."""
-    weights = sum(config.weights.values()) or 1
-    return {node: total * MAX_EXTENDER_PRIORITY // (100 * weights) for node, total in totals.items()}
+    """A cycle's totals per node on the extender's scale."""
+    return {node: extender_scale(total, config) for node, total in totals.items()}
+
+
+_SCORE_TAILS = [str(score).encode() + b"}" for score in range(MAX_EXTENDER_PRIORITY + 1)]
+
+
+def _host_priorities(call: Call, candidates: Candidates, requested: list[str]) -> bytes:
+    """The HostPriorityList of the score half of the cycle (the cycle state is shared with the pod's /filter),
+    on the extender's 0..10 scale; nodes the extender could not score get 0."""
+    state = call.state.cycle(call.pod, call.index)
+    scores = extender_scale(weighted_totals(state, candidates.table, call.state.config), call.state.config).tolist()
+    table_names = candidates.table.names
+    resolved = call.state.resolved(requested)
+    if resolved is not None and resolved.rows is None and scores and 0 <= min(scores) <= max(scores) <= 10:
+        # the common case (every node known, in the order sent): the answer is joined from encoded pieces
+        pieces = map(bytes.__add__, resolved.host_prefixes, map(_SCORE_TAILS.__getitem__, scores))
+        return b"[" + b",".join(pieces) + b"]"
+    by_name = dict(zip(table_names, scores, strict=True))
+    return orjson.dumps([{"Host": name, "Score": by_name.get(name, 0)} for name in requested])
 
 
 async def prioritize_handler(request: web.Request) -> web.Response:
@@ -299,11 +351,10 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     candidates = call.state.candidates(call.index, names, items)
 
     def compute() -> bytes:
-        scores = extender_scores(_scores(call, candidates.table).total, call.state.config)
         requested = (
             names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
         )
-        return orjson.dumps([{"Host": name, "Score": scores.get(name, 0)} for name in requested])
+        return _host_priorities(call, candidates, requested)
 
     body = call.state.answer("prioritize", candidates, call.pod, compute) if names is not None else compute()
     request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)

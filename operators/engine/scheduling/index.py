@@ -72,10 +72,9 @@ class ClusterIndex:
         """The index after ``usage`` changed on the ``touched`` nodes (same nodes, same custom resources): its
         tables' used columns are copied and those rows updated; costs and messages carry over."""
         index = ClusterIndex(self.snapshot, self.usage, _costs=self._costs)
-        if "position" in self.__dict__:
-            index.__dict__["position"] = self.position
-        if "slo_totals" in self.__dict__:
-            index.__dict__["slo_totals"] = self.slo_totals
+        for name in ("position", "slo_totals", "app_groups"):
+            if name in self.__dict__:
+                index.__dict__[name] = self.__dict__[name]
         for key, table in self._tables.items():
             index._tables[key] = table.with_used(
                 {name: self.usage.used(name) for name in touched}, index.usage_problems

@@ -48,24 +48,32 @@ class OverheadState:
     host_place: dict[str, Place] = field(default_factory=dict)
     costs: Mapping[tuple[str, str], int] = field(default_factory=dict)
     error: str | None = None
-    _totals: dict[Place, tuple[int, int, int]] = field(default_factory=dict, repr=False)
+    _per_place: dict[tuple[Place, ...], Ints] = field(default_factory=dict, repr=False)
 
     @property
     def score_equally(self) -> bool:
         return self.by_place is None and self.error is None
 
-    def place_totals(self, place: Place) -> tuple[int, int, int]:
-        """(satisfied, violated, cost) of a node in ``place`` that hosts none of the pairs itself."""
-        if place not in self._totals:
-            self._totals[place] = _place_totals(place, self.by_place or {}, self.costs)
-        return self._totals[place]
+    @functools.cached_property
+    def _entries(self) -> tuple[list[Place], Ints, Ints]:
+        """The pairs as (host place, maxNetworkCost, pairs), the hosts of one place and one limit added up (a
+        node elsewhere sees only the place): places, limits, counts."""
+        merged: dict[tuple[Place, int], int] = {}
+        for place, entries in (self.by_place or {}).items():
+            for _host, limit, count in entries:
+                merged[(place, limit)] = merged.get((place, limit), 0) + count
+        places = [place for place, _ in merged]
+        limits = np.array([limit for _, limit in merged], dtype=np.int64)
+        return places, limits, np.array(list(merged.values()), dtype=np.int64)
 
     def totals(self, table: NodeTable) -> tuple[Ints, Ints, Ints]:
         """(satisfied, violated, cost) per row of ``table``."""
         if self.by_place is None:
             zeros = np.zeros(len(table), dtype=np.int64)
             return zeros, zeros, zeros
-        per_place = np.array([self.place_totals(place) for place in table.places], dtype=np.int64).reshape(-1, 3)
+        per_place = self._per_place.get(table.places)
+        if per_place is None:  # /filter and /prioritize of one pod share it
+            per_place = self._per_place[table.places] = place_totals(table.places, *self._entries, self.costs)
         rows = per_place[table.place] if len(table) else np.zeros((0, 3), dtype=np.int64)
         for host, count in self.on_host.items():  # a few hosts: their own rows are corrected
             row = table.row_of.get(host)
@@ -135,31 +143,72 @@ def host_corrected(totals: tuple[int, ...], place: Place, count: int) -> tuple[i
     return satisfied + count, violated - count, cost - MAX_COST * count
 
 
-def _place_totals(
-    place: Place, by_place: Mapping[Place, list[tuple[str, int, int]]], costs: Mapping[tuple[str, str], int]
-) -> tuple[int, int, int]:
-    region, zone = place
-    satisfied = violated = total = 0
-    for (host_region, host_zone), entries in by_place.items():
-        for _host, limit, count in entries:
-            if not host_region and not host_zone:
-                violated += count
-                total += MAX_COST * count
-            elif region == host_region and zone == host_zone:
-                satisfied += count
-                total += SAME_ZONE_COST * count
-            else:
-                key = (zone, host_zone) if region == host_region else (region, host_region)
-                cost = costs.get(key) if key[0] else None
-                if cost is None:
-                    total += MAX_COST * count
-                else:
-                    total += cost * count
-                    if cost <= limit:
-                        satisfied += count
-                    else:
-                        violated += count
-    return satisfied, violated, total
+def place_totals(
+    places: tuple[Place, ...], hosts: list[Place], limits: Ints, counts: Ints, costs: Mapping[tuple[str, str], int]
+) -> Ints:
+    """(satisfied, violated, cost) per place of a node hosting none of the pairs itself (one row per place), for
+    pairs whose dependency runs in ``hosts[i]`` with ``maxNetworkCost`` ``limits[i]``, ``counts[i]`` times:
+
+    1. a dependency on an unlabelled node: violated, cost 100 (upstream's MaxCost);
+    2. in the same zone: satisfied, cost 1 (upstream's SameZone);
+    3. otherwise the zone pair's cost (same region) or the region pair's, from the NetworkTopology: satisfied if
+       it is at most the limit, else violated; a pair with no cost costs 100 and counts as neither.
+    """
+    if not places or not hosts:
+        return np.zeros((len(places), 3), dtype=np.int64)
+    cost, rule = _pair_rules(places, tuple(dict.fromkeys(hosts)), costs)
+    columns = {host: j for j, host in enumerate(dict.fromkeys(hosts))}
+    picked = [columns[host] for host in hosts]
+    cost, rule = cost[:, picked], rule[:, picked]
+    within = (rule == 2) & (cost <= limits)
+    satisfied = ((rule == 1) | within) @ counts
+    violated = ((rule == 0) | ((rule == 2) & ~within)) @ counts
+    return np.stack([satisfied, violated, cost @ counts], axis=1).astype(np.int64)
+
+
+# (places, costs) -> per pair of places, the cost and the rule that applies; a cluster has one set of places
+# and one cost map per topology, and every pod asks about the same pairs.
+_RULES: dict[
+    tuple[int, int], tuple[tuple[Place, ...], Mapping[tuple[str, str], int], dict[Place, tuple[Ints, Ints]]]
+] = {}
+
+
+def _pair_rules(
+    places: tuple[Place, ...], hosts: tuple[Place, ...], costs: Mapping[tuple[str, str], int]
+) -> tuple[Ints, Ints]:
+    """Columns per host place: the cost of a pair (``MAX_COST`` when unknown) and its rule (0: unlabelled host,
+    1: same zone, 2: a cost from the topology, 3: no cost known), one row per place."""
+    key = (id(places), id(costs))
+    held = _RULES.get(key)
+    if held is None or held[0] is not places or held[1] is not costs:
+        if len(_RULES) >= 16:
+            _RULES.clear()
+        held = _RULES[key] = (places, costs, {})
+    columns = held[2]
+    for host in hosts:
+        if host not in columns:
+            columns[host] = _column(places, host, costs)
+    return (
+        np.stack([columns[host][0] for host in hosts], axis=1),
+        np.stack([columns[host][1] for host in hosts], axis=1),
+    )
+
+
+def _column(places: tuple[Place, ...], host: Place, costs: Mapping[tuple[str, str], int]) -> tuple[Ints, Ints]:
+    host_region, host_zone = host
+    cost = np.full(len(places), MAX_COST, dtype=np.int64)
+    rule = np.full(len(places), 3, dtype=np.int64)
+    for i, (region, zone) in enumerate(places):
+        if not host_region and not host_zone:
+            rule[i] = 0
+        elif region == host_region and zone == host_zone:
+            rule[i], cost[i] = 1, SAME_ZONE_COST
+        else:
+            key = (zone, host_zone) if region == host_region else (region, host_region)
+            known = costs.get(key) if key[0] else None
+            if known is not None:
+                rule[i], cost[i] = 2, known
+    return cost, rule
 
 
 def overhead_reason(node: str, satisfied: int, violated: int) -> str:
@@ -189,12 +238,14 @@ def filter_nodes(state: OverheadState, table: NodeTable) -> dict[str, str]:
     # row is formatted once per table and looked up.
     span = int(violated[rows].max()) + 1
     codes, which = np.unique(satisfied[rows] * span + violated[rows], return_inverse=True)
-    tables = []
-    for code in codes.tolist():
-        pair = (code // span, code % span)
-        tables.append(table.messages((NAME, *pair), functools.partial(_message, " " + overhead_shortfall(*pair))))
-    names = table.names
-    return {names[row]: tables[t][row] for row, t in zip(rows.tolist(), which.ravel().tolist(), strict=True)}
+    messages = np.stack(
+        [
+            table.messages((NAME, *pair), functools.partial(_message, " " + overhead_shortfall(*pair)))
+            for pair in ((code // span, code % span) for code in codes.tolist())
+        ]
+    )
+    chosen = messages[which.ravel(), rows]
+    return dict(zip(table.name_array[rows].tolist(), chosen.tolist(), strict=True))
 
 
 def _message(tail: str, name: str) -> str:

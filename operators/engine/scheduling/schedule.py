@@ -69,6 +69,13 @@ class CycleResult:
         }
 
 
+def weighted_totals(state: CycleState, table: NodeTable, config: SchedulerConfig) -> Ints:
+    """The score half of a cycle over every row of ``table`` (the nodes that passed): the weighted totals, in
+    row order (what the extender's /prioritize answers, on its own scale)."""
+    _, normalized = score_table(state, table, config)
+    return weighted_total(normalized, config.weights, len(table))
+
+
 def schedule(
     pod: Pod,
     index: ClusterIndex,

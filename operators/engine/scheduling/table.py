@@ -49,7 +49,7 @@ class NodeTable:
     capacity_problems: Mapping[str, str]
     usage_problems: Mapping[str, str]
     _allocatable: dict[NodeResourcesAllocatableArgs, Ints] = field(default_factory=dict, repr=False, compare=False)
-    _messages: dict[object, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _messages: dict[object, npt.NDArray[np.object_]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(
@@ -125,6 +125,8 @@ class NodeTable:
             self._messages,
         )
         table.__dict__["row_of"] = row_of
+        if "name_array" in self.__dict__:
+            table.__dict__["name_array"] = self.name_array
         return table
 
     def __len__(self) -> int:
@@ -134,15 +136,19 @@ class NodeTable:
     def row_of(self) -> dict[str, int]:
         return {name: row for row, name in enumerate(self.names)}
 
-    def messages(self, key: object, message: Callable[[str], str]) -> list[str]:
-        """``message(name)`` for every row, kept per ``key`` for the table's lifetime (the snapshot's table lives
-        as long as the snapshot): thousands of rejected nodes per pod share a handful of messages, and
-        formatting them anew for every pod was the largest cost of a /filter at 5,000 nodes."""
+    def messages(self, key: object, message: Callable[[str], str]) -> npt.NDArray[np.object_]:
+        """``message(name)`` for every row (an array of strings), kept per ``key`` for the table's lifetime (the
+        snapshot's table lives as long as the snapshot): thousands of rejected nodes per pod share a handful of
+        messages, and formatting them anew for every pod was the largest cost of a /filter at 5,000 nodes."""
         if key not in self._messages:
             if len(self._messages) >= 64:
                 self._messages.pop(next(iter(self._messages)))
-            self._messages[key] = [message(name) for name in self.names]
+            self._messages[key] = np.array([message(name) for name in self.names], dtype=object)
         return self._messages[key]
+
+    @functools.cached_property
+    def name_array(self) -> npt.NDArray[np.object_]:
+        return np.array(self.names, dtype=object)
 
     @property
     def usage_unknown(self) -> npt.NDArray[np.bool_]:
