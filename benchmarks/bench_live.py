@@ -197,8 +197,8 @@ async def operator_run(args: argparse.Namespace, expected: dict[str, dict[str, A
                 async with http.post(url + "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/team-0/appgroups",
                                      json=new_appgroup(index)) as response:  # fmt: skip
                     assert response.status == 201
-                while not ((await get_json(http, url + path)).get("status") or {}).get("conditions"):
-                    await asyncio.sleep(0.01)
+                while not ((await get_json(http, url + path)).get("status") or {}).get("conditions"):  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)  # polling the API server, as a user's kubectl would
                 latencies.append(time.perf_counter() - sent)
             await asyncio.sleep(3)
             peak, rss = memory(process.pid)
@@ -308,7 +308,7 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
             if plugin["name"] == "NetworkOverhead":  # the AppGroups live in the teams' namespaces
                 plugin["args"]["namespaces"] = ["default", *(f"team-{i}" for i in range(20))]
         config_path = Path(tempfile.mkstemp(suffix=".yaml")[1])
-        config_path.write_text(yaml.safe_dump(config))
+        config_path.write_text(yaml.safe_dump(config))  # noqa: ASYNC240 (a small file, before the load starts)
         started = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
             PYTHON, "-m", "operators.cli", "extender", "--server", url, "--insecure",
@@ -374,8 +374,8 @@ async def descheduler_run(args: argparse.Namespace) -> list[float]:
             pod = live_cluster.pod(2_000_000 + index, args.nodes, args.groups, rng)
             async with http.post(f"{url}/api/v1/namespaces/{pod['metadata']['namespace']}/pods", json=pod) as response:
                 await response.read()
-            while len(cache.objects(followed_kinds(policy)[1])) < args.pods + index + 1:
-                await asyncio.sleep(0.01)
+            while len(cache.objects(followed_kinds(policy)[1])) < args.pods + index + 1:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # until the cache has the new pod
             started = time.perf_counter()
             await descheduler.cycle()
             cycles.append(time.perf_counter() - started)

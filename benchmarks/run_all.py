@@ -4,7 +4,8 @@
     python benchmarks/run_all.py [--quick] [--against REV] [--only SUBSTRING]      (hack/bench.sh runs this)
 
 Each benchmark is its own script (run as a subprocess, so one does not warm the next); this runner
-reads the figure out of its output. ``--quick`` shortens the webhook runs (3 s per rate instead of 10 s).
+reads the figure out of its output. ``--quick`` shortens the webhook runs (3 s per rate instead of 10 s) and
+leaves out the live benchmark (``bench_live.py``, about eight minutes once: a 5k/100k cluster per phase).
 
 ``--against REV`` measures a change: every benchmark also runs on ``REV`` (checked out in a temporary git
 worktree, so its scripts import its own code), before and after alternating in one run, and a column gives
@@ -101,6 +102,49 @@ FIGURES = (
         2,
         True,
     ),
+    *(
+        Figure(name, "bench_live.py", ("--repeat", "1"), r"(?s)" + pattern, unit, budget, True)
+        for name, pattern, unit, budget in (
+            (
+                "netaware run initial sync, 5k nodes + 100k pods (live)",
+                r"initial sync[^\n]*median ([\d.]+) s",
+                "s",
+                60,
+            ),
+            (
+                "netaware run peak RSS (live)",
+                r"netaware run,.*?VmHWM\):\s+min [\d.]+ MiB / median ([\d.]+)",
+                "MiB",
+                400,
+            ),
+            (
+                "netaware run RSS / raw-dict floor (live)",
+                r"netaware run,.*?floor:\s+min [\d.]+x / median ([\d.]+)x",
+                "x",
+                1,
+            ),
+            ("AppGroup create -> status p99, synced (live)", r"synced, p99: min [\d.]+ s / median ([\d.]+) s", "s", 1),
+            (
+                "extender filter+prioritize p99, 50 pod changes/s (live)",
+                r"pod changes/s:.*?p99: min [\d.]+ ms / median ([\d.]+) ms",
+                "ms",
+                20,
+            ),
+            ("extender peak RSS (live)", r"pod changes/s:.*?VmHWM\):\s+min [\d.]+ MiB / median ([\d.]+)", "MiB", 400),
+            (
+                "extender filter+prioritize p99, 20k nodes (live)",
+                r"20,000 nodes.*?p99: min [\d.]+ ms / median ([\d.]+) ms",
+                "ms",
+                20,
+            ),
+            (
+                "descheduler full cycle incl. snapshot (live)",
+                r"full cycle.*?\n\s+min [\d.]+ s / median ([\d.]+) s",
+                "s",
+                2,
+            ),
+        )
+    ),
 )
 
 
@@ -153,6 +197,8 @@ def main() -> None:
         for figure in FIGURES:
             if args.only not in figure.script:
                 continue
+            if args.quick and figure.script == "bench_live.py":
+                continue  # several minutes: a full run only
             quick = args.quick and figure.script == "bench_webhook.py"
             extra = (*figure.args, "--seconds", "3") if quick else figure.args
             key = (figure.script, extra)
@@ -178,9 +224,6 @@ def main() -> None:
                 old = figure_of(figure, before[key])
                 row += (f"{old:g} {figure.unit}", f"{value / old:.2f}") if old else ("not found", "")
             rows.append(row)
-    if not args.against:
-        rows.append(("operator memory, 5,000 nodes + 100,000 pods watched", "not measured", "< 400 MiB", "", ""))
-        rows.append(("create AppGroup -> status (emulator)", "not measured", "<= 1.5x empty kopf", "", ""))
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

@@ -101,6 +101,14 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     "field is left as found. koordinator: Koordinator's slo-controller owns the NodeSLOs; write the status only.",
 )
 @click.option(
+    "--appgroup-status-interval",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="At most one status write per AppGroup per interval (the latest state is written at its end).",
+)
+@click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False),
     default=None,
@@ -124,6 +132,7 @@ def run_command(
     all_namespaces: bool,
     api_error_backoffs: str,
     nodeslo_spec_owner: str,
+    appgroup_status_interval: float,
     kubeconfig: str | None,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
@@ -134,7 +143,7 @@ def run_command(
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    from operators.api.config.controllers import ControllerOptions, NodeSLOOptions
+    from operators.api.config.controllers import AppGroupOptions, ControllerOptions, NodeSLOOptions
     from operators.election import LeaderElectionOptions
     from operators.kube import NoCredentials
     from operators.runtime import DESCHEDULER, ComponentFailed, RunOptions, run
@@ -170,7 +179,10 @@ def run_command(
         namespaces=namespaces,
         api_error_backoffs=_backoffs(api_error_backoffs),
         kubeconfig=kubeconfig,
-        controllers=ControllerOptions(nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner)),
+        controllers=ControllerOptions(
+            appgroup=AppGroupOptions(status_interval_seconds=appgroup_status_interval),
+            nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner),
+        ),
     )
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig  # kopf's own login reads it too

@@ -200,3 +200,35 @@ async def test_an_appgroup_too_large_for_etcd_gets_a_bounded_status(api: Api, em
     assert by_type["StatusComplete"]["status"] == "False"
     assert "status.topologyOrder of 7000 workloads" in by_type["StatusComplete"]["message"]
     assert "topologyOrder" not in status_of(emulator, "huge")
+
+
+async def test_a_burst_of_pods_costs_a_few_coalesced_writes_that_end_correct(api: Api, emulator: ApiEmulator) -> None:
+    """40 pods of an AppGroup start within a second: the status is written at most once per interval (1 s), not
+    once per pod, and the last write has every pod."""
+    from operators.api.config.controllers import AppGroupOptions, ControllerOptions
+
+    await emulator.seed(documents("cluster.yaml"))
+    options = ControllerOptions(appgroup=AppGroupOptions(status_interval_seconds=1.0))
+    async with running_operator(emulator.base_url, options=options):
+        await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
+        await eventually(lambda: status_of(emulator).get("observedGeneration") == 1)
+        before = len(_status_writes(emulator))
+        started = asyncio.get_running_loop().time()
+        for index in range(40):
+            pod = labelled_pod(f"burst-{index}", ("p1", "p2", "p3")[index % 3], f"n-{1 + index % 8}")
+            pod["status"] = {"phase": "Running"}
+            await emulator.seed([pod])
+
+        def placed() -> int:
+            return sum(len(entry.get("pods") or []) for entry in status_of(emulator).get("placements") or [])
+
+        await eventually(lambda: placed() == 40 and status_of(emulator).get("runningWorkloads") == 3, within=10)
+        await asyncio.sleep(1.5)  # nothing more to write
+        writes = _status_writes(emulator)[before:]
+        elapsed = asyncio.get_running_loop().time() - started
+        assert 1 <= len(writes) <= int(elapsed) + 2, writes  # at most one per second, never one per pod
+        assert placed() == 40
+
+
+def _status_writes(emulator: ApiEmulator) -> list[Any]:
+    return [write for write in emulator.writes if write[2] == "appgroups" and write[5] == "status"]
