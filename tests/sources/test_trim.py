@@ -196,11 +196,11 @@ def test_the_trim_keeps_every_field_the_engine_reads() -> None:
     run_engine(recorded)
     trims = {"Node": trim_node, "Pod": trim_pod}
     assert read["Pod"] and read["Node"]
-    for kind, paths in read.items():
+    maps = {("metadata", "labels"), ("metadata", "annotations")}
+    for kind, logged in read.items():
         originals = [obj for obj in objects if obj.get("kind") == kind]
         # A key read from labels or annotations is a read of the map (the records view it whole), any key.
-        maps = {("metadata", "labels"), ("metadata", "annotations")}
-        paths = {(*path[:2], WHOLE) if path[:2] in maps and len(path) == 3 else path for path in paths}
+        paths = {(*path[:2], WHOLE) if path[:2] in maps and len(path) == 3 else path for path in logged}
         for path in sorted(paths):
             if path[:1] in (("apiVersion",), ("kind",)):
                 continue  # list items carry neither; the cache adds them back
