@@ -125,9 +125,13 @@ def _union(kinds: Iterable[Kind]) -> tuple[Kind, ...]:
     return tuple(chosen.values())
 
 
-def _key(raw: Mapping[str, Any]) -> tuple[str, str]:
-    meta = raw.get("metadata") or {}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+def _key(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of an object as sent; None when it has no readable name (it is ignored)."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    namespace = meta.get("namespace")
+    return (namespace if isinstance(namespace, str) else "", meta["name"])
 
 
 def _selecting(kind: Kind) -> dict[str, str]:
@@ -223,8 +227,7 @@ class ClusterCache:
 
     # -- changing ----------------------------------------------------------------------------------
 
-    def _parse(self, store: _Store, trimmed: dict[str, Any]) -> Any:
-        key = _key(trimmed)
+    def _parse(self, store: _Store, key: tuple[str, str], trimmed: dict[str, Any]) -> Any:
         try:
             parsed = parse_object({"apiVersion": store.kind.api_version, "kind": store.kind.kind, **trimmed})
         except (FieldError, ValueError, TypeError) as error:
@@ -236,8 +239,11 @@ class ClusterCache:
         return parsed[1] if parsed is not None else None
 
     def _apply(self, store: _Store, event_type: str, raw: dict[str, Any]) -> Change | None:
-        """One watch event; the change it makes (None when the trimmed object is unchanged)."""
+        """One watch event; the change it makes (None when the trimmed object is unchanged or unreadable)."""
         key = _key(raw)
+        if key is None:
+            logger.warning("%s without a readable metadata.name ignored", store.kind.kind)
+            return None
         if key[0] and self.namespaces and key[0] not in self.namespaces:
             return None  # a namespace this process does not follow
         old = store.objects.get(key)
@@ -253,7 +259,7 @@ class ClusterCache:
         if store.trimmed.get(key) == trimmed:
             return None
         store.trimmed[key] = trimmed
-        new = self._parse(store, trimmed)
+        new = self._parse(store, key, trimmed)
         if new is None:
             if old is None:
                 return None
@@ -276,7 +282,9 @@ class ClusterCache:
         """One page of a fresh list: what it added or changed (its keys are added to ``seen``)."""
         changes: list[Change] = []
         for raw in items:
-            seen.add(_key(raw))
+            key = _key(raw)
+            if key is not None:
+                seen.add(key)
             change = self._apply(store, "MODIFIED", raw)
             if change is not None:
                 changes.append(change)
@@ -339,6 +347,10 @@ class ClusterCache:
                     logger.info("listing %s failed (%s); listing again", store.kind.name, error or type(error).__name__)
                     await asyncio.sleep(PAUSE)
                     continue
+                except Exception:  # a bug must not end the following of a kind for good: log it, list again
+                    logger.exception("listing %s failed; listing again", store.kind.name)
+                    await asyncio.sleep(MISSING_PAUSE)
+                    continue
             try:
                 version = await self._watch(store, api, version)
             except asyncio.CancelledError:
@@ -350,6 +362,10 @@ class ClusterCache:
                 # a dropped or refused watch: resume from the last version seen, without listing
                 logger.info("watch of %s ended (%s); resuming", store.kind.name, error or type(error).__name__)
                 await asyncio.sleep(PAUSE)
+            except Exception:  # a bug must not end the following of a kind for good: log it, list again
+                logger.exception("watch of %s failed; listing again", store.kind.name)
+                await asyncio.sleep(PAUSE)
+                version = None
 
     async def _request(self, api: client.ApiClient, path: str, params: dict[str, str], seconds: float) -> Any:
         """A GET as the raw aiohttp response (the API client's session, TLS and credentials)."""
@@ -443,13 +459,17 @@ class ClusterCache:
             response.release()
         return version
 
-    def _event(self, store: _Store, event: dict[str, Any], version: str) -> str:
-        kind, raw = event.get("type"), event.get("object") or {}
+    def _event(self, store: _Store, event: Any, version: str) -> str:
+        if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+            logger.warning("watch of %s: an event that is not an object ignored", store.kind.name)
+            return version
+        kind, raw = event.get("type"), event["object"]
         if kind == "ERROR":
             if raw.get("code") == 410:
                 raise Expired(raw.get("message"))
             raise ApiException(status=raw.get("code") or 500, reason=str(raw.get("message")))
-        version = str((raw.get("metadata") or {}).get("resourceVersion") or version)
+        meta = raw.get("metadata")
+        version = str((meta.get("resourceVersion") if isinstance(meta, dict) else None) or version)
         if kind != "BOOKMARK":
             self.apply(store.kind, str(kind), raw)
         return version

@@ -108,3 +108,22 @@ def test_state_kept_by_delta_equals_state_from_scratch(steps: list[tuple[str, in
         ]
         assert view(usage) == view(scratch_usage(list(truth.values())))
     assert view(usage) == view(scratch_usage(list(truth.values())))
+
+
+def test_hostile_events_are_ignored_not_fatal() -> None:
+    """An object without a readable name, a non-object event or object: ignored, the cache goes on."""
+    cache = ClusterCache((PODS,))
+    store = cache._stores["pods"]
+    for raw in ({"metadata": ["x"]}, {"metadata": {"name": 5}}, {"metadata": None}, {}):
+        assert cache.apply(PODS, "ADDED", raw) is None  # type: ignore[arg-type]
+    assert cache._event(store, ["not", "an", "event"], "7") == "7"
+    assert cache._event(store, {"type": "ADDED", "object": "text"}, "7") == "7"
+    assert cache._event(store, {"type": "ADDED", "object": {"metadata": "x"}}, "8") == "8"
+    good = pod("1", "a1", "n-1", "10M")
+    assert cache._event(store, {"type": "ADDED", "object": good}, "8") == "1"
+    assert [p.name for p in cache.snapshot().pods] == ["pod-1"]
+    unreadable = pod("2", "a1", "n-1", "10M")
+    unreadable["spec"]["priority"] = "high"  # not an integer: left out, named in unreadable()
+    cache.apply(PODS, "ADDED", unreadable)
+    assert [p.name for p in cache.snapshot().pods] == ["pod-1"]
+    assert "spec.priority" in cache.unreadable(PODS)[("default", "pod-2")]
