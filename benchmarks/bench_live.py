@@ -132,16 +132,6 @@ async def get_json(http: aiohttp.ClientSession, url: str, **params: str) -> Any:
         return orjson.loads(await response.read())
 
 
-async def correct_groups(http: aiohttp.ClientSession, url: str, expected: dict[str, dict[str, Any]]) -> int:
-    listing = await get_json(http, url + APPGROUPS)
-    return sum(
-        1
-        for item in listing["items"]
-        if item["metadata"]["name"] in expected
-        and _comparable(item.get("status") or {}) == expected[item["metadata"]["name"]]
-    )
-
-
 def new_appgroup(index: int) -> dict[str, Any]:
     group = live_cluster.appgroup(0)
     group["metadata"] = {"name": f"created-{index}", "namespace": "team-0"}

@@ -34,7 +34,7 @@ from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import reconciler
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
-from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.objects import Node, Pod, place_of
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
 from operators.kube import patch_status, post_event
@@ -105,7 +105,6 @@ class _State:
     last_write: dict[Key, float] = dataclasses.field(default_factory=dict)
     dirty: set[Key] = dataclasses.field(default_factory=set)
     wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    writes: int = 0
 
     def mark(self, key: Key) -> None:
         self.dirty.add(key)
@@ -128,7 +127,7 @@ class _State:
                     for key in self.by_name.get(label, ()):
                         if pod.namespace in self.covered.get(key, ()):
                             self.mark(key)
-            elif change.kind == NODES.name and _place(change.old) != _place(change.new):
+            elif change.kind == NODES.name and place_of(change.old) != place_of(change.new):
                 for key in self.bodies:  # a node's zone or region changed: rare, and it moves placements
                     self.mark(key)
 
@@ -175,10 +174,6 @@ def _generation(body: Mapping[str, Any]) -> Any:
     return (body.get("metadata") or {}).get("generation")
 
 
-def _place(node: Node | None) -> tuple[str, str] | None:
-    return (node.region, node.zone) if node is not None else None
-
-
 @reconciler("appgroup")
 async def write_status(api: Any, state: _State, key: Key) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compute one AppGroup's status from the latest state and write it if it changed; (previous, new). The
@@ -192,7 +187,6 @@ async def write_status(api: Any, state: _State, key: Key) -> tuple[dict[str, Any
     digest = _digest(status)
     if written is None or digest != written[1]:
         await patch_status(api, *RESOURCE, key[0], key[1], status)
-        state.writes += 1
     state.written[key] = (_slim(status), digest)
     return previous, status
 

@@ -31,7 +31,7 @@ from operators.api import errors, keys
 from operators.api.config.controllers import NetworkTopologyOptions
 from operators.api.networktopology import NetworkTopology
 from operators.controllers.metrics import reconciler
-from operators.engine.cluster.objects import Node
+from operators.engine.cluster.objects import place_of
 from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
@@ -61,7 +61,7 @@ class _State:
         """AppGroup pods, AppGroups and nodes whose region or zone changed: every topology is dirty."""
         for change in changes:
             if change.kind == NODES.name:
-                if _place(change.old) != _place(change.new):
+                if place_of(change.old) != place_of(change.new):
                     self.mark()
                     return
             elif change.kind == APPGROUP_SPECS.name or any(
@@ -69,10 +69,6 @@ class _State:
             ):
                 self.mark()
                 return
-
-
-def _place(node: Node | None) -> tuple[str, str] | None:
-    return (node.region, node.zone) if node is not None else None
 
 
 def _skipped_message(skipped: list[Skipped]) -> str:

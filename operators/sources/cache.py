@@ -166,9 +166,6 @@ class ClusterCache:
         """Every kind listed at least once."""
         return all(store.synced for store in self._stores.values())
 
-    def follows(self, kind: Kind) -> bool:
-        return kind.name in self._stores
-
     def get(self, kind: Kind, namespace: str, name: str) -> Any:
         return self._stores[kind.name].objects.get((namespace, name))
 
@@ -181,9 +178,6 @@ class ClusterCache:
         """The parsed records of ``kind`` (a copy, safe to iterate from any thread)."""
         with self._lock:
             return tuple(self._stores[kind.name].objects.values())
-
-    def version(self, kind: Kind) -> int:
-        return self._stores[kind.name].version
 
     def snapshot(self, without: Iterable[Kind] = ()) -> Snapshot:
         """The followed kinds (but those ``without``: empty) as a snapshot; a kind's slot is rebuilt only when it

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from operators.kube import cluster_api_client
-from operators.sources.cache import NODES, PODS, Change, ClusterCache
+from operators.sources.cache import NODES, PODS, ClusterCache
+from tests.integration.test_cluster_cache import recorder
 
 pytestmark = pytest.mark.e2e
 
@@ -36,14 +37,7 @@ async def _follow(cluster: Any) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
     api = await cluster_api_client(str(cluster.kubeconfig))
     cache = ClusterCache((NODES, PODS), page_size=3)  # the example cluster's 8 nodes come in 3 pages
-    seen: list[tuple[str, str, str]] = []
-
-    def listen(changes: list[Change]) -> None:
-        for change in changes:
-            what = "added" if change.old is None else "deleted" if change.new is None else "changed"
-            seen.append((change.kind, what, (change.new or change.old).name))
-
-    cache.subscribe(listen)
+    seen = recorder(cache)
     stop = asyncio.Event()
     task = asyncio.create_task(cache.follow(api, stop))
     try:

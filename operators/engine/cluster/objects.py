@@ -287,3 +287,8 @@ class NodeMetric:
             pod_usage=MappingProxyType(pods),
             raw=raw,
         )
+
+
+def place_of(node: Node | None) -> tuple[str, str] | None:
+    """(region, zone) of a node; None for no node (it came or went): what a node change moves placements by."""
+    return (node.region, node.zone) if node is not None else None
