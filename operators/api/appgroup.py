@@ -69,6 +69,15 @@ class WorkloadPlacement(ApiModel):
     pod_count: int | None = Field(default=None, ge=0)
 
 
+class GatedWorkload(ApiModel):
+    """netaware: pods of a workload held by the topology-order scheduling gate, and the workloads (selectors)
+    with pods not yet placed that they wait for."""
+
+    selector: str
+    pods: int = Field(ge=0)
+    waiting_for: list[str]
+
+
 class AppGroupStatus(ApiModel):
     running_workloads: int | None = Field(default=None, ge=0)
     schedule_start_time: Timestamp | None = None
@@ -78,6 +87,7 @@ class AppGroupStatus(ApiModel):
     placements: list[WorkloadPlacement] | None = None
     conditions: list[Condition] | None = None
     observed_generation: int | None = Field(default=None, ge=0)
+    gated_pods: list[GatedWorkload] | None = None
 
 
 class AppGroup(ApiModel):

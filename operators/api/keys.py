@@ -55,6 +55,14 @@ SLO_CONFIG_NAME: Final = "slo-controller-config"
 RESOURCE_QOS_CONFIG_KEY: Final = "resource-qos-config"
 SYSTEM_CONFIG_KEY: Final = "system-config"
 
+# --- Topology-ordered scheduling (SPEC.md §4.8) ---------------------------------------------------
+# The scheduling gate the webhook adds and the AppGroup controller removes (never any other gate).
+TOPOLOGY_ORDER_GATE: Final = "netaware.io/topology-order"
+# AppGroup annotations: "true" gates its pods ("false" opts out when the webhook gates by default), and the
+# seconds a gated pod waits at most (from its creation) before it is released whatever the order.
+ORDERED_SCHEDULING: Final = "netaware.io/ordered-scheduling"
+ORDERED_SCHEDULING_TIMEOUT: Final = "netaware.io/ordered-scheduling-timeout"
+
 # --- Condition types written by netaware -------------------------------------------------------------
 CONDITION_READY: Final = "Ready"
 CONDITION_NETWORK_QOS_VALID: Final = "NetworkQOSConfigValid"

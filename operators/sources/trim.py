@@ -83,7 +83,7 @@ def _metadata(raw: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 _POD_META = ("name", "namespace", "uid", "labels", "annotations", "ownerReferences", "creationTimestamp",
              "deletionTimestamp")  # fmt: skip
-_POD_SPEC = ("nodeName", "priority", "priorityClassName", "overhead", "tolerations", "nodeSelector")
+_POD_SPEC = ("nodeName", "priority", "priorityClassName", "overhead", "tolerations", "nodeSelector", "schedulingGates")
 
 
 def _containers(items: Any) -> Any:

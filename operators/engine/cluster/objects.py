@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -110,6 +111,7 @@ class Pod:
     priority: int
     owner_kinds: tuple[str, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    scheduling_gates: tuple[str, ...] = ()  # names, in order; a gated pod is not scheduled
 
     @property
     def key(self) -> str:
@@ -149,7 +151,27 @@ class Pod:
                 kinds := tuple(str(o.get("kind", "")) for o in owners if isinstance(o, dict)), kinds
             ),
             raw=raw,
+            scheduling_gates=_gates(spec.get("schedulingGates")),
         )
+
+    @property
+    def created(self) -> float | None:
+        """``metadata.creationTimestamp`` in seconds since the epoch (None when absent or unreadable)."""
+        text = (self.raw.get("metadata") or {}).get("creationTimestamp")
+        try:
+            return datetime.fromisoformat(str(text)).timestamp() if text else None
+        except ValueError:
+            return None
+
+
+def _gates(raw: Any) -> tuple[str, ...]:
+    names = []
+    for position, gate in enumerate(_list(raw, "spec.schedulingGates")):
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if not isinstance(name, str):
+            raise FieldError(f"spec.schedulingGates[{position}].name", name, "expected a string")
+        names.append(name)
+    return _GATES.setdefault(gates := tuple(names), gates)
 
 
 # Equal request maps and owner kinds are shared between pods (a Deployment's replicas ask the same): a
@@ -157,6 +179,7 @@ class Pod:
 _SHARED_KEPT = 10_000
 _REQUESTS: dict[tuple[tuple[str, int, str], ...], Mapping[str, Quantity]] = {}
 _OWNER_KINDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_GATES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 def _shared_requests(total: dict[str, Quantity]) -> Mapping[str, Quantity]:
@@ -166,6 +189,7 @@ def _shared_requests(total: dict[str, Quantity]) -> Mapping[str, Quantity]:
         if len(_REQUESTS) >= _SHARED_KEPT:
             _REQUESTS.clear()
             _OWNER_KINDS.clear()
+            _GATES.clear()
         held = _REQUESTS[key] = MappingProxyType(total)
     return held
 

@@ -9,7 +9,6 @@ static pods, ``system-cluster-critical``/``system-node-critical`` pods (or prior
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from operators.api import keys
@@ -105,11 +104,7 @@ def order_key(pod: Pod, usage_score: float) -> tuple[Any, ...]:
 
 
 def _created(pod: Pod) -> float:
-    text = (pod.raw.get("metadata") or {}).get("creationTimestamp")
-    try:
-        return datetime.fromisoformat(str(text)).timestamp() if text else 0.0
-    except ValueError:
-        return 0.0
+    return pod.created or 0.0
 
 
 def usage_score(pod_usage: Mapping[str, int], excess: Mapping[str, int], weights: Mapping[str, int]) -> float:

@@ -16,7 +16,9 @@
 3. **Running workloads.** Pods labelled ``appgroup.diktyo.x-k8s.io=<name>`` in phase Running,
    in the namespaces the workloads name (default: the AppGroup's own). Upstream counts
    cluster-wide, so same-named AppGroups in two namespaces count each other's pods.
-4. **Placements** (ours): per workload, its pods with node, zone, region and phase.
+4. **Placements** (ours): per workload, its pods with node, zone, region and phase. **Gated pods** (ours):
+   per workload, how many pods the topology-order gate holds and which workloads they wait for
+   (:mod:`operators.engine.status.gates`; timeouts are the controller's business, not the status's).
 5. **Size.** etcd refuses objects above 1.5 MiB, and a status that cannot be written would be
    recomputed and refused forever. A status that would take the whole object past ``OBJECT_BUDGET``
    keeps only pod counts in its placements; if that is still too large, the topology order is left
@@ -27,8 +29,6 @@
 from __future__ import annotations
 
 import datetime
-from collections import Counter
-from dataclasses import dataclass
 
 import orjson
 
@@ -37,6 +37,7 @@ from operators.api.appgroup import (
     AppGroup,
     AppGroupSpec,
     AppGroupStatus,
+    GatedWorkload,
     PodPlacement,
     TopologyOrderEntry,
     WorkloadPlacement,
@@ -45,79 +46,14 @@ from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.status.toposort import ALGORITHMS, CycleError, topology_order
+from operators.engine.status.dependencies import dependency_graph, validate
+from operators.engine.status.gates import gate_plan
+from operators.engine.status.toposort import topology_order
 
 READY_REASON = "TopologyComputed"
 STATUS_COMPLETE = "StatusComplete"
 # Bytes of JSON for the whole object: etcd's limit is 1.5 MiB, less room for managedFields and annotations.
 OBJECT_BUDGET = 1_300_000
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a spec is not valid: a condition reason and a message naming the workloads."""
-
-    reason: str
-    message: str
-
-
-def dependency_graph(spec: AppGroupSpec) -> dict[str, list[str]]:
-    """selector -> the selectors it depends on, in spec order (duplicates and unknowns dropped)."""
-    graph: dict[str, list[str]] = {}
-    for entry in spec.workloads:
-        graph.setdefault(entry.workload.selector, [])
-    for entry in spec.workloads:
-        children = graph[entry.workload.selector]
-        for dependency in entry.dependencies or ():
-            target = dependency.workload.selector
-            if target in graph and target not in children:
-                children.append(target)
-    return graph
-
-
-def validate(spec: AppGroupSpec) -> list[Problem]:
-    """Every problem of the spec, most fundamental first."""
-    problems: list[Problem] = []
-    if spec.topology_sorting_algorithm not in ALGORITHMS:
-        problems.append(
-            Problem(
-                "UnknownAlgorithm",
-                f'spec.topologySortingAlgorithm "{spec.topology_sorting_algorithm}" '
-                f"is not one of {', '.join(ALGORITHMS)}",
-            )
-        )
-    counts = Counter(entry.workload.selector for entry in spec.workloads)
-    for selector, count in counts.items():
-        if count > 1:
-            where = [
-                f"spec.workloads[{index}] ({entry.workload.name})"
-                for index, entry in enumerate(spec.workloads)
-                if entry.workload.selector == selector
-            ]
-            problems.append(Problem("DuplicateSelector", f'{" and ".join(where)} share the selector "{selector}"'))
-    for index, entry in enumerate(spec.workloads):
-        for position, dependency in enumerate(entry.dependencies or ()):
-            if dependency.workload.selector not in counts:
-                problems.append(
-                    Problem(
-                        "UnknownDependency",
-                        f'workload "{entry.workload.selector}" depends on "{dependency.workload.selector}" '
-                        f"(spec.workloads[{index}].dependencies[{position}]), which is not in spec.workloads",
-                    )
-                )
-    graph = dependency_graph(spec)
-    try:
-        topology_order(graph, "KahnSort")
-    except CycleError as cycle:
-        problems.append(Problem("DependencyCycle", f"dependency cycle: {' -> '.join(cycle.cycle)}"))
-    if spec.num_members < len(spec.workloads):
-        problems.append(
-            Problem(
-                "NumMembersTooSmall",
-                f"spec.numMembers is {spec.num_members}, smaller than the {len(spec.workloads)} workloads",
-            )
-        )
-    return problems
 
 
 def ordered_entries(spec: AppGroupSpec) -> list[TopologyOrderEntry]:
@@ -165,6 +101,12 @@ def placements(group: AppGroup, pods: tuple[Pod, ...], snapshot: Snapshot) -> li
             seen.add(selector)
             result.append(WorkloadPlacement(selector=selector, pods=by_selector.get(selector, [])))
     return result
+
+
+def gated_workloads(group: AppGroup, pods: tuple[Pod, ...]) -> list[GatedWorkload] | None:
+    """Per workload, the pods held by the topology-order gate and what they wait for (None: none held)."""
+    held = gate_plan(group, pods, None).waiting
+    return [GatedWorkload(selector=w.selector, pods=w.pods, waiting_for=list(w.waiting_for)) for w in held] or None
 
 
 def _order_is_current(group: AppGroup, previous: AppGroupStatus) -> bool:
@@ -220,6 +162,7 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             "topology_order": order,
             "topology_calculation_time": calculated,
             "placements": placements(group, pods, snapshot),
+            "gated_pods": gated_workloads(group, pods) if not problems else None,
             "conditions": [ready, *other_conditions],
             "observed_generation": generation,
         }
