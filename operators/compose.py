@@ -40,15 +40,16 @@ class ClusterSource:
 
 
 @contextlib.asynccontextmanager
-async def webhook(source: ClusterSource) -> AsyncIterator[web.Application]:
+async def webhook(source: ClusterSource, gate_by_default: bool = False) -> AsyncIterator[web.Application]:
     """The mutating webhook's application; with a live source, its AppGroups and Namespaces are watched (and
-    Events posted) while inside."""
+    Events posted) while inside. ``gate_by_default``: every AppGroup's pods get the topology-order gate unless
+    the AppGroup opts out."""
     if source.snapshot is not None:
-        yield webhook_app(ClusterView.from_snapshot(source.snapshot))
+        yield webhook_app(ClusterView.from_snapshot(source.snapshot), gate_by_default=gate_by_default)
         return
     view = ClusterView()
     async with following(source, view.follow) as api:
-        yield webhook_app(view, notifier=NamespaceNotifier(api))
+        yield webhook_app(view, notifier=NamespaceNotifier(api), gate_by_default=gate_by_default)
 
 
 @contextlib.asynccontextmanager

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
+from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
@@ -32,6 +33,7 @@ WEBHOOK = "mutate-pods"
 VIEW_KEY: web.AppKey[ClusterView] = web.AppKey("view", ClusterView)
 METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", object)  # type: ignore[arg-type]
 NOTIFIER_KEY: web.AppKey[NamespaceNotifier] = web.AppKey("notifier", object)  # type: ignore[arg-type]
+GATE_BY_DEFAULT_KEY: web.AppKey[bool] = web.AppKey("gate_by_default", bool)
 
 
 @dataclass
@@ -126,9 +128,11 @@ def review_response(
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def decide(review: Any, view: ClusterView) -> dict[str, Any]:
+def decide(review: Any, view: ClusterView, gate_by_default: bool = False) -> dict[str, Any]:
     """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400). Problems with the
-    namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted."""
+    namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted. A pod of an
+    AppGroup that asks for ordered scheduling (or of any AppGroup, ``gate_by_default``) gets the topology-order
+    scheduling gate."""
     if (
         not isinstance(review, dict)
         or review.get("kind") != "AdmissionReview"
@@ -166,11 +170,14 @@ def decide(review: Any, view: ClusterView) -> dict[str, Any]:
     if not isinstance(namespace_name, str):
         raise ValueError("the namespace must be a string")
     pod = {**pod, "metadata": {**meta, "namespace": namespace_name}}
+    groups = view.app_groups.values()
     try:
-        admission = admit_pod(pod, view.app_groups.values(), view.namespaces.get(namespace_name))
+        admission = admit_pod(pod, groups, view.namespaces.get(namespace_name))
     except Denied as denial:
         return review_response(uid, False, message=str(denial))
     patch = json_patch(request["object"], admission.annotations(annotations))
+    if needs_gate(pod, namespace_name, groups, gate_by_default):
+        patch += gate_patch(pod)
     return review_response(uid, True, patch, warnings=list(admission.namespace_problems))
 
 
@@ -194,7 +201,7 @@ async def _mutate(request: web.Request) -> web.Response:
         return _bad_request(str(error))
     try:
         review = json.loads(body)
-        answer = decide(review, request.app[VIEW_KEY])
+        answer = decide(review, request.app[VIEW_KEY], request.app[GATE_BY_DEFAULT_KEY])
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
     warnings = answer["response"].get("warnings")
@@ -206,10 +213,14 @@ async def _mutate(request: web.Request) -> web.Response:
 
 
 def build_app(
-    view: ClusterView, metrics: WebhookMetrics | None = None, notifier: NamespaceNotifier | None = None
+    view: ClusterView,
+    metrics: WebhookMetrics | None = None,
+    notifier: NamespaceNotifier | None = None,
+    gate_by_default: bool = False,
 ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[VIEW_KEY] = view
+    app[GATE_BY_DEFAULT_KEY] = gate_by_default
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post("/mutate-pods", mutate_pods)

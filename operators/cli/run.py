@@ -109,6 +109,15 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="At most one status write per AppGroup per interval (the latest state is written at its end).",
 )
 @click.option(
+    "--ordered-scheduling-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Release a pod held by the topology-order gate this long after its creation, whatever the order "
+    "(an AppGroup's annotation netaware.io/ordered-scheduling-timeout overrides it).",
+)
+@click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False),
     default=None,
@@ -133,6 +142,7 @@ def run_command(
     api_error_backoffs: str,
     nodeslo_spec_owner: str,
     appgroup_status_interval: float,
+    ordered_scheduling_timeout: float,
     kubeconfig: str | None,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
@@ -180,7 +190,9 @@ def run_command(
         api_error_backoffs=_backoffs(api_error_backoffs),
         kubeconfig=kubeconfig,
         controllers=ControllerOptions(
-            appgroup=AppGroupOptions(status_interval_seconds=appgroup_status_interval),
+            appgroup=AppGroupOptions(
+                status_interval_seconds=appgroup_status_interval, gate_timeout_seconds=ordered_scheduling_timeout
+            ),
             nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner),
         ),
     )

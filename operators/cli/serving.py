@@ -131,17 +131,25 @@ def serve_component(
 
 @click.command("webhook")
 @serving_options(default_port=9443)
+@click.option(
+    "--ordered-scheduling-default",
+    is_flag=True,
+    help="Gate the pods of every Ready AppGroup for topology-ordered scheduling, unless the AppGroup is annotated "
+    'netaware.io/ordered-scheduling: "false" (default: only AppGroups annotated "true").',
+)
 @filename_option(required=False)
-def webhook_command(flags: ServingFlags, filenames: tuple[str, ...]) -> None:
+def webhook_command(flags: ServingFlags, ordered_scheduling_default: bool, filenames: tuple[str, ...]) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
 
+    It adds pod bandwidth annotations and, to pods of AppGroups that ask for ordered scheduling,
+    the scheduling gate netaware.io/topology-order (removed by the AppGroup controller).
     AppGroups and Namespaces come from a watch of the cluster (in-cluster credentials or the
     kubeconfig), or from a snapshot with -f.
     """
     from operators import compose
     from webhooks.server import serve
 
-    serve_component(flags, filenames, compose.webhook, serve)
+    serve_component(flags, filenames, lambda source: compose.webhook(source, ordered_scheduling_default), serve)
 
 
 @click.command("extender")

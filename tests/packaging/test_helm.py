@@ -181,3 +181,25 @@ def test_operator_rbac_is_narrowed_to_what_it_writes(helm: str) -> None:
     operator = next(d for d in koordinator if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator"))
     assert "--nodeslo-spec-owner=koordinator" in containers(operator)[0]["args"]
     assert verbs_for(rules_of(render(helm), "-webhook"), "events") == {"create"}
+
+
+def test_ordered_scheduling_values_and_the_one_pod_write(helm: str) -> None:
+    default = render(helm)
+    assert verbs_for(rules_of(default, "-operator"), "pods") == {"list", "watch", "patch"}  # patch: the gate only
+    assert verbs_for(rules_of(default, "-webhook"), "pods") == set()
+    without = render(helm, "--set", "operator.components={networktopology,nodeslo}")
+    assert verbs_for(rules_of(without, "-operator"), "pods") == {"list", "watch"}  # no AppGroup controller
+    deployments = {d["metadata"]["name"].rsplit("-", 1)[-1]: d for d in default if d["kind"] == "Deployment"}
+    assert "--ordered-scheduling-timeout=60" in containers(deployments["operator"])[0]["args"]
+    assert "--ordered-scheduling-default" not in containers(deployments["webhook"])[0]["args"]
+    on = render(helm, "--set", "webhook.orderedSchedulingDefault=true", "--set", "operator.orderedSchedulingTimeout=90")
+    deployments = {d["metadata"]["name"].rsplit("-", 1)[-1]: d for d in on if d["kind"] == "Deployment"}
+    assert "--ordered-scheduling-default" in containers(deployments["webhook"])[0]["args"]
+    assert "--ordered-scheduling-timeout=90" in containers(deployments["operator"])[0]["args"]
+    refused = subprocess.run(
+        [helm, "template", "t", str(CHART), "--set", "operator.orderedSchedulingTimeout=0"],
+        capture_output=True,
+        check=False,
+        text=True,
+    )
+    assert refused.returncode != 0 and "orderedSchedulingTimeout" in refused.stderr

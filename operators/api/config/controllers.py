@@ -45,6 +45,8 @@ class AppGroupOptions(_Options):
     writes per AppGroup, not one per pod."""
 
     status_interval_seconds: float = Field(1.0, ge=0)
+    # Topology-ordered scheduling: a gated pod is released this long after its creation whatever the order.
+    gate_timeout_seconds: float = Field(60.0, gt=0, le=86400)
 
 
 class ControllerOptions(_Options):

@@ -32,7 +32,7 @@ from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
-from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.appgroups import pod_appgroup
 from operators.engine.cluster.bandwidth import koordinator_qos
 from operators.engine.cluster.objects import Namespace
 
@@ -111,13 +111,9 @@ def appgroup_requests(
     selector = pod_labels.get(keys.APPGROUP_WORKLOAD_LABEL)
     if not name or not selector:
         return {}
-    candidates = [
-        group for group in app_groups if group.metadata.name == name and pod_namespace in workload_namespaces(group)
-    ]
-    if not candidates:
+    group = pod_appgroup(name, pod_namespace, app_groups)
+    if group is None:
         return {}
-    # An AppGroup in the pod's own namespace wins over one elsewhere that names this namespace.
-    group = sorted(candidates, key=lambda g: (g.metadata.namespace != pod_namespace, g.metadata.namespace))[0]
     egress = Quantity(0)
     ingress = Quantity(0)
     for entry in group.spec.workloads:

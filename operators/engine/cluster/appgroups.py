@@ -1,6 +1,9 @@
-"""Which namespaces an AppGroup's workloads live in (shared by status, admission and scheduling)."""
+"""Which namespaces an AppGroup's workloads live in, and which AppGroup a pod belongs to (shared by status,
+admission and scheduling)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from operators.api.appgroup import AppGroup
 
@@ -9,3 +12,14 @@ def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
     """The namespaces an AppGroup's pods may live in, sorted."""
     own = group.metadata.namespace
     return tuple(sorted({entry.workload.namespace or own for entry in group.spec.workloads} | {own}))
+
+
+def pod_appgroup(name: str, pod_namespace: str, app_groups: Iterable[AppGroup]) -> AppGroup | None:
+    """The AppGroup ``name`` that covers ``pod_namespace``: one in the pod's own namespace wins over one elsewhere
+    whose workloads name this namespace (then the first namespace in order)."""
+    candidates = [
+        group for group in app_groups if group.metadata.name == name and pod_namespace in workload_namespaces(group)
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda group: (group.metadata.namespace != pod_namespace, group.metadata.namespace))
