@@ -5,6 +5,7 @@
 * Pods and nodes come from the process's cluster cache (:mod:`operators.sources.cache`): each pod change
   updates the members of the AppGroup its label names (by delta, never a list) and marks the AppGroups
   that cover it.
+* The topology-order scheduling gates of the AppGroup's pods are released by :mod:`operators.controllers.gates`.
 * One writer task writes the status of the marked AppGroups through the status subresource, at most once
   per AppGroup per ``status_interval_seconds`` and always the latest state (computed when written), only
   when it changed. A failed write keeps the AppGroup marked and is retried. An invalid spec posts a
@@ -31,6 +32,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
 from operators.api.config.controllers import AppGroupOptions
+from operators.controllers.gates import GateKeeper
 from operators.controllers.metrics import reconciler
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.conditions import condition
@@ -252,14 +254,18 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: AppG
         memo.appgroup = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
         memo.appgroup_writer = asyncio.create_task(write_marked(memo.api, state, lambda: False))
+        keeper = GateKeeper(cache, settings.gate_timeout_seconds)
+        memo.appgroup_gates = keeper
+        keeper.on_changes(cache.subscribe(keeper.on_changes, asyncio.get_running_loop()))
+        memo.appgroup_gate_task = asyncio.create_task(keeper.run(memo.api))
 
     @kopf.on.cleanup(id="appgroup_writer", registry=registry)
     async def stop_writer(memo: kopf.Memo, **_: Any) -> None:
-        writer = getattr(memo, "appgroup_writer", None)
-        if writer is not None:
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+        for task in (getattr(memo, "appgroup_writer", None), getattr(memo, "appgroup_gate_task", None)):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     @kopf.on.event(*RESOURCE, id="appgroup", registry=registry)  # type: ignore[arg-type]
     async def appgroup_event(

@@ -23,7 +23,7 @@ COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerO
 
 # What each controller reads from the process's cluster cache (AppGroup pods only: the label selects them).
 CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
-    "appgroup": (APPGROUP_PODS, NODES),
+    "appgroup": (APPGROUP_PODS, NODES, APPGROUP_SPECS),  # specs: the release rule of the topology-order gates
     "networktopology": (APPGROUP_PODS, NODES, APPGROUP_SPECS),
     "nodeslo": (NODES, NODESLOS),
 }

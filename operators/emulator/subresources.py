@@ -95,10 +95,12 @@ async def bind(store: ObjectStore, namespace: str | None, name: str | None, body
         raise not_found(name, "pods", "")
     if (pod.get("spec") or {}).get("nodeName"):
         raise status_error(409, "Conflict", f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+    if (pod.get("spec") or {}).get("schedulingGates"):
+        raise status_error(409, "Conflict", f"pod {name} has non-empty .spec.schedulingGates")
     updated = copy.deepcopy(pod)
     updated.setdefault("spec", {})["nodeName"] = target
     updated["metadata"]["resourceVersion"] = store.next_rv()
-    store.put(PODS, key, updated, "MODIFIED")
+    store.put(PODS, key, updated, "MODIFIED", "binding")
     await store.notify()
     return dict(SUCCESS)
 

@@ -117,6 +117,8 @@ async def update(
             {"name": request.name, "kind": request.resource.plural},
         )
     result = allowed_change(current, patched, "status" in info.subresources, request.subresource == "status")
+    if request.resource.plural == "pods":
+        check_scheduling_gates(current, result, request.name or "")
     if result == current:
         return copy.deepcopy(current)
     check_size(result)
@@ -130,6 +132,24 @@ async def update(
         store.put(request.resource, key_of(request, info), result, "MODIFIED", request.subresource)
     await store.notify()
     return copy.deepcopy(result)
+
+
+def _gate_names(pod: dict[str, Any]) -> list[Any]:
+    gates = (pod.get("spec") or {}).get("schedulingGates") or []
+    return [gate.get("name") if isinstance(gate, dict) else gate for gate in gates]
+
+
+def check_scheduling_gates(current: dict[str, Any], result: dict[str, Any], name: str) -> None:
+    """As the API server: a pod's scheduling gates can only be removed, never added (422 Invalid)."""
+    before = _gate_names(current)
+    for gate in _gate_names(result):
+        if gate not in before:
+            raise status_error(
+                422,
+                "Invalid",
+                f'Pod "{name}" is invalid: spec.schedulingGates: Forbidden: only deletion is allowed, but found new '
+                f"scheduling gate '{gate}'",
+            )
 
 
 async def delete(store: ObjectStore, request: rendering.Request, info: kmock.ResourceInfo) -> dict[str, Any]:

@@ -206,3 +206,14 @@ def test_the_status_counts_held_pods_per_workload() -> None:
         {"selector": "cart", "pods": 1, "waitingFor": ["redis"]},
     ]
     assert "gatedPods" not in appgroup_status(group(), Snapshot(), now).to_wire()
+
+
+def test_a_workload_without_pods_yet_holds_new_pods_for_the_grace_only() -> None:
+    # frontend-1 is 1 s old and no cart pod exists yet: the Deployments of one apply arrive in any order.
+    pods = [pod("frontend-1", "frontend", age=1), pod("catalog-1", "catalog", gates=(), node="n1")]
+    plan = gate_plan(group(), pods, T0, 60, grace=3)
+    assert released(plan) == {}
+    assert plan.waiting == (Waiting("frontend", 1, ("cart", "redis")),)
+    assert plan.next_deadline == T0 - 1 + 3  # looked at again when the grace ends
+    later = gate_plan(group(), pods, T0 + 2.5, 60, grace=3)  # 3.5 s old: cart and redis never came
+    assert released(later) == {"frontend-1": IN_ORDER}

@@ -108,6 +108,7 @@ RICH_POD_EXTRAS = {
         "overhead": {"cpu": "10m"},
         "tolerations": [{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}],
         "nodeSelector": {"kubernetes.io/os": "linux"},
+        "schedulingGates": [{"name": "netaware.io/topology-order"}, {"name": "example.com/quota"}],
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {

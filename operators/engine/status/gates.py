@@ -8,7 +8,9 @@ gated pods to release (the controller then removes exactly that gate):
    every gated pod is released at once — an order that cannot be computed must never hold pods.
 2. **A workload not in the spec** (the pod's workload label names no workload): released.
 3. **Dependencies first.** A pod is released once no workload it depends on — directly or through others —
-   has a pod that is neither bound to a node nor terminated. Workloads without pods do not hold anyone.
+   has a pod that is neither bound to a node nor terminated. A workload without any pod holds a pod only for
+   its first ``grace`` seconds (default 3): the Deployments of one ``kubectl apply`` create their pods within
+   a second or two, in any order, and a dependency whose pods have not arrived yet is not a dependency placed.
    NetworkOverhead scores a pod against the placed pods of its workload's dependencies, so this is the order
    in which every pod is scored with its dependencies already placed. (``status.topologyOrder`` lists a
    workload *before* the workloads it depends on — upstream's TopologicalSort pops the frontend first, when
@@ -36,6 +38,7 @@ from operators.engine.status.dependencies import dependency_graph, validate
 
 GATE = keys.TOPOLOGY_ORDER_GATE
 DEFAULT_TIMEOUT_SECONDS = 60.0
+GRACE_SECONDS = 3.0  # how long a workload without pods holds its dependents' new pods
 MAX_TIMEOUT_SECONDS = 86_400.0
 
 # Why a pod was released (the controller's Event reason and metric label).
@@ -115,10 +118,15 @@ def blocking_dependencies(graph: Mapping[str, list[str]]) -> dict[str, frozenset
 
 
 def gate_plan(
-    group: AppGroup | None, members: Iterable[Pod], now: float | None, default_timeout: float = DEFAULT_TIMEOUT_SECONDS
+    group: AppGroup | None,
+    members: Iterable[Pod],
+    now: float | None,
+    default_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    grace: float = GRACE_SECONDS,
 ) -> GatePlan:
     """Which of ``members`` (the pods labelled for ``group``, gated or not) to release at ``now`` (seconds since
-    the epoch; None: timeouts are not applied), and who stays gated and why; see the module docstring."""
+    the epoch; None: timeouts and the grace for absent workloads are not applied), and who stays gated and why;
+    see the module docstring."""
     pods = list(members)
     gated = sorted((pod for pod in pods if is_gated(pod)), key=lambda pod: (pod.namespace, pod.name))
     if not gated:
@@ -140,6 +148,7 @@ def gate_plan(
         for selector in (pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL),)
         if selector is not None
     }
+    absent = set(graph) - {pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) for pod in pods}
     timeout, _ = timeout_of(group, default_timeout)
     released: list[Release] = []
     held: dict[str, list[Pod]] = {}
@@ -150,7 +159,8 @@ def gate_plan(
         if selector is None or selector not in graph:
             released.append(Release(pod, NOT_A_WORKLOAD, waited(pod)))
             continue
-        waiting_for = tuple(sorted(closure[selector] & unplaced))
+        young = now is not None and pod.created is not None and now - pod.created < grace
+        waiting_for = tuple(sorted(closure[selector] & (unplaced | absent if young else unplaced)))
         if not waiting_for:
             released.append(Release(pod, IN_ORDER, waited(pod)))
         elif now is not None and (pod.created is None or now - pod.created >= timeout):
@@ -159,7 +169,7 @@ def gate_plan(
             held.setdefault(selector, []).append(pod)
             blockers[selector] = waiting_for
             if pod.created is not None:
-                due = pod.created + timeout
+                due = pod.created + (grace if young else timeout)  # a grace that ends is worth a look
                 deadline = due if deadline is None else min(deadline, due)
     waiting = (Waiting(selector, len(held[selector]), blockers[selector]) for selector in graph if selector in held)
     return GatePlan(tuple(released), tuple(waiting), deadline)

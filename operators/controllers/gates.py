@@ -1,0 +1,194 @@
+"""Releases the topology-order scheduling gate: the shell over :func:`operators.engine.status.gates.gate_plan`.
+
+* Pods and AppGroup specs come from the process's cluster cache. A change to a pod of an AppGroup, or to an
+  AppGroup's spec, marks the AppGroup's name for evaluation when it has gated pods; nothing is listed.
+* One task evaluates the marked names (only after the cache's first sync: an AppGroup not listed yet is not
+  a missing AppGroup) and wakes again when the first held pod would time out.
+* A release is one JSON patch per pod: a ``test`` of ``spec.schedulingGates`` as last seen, then the list
+  without our gate. A pod changed meanwhile fails the test (422) and is evaluated again from its next
+  version; a pod gone (404) is forgotten. Writes go eight at a time.
+* A pod released by the timeout gets a Normal Event naming the workloads it did not wait for.
+* Metrics: ``netaware_gated_pods`` (pods held now, per AppGroup namespace) and
+  ``netaware_gate_wait_seconds{reason}`` (creation to release).
+
+While the controller is down gated pods wait; when it is back, the first evaluation releases every pod whose
+turn or timeout has come (the timeout counts from the pod's creation, not from the controller's start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import Gauge, Histogram
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.controllers.metrics import REGISTRY
+from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
+from operators.engine.cluster.objects import Pod
+from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, release_patch
+from operators.kube import post_event, send_json
+from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, Change, ClusterCache
+
+logger = logging.getLogger("netaware.gates")
+
+JSON_PATCH = "application/json-patch+json"
+WRITERS = 8
+RETRY_SECONDS = 2.0
+COMPONENT = "netaware"
+
+GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
+WAIT = Histogram(
+    "netaware_gate_wait_seconds",
+    "Seconds from a gated pod's creation to the removal of its topology-order gate, by why it was released.",
+    ["reason"],
+    registry=REGISTRY,
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+)
+
+PodKey = tuple[str, str]  # (namespace, name)
+
+
+class GateKeeper:
+    """Which AppGroup names have gated pods, which need a look, and the task that releases them."""
+
+    def __init__(self, cache: ClusterCache, timeout: float, clock: Callable[[], float] = time.time) -> None:
+        self.cache = cache
+        self.timeout = timeout
+        self.clock = clock
+        self.members: dict[str, dict[PodKey, Pod]] = defaultdict(dict)  # AppGroup name -> its pods
+        self.gated: dict[str, set[PodKey]] = defaultdict(set)  # AppGroup name -> its gated pods
+        self.sent: set[PodKey] = set()  # released, and the release not seen back yet: never patched twice
+        self.marked: set[str] = set()
+        self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
+        self.wake = asyncio.Event()
+        self.releases = 0  # patches written (tests read it)
+
+    # -- changes (on the controller's loop) ---------------------------------------------------------
+
+    def on_changes(self, changes: Iterable[Change]) -> None:
+        for change in changes:
+            if change.kind == APPGROUP_PODS.name:
+                for pod, add in ((change.old, False), (change.new, True)):
+                    name = pod.labels.get(keys.APPGROUP_LABEL) if pod is not None else None
+                    if not name:
+                        continue
+                    key = (pod.namespace, pod.name)
+                    if add:
+                        self.members[name][key] = pod
+                    else:
+                        self.members[name].pop(key, None)
+                    if add and is_gated(pod):
+                        self.gated[name].add(key)
+                    else:
+                        self.gated[name].discard(key)
+                        self.sent.discard(key)
+                    self._mark(name)
+            elif change.kind == APPGROUP_SPECS.name:
+                group = change.new or change.old
+                if isinstance(group, AppGroup):
+                    self._mark(group.metadata.name)
+
+    def _mark(self, name: str) -> None:
+        if self.gated.get(name):
+            self.marked.add(name)
+            self.wake.set()
+
+    # -- decisions ------------------------------------------------------------------------------------
+
+    def plans(self, name: str, now: float) -> list[GatePlan]:
+        """One plan per AppGroup ``name`` that covers a namespace with gated pods; the gated pods no AppGroup
+        covers make one more plan (without an AppGroup: released)."""
+        groups = [group for group in self.cache.objects(APPGROUP_SPECS) if group.metadata.name == name]
+        owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in self.gated.get(name, ())}
+        pods = self.members.get(name, {})
+        plans = []
+        for group in {id(group): group for group in owners.values()}.values():
+            if group is None:
+                covered = {namespace for namespace, owner in owners.items() if owner is None}
+            else:
+                covered = set(workload_namespaces(group))
+            members = [pod for (namespace, _), pod in pods.items() if namespace in covered]
+            plans.append(gate_plan(group, members, now, self.timeout))
+        return plans
+
+    # -- the task -------------------------------------------------------------------------------------
+
+    async def run(self, api: Any, stopped: Callable[[], bool] = lambda: False) -> None:
+        """Evaluate marked AppGroup names and release what their plans say, until ``stopped``."""
+        await self.cache.wait_synced()  # an AppGroup not listed yet is not a missing AppGroup
+        writing = asyncio.Semaphore(WRITERS)
+        self.marked.update(name for name, gated in self.gated.items() if gated)
+        while not stopped():
+            self.wake.clear()
+            names, self.marked = self.marked, set()
+            now = self.clock()
+            releases: list[Release] = []
+            holding: dict[str, float] = {}  # names with pods held -> their first deadline
+            for name in sorted(names):
+                for plan in self.plans(name, now):
+                    releases.extend(
+                        item for item in plan.release if (item.pod.namespace, item.pod.name) not in self.sent
+                    )
+                    if plan.next_deadline is not None:
+                        holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
+            self.sent.update((item.pod.namespace, item.pod.name) for item in releases)
+            await asyncio.gather(*(self._release(api, writing, item) for item in releases))
+            GATED.set(sum(len(gated) for gated in self.gated.values()))
+            for name, deadline in holding.items():
+                self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
+            first = min(self.deadlines.values(), default=None)
+            timeout = max(first - self.clock(), 0.05) if first is not None else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout)
+            due = [name for name, deadline in self.deadlines.items() if deadline <= self.clock()]
+            for name in due:
+                del self.deadlines[name]
+                self.marked.add(name)
+
+    async def _release(self, api: Any, writing: asyncio.Semaphore, item: Release) -> None:
+        pod = item.pod
+        key = (pod.namespace, pod.name)
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        async with writing:
+            try:
+                written = await send_json(api, "PATCH", path, release_patch(pod), JSON_PATCH)
+            except ApiException as error:
+                self.sent.discard(key)
+                if error.status in (409, 422):  # changed meanwhile: its next version is evaluated
+                    logger.info(
+                        "pod %s: gate not removed (%s); looked at again on its next change", pod.key, error.status
+                    )
+                else:
+                    logger.warning("pod %s: gate not removed (%s %s); retrying", pod.key, error.status, error.reason)
+                    self._retry(pod)
+                return
+            except (TimeoutError, OSError) as error:
+                self.sent.discard(key)
+                logger.warning("pod %s: gate not removed (%s); retrying", pod.key, error)
+                self._retry(pod)
+                return
+        if written is None:
+            return  # the pod is gone
+        self.releases += 1
+        WAIT.labels(item.reason).observe(item.waited)
+        logger.info("pod %s released (%s) after %.1f s", pod.key, item.reason, item.waited)
+        if item.reason == TIMEOUT:
+            involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+            message = (
+                f"scheduling gate {keys.TOPOLOGY_ORDER_GATE} removed after {item.waited:.0f} s: the ordered-scheduling "
+                f"timeout of AppGroup {pod.labels.get(keys.APPGROUP_LABEL)} passed before the workloads it depends on "
+                "were placed"
+            )
+            await post_event(api, involved, "Normal", "TopologyOrderTimeout", message, COMPONENT)
+
+    def _retry(self, pod: Pod) -> None:
+        name = pod.labels.get(keys.APPGROUP_LABEL, "")
+        self.deadlines[name] = min(self.deadlines.get(name, float("inf")), self.clock() + RETRY_SECONDS)
