@@ -115,7 +115,27 @@ def deschedule_command(
     "--scenario",
     default="thesis-1",
     show_default=True,
-    type=click.Choice(("thesis-1", "thesis-2", "thesis-3", "thesis-4")),
+    type=click.Choice(("thesis-1", "thesis-2", "thesis-3", "thesis-4", "boutique", "random-dag")),
+    help="thesis-N: bandwidth packing, default vs network-aware scheduler. boutique, random-dag: an AppGroup's "
+    "pods in random arrival order, in status.topologyOrder order and released by netaware's topology-order gates, "
+    "compared by network cost per dependency edge.",
+)
+@click.option(
+    "--replicas",
+    type=click.IntRange(1, 50),
+    default=3,
+    show_default=True,
+    help="boutique, random-dag: pods per workload.",
+)
+@click.option(
+    "--workloads", type=click.IntRange(2, 200), default=8, show_default=True, help="random-dag: workloads in the DAG."
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="boutique, random-dag: random arrival orders (seed, seed+1, ...) each figure is the mean of.",
 )
 @click.option(
     "--nodes", type=click.IntRange(1, 100_000), default=None, help="Nodes to generate (default: the scenario's 200)."
@@ -145,6 +165,9 @@ def deschedule_command(
 @click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml", "table")), default=None)
 def simulate_command(
     scenario: str,
+    replicas: int,
+    workloads: int,
+    runs: int,
     nodes: int | None,
     pods: int | None,
     seed: int,
@@ -160,6 +183,13 @@ def simulate_command(
 
     With -f, the scenario's pods are scheduled onto the snapshot's nodes (and beside its pods).
     """
+    if scenario in APPGROUP_SCENARIOS:
+        given = {"--pods": pods is not None, "-f": bool(filenames), "--rebalance": rebalance, "--plot": bool(plot_path)}
+        refused = [flag for flag, on in given.items() if on]
+        if refused:
+            raise click.UsageError(f"{', '.join(refused)}: not for the AppGroup scenario {scenario}")
+        _simulate_appgroup(scenario, replicas, workloads, runs, nodes, seed, fmt)
+        return
     from operators.engine.simulation import simulate as sim
     from operators.engine.simulation.cluster import Cluster
     from operators.engine.simulation.rebalance import rebalance as run_rebalance
@@ -210,5 +240,33 @@ def simulate_command(
         keys = ("scheduled", "pending", "overcommittedNodes", "objective", "podsPerSecond")
         rows = [(name, *(str(results[name][key]) for key in keys)) for name in results]
         click.echo(output.table(("scheduler", *keys), rows), nl=False)
+    else:
+        click.echo(output.dump(document, resolved), nl=False)
+
+
+APPGROUP_SCENARIOS = ("boutique", "random-dag")
+
+
+def _simulate_appgroup(
+    scenario: str, replicas: int, workloads: int, runs: int, nodes: int | None, seed: int, fmt: str | None
+) -> None:
+    """An AppGroup scenario on 2 regions x 2 zones (``nodes`` spread over them, default 16)."""
+    import random
+
+    from operators.engine.simulation import ordered
+
+    cluster = ordered.zoned_cluster(nodes_per_zone=max((nodes or 16) // 4, 1))
+    if scenario == "boutique":
+        chosen = ordered.boutique(replicas, cluster)
+    else:
+        graph = ordered.random_dag(workloads, 0.3, random.Random(seed))
+        chosen = ordered.app_scenario("random-dag", graph, replicas, cluster)
+    results = ordered.compare(chosen, runs, seed)
+    document = {"scenario": scenario, "seed": seed, "runs": runs, "pods": len(chosen.pods), "results": results}
+    resolved = output.resolve_format(fmt)
+    if resolved == "table":
+        keys = ("meanCost", "p90Cost", "withinMaxNetworkCost", "unscheduled")
+        rows = [(order, *(str(results[order][key]) for key in keys)) for order in results]
+        click.echo(output.table(("order", *keys), rows), nl=False)
     else:
         click.echo(output.dump(document, resolved), nl=False)

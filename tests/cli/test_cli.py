@@ -246,3 +246,16 @@ def test_insecure_listens_on_loopback_unless_told_otherwise(tmp_path: pathlib.Pa
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_simulate_an_appgroup_scenario_with_and_without_ordering() -> None:
+    code, out, _ = run("simulate", "--scenario", "boutique", "--replicas", "2", "--runs", "2", "-o", "json")
+    assert code == 0
+    document = json.loads(out)
+    assert (document["scenario"], document["pods"], document["runs"]) == ("boutique", 22, 2)
+    assert list(document["results"]) == ["arrival", "topologyOrder", "gates"]
+    # Online Boutique's 15 dependencies (frontend 7, checkout 6, cart 1, recommendation 1), 2 x 2 pairs each
+    assert {result["edgePairs"] for result in document["results"].values()} == {60}
+    assert run("simulate", "--scenario", "boutique", "--replicas", "2", "--runs", "2", "-o", "json")[1] == out
+    code, _, err = run("simulate", "--scenario", "random-dag", "--rebalance")
+    assert code == 2 and "--rebalance: not for the AppGroup scenario random-dag" in err

@@ -35,6 +35,7 @@ from operators.engine.scheduling.table import Ints, NodeTable, Place
 
 NAME = "NetworkOverhead"
 MAX_COST = 100  # a missing cost, upstream's MaxCost
+SAME_NODE_COST = 0
 SAME_ZONE_COST = 1
 
 
@@ -192,6 +193,13 @@ def _pair_rules(
         np.stack([columns[host][0] for host in hosts], axis=1),
         np.stack([columns[host][1] for host in hosts], axis=1),
     )
+
+
+def place_costs(places: tuple[Place, ...], costs: Mapping[tuple[str, str], int]) -> Ints:
+    """The cost between two nodes on different hosts, per (place, place) of ``places``: NetworkOverhead's rules
+    (1 in one zone, the topology's zone or region cost, ``MAX_COST`` unknown or unlabelled). Two pods on one
+    node cost 0 (``SAME_NODE_COST``), whatever their place."""
+    return _pair_rules(places, places, costs)[0]
 
 
 def _column(places: tuple[Place, ...], host: Place, costs: Mapping[tuple[str, str], int]) -> tuple[Ints, Ints]:
