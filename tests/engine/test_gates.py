@@ -205,7 +205,7 @@ def test_the_status_counts_held_pods_per_workload() -> None:
         {"selector": "frontend", "pods": 2, "waitingFor": ["cart", "catalog", "redis"]},
         {"selector": "cart", "pods": 1, "waitingFor": ["redis"]},
     ]
-    assert "gatedPods" not in appgroup_status(group(), Snapshot(), now).to_wire()
+    assert appgroup_status(group(), Snapshot(), now).to_wire()["gatedPods"] == []  # empty, not absent: merge patch
 
 
 def test_a_workload_without_pods_yet_holds_new_pods_for_the_grace_only() -> None:
@@ -217,3 +217,18 @@ def test_a_workload_without_pods_yet_holds_new_pods_for_the_grace_only() -> None
     assert plan.next_deadline == T0 - 1 + 3  # looked at again when the grace ends
     later = gate_plan(group(), pods, T0 + 2.5, 60, grace=3)  # 3.5 s old: cart and redis never came
     assert released(later) == {"frontend-1": IN_ORDER}
+
+
+def test_a_new_pod_waits_for_the_grace_even_when_its_dependencies_look_placed() -> None:
+    # A ReplicaSet creates replicas in batches: redis-1 is bound, redis-2 may not exist yet. cart-1, 1 s old,
+    # waits until it is 3 s old; catalog, depending on nothing, goes at once.
+    pods = [
+        pod("cart-1", "cart", age=1),
+        pod("catalog-1", "catalog", age=1),
+        pod("redis-1", "redis", gates=(), node="n"),
+    ]
+    plan = gate_plan(group(), pods, T0, 60, grace=3)
+    assert released(plan) == {"catalog-1": IN_ORDER}
+    assert plan.waiting == (Waiting("cart", 1, ("redis",)),)
+    assert plan.next_deadline == T0 + 2
+    assert released(gate_plan(group(), pods, T0 + 2, 60, grace=3)) == {"catalog-1": IN_ORDER, "cart-1": IN_ORDER}

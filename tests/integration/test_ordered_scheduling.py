@@ -185,7 +185,7 @@ async def test_pods_created_dependents_first_are_bound_dependencies_first(api: A
         writes = [w for w in emulator.writes if w[2] == "pods" and w[1] == "MODIFIED" and w[5] is None]
         patched = [w[4] for w in writes]
         assert sorted(patched) == sorted([*every, "batch-0"])  # one gate removal per pod, nothing else written
-        await until("no pod reported held", lambda: not _held(emulator, "shop"), 5)
+        await until("no pod reported held", lambda: _held(emulator, "shop") == [], 5)
 
 
 async def test_a_pod_that_never_schedules_holds_its_dependents_only_until_the_timeout(

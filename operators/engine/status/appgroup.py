@@ -103,10 +103,11 @@ def placements(group: AppGroup, pods: tuple[Pod, ...], snapshot: Snapshot) -> li
     return result
 
 
-def gated_workloads(group: AppGroup, pods: tuple[Pod, ...]) -> list[GatedWorkload] | None:
-    """Per workload, the pods held by the topology-order gate and what they wait for (None: none held)."""
+def gated_workloads(group: AppGroup, pods: tuple[Pod, ...]) -> list[GatedWorkload]:
+    """Per workload, the pods held by the topology-order gate and what they wait for. Empty, not absent, when
+    none is held: the status is written as a merge patch, where an absent field keeps its old value."""
     held = gate_plan(group, pods, None).waiting
-    return [GatedWorkload(selector=w.selector, pods=w.pods, waiting_for=list(w.waiting_for)) for w in held] or None
+    return [GatedWorkload(selector=w.selector, pods=w.pods, waiting_for=list(w.waiting_for)) for w in held]
 
 
 def _order_is_current(group: AppGroup, previous: AppGroupStatus) -> bool:
@@ -162,7 +163,7 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             "topology_order": order,
             "topology_calculation_time": calculated,
             "placements": placements(group, pods, snapshot),
-            "gated_pods": gated_workloads(group, pods) if not problems else None,
+            "gated_pods": gated_workloads(group, pods) if not problems else [],
             "conditions": [ready, *other_conditions],
             "observed_generation": generation,
         }

@@ -8,9 +8,11 @@ gated pods to release (the controller then removes exactly that gate):
    every gated pod is released at once — an order that cannot be computed must never hold pods.
 2. **A workload not in the spec** (the pod's workload label names no workload): released.
 3. **Dependencies first.** A pod is released once no workload it depends on — directly or through others —
-   has a pod that is neither bound to a node nor terminated. A workload without any pod holds a pod only for
-   its first ``grace`` seconds (default 3): the Deployments of one ``kubectl apply`` create their pods within
-   a second or two, in any order, and a dependency whose pods have not arrived yet is not a dependency placed.
+   has a pod that is neither bound to a node nor terminated, and not before it is ``grace`` seconds old
+   (default 3) when it depends on anything: the Deployments of one ``kubectl apply`` create their pods over a
+   second or two, in any order, and a ReplicaSet in batches (1, 2, 4, ...); a dependency with one replica
+   bound and the next not created yet is not a dependency placed. A workload without any pod after that
+   holds no one.
    NetworkOverhead scores a pod against the placed pods of its workload's dependencies, so this is the order
    in which every pod is scored with its dependencies already placed. (``status.topologyOrder`` lists a
    workload *before* the workloads it depends on — upstream's TopologicalSort pops the frontend first, when
@@ -38,7 +40,7 @@ from operators.engine.status.dependencies import dependency_graph, validate
 
 GATE = keys.TOPOLOGY_ORDER_GATE
 DEFAULT_TIMEOUT_SECONDS = 60.0
-GRACE_SECONDS = 3.0  # how long a workload without pods holds its dependents' new pods
+GRACE_SECONDS = 3.0  # a pod with dependencies is not released in order younger than this
 MAX_TIMEOUT_SECONDS = 86_400.0
 
 # Why a pod was released (the controller's Event reason and metric label).
@@ -160,7 +162,9 @@ def gate_plan(
             released.append(Release(pod, NOT_A_WORKLOAD, waited(pod)))
             continue
         young = now is not None and pod.created is not None and now - pod.created < grace
-        waiting_for = tuple(sorted(closure[selector] & (unplaced | absent if young else unplaced)))
+        waiting_for = tuple(sorted(closure[selector] & unplaced))
+        if young and closure[selector] and not waiting_for:  # settling: its dependencies' pods may still come
+            waiting_for = tuple(sorted(closure[selector] & absent)) or tuple(sorted(closure[selector]))
         if not waiting_for:
             released.append(Release(pod, IN_ORDER, waited(pod)))
         elif now is not None and (pod.created is None or now - pod.created >= timeout):

@@ -1,0 +1,204 @@
+"""Topology-ordered scheduling on the real control plane: the API server calls `netaware webhook` (which adds the
+gate), the real kube-scheduler leaves gated pods alone, `netaware run` (the chart's operator ServiceAccount)
+removes the gates dependencies first, and the kube-controller-manager's Deployments create the pods, all at
+once, dependents first in one `kubectl apply`."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import (
+    RELEASE_NAMESPACE,
+    control_plane,
+    eventually,
+    forbidden,
+    free_port,
+    kubectl_json,
+    running,
+    service_account,
+    wait_for_port,
+)
+from webhooks.configuration import mutating_webhook_configuration
+
+pytestmark = pytest.mark.e2e
+
+NAMESPACE = "ordered-e2e"
+GATE = "netaware.io/topology-order"
+FOREIGN = "example.com/quota"
+GRAPH = {"frontend": ["cart", "catalog"], "cart": ["redis"], "catalog": [], "redis": [], "batch": []}
+REPLICAS = {"frontend": 2, "cart": 2, "catalog": 1, "redis": 2, "batch": 1}
+
+
+def appgroup() -> dict[str, Any]:
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {
+            "name": "shop",
+            "namespace": NAMESPACE,
+            "annotations": {"netaware.io/ordered-scheduling": "true", "netaware.io/ordered-scheduling-timeout": "40"},
+        },
+        "spec": {
+            "numMembers": len(GRAPH),
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [
+                {
+                    "workload": {"kind": "Deployment", "name": s, "selector": s, "apiVersion": "apps/v1"},
+                    "dependencies": [
+                        {"workload": {"kind": "Deployment", "name": d, "selector": d, "apiVersion": "apps/v1"}}
+                        for d in children
+                    ],
+                }
+                for s, children in GRAPH.items()
+            ],
+        },
+    }
+
+
+def deployment(selector: str) -> dict[str, Any]:
+    labels = {"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": selector}
+    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
+    if selector == "batch":
+        spec["schedulingGates"] = [{"name": FOREIGN}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": selector, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": REPLICAS[selector],
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+class BindingWatch:
+    """`kubectl get pods --watch` in a thread: when each pod was first seen bound to a node (this host's clock)."""
+
+    def __init__(self, cluster: Any) -> None:
+        template = (
+            '{.metadata.name} {.metadata.labels.appgroup\\.diktyo\\.x-k8s\\.io\\.workload} {.spec.nodeName}{"\\n"}'
+        )
+        command = [str(control_plane.BIN / "kubectl"), "--kubeconfig", str(cluster.kubeconfig)]
+        command += ["get", "pods", "-n", NAMESPACE, "--watch", "-o", f"jsonpath={template}"]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.bound: dict[str, tuple[str, float]] = {}  # pod -> (workload, when)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] not in self.bound:
+                self.bound[parts[0]] = (parts[1], time.time())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def ordered_namespace(cluster: Any) -> Iterator[str]:
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    try:
+        yield NAMESPACE
+    finally:
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-ordered-e2e", "--ignore-not-found")
+
+
+def gates(pod: dict[str, Any]) -> list[str]:
+    return [gate["name"] for gate in pod["spec"].get("schedulingGates") or ()]
+
+
+def pods(cluster: Any) -> list[dict[str, Any]]:
+    return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"])
+
+
+def test_deployments_created_dependents_first_are_bound_dependencies_first(
+    cluster: Any,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    ordered_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    port = free_port()
+    configuration = mutating_webhook_configuration("netaware-ordered-e2e", "unused", RELEASE_NAMESPACE)
+    hook = configuration["webhooks"][0]
+    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
+    hook["failurePolicy"] = "Fail"  # a pod admitted without the webhook would make the test meaningless
+    webhook = [
+        "webhook",
+        "--listen-address",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(chart_rbac["webhook"]),
+    ]
+    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
+    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", "netaware-ordered-e2e"]
+    with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
+        eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
+        wait_for_port(port, process=hooked)
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup()))
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+
+        def gated_at_admission() -> bool:  # the webhook has seen the AppGroup Ready, with its order
+            probe = deployment("frontend")["spec"]["template"]
+            meta = {"name": "probe", "namespace": NAMESPACE, **probe["metadata"]}
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+            pod["spec"] = probe["spec"]
+            done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod))
+            return done.returncode == 0 and GATE in gates(json.loads(done.stdout))
+
+        eventually(gated_at_admission, 60, "the webhook gating the AppGroup's pods")
+        watch = BindingWatch(cluster)
+        try:
+            started = time.time()
+            manifests = "\n---\n".join(
+                json.dumps(deployment(s)) for s in ("frontend", "cart", "catalog", "redis", "batch")
+            )
+            cluster.kubectl("apply", "-f", "-", stdin=manifests)  # dependents first: the worst order
+            every = sum(count for selector, count in REPLICAS.items() if selector != "batch")
+            eventually(lambda: len(watch.bound) >= every, 120, "every pod but batch bound")
+            batch = eventually(lambda: [p for p in pods(cluster) if p["metadata"]["name"].startswith("batch-")], 30)
+            eventually(lambda: gates(pods_named(cluster, batch[0]["metadata"]["name"])) == [FOREIGN], 30, "batch")
+        finally:
+            watch.stop()
+    times: dict[str, list[float]] = {}
+    for workload, when in watch.bound.values():
+        times.setdefault(workload, []).append(when)
+    assert {workload: len(when) for workload, when in times.items()} == {
+        "frontend": 2,
+        "cart": 2,
+        "catalog": 1,
+        "redis": 2,
+    }
+    assert max(times["redis"]) < min(times["cart"])  # cart depends on redis
+    assert max(times["cart"] + times["catalog"]) < min(times["frontend"])  # frontend depends on both
+    assert max(max(when) for when in times.values()) - started < 40  # in order, not by the 40 s timeout
+    # one gate removal per pod (the 7 of the graph and batch's), through the chart's ServiceAccount, no 403
+    patches = [
+        event["objectRef"]["name"]
+        for event in cluster.audit_events(service_account("operator"))
+        if event["verb"] == "patch" and event["objectRef"].get("resource") == "pods"
+        and event["objectRef"].get("namespace") == NAMESPACE
+    ]  # fmt: skip
+    assert len(patches) == len(set(patches)) == every + 1, patches
+    assert forbidden(cluster, "operator") == []
+
+
+def pods_named(cluster: Any, name: str) -> dict[str, Any]:
+    return dict(kubectl_json(cluster, "get", "pod", name, "-n", NAMESPACE))
