@@ -33,7 +33,7 @@ from operators.api.appgroup import AppGroup
 from operators.controllers.metrics import REGISTRY
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
-from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, release_patch
+from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, release_patch, timeout_of
 from operators.kube import post_event, send_json
 from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, Change, ClusterCache
 
@@ -67,6 +67,7 @@ class GateKeeper:
         self.gated: dict[str, set[PodKey]] = defaultdict(set)  # AppGroup name -> its gated pods
         self.sent: set[PodKey] = set()  # released, and the release not seen back yet: never patched twice
         self.marked: set[str] = set()
+        self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
         self.releases = 0  # patches written (tests read it)
@@ -103,7 +104,7 @@ class GateKeeper:
 
     # -- decisions ------------------------------------------------------------------------------------
 
-    def plans(self, name: str, now: float) -> list[GatePlan]:
+    def plans(self, name: str, now: float) -> list[tuple[AppGroup | None, GatePlan]]:
         """One plan per AppGroup ``name`` that covers a namespace with gated pods; the gated pods no AppGroup
         covers make one more plan (without an AppGroup: released)."""
         groups = [group for group in self.cache.objects(APPGROUP_SPECS) if group.metadata.name == name]
@@ -116,7 +117,7 @@ class GateKeeper:
             else:
                 covered = set(workload_namespaces(group))
             members = [pod for (namespace, _), pod in pods.items() if namespace in covered]
-            plans.append(gate_plan(group, members, now, self.timeout))
+            plans.append((group, gate_plan(group, members, now, self.timeout)))
         return plans
 
     # -- the task -------------------------------------------------------------------------------------
@@ -132,13 +133,22 @@ class GateKeeper:
             now = self.clock()
             releases: list[Release] = []
             holding: dict[str, float] = {}  # names with pods held -> their first deadline
+            problems: list[tuple[AppGroup, str]] = []
             for name in sorted(names):
-                for plan in self.plans(name, now):
+                for group, plan in self.plans(name, now):
+                    if group is not None:
+                        problem = timeout_of(group, self.timeout)[1]
+                        key = (group.metadata.namespace, name)
+                        if self.problems.get(key) != problem and problem is not None:
+                            problems.append((group, problem))
+                        self.problems[key] = problem
                     releases.extend(
                         item for item in plan.release if (item.pod.namespace, item.pod.name) not in self.sent
                     )
                     if plan.next_deadline is not None:
                         holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
+            for group_with_problem, problem in problems:
+                await self._warn(api, group_with_problem, problem)
             self.sent.update((item.pod.namespace, item.pod.name) for item in releases)
             await asyncio.gather(*(self._release(api, writing, item) for item in releases))
             GATED.set(sum(len(gated) for gated in self.gated.values()))
@@ -188,6 +198,18 @@ class GateKeeper:
                 "were placed"
             )
             await post_event(api, involved, "Normal", "TopologyOrderTimeout", message, COMPONENT)
+
+    async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
+        """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""
+        logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem)
+        involved = {
+            "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
+            "kind": "AppGroup",
+            "name": group.metadata.name,
+            "namespace": group.metadata.namespace,
+            "uid": group.metadata.uid,
+        }
+        await post_event(api, involved, "Warning", "InvalidOrderedSchedulingTimeout", problem, COMPONENT)
 
     def _retry(self, pod: Pod) -> None:
         name = pod.labels.get(keys.APPGROUP_LABEL, "")

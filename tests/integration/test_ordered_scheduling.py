@@ -218,6 +218,29 @@ async def test_a_pod_that_never_schedules_holds_its_dependents_only_until_the_ti
         assert "stuck" in events[0]["message"]
 
 
+async def test_an_unreadable_timeout_is_a_warning_and_the_default_applies(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed([d for d in yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text()) if d])
+    async with running_operator(emulator.base_url):
+        await api.call("POST", AG, shop("odd", {"web": ["db"], "db": []}, "soon"))
+        await ready(emulator, "odd")
+        for name, selector in (("web-0", "web"), ("db-0", "db")):
+            await api.call("POST", PODS, pod(name, "odd", selector, (GATE, FOREIGN)))
+
+        def warnings() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in emulator.list_objects("v1/events", "default")
+                if e.get("reason") == "InvalidOrderedSchedulingTimeout"
+            ]
+
+        (event,) = await until("the Warning Event", warnings, 5)
+        assert event["involvedObject"]["name"] == "odd" and event["type"] == "Warning"
+        assert '"soon"' in event["message"] and "60s is used" in event["message"]
+        await asyncio.sleep(1)
+        assert gates_of(emulator, "web-0") == [GATE, FOREIGN]  # held: the default 60 s, not no timeout at all
+        assert len(warnings()) == 1  # once, not per evaluation
+
+
 async def test_a_deleted_appgroup_releases_its_gated_pods_at_once(api: Api, emulator: ApiEmulator) -> None:
     await emulator.seed([d for d in yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text()) if d])
     async with running_operator(emulator.base_url):
