@@ -22,7 +22,9 @@ from operators.extender.live import LIVE_KEY, LiveIndex
 from operators.extender.server import ExtenderState
 from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
+from operators.probe import ProbeMetrics, ProbeOptions, Prober, probe_cache, serve_endpoint
 from operators.runtime import RunOptions, run
+from operators.serving import add_probes
 from operators.sources.cache import ClusterCache
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
@@ -98,3 +100,24 @@ async def following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
             yield api
     finally:
         await api.close()
+
+
+async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, stop: asyncio.Event) -> None:
+    """`netaware probe` until ``stop``: the endpoint, the measurer and publisher, and ``/healthz``, ``/readyz``
+    (peers listed) and ``/metrics`` on ``health_port`` (0: none)."""
+    cache = probe_cache(options)
+    metrics = ProbeMetrics()
+    endpoint = await serve_endpoint(options.listen_address, options.port, options.delay)
+    app = web.Application()
+    add_probes(app, lambda: cache.ready, "peers not listed yet", metrics.registry)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        if health_port:
+            await web.TCPSite(runner, options.listen_address, health_port).start()
+        async with following(source, cache.follow) as api:
+            await Prober(options, cache, metrics).run(api, stop)
+    finally:
+        endpoint.close()
+        await endpoint.wait_closed()
+        await runner.cleanup()

@@ -12,7 +12,7 @@ import sys
 import click
 
 from operators import __version__
-from operators.cli import offline, run, serving
+from operators.cli import offline, probe, run, serving
 from operators.cli.common import EXIT_ERROR
 
 
@@ -36,6 +36,7 @@ for command in (
     serving.webhook_command,
     serving.extender_command,
     serving.demo_command,
+    probe.probe_command,
 ):
     cli.add_command(command)
 

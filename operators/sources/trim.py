@@ -159,3 +159,13 @@ def trim_status(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(meta, dict) and "resourceVersion" in meta:
         trimmed["metadata"] = {key: value for key, value in meta.items() if key != "resourceVersion"}
     return trimmed
+
+
+def trim_probe_pod(raw: dict[str, Any]) -> dict[str, Any]:
+    """A pod of the probe DaemonSet as `netaware probe` reads it: name, labels, node, phase and pod IP."""
+    spec, status = raw.get("spec"), raw.get("status")
+    return {
+        "metadata": _metadata(raw, ("name", "namespace", "uid", "labels")),
+        "spec": _pick(spec, ("nodeName",)) if isinstance(spec, dict) else spec,
+        "status": _pick(status, ("phase", "podIP")) if isinstance(status, dict) else status,
+    }

@@ -3,8 +3,9 @@
 ``networktopology_result(topology, snapshot, now)`` returns the object as the controller writes
 it, computed in these steps:
 
-1. **Measurements** from the topology's ConfigMaps (:mod:`operators.engine.status.netperf`). The named
-   ConfigMap missing is ``Ready=False`` / ``ConfigMapNotFound``, and the weights stay as they are.
+1. **Measurements** from the topology's ConfigMaps (:mod:`operators.engine.status.netperf`): the named one
+   and the labelled ones (``netaware probe`` writes one per node, labelled). None of them is
+   ``Ready=False`` / ``ConfigMapNotFound``, and the weights stay as they are.
 2. **Costs.** A node-pair measurement between two zones of one region is a sample of that ordered
    zone pair; between two regions, of that ordered region pair; within one zone it is not used.
    A zone-level measurement is a sample of its zone pair (or of the region pair, when the zones
@@ -233,13 +234,14 @@ def networktopology_result(
     named = topology.spec.configmap_name
     config_maps = netperf_config_maps(snapshot.config_maps, namespace, topology.metadata.name, named)
     update: dict[str, object] = {"node_count": len(snapshot.nodes), "observed_generation": generation}
-    if not config_maps or config_maps[0].name != named:
+    if not config_maps:  # the named one, or rows from `netaware probe` (labelled), will do
         ready = condition(
             previous.conditions,
             keys.CONDITION_READY,
             False,
             "ConfigMapNotFound",
-            f"ConfigMap {namespace}/{named} (spec.configmapName) not found; the weights are unchanged",
+            f"ConfigMap {namespace}/{named} (spec.configmapName) not found, nor any labelled "
+            f"{keys.NETPERF_CONFIGMAP_LABEL}={topology.metadata.name}; the weights are unchanged",
             now,
             generation,
         )
