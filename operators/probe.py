@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from operators.engine.cluster.objects import Node
 from operators.engine.measurement.probe import (
     Peer,
     RttWindow,
@@ -100,6 +102,7 @@ async def serve_endpoint(host: str, port: int, delay: float = 0.0) -> asyncio.Se
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal connections
         connections += 1
+        _no_delay(writer)
         try:
             if connections > MAX_CONNECTIONS:
                 return
@@ -120,6 +123,14 @@ async def serve_endpoint(host: str, port: int, delay: float = 0.0) -> asyncio.Se
                 await writer.wait_closed()
 
     return await asyncio.start_server(answer, host, port, limit=1024)
+
+
+def _no_delay(writer: asyncio.StreamWriter) -> None:
+    """One small segment per transaction, sent at once (netperf's TCP_RR does the same with -D)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class Prober:
@@ -151,7 +162,7 @@ class Prober:
 
     @property
     def zone(self) -> str:
-        node = self.cache.get(NODES, "", self.options.node)
+        node: Node | None = self.cache.get(NODES, "", self.options.node)
         return node.zone if node is not None else ""
 
     async def measure(self, peer: Peer) -> None:
@@ -161,6 +172,7 @@ class Prober:
             held = self.connections.get(peer)
             if held is None:
                 held = await asyncio.wait_for(asyncio.open_connection(peer.address, peer.port), options.timeout)
+                _no_delay(held[1])
                 self.connections[peer] = held
             reader, writer = held
             window = self.windows.setdefault(peer.node, RttWindow())
@@ -212,7 +224,7 @@ class Prober:
         if data == self.written or now - self.last_write < self.options.report_interval:
             return False
         options = self.options
-        node = self.cache.get(NODES, "", options.node)
+        node: Node | None = self.cache.get(NODES, "", options.node)
         body = configmap(options.namespace, options.topology, options.node, node.uid if node else "", data)
         path = f"/api/v1/namespaces/{options.namespace}/configmaps"
         name = configmap_name(options.topology, options.node)

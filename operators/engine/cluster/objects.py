@@ -79,6 +79,10 @@ class Node:
         return self.labels.get(keys.REGION_LABEL, "")
 
     @property
+    def uid(self) -> str:
+        return str((self.raw.get("metadata") or {}).get("uid") or "")
+
+    @property
     def zone(self) -> str:
         return self.labels.get(keys.ZONE_LABEL, "")
 
