@@ -23,6 +23,7 @@ VARIANTS = {
     "cert-manager": ["--set", "tls.certManager.enabled=true"],
     "second-scheduler": ["--set", "secondScheduler.enabled=true", "--set", "descheduler.enabled=true"],
     "no-nodeslo": ["--set", "crds.nodeSLO=false", "--set", "serviceMonitor.enabled=true"],
+    "probe": ["--set", "probe.enabled=true", "--set", "probe.topologyNamespace=net", "--set", "probe.peersPerZone=3"],
 }
 
 
@@ -203,3 +204,32 @@ def test_ordered_scheduling_values_and_the_one_pod_write(helm: str) -> None:
         text=True,
     )
     assert refused.returncode != 0 and "orderedSchedulingTimeout" in refused.stderr
+
+
+def test_the_probe_is_off_by_default_and_writes_configmaps_in_one_namespace_only(helm: str) -> None:
+    assert not [d for d in render(helm) if d["kind"] == "DaemonSet"]
+    documents = render(helm, *VARIANTS["probe"])
+    (daemonset,) = [d for d in documents if d["kind"] == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
+    assert "hostNetwork" not in pod  # pod-to-pod latency unless asked
+    (container,) = pod["containers"]
+    assert "--namespace=net" in container["args"] and "--peers-per-zone=3" in container["args"]
+    assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d for d in documents}
+    rows = roles[("Role", "net", "t-netaware-probe-rows")]["rules"]
+    assert rows == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]}]
+    peers = roles[("Role", NAMESPACE, "t-netaware-probe")]["rules"]
+    assert peers == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]
+    nodes = roles[("ClusterRole", None, "t-netaware-probe")]["rules"]
+    assert nodes == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}]
+    host = render(helm, "--set", "probe.enabled=true", "--set", "probe.hostNetwork=true")
+    (daemonset,) = [d for d in host if d["kind"] == "DaemonSet"]
+    assert daemonset["spec"]["template"]["spec"]["hostNetwork"] is True
+    for bad in ("probe.interval=0", "probe.peersPerZone=0", "probe.port=70000", "probe.unknown=1"):
+        refused = subprocess.run(
+            [helm, "template", "t", str(CHART), "--set", "probe.enabled=true", "--set", bad],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert refused.returncode != 0 and "probe" in refused.stderr, bad
