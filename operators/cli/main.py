@@ -32,6 +32,7 @@ for command in (
     offline.schedule_command,
     offline.deschedule_command,
     offline.simulate_command,
+    offline.topology_command,
     run.run_command,
     serving.webhook_command,
     serving.extender_command,

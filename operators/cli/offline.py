@@ -270,3 +270,87 @@ def _simulate_appgroup(
         click.echo(output.table(("order", *keys), rows), nl=False)
     else:
         click.echo(output.dump(document, resolved), nl=False)
+
+
+@click.command("topology")
+@filename_option()
+@click.option(
+    "--name", "topology_name", default=None, help="The NetworkTopology, NAMESPACE/NAME or NAME (default: the only one)."
+)
+@click.option(
+    "--weights",
+    default=None,
+    help="Which weights to show (default: NetperfCosts when the measurements give any, else UserDefined).",
+)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Draw the costs (PNG).")
+@output_option
+@now_option
+def topology_command(
+    filenames: tuple[str, ...],
+    topology_name: str | None,
+    weights: str | None,
+    plot_path: str | None,
+    fmt: str | None,
+    now: datetime.datetime,
+) -> None:
+    """The zone and region costs the NetworkTopology controller computes from a snapshot (its netperf
+    ConfigMaps included), and with --plot a heat map of them beside the measured node pairs ordered by zone.
+    """
+    from operators.engine.status.netperf import netperf_config_maps, node_pairs
+    from operators.engine.status.networktopology import networktopology_result
+
+    snapshot = load(filenames)
+    candidates = [
+        nt
+        for nt in snapshot.network_topologies
+        if topology_name in (None, nt.metadata.name, f"{nt.metadata.namespace}/{nt.metadata.name}")
+    ]
+    if len(candidates) != 1:
+        found = ", ".join(f"{nt.metadata.namespace}/{nt.metadata.name}" for nt in snapshot.network_topologies)
+        wanted = f"--name {topology_name}" if topology_name else "one NetworkTopology (pass --name)"
+        raise CommandError(f"{', '.join(filenames)}: expected {wanted}; found: {found or 'none'}")
+    topology = networktopology_result(candidates[0], snapshot, now).topology
+    by_name = {
+        weight.name: {
+            entry.topology_key: {
+                origin.origin: {cost.destination: cost.network_cost for cost in origin.cost_list or ()}
+                for origin in entry.origin_list
+            }
+            for entry in weight.topology_list
+        }
+        for weight in topology.spec.weights
+    }
+    chosen = weights or next((name for name in ("NetperfCosts", "UserDefined") if by_name.get(name)), None)
+    if chosen not in by_name:
+        raise CommandError(f"--weights {chosen}: not in the NetworkTopology (it has {', '.join(by_name) or 'none'})")
+    maps = netperf_config_maps(
+        snapshot.config_maps, topology.metadata.namespace, topology.metadata.name, topology.spec.configmap_name
+    )
+    pairs = node_pairs(maps, {node.name for node in snapshot.nodes})
+    status = topology.status
+    document = {
+        "topology": f"{topology.metadata.namespace}/{topology.metadata.name}",
+        "weights": chosen,
+        "costs": by_name[chosen],
+        "nodePairsMeasured": len(pairs),
+        "missingCosts": [m.to_wire() for m in (status.missing_costs or ())] if status else [],
+    }
+    if plot_path:
+        from operators.cli.plot import topology_plot
+
+        zones = {node.name: node.zone for node in snapshot.nodes}
+        try:
+            topology_plot(by_name[chosen], pairs, zones, f"{document['topology']} ({chosen})", plot_path)
+        except (OSError, ValueError) as error:
+            raise CommandError(f"--plot {plot_path}: {error}") from None
+    resolved = output.resolve_format(fmt)
+    if resolved == "table":
+        rows = [
+            (key.rsplit("/", 1)[-1], origin, destination, str(cost))
+            for key, origins in sorted(by_name[chosen].items())
+            for origin, costs in sorted(origins.items())
+            for destination, cost in sorted(costs.items())
+        ]
+        click.echo(output.table(("level", "origin", "destination", "cost"), rows), nl=False)
+    else:
+        click.echo(output.dump(document, resolved), nl=False)

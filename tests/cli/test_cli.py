@@ -29,7 +29,8 @@ def test_version_and_help() -> None:
     assert code == 0 and __version__ in out
     code, out, _ = run("--help")
     assert code == 0
-    for command in ("reconcile", "schedule", "deschedule", "simulate", "run", "webhook", "extender", "demo"):
+    commands = ("reconcile", "schedule", "deschedule", "simulate", "topology", "run", "webhook", "extender", "probe", "demo")
+    for command in commands:
         assert command in out
 
 
@@ -259,3 +260,19 @@ def test_simulate_an_appgroup_scenario_with_and_without_ordering() -> None:
     assert run("simulate", "--scenario", "boutique", "--replicas", "2", "--runs", "2", "-o", "json")[1] == out
     code, _, err = run("simulate", "--scenario", "random-dag", "--rebalance")
     assert code == 2 and "--rebalance: not for the AppGroup scenario random-dag" in err
+
+
+def test_topology_shows_the_costs_the_controller_computes_and_plots(tmp_path: pathlib.Path) -> None:
+    code, out, _ = run("topology", "-f", EXAMPLES, "-o", "json", "--plot", str(tmp_path / "t.png"))
+    assert code == 0
+    document = json.loads(out)
+    assert (document["topology"], document["weights"]) == ("default/net-topology-test", "NetperfCosts")
+    # the seeds' ConfigMap: 8 nodes, every ordered pair but the self-pairs measured
+    assert document["nodePairsMeasured"] == 8 * 7
+    assert set(document["costs"]) == {"topology.kubernetes.io/region", "topology.kubernetes.io/zone"}
+    assert set(document["costs"]["topology.kubernetes.io/zone"]) == {"Z1", "Z2", "Z3", "Z4"}
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, out, _ = run("topology", "-f", EXAMPLES, "--weights", "UserDefined", "-o", "table")
+    assert code == 0 and "zone     Z3          Z4            10" in out  # the seeds' UserDefined Z3<->Z4: 10
+    code, _, err = run("topology", "-f", EXAMPLES, "--name", "other")
+    assert code == 1 and err.strip() == f"error: {EXAMPLES}: expected --name other; found: default/net-topology-test"

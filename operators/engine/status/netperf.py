@@ -146,3 +146,18 @@ def read_measurements(
                 reason = "not a netperf key"
             result.skipped.append(Skipped(config_map.name, key, reason or "unusable"))
     return result
+
+
+def node_pairs(config_maps: Iterable[ConfigMap], nodes: Set[str]) -> dict[tuple[str, str], int]:
+    """The usable node-pair measurements of ``config_maps`` (same rules as :func:`read_measurements`; the first of
+    a repeated pair wins): (origin, destination) -> milliseconds."""
+    pairs: dict[tuple[str, str], int] = {}
+    seen: set[str] = set()
+    for config_map in config_maps:
+        for key, value in config_map.data.items():
+            if not key.startswith(keys.NETPERF_NODE_KEY_PREFIX) or _reason(key, value, nodes, set(), seen) is not None:
+                continue
+            seen.add(key)
+            origin, _, destination = key[len(keys.NETPERF_NODE_KEY_PREFIX) :].partition(_NODE_SEPARATOR)
+            pairs[(origin, destination)] = int(value)
+    return pairs
