@@ -29,7 +29,18 @@ def test_version_and_help() -> None:
     assert code == 0 and __version__ in out
     code, out, _ = run("--help")
     assert code == 0
-    commands = ("reconcile", "schedule", "deschedule", "simulate", "topology", "run", "webhook", "extender", "probe", "demo")
+    commands = (
+        "reconcile",
+        "schedule",
+        "deschedule",
+        "simulate",
+        "topology",
+        "run",
+        "webhook",
+        "extender",
+        "probe",
+        "demo",
+    )
     for command in commands:
         assert command in out
 

@@ -150,12 +150,20 @@ def wait_for_port(port: int, within: float = 30.0, process: Process | None = Non
     eventually(listening, within, f"port {port}")
 
 
+PROBE_NAMESPACE = "probe-e2e"  # the NetworkTopology's namespace, where the probe writes its rows
+
+
 def chart_rbac_yaml() -> str:
-    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler on."""
+    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler and the probe on (the
+    probe's DaemonSet left out: its pods would run on every KWOK node)."""
     command = ["template", "netaware", str(ROOT / "helm" / "netaware"), "--namespace", RELEASE_NAMESPACE]
-    command += ["--set", "descheduler.enabled=true", "--show-only", "templates/rbac.yaml"]
+    command += ["--set", "descheduler.enabled=true", "--set", "probe.enabled=true"]
+    command += ["--set", f"probe.topologyNamespace={PROBE_NAMESPACE}"]
+    command += ["--show-only", "templates/rbac.yaml", "--show-only", "templates/probe.yaml"]
     helm = control_plane.BIN / "helm"
-    return subprocess.run([str(helm), *command], capture_output=True, text=True, check=True).stdout
+    rendered = subprocess.run([str(helm), *command], capture_output=True, text=True, check=True).stdout
+    documents = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] != "DaemonSet"]
+    return yaml.safe_dump_all(documents)
 
 
 @pytest.fixture(scope="session")
@@ -164,9 +172,10 @@ def chart_rbac(cluster: Any) -> dict[str, pathlib.Path]:
     a kubeconfig per component that authenticates with its ServiceAccount's token."""
     rendered = chart_rbac_yaml()
     cluster.kubectl("create", "namespace", RELEASE_NAMESPACE, check=False)
+    cluster.kubectl("create", "namespace", PROBE_NAMESPACE, check=False)
     cluster.kubectl("apply", "-f", "-", stdin=rendered)
     configs = {}
-    for component in ("operator", "webhook", "extender"):
+    for component in ("operator", "webhook", "extender", "probe"):
         token = cluster.kubectl("create", "token", f"netaware-{component}", "-n", RELEASE_NAMESPACE, "--duration=2h")
         configs[component] = cluster.token_kubeconfig(component, token.stdout.strip())
     return configs

@@ -22,15 +22,17 @@ NOT_EXERCISED = {
 }
 
 
+# The roles of a component whose names are not just ``-<component>``.
+OWN_ROLES = {"operator": ("-operator", "-leader-election"), "probe": ("-probe", "-probe-rows")}
+
+
 def granted(component: str) -> set[tuple[str, str, str]]:
     rendered = chart_rbac_yaml()
     permissions = set()
     for document in yaml.safe_load_all(rendered):
         if not document or document["kind"] not in ("ClusterRole", "Role"):
             continue
-        if not document["metadata"]["name"].endswith(f"-{component}") and not (
-            component == "operator" and document["metadata"]["name"].endswith("-leader-election")
-        ):
+        if not document["metadata"]["name"].endswith(OWN_ROLES.get(component, (f"-{component}",))):
             continue
         for rule in document["rules"]:
             for resource in rule["resources"]:
@@ -48,7 +50,7 @@ def used(cluster: Any, component: str) -> set[tuple[str, str, str]]:
     return seen
 
 
-@pytest.mark.parametrize("component", ["operator", "webhook", "extender"])
+@pytest.mark.parametrize("component", ["operator", "webhook", "extender", "probe"])
 def test_every_permission_is_used_and_none_is_missing(cluster: Any, component: str) -> None:
     requests = used(cluster, component)
     if not requests:
