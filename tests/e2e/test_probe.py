@@ -65,3 +65,89 @@ def test_the_probe_writes_its_row_with_least_privilege_and_the_row_goes_with_its
     assert all(namespace == RELEASE_NAMESPACE for resource, namespace in lists if resource == "pods")
     cluster.kubectl("delete", "node", NODE)
     eventually(lambda: row(cluster) is None, 90, "the garbage collector deleting the row with its Node")
+
+
+def test_two_probes_measure_each_other_and_the_controller_computes_the_costs(
+    cluster: Any, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """Two plain Nodes (no KWOK: nothing overwrites their pods' status) in zones za and zb, a probe pod on each
+    whose pod IP is a loopback address, two `netaware probe` processes there with the chart's token, and
+    `netaware run --components networktopology` with the operator's: the rows, then the zone costs."""
+    peers = {"probe-za": ("za", "127.0.0.2"), "probe-zb": ("zb", "127.0.0.3")}
+    port = free_port()
+    for node, (zone, address) in peers.items():
+        labels = {"topology.kubernetes.io/region": "rp", "topology.kubernetes.io/zone": zone}
+        plain = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}}
+        cluster.kubectl("create", "-f", "-", stdin=json.dumps(plain))
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"probe-{node}", "namespace": RELEASE_NAMESPACE,
+                         "labels": {"app.kubernetes.io/component": "probe", "test": "probe-pair"}},
+            "spec": {"nodeName": node, "containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}],
+                     "tolerations": [{"operator": "Exists"}]},
+        }  # fmt: skip
+        cluster.kubectl("create", "-f", "-", stdin=json.dumps(pod))
+        status = {"status": {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}}
+        cluster.kubectl("patch", "pod", f"probe-{node}", "-n", RELEASE_NAMESPACE, "--subresource=status",
+                        "--type=merge", "-p", json.dumps(status))  # fmt: skip
+    topology = {
+        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
+        "kind": "NetworkTopology",
+        "metadata": {"name": "nt-pair", "namespace": PROBE_NAMESPACE},
+        "spec": {"configmapName": "netperf-none", "weights": [{"name": "UserDefined", "topologyList": []}]},
+    }
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
+
+    def probe(node: str) -> list[str]:
+        args = ["probe", "--kubeconfig", str(chart_rbac["probe"]), "--node-name", node, "--topology", "nt-pair"]
+        args += ["--namespace", PROBE_NAMESPACE, "--peer-namespace", RELEASE_NAMESPACE]
+        args += ["--peer-selector", "test=probe-pair", "--listen-address", peers[node][1], "--port", str(port)]
+        return [*args, "--health-port", "0", "--interval", "0.5", "--report-interval", "1"]
+
+    def rows() -> dict[str, dict[str, str]]:
+        found = {}
+        for node in peers:
+            done = cluster.kubectl("get", "configmap", f"netperf-nt-pair-{node}", "-n", PROBE_NAMESPACE, "-o", "json",
+                                   check=False)  # fmt: skip
+            found[node] = json.loads(done.stdout).get("data") or {} if done.returncode == 0 else {}
+        return found
+
+    def costs() -> dict[tuple[str, str], int]:
+        spec = kubectl_json(cluster, "get", "networktopology", "nt-pair", "-n", PROBE_NAMESPACE)["spec"]
+        weight = next((w for w in spec["weights"] if w["name"] == "NetperfCosts"), {"topologyList": []})
+        return {
+            (origin["origin"], cost["destination"]): cost["networkCost"]
+            for entry in weight["topologyList"]
+            for origin in entry["originList"]
+            for cost in origin.get("costList", [])
+        }
+
+    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "networktopology"]
+    operator += ["--health-port", "0", "--leader-election-namespace", RELEASE_NAMESPACE]
+    operator += ["--leader-election-id", "netaware-probe-e2e"]
+    try:
+        with (
+            running(probe("probe-za"), tmp_path / "za.log"),
+            running(probe("probe-zb"), tmp_path / "zb.log"),
+            running(operator, tmp_path / "operator.log"),
+        ):
+            key = "netperf.p90.latency.milliseconds.origin.{}.destination.{}"
+            measured = eventually(
+                lambda: (
+                    rows()["probe-za"].get(key.format("probe-za", "probe-zb"))
+                    and rows()["probe-zb"].get(key.format("probe-zb", "probe-za"))
+                    and rows()
+                ),
+                60,
+                "each probe's row with the other",
+            )
+            za_to_zb = int(measured["probe-za"][key.format("probe-za", "probe-zb")])
+            assert 1 <= za_to_zb < 50  # loopback
+            found = eventually(lambda: costs().get(("za", "zb")) and costs(), 60, "the zone costs")
+            assert set(found) == {("za", "zb"), ("zb", "za")}
+            assert all(1 <= cost < 50 for cost in found.values())
+        assert forbidden(cluster, "probe") == [] and forbidden(cluster, "operator") == []
+    finally:
+        cluster.kubectl("delete", "pod", "-n", RELEASE_NAMESPACE, "-l", "test=probe-pair", "--wait=false")
+        cluster.kubectl("delete", "node", *peers, "--wait=false", check=False)
