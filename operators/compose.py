@@ -25,7 +25,7 @@ from operators.kube import api_client_factory
 from operators.probe import ProbeMetrics, ProbeOptions, Prober, probe_cache, serve_endpoint
 from operators.runtime import RunOptions, run
 from operators.serving import add_probes
-from operators.sources.cache import ClusterCache
+from operators.sources.cache import ClusterCache, Kind
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
 from webhooks.view import ClusterView
@@ -121,3 +121,14 @@ async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, 
         endpoint.close()
         await endpoint.wait_closed()
         await runner.cleanup()
+
+
+async def snapshot_of(source: ClusterSource, kinds: tuple[Kind, ...]) -> Snapshot:
+    """The cluster as one snapshot: ``kinds`` listed once through the same cache the live components use (the
+    fixed snapshot of ``source`` when it has one). The caller bounds the time (``asyncio.timeout``)."""
+    if source.snapshot is not None:
+        return source.snapshot
+    cache = ClusterCache(kinds)
+    async with following(source, cache.follow):
+        await cache.wait_synced()
+        return cache.snapshot()

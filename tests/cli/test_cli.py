@@ -287,3 +287,33 @@ def test_topology_shows_the_costs_the_controller_computes_and_plots(tmp_path: pa
     assert code == 0 and "zone     Z3          Z4            10" in out  # the seeds' UserDefined Z3<->Z4: 10
     code, _, err = run("topology", "-f", EXAMPLES, "--name", "other")
     assert code == 1 and err.strip() == f"error: {EXAMPLES}: expected --name other; found: default/net-topology-test"
+
+
+def test_explain_pod_from_a_snapshot_agrees_with_schedule() -> None:
+    pod = str(ROOT / "hack" / "pod-p1.yaml")
+    config = str(ROOT / "hack" / "scheduler-config.yaml")
+    code, out, err = run("schedule", "-f", EXAMPLES, "--pod", pod, "--config", config, "-o", "json")
+    assert code == 0, err
+    scheduled = json.loads(out)
+    code, out, err = run(
+        "explain",
+        "pod",
+        "default/p1-deployment-6b7c8d-xyz12",
+        "-f",
+        EXAMPLES,
+        "-f",
+        pod,
+        "--config",
+        config,
+        "-o",
+        "json",
+    )
+    assert code == 0, err
+    explained = json.loads(out)
+    assert explained.pop("whyNot") == []
+    assert explained == scheduled
+    code, out, _ = run("explain", "pod", "p1-deployment-6b7c8d-xyz12", "-f", EXAMPLES, "-f", pod, "--config", config)
+    assert code == 0
+    assert out.splitlines()[0] == f"pod default/p1-deployment-6b7c8d-xyz12: {scheduled['selectedNode']} (*)"
+    code, _, err = run("explain", "pod", "default/nope", "-f", EXAMPLES)
+    assert code == 1 and err.strip() == "error: pod default/nope not found"

@@ -1,0 +1,70 @@
+"""Why a pod goes where it goes, or nowhere: one line per filter plugin that rejected nodes (pure).
+
+``why_not(result)`` groups each plugin's rejections by their reason (the message before its first ``:``,
+the node's own name left out), most nodes first, and says how many of the candidates it rejected, with one
+node's full message as the example:
+
+    NetworkBandwidth: 8 of 8 nodes: insufficient ingress bandwidth (n-1: requested 200M bits/s, free 50M)
+
+Numbers of bits/s are written as quantities (``200M``). The lines are what ``netaware explain pod`` prints for
+a pod no node fits, and the Warning Event the extender posts on such a pod.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from operators.engine.scheduling.schedule import PASSED, CycleResult
+
+_BITS = re.compile(r"\b(requested|free) (\d+)")
+_SUFFIXES = ((10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
+
+
+def bits(value: int) -> str:
+    """A bits/s figure as a short decimal quantity (``200M``, ``1.5G``)."""
+    for size, suffix in _SUFFIXES:
+        if value >= size:
+            return f"{value / size:.3g}{suffix}"
+    return str(value)
+
+
+def _readable(message: str) -> str:
+    return _BITS.sub(lambda match: f"{match.group(1)} {bits(int(match.group(2)))}", message)
+
+
+# Upstream's words for NetworkOverhead's rejection, and what they mean.
+_PLAIN = {
+    "does not meet several network requirements from Workload dependencies": (
+        "more of its dependencies' placed pods are beyond maxNetworkCost than within it"
+    ),
+}
+
+
+def _shape(node: str, message: str) -> str:
+    text = message.replace(f"Node {node} ", "").replace(f"node {node} ", "")
+    shape = text.split(":", 1)[0].strip()
+    return _PLAIN.get(shape, shape)
+
+
+def why_not(result: CycleResult) -> list[str]:
+    """One line per filter plugin that rejected nodes, in the configuration's filter order; empty when none did.
+    Needs a result computed with ``detail`` (its per-node filter verdicts)."""
+    plugins: dict[str, dict[str, str]] = {}
+    for node, verdicts in result.filters.items():
+        for plugin, verdict in verdicts.items():
+            if verdict != PASSED:
+                plugins.setdefault(plugin, {})[node] = verdict
+    candidates = len(result.filters)
+    lines = []
+    for plugin, rejected in plugins.items():
+        shapes = Counter(_shape(node, message) for node, message in rejected.items())
+        parts = []
+        for shape, count in shapes.most_common():
+            example = next(node for node in sorted(rejected) if _shape(node, rejected[node]) == shape)
+            detail = _readable(rejected[example])
+            rest = detail.split(":", 1)[1].strip() if ":" in detail else ""
+            noun = "node" if candidates == 1 else "nodes"
+            parts.append(f"{count} of {candidates} {noun}: {shape}" + (f" ({example}: {rest})" if rest else ""))
+        lines.append(f"{plugin}: " + "; ".join(parts))
+    return lines

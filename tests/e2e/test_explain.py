@@ -1,0 +1,72 @@
+"""`netaware explain pod` against the real API server agrees with `netaware schedule` on a dump of the same
+state, and `kubectl netaware explain pod` works through real kubectl's plugin mechanism."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import EXAMPLES, ROOT, control_plane
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = str(ROOT / "hack" / "scheduler-config.yaml")
+
+
+def netaware(*args: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-m", "operators.cli", *args], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return json.loads(done.stdout)
+
+
+def test_explain_pod_agrees_with_schedule_on_a_dump_and_runs_as_a_kubectl_plugin(
+    cluster: Any, tmp_path: pathlib.Path
+) -> None:
+    cluster.kubectl(
+        "apply", "-f", str(EXAMPLES / "pods.yaml"), "-f", str(EXAMPLES / "appgroup-a1.yaml"),
+        "-f", str(EXAMPLES / "networktopology.yaml"),
+    )  # fmt: skip
+    pending = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1-explained", "namespace": "default",
+                     "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p1"},
+                     "annotations": {"kubernetes.io/egress-request": "100Mi"}},
+        "spec": {"schedulerName": "nobody", "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    }  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pending))
+    try:
+        dump = tmp_path / "cluster.yaml"
+        kinds = "nodes,pods,appgroups,networktopologies,namespaces,nodeslos"
+        dump.write_text(cluster.kubectl("get", kinds, "-A", "-o", "yaml").stdout)
+        scheduled = netaware(
+            "schedule", "-f", str(dump), "--pod", "default/p1-explained", "--config", CONFIG, "-o", "json"
+        )
+        live = netaware(
+            "explain", "pod", "default/p1-explained", "--kubeconfig", str(cluster.kubeconfig), "--config", CONFIG,
+            "-o", "json",
+        )  # fmt: skip
+        assert live.pop("whyNot") == []
+        assert live == scheduled
+        assert scheduled["selectedNode"]
+        # kubectl finds kubectl-netaware on the PATH and hands it the rest of the command line
+        env = {**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"}
+        env["KUBECONFIG"] = str(cluster.kubeconfig)
+        done = subprocess.run(
+            [str(control_plane.BIN / "kubectl"), "netaware", "explain", "pod", "p1-explained", "--config", CONFIG,
+             "-o", "json"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        plugin = json.loads(done.stdout)
+        plugin.pop("whyNot")
+        assert plugin == scheduled
+    finally:
+        cluster.kubectl("delete", "pod", "p1-explained", "--ignore-not-found", "--wait=false")
