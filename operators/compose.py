@@ -19,7 +19,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Snapshot
 from operators.extender.live import KINDS as LIVE_INDEX_KINDS
 from operators.extender.live import LIVE_KEY, LiveIndex
-from operators.extender.server import ExtenderState
+from operators.extender.server import ExtenderState, PodNotifier
 from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
 from operators.probe import ProbeMetrics, ProbeOptions, Prober, probe_cache, serve_endpoint
@@ -63,8 +63,9 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
         return
     cache = ClusterCache(LIVE_INDEX_KINDS)
     live = LiveIndex(cache, config.bandwidth.default_node_bandwidth)
-    async with following(source, cache.follow), in_background(live.follow):
-        app = extender_app(ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current))
+    async with following(source, cache.follow) as api, in_background(live.follow):
+        state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current)
+        app = extender_app(state, PodNotifier(api))
         app[LIVE_KEY] = live
         yield app
 

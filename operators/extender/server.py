@@ -25,10 +25,12 @@ from prometheus_client import CollectorRegistry, Histogram
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.scheduling.explain import summary
 from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import weighted_totals
 from operators.engine.scheduling.table import Ints, NodeTable
+from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
 logger = logging.getLogger("netaware.extender")
@@ -68,6 +70,7 @@ class ExtenderState:
     _last_names: tuple[ClusterIndex, list[str], Candidates] | None = None
     _resolved: tuple[dict[str, int], list[str], Resolved] | None = None
     _answers: dict[tuple[str, Candidates, Any], bytes] = field(default_factory=dict)
+    _nowhere: dict[tuple[str, Candidates, Any], tuple[str, ...]] = field(default_factory=dict)  # why, per answer
     answers_reused: int = 0
 
     def index(self) -> ClusterIndex:
@@ -88,9 +91,12 @@ class ExtenderState:
         self._cycle = None
         self._answers.clear()
 
-    def answer(self, verb: str, candidates: Candidates, pod: Pod, compute: Callable[[], bytes]) -> bytes:
+    def answer(
+        self, verb: str, candidates: Candidates, pod: Pod, compute: Callable[[], tuple[bytes, tuple[str, ...]]]
+    ) -> tuple[bytes, tuple[str, ...]]:
         """The encoded answer of ``verb`` for ``pod`` on ``candidates`` (a NodeNames list of the current index),
-        computed once per pod shape: namespace, labels and annotations are all the plugins read of a pod."""
+        computed once per pod shape: namespace, labels and annotations are all the plugins read of a pod; with it,
+        why the pod fits no node (empty when one fits)."""
         key = (
             verb,
             candidates,
@@ -99,11 +105,15 @@ class ExtenderState:
         found = self._answers.get(key)
         if found is not None:
             self.answers_reused += 1
-            return found
+            return found, self._nowhere.get(key, ())
         if len(self._answers) >= ANSWERS_KEPT:
             self._answers.clear()
-        body = self._answers[key] = compute()
-        return body
+            self._nowhere.clear()
+        body, nowhere = compute()
+        self._answers[key] = body
+        if nowhere:
+            self._nowhere[key] = nowhere
+        return body, nowhere
 
     def candidates(
         self, index: ClusterIndex, names: list[str] | None, items: list[dict[str, Any]] | None
@@ -158,6 +168,8 @@ class ExtenderMetrics:
 
 
 STATE_KEY: web.AppKey[ExtenderState] = web.AppKey("state", ExtenderState)
+NOTIFIER_KEY: web.AppKey[PodNotifier] = web.AppKey("notifier", object)  # type: ignore[arg-type]
+COMPONENT = "netaware-extender"
 METRICS_KEY: web.AppKey[ExtenderMetrics] = web.AppKey("metrics", ExtenderMetrics)
 
 
@@ -288,17 +300,25 @@ async def filter_handler(request: web.Request) -> web.Response:
         return call
     candidates = call.state.candidates(call.index, call.names, call.items)
 
-    def compute() -> bytes:
-        return orjson.dumps(_filter_answer(call, candidates))
+    def compute() -> tuple[bytes, tuple[str, ...]]:
+        answer, nowhere = _filter_answer(call, candidates)
+        return orjson.dumps(answer), nowhere
 
-    body = call.state.answer("filter", candidates, call.pod, compute) if call.names is not None else compute()
+    if call.names is not None:
+        body, nowhere = call.state.answer("filter", candidates, call.pod, compute)
+    else:
+        body, nowhere = compute()
+    if nowhere:
+        request.app[NOTIFIER_KEY].unschedulable(call.pod, nowhere)
     request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
     return web.Response(body=body, content_type="application/json")
 
 
-def _filter_answer(call: Call, candidates: Candidates) -> dict[str, Any]:
+def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The ExtenderFilterResult, and why the pod fits none of the nodes (empty when one passes)."""
     state = call.state.cycle(call.pod, call.index)
-    rejected = merge_reasons(filter_table(state, candidates.table, call.state.config))
+    by_plugin = filter_table(state, candidates.table, call.state.config)
+    rejected = merge_reasons(by_plugin)
     failed = {**candidates.failed, **rejected}
     passing = [name for name in candidates.table.names if name not in rejected]
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
@@ -309,7 +329,37 @@ def _filter_answer(call: Call, candidates: Candidates) -> dict[str, Any]:
             Nodes={"apiVersion": "v1", "kind": "NodeList", "items": [candidates.raw[name] for name in passing]},
             NodeNames=None,
         )
-    return answer
+    nowhere = () if passing or not failed else tuple(summary(by_plugin, len(candidates.table)))
+    return answer, nowhere
+
+
+class PodNotifier:
+    """A Warning Event ``NetworkUnschedulable`` on a pod the extender rejects on every node, with why (one line per
+    plugin): once per pod and per change of the reason, never once per retry of kube-scheduler. Without an API
+    client (a snapshot) only logged. Bounded memory."""
+
+    def __init__(self, api: Any = None) -> None:
+        self.api = api
+        self._said: dict[tuple[str, str], str] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def unschedulable(self, pod: Pod, lines: tuple[str, ...]) -> None:
+        message = "no node fits: " + " | ".join(lines)
+        key = (pod.namespace, pod.name)
+        if self._said.get(key) == message:
+            return
+        if len(self._said) >= 10_000:
+            self._said.clear()
+        self._said[key] = message
+        logger.info("pod %s/%s: %s", pod.namespace, pod.name, message)
+        if self.api is None:
+            return
+        involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+        task = asyncio.create_task(
+            post_event(self.api, involved, "Warning", "NetworkUnschedulable", message, COMPONENT)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
 def extender_scale(totals: Any, config: SchedulerConfig) -> Any:
@@ -350,20 +400,21 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     names, items = call.names, call.items
     candidates = call.state.candidates(call.index, names, items)
 
-    def compute() -> bytes:
+    def compute() -> tuple[bytes, tuple[str, ...]]:
         requested = (
             names if names is not None else [_item_name(item, position) for position, item in enumerate(items or [])]
         )
-        return _host_priorities(call, candidates, requested)
+        return _host_priorities(call, candidates, requested), ()
 
-    body = call.state.answer("prioritize", candidates, call.pod, compute) if names is not None else compute()
+    body = (call.state.answer("prioritize", candidates, call.pod, compute) if names is not None else compute())[0]
     request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)
     return web.Response(body=body, content_type="application/json")
 
 
-def build_app(state: ExtenderState) -> web.Application:
+def build_app(state: ExtenderState, notifier: PodNotifier | None = None) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[STATE_KEY] = state
+    app[NOTIFIER_KEY] = notifier or PodNotifier()
     app[METRICS_KEY] = ExtenderMetrics.create()
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)

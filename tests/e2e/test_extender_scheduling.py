@@ -9,6 +9,7 @@ import re
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -68,6 +69,11 @@ def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> s
     scale = {node: total * 10 // (100 * 8) for node, total in totals.items()}
     best = max(scale.values())
     return {node for node, score in scale.items() if score == best}
+
+
+def network_warnings(cluster: Any, pod: str) -> list[dict[str, Any]]:
+    events = kubectl_json(cluster, "get", "events", "-n", "default", "--field-selector", f"involvedObject.name={pod}")
+    return [event for event in events["items"] if event["reason"] == "NetworkUnschedulable"]
 
 
 def probe(port: int, path: str, ca_file: pathlib.Path) -> int:
@@ -145,6 +151,14 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
             assert len(expected) < 8, expected  # the choice meant something: not every node ties
             calls = extender_calls(port, host_tls["ca"])
             assert calls["filter"] >= 1 and calls["prioritize"] >= 1, calls
+            # a pod no node fits: one Warning Event from the extender with why, whatever kube-scheduler's retries
+            huge = p1_pod("p1-too-big")
+            huge["metadata"]["annotations"] = {"kubernetes.io/ingress-request": "50G"}
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(huge))
+            warned = eventually(lambda: network_warnings(cluster, "p1-too-big"), 60, "the extender's Warning Event")
+            assert (
+                "no node fits: NetworkBandwidth: 8 of 8 nodes: insufficient ingress bandwidth" in warned[0]["message"]
+            )
         assert forbidden(cluster, "extender") == []
         # its cache followed the cluster by watch, never a re-list loop (which listed every 0.5 s, dozens of times
         # in this test): one list per kind, two where the API server's watch cache of a just-created CRD answered
@@ -158,4 +172,6 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
         assert eventually(lambda: node_of(cluster, "p1-without-extender"), 60, "scheduled without the extender")
     finally:
         cluster.stop_component(SCHEDULER)
-        cluster.kubectl("delete", "pod", "p1-scheduled", "p1-without-extender", "--ignore-not-found", "--wait=false")
+        cluster.kubectl(
+            "delete", "pod", "p1-scheduled", "p1-without-extender", "p1-too-big", "--ignore-not-found", "--wait=false"
+        )

@@ -146,3 +146,35 @@ async def test_a_replica_gets_the_first_replicas_answer(api: Api, emulator: ApiE
         other["metadata"]["annotations"] = {"kubernetes.io/egress-request": "900M"}
         await answers(http, other)  # another shape: computed
         assert state.answers_reused == 2
+
+
+async def test_a_pod_that_fits_nowhere_gets_one_warning_per_reason_not_per_retry(emulator: ApiEmulator) -> None:
+    await emulator.seed(seeded())
+    source = compose.ClusterSource(server=emulator.base_url)
+    async with compose.extender(source, CONFIG) as app, TestClient(TestServer(app)) as http:
+        await eventually(lambda: app[LIVE_KEY].ready, 10)
+        huge = copy.deepcopy(POD)
+        huge["metadata"]["annotations"] = {"kubernetes.io/ingress-request": "50G"}  # more than any node has
+        for _ in range(3):  # kube-scheduler retries the pod
+            await http.post("/filter", json={"Pod": huge, "NodeNames": NAMES})
+        replica = copy.deepcopy(huge)
+        replica["metadata"]["name"] = "p1-deployment-6b7c8d-other"  # same shape: the cached answer, its own Event
+        await http.post("/filter", json={"Pod": replica, "NodeNames": NAMES})
+        fewer = {"Pod": huge, "NodeNames": NAMES[:4]}  # another reason (4 of 4 nodes): a new Event
+        await http.post("/filter", json=fewer)
+        await http.post("/filter", json=fewer)
+
+        def warnings() -> list[dict[str, Any]]:
+            events = emulator.list_objects("v1/events", "default")
+            return [e for e in events if e.get("reason") == "NetworkUnschedulable"]
+
+        await eventually(lambda: len(warnings()) == 3, 5)
+        await asyncio.sleep(0.3)
+        events = warnings()
+        assert sorted(e["involvedObject"]["name"] for e in events) == sorted(
+            [huge["metadata"]["name"], huge["metadata"]["name"], replica["metadata"]["name"]]
+        )
+        assert all(e["type"] == "Warning" for e in events)
+        messages = {e["message"] for e in events}
+        assert "no node fits: NetworkBandwidth: 8 of 8 nodes: insufficient ingress bandwidth" in " ".join(messages)
+        assert any("4 of 4 nodes" in message for message in messages)

@@ -182,6 +182,7 @@ def test_operator_rbac_is_narrowed_to_what_it_writes(helm: str) -> None:
     operator = next(d for d in koordinator if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator"))
     assert "--nodeslo-spec-owner=koordinator" in containers(operator)[0]["args"]
     assert verbs_for(rules_of(render(helm), "-webhook"), "events") == {"create"}
+    assert verbs_for(rules_of(render(helm), "-extender"), "events") == {"create"}  # a pod no node fits
 
 
 def test_ordered_scheduling_values_and_the_one_pod_write(helm: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 
 from operators.engine.scheduling.schedule import PASSED, CycleResult
 
@@ -48,21 +49,27 @@ def _shape(node: str, message: str) -> str:
 
 
 def why_not(result: CycleResult) -> list[str]:
-    """One line per filter plugin that rejected nodes, in the configuration's filter order; empty when none did.
-    Needs a result computed with ``detail`` (its per-node filter verdicts)."""
-    plugins: dict[str, dict[str, str]] = {}
+    """``summary`` of a cycle computed with ``detail`` (its per-node filter verdicts)."""
+    rejected: dict[str, dict[str, str]] = {}
     for node, verdicts in result.filters.items():
         for plugin, verdict in verdicts.items():
             if verdict != PASSED:
-                plugins.setdefault(plugin, {})[node] = verdict
-    candidates = len(result.filters)
+                rejected.setdefault(plugin, {})[node] = verdict
+    return summary(rejected, len(result.filters))
+
+
+def summary(rejected: Mapping[str, Mapping[str, str]], candidates: int) -> list[str]:
+    """One line per filter plugin of ``rejected`` (plugin -> node -> reason, in filter order) that rejected any
+    of the ``candidates`` nodes; empty when none did."""
     lines = []
-    for plugin, rejected in plugins.items():
-        shapes = Counter(_shape(node, message) for node, message in rejected.items())
+    for plugin, reasons in rejected.items():
+        if not reasons:
+            continue
+        shapes = Counter(_shape(node, message) for node, message in reasons.items())
         parts = []
         for shape, count in shapes.most_common():
-            example = next(node for node in sorted(rejected) if _shape(node, rejected[node]) == shape)
-            detail = _readable(rejected[example])
+            example = next(node for node in sorted(reasons) if _shape(node, reasons[node]) == shape)
+            detail = _readable(reasons[example])
             rest = detail.split(":", 1)[1].strip() if ":" in detail else ""
             noun = "node" if candidates == 1 else "nodes"
             parts.append(f"{count} of {candidates} {noun}: {shape}" + (f" ({example}: {rest})" if rest else ""))
