@@ -156,9 +156,10 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
             huge["metadata"]["annotations"] = {"kubernetes.io/ingress-request": "50G"}
             cluster.kubectl("apply", "-f", "-", stdin=json.dumps(huge))
             warned = eventually(lambda: network_warnings(cluster, "p1-too-big"), 60, "the extender's Warning Event")
-            assert (
-                "no node fits: NetworkBandwidth: 8 of 8 nodes: insufficient ingress bandwidth" in warned[0]["message"]
-            )
+            expected = "no node fits: NetworkBandwidth: 8 of 8 nodes: insufficient ingress bandwidth"
+            assert expected in warned[0]["message"]
+            time.sleep(5)  # kube-scheduler retries the pod (backoff 1 s, 2 s, ...): still one Event
+            assert len(network_warnings(cluster, "p1-too-big")) == 1
         assert forbidden(cluster, "extender") == []
         # its cache followed the cluster by watch, never a re-list loop (which listed every 0.5 s, dozens of times
         # in this test): one list per kind, two where the API server's watch cache of a just-created CRD answered
