@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.engine.cluster.snapshot import Snapshot
@@ -46,6 +46,7 @@ def followed_kinds(policy: DeschedulerPolicy) -> tuple[Kind, ...]:
 class DeschedulerMetrics:
     registry: CollectorRegistry
     evicted: Counter
+    utilization: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> DeschedulerMetrics:
@@ -56,6 +57,12 @@ class DeschedulerMetrics:
                 "descheduler_pods_evicted",
                 "Eviction attempts by the descheduler, by result (success, refused, gone, error, dry-run).",
                 ["result", "node", "namespace"],
+                registry=registry,
+            ),
+            Gauge(
+                "netaware_node_utilization_percent",
+                "Each node's usage of the policy's resources (netBandwidth included), percent, as of the last cycle.",
+                ["node", "resource"],
                 registry=registry,
             ),
         )
@@ -88,6 +95,9 @@ class Descheduler:
         except StopIteration as finished:
             plan: Plan = finished.value
         self.observations = plan.observations
+        for node, usage in plan.usage.items():
+            for resource, percent in usage.items():
+                self.metrics.utilization.labels(node, resource).set(percent)
         for node, why in plan.skipped.items():
             logger.info("node %s skipped: %s", node, why)
         if plan.note and not plan.evictions:

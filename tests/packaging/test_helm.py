@@ -23,7 +23,16 @@ VARIANTS = {
     "cert-manager": ["--set", "tls.certManager.enabled=true"],
     "second-scheduler": ["--set", "secondScheduler.enabled=true", "--set", "descheduler.enabled=true"],
     "no-nodeslo": ["--set", "crds.nodeSLO=false", "--set", "serviceMonitor.enabled=true"],
-    "probe": ["--set", "probe.enabled=true", "--set", "probe.topologyNamespace=net", "--set", "probe.peersPerZone=3"],
+    "probe": [
+        "--set",
+        "probe.enabled=true",
+        "--set",
+        "probe.topologyNamespace=net",
+        "--set",
+        "probe.peersPerZone=3",
+        "--set",
+        "grafanaDashboard.enabled=true",
+    ],
 }
 
 
@@ -234,3 +243,29 @@ def test_the_probe_is_off_by_default_and_writes_configmaps_in_one_namespace_only
             check=False,
         )
         assert refused.returncode != 0 and "probe" in refused.stderr, bad
+
+
+def test_the_grafana_dashboard_is_json_and_asks_only_for_metrics_netaware_exports(helm: str) -> None:
+    import json
+    import re
+
+    assert not [d for d in render(helm) if d["metadata"]["name"].endswith("-dashboard")]
+    (config_map,) = [
+        d
+        for d in render(helm, "--set", "grafanaDashboard.enabled=true")
+        if d["metadata"]["name"].endswith("-dashboard")
+    ]
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(config_map["data"]["netaware.json"])
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    assert len(dashboard["panels"]) == 10 and len({panel["id"] for panel in dashboard["panels"]}) == 10
+    source = "\n".join(
+        path.read_text() for folder in ("operators", "webhooks") for path in (ROOT / folder).rglob("*.py")
+    )
+    exported = set(re.findall(r'"((?:netaware|controller_runtime|descheduler|workqueue)_[a-z_]+)"', source))
+    for expr in exprs:
+        for name in re.findall(r"\b((?:netaware|controller_runtime|descheduler)_[a-z_]+?)(?:_bucket|_total)?\{", expr):
+            assert name in exported, f"{name} (in {expr}) is not a metric netaware exports"
+    for panel in dashboard["panels"]:  # panels do not overlap on Grafana's 24-column grid
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24
