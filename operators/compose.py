@@ -120,7 +120,8 @@ async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, 
             await Prober(options, cache, metrics).run(api, stop)
     finally:
         endpoint.close()
-        await endpoint.wait_closed()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(endpoint.wait_closed(), 2.0)
         await runner.cleanup()
 
 

@@ -47,6 +47,7 @@ logger = logging.getLogger("netaware.probe")
 
 MAX_CONNECTIONS = 1024
 IDLE_SECONDS = 60.0
+WRITE_SECONDS = 10.0
 REQUEST = b"r"
 RESPONSE = b"R"
 
@@ -119,8 +120,8 @@ async def serve_endpoint(host: str, port: int, delay: float = 0.0) -> asyncio.Se
         finally:
             connections -= 1
             writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
+            with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)  # a peer that never acknowledges holds nothing
 
     return await asyncio.start_server(answer, host, port, limit=1024)
 
@@ -229,12 +230,18 @@ class Prober:
         path = f"/api/v1/namespaces/{options.namespace}/configmaps"
         name = configmap_name(options.topology, options.node)
         try:
-            existing = await read_json(api, f"{path}/{name}")
-            if existing is None:
-                await send_json(api, "POST", path, body)
-            else:
-                body["metadata"]["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-                await send_json(api, "PUT", f"{path}/{name}", body)
+            async with asyncio.timeout(WRITE_SECONDS):  # a slow API server delays the row, never the shutdown
+                existing = await read_json(api, f"{path}/{name}")
+                if existing is None:
+                    await send_json(api, "POST", path, body)
+                else:
+                    body["metadata"]["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
+                    await send_json(api, "PUT", f"{path}/{name}", body)
+        except TimeoutError:
+            logger.warning(
+                "row %s/%s not written within %g s; retried next round", options.namespace, name, WRITE_SECONDS
+            )
+            return False
         except ApiException as error:
             logger.warning(
                 "row %s/%s not written (%s %s); retried next round", options.namespace, name, error.status, error.reason
@@ -245,7 +252,11 @@ class Prober:
         return True
 
     async def run(self, api: Any, stop: asyncio.Event) -> None:
-        await self.cache.wait_synced()
+        synced = asyncio.ensure_future(self.cache.wait_synced())
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait((synced, stopped), return_when=asyncio.FIRST_COMPLETED)  # SIGTERM before the first list
+        for waiter in (synced, stopped):
+            waiter.cancel()
         while not stop.is_set():
             started = time.monotonic()
             await self.measure_round()

@@ -99,6 +99,9 @@ def probe_command(
     Runs on every node as the chart's probe DaemonSet (pod-to-pod latency; with probe.hostNetwork,
     node-to-node). Stops gracefully on SIGTERM.
     """
+    import faulthandler
+    import signal
+
     from operators import compose
     from operators.cli.signals import run_until_signal
     from operators.kube import NoCredentials
@@ -122,6 +125,7 @@ def probe_command(
         delay=respond_delay,
     )
     source = compose.ClusterSource(None, server, kubeconfig)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     try:
         run_until_signal(lambda stop: compose.probe(source, options, health_port, stop))
     except NoCredentials as error:

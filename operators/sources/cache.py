@@ -138,6 +138,13 @@ def _selecting(kind: Kind) -> dict[str, str]:
     return {"labelSelector": kind.selector} if kind.selector else {}
 
 
+async def _pause(stop: asyncio.Event, seconds: float) -> None:
+    """Wait ``seconds``, or less when ``stop`` is set: a cancellation a library swallowed (turned into an error
+    the loop retries after) must not hold a shutdown for the length of a retry pause."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
 class ClusterCache:
     def __init__(
         self,
@@ -335,15 +342,15 @@ class ClusterCache:
                 except asyncio.CancelledError:
                     raise
                 except ApiException as error:
-                    await asyncio.sleep(self._pause_after(store, error))
+                    await _pause(stop, self._pause_after(store, error))
                     continue
                 except (aiohttp.ClientError, TimeoutError, ValueError, OSError) as error:
                     logger.info("listing %s failed (%s); listing again", store.kind.name, error or type(error).__name__)
-                    await asyncio.sleep(PAUSE)
+                    await _pause(stop, PAUSE)
                     continue
                 except Exception:  # a bug must not end the following of a kind for good: log it, list again
                     logger.exception("listing %s failed; listing again", store.kind.name)
-                    await asyncio.sleep(MISSING_PAUSE)
+                    await _pause(stop, MISSING_PAUSE)
                     continue
             try:
                 version = await self._watch(store, api, version)
@@ -355,10 +362,10 @@ class ClusterCache:
             except (ApiException, aiohttp.ClientError, TimeoutError, ValueError, OSError) as error:
                 # a dropped or refused watch: resume from the last version seen, without listing
                 logger.info("watch of %s ended (%s); resuming", store.kind.name, error or type(error).__name__)
-                await asyncio.sleep(PAUSE)
+                await _pause(stop, PAUSE)
             except Exception:  # a bug must not end the following of a kind for good: log it, list again
                 logger.exception("watch of %s failed; listing again", store.kind.name)
-                await asyncio.sleep(PAUSE)
+                await _pause(stop, PAUSE)
                 version = None
 
     async def _request(self, api: client.ApiClient, path: str, params: dict[str, str], seconds: float) -> Any:

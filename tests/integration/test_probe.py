@@ -73,9 +73,16 @@ async def start_probe(emulator: ApiEmulator, node: str, port: int, delay: float 
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM, and the probe must be gone within 20 s; if not, its stacks (SIGUSR1) go to the test's output."""
     if process.returncode is None:
         process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.wait(), 20)
+        try:
+            await asyncio.wait_for(process.wait(), 20)
+        except TimeoutError:
+            process.send_signal(signal.SIGUSR1)
+            await asyncio.sleep(1)
+            process.kill()
+            raise AssertionError("the probe did not stop within 20 s of SIGTERM (its stacks are above)") from None
 
 
 @contextlib.asynccontextmanager
