@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from operators.api.appgroup import AppGroup
+from operators.engine.cluster.objects import Node
+from operators.engine.scheduling.network_overhead import SAME_NODE_COST, place_costs
 from operators.engine.scheduling.schedule import PASSED, CycleResult
 
 _BITS = re.compile(r"\b(requested|free) (\d+)")
@@ -75,3 +79,49 @@ def summary(rejected: Mapping[str, Mapping[str, str]], candidates: int) -> list[
             parts.append(f"{count} of {candidates} {noun}: {shape}" + (f" ({example}: {rest})" if rest else ""))
         lines.append(f"{plugin}: " + "; ".join(parts))
     return lines
+
+
+@dataclass(frozen=True)
+class PairCost:
+    """One (pod of a workload, pod of a workload it depends on) pair as placed: its network cost and the
+    dependency's ``maxNetworkCost`` (None: no limit)."""
+
+    workload: str
+    dependency: str
+    limit: int | None
+    cost: int
+
+    @property
+    def within(self) -> bool:
+        return self.limit is None or self.cost <= self.limit
+
+
+def dependency_pair_costs(
+    group: AppGroup, placed: Iterable[tuple[str, str]], nodes: Mapping[str, Node], costs: Mapping[tuple[str, str], int]
+) -> list[PairCost]:
+    """Every pair of placed pods along the AppGroup's dependencies, with NetworkOverhead's cost rules (same node 0,
+    same zone 1, else the topology's zone or region cost, ``MAX_COST`` unknown). ``placed``: (workload selector,
+    node name) per placed pod; pods on nodes not in ``nodes`` are left out."""
+    by_workload: dict[str, list[str]] = {}
+    for selector, node in placed:
+        if node in nodes:
+            by_workload.setdefault(selector, []).append(node)
+    places = tuple(sorted({(node.region, node.zone) for node in nodes.values()}))
+    matrix = place_costs(places, costs)
+    row = {place: index for index, place in enumerate(places)}
+    pairs = []
+    for entry in group.spec.workloads:
+        for dependency in entry.dependencies or ():
+            for a in by_workload.get(entry.workload.selector, ()):
+                for b in by_workload.get(dependency.workload.selector, ()):
+                    if a == b:
+                        cost = SAME_NODE_COST
+                    else:
+                        first, second = nodes[a], nodes[b]
+                        cost = int(matrix[row[(first.region, first.zone)], row[(second.region, second.zone)]])
+                    pairs.append(
+                        PairCost(
+                            entry.workload.selector, dependency.workload.selector, dependency.max_network_cost, cost
+                        )
+                    )
+    return pairs

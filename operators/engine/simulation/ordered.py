@@ -30,8 +30,8 @@ from operators.api.config.scheduler import NETWORK_OVERHEAD, NetworkOverheadArgs
 from operators.engine.admission.pod_bandwidth import admit_pod
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.scheduling.explain import dependency_pair_costs
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.network_overhead import SAME_NODE_COST, place_costs
 from operators.engine.scheduling.schedule import schedule
 from operators.engine.status.appgroup import ordered_entries
 from operators.engine.status.gates import GATE, gate_plan
@@ -257,35 +257,18 @@ def edge_costs(scenario: AppScenario, placement: dict[str, str | None]) -> EdgeC
     snapshot = build_snapshot(list(scenario.cluster))
     nodes: dict[str, Node] = {node.name: node for node in snapshot.nodes}
     costs = ClusterIndex.build(replace(snapshot, app_groups=(scenario.group,))).cost_map(config().overhead) or {}
-    places = tuple(sorted({(node.region, node.zone) for node in nodes.values()}))
-    matrix = place_costs(places, costs)
-    row = {place: index for index, place in enumerate(places)}
-    by_workload: dict[str, list[str]] = {}
-    for pod in scenario.pods:
-        node = placement.get(pod.name)
-        if node is not None:
-            by_workload.setdefault(pod.labels[keys.APPGROUP_WORKLOAD_LABEL], []).append(node)
-    values: list[int] = []
-    within = 0
-    for entry in scenario.group.spec.workloads:
-        for dependency in entry.dependencies or ():
-            limit = dependency.max_network_cost
-            for a in by_workload.get(entry.workload.selector, ()):
-                for b in by_workload.get(dependency.workload.selector, ()):
-                    if a == b:
-                        cost = SAME_NODE_COST
-                    else:
-                        pa, pb = (nodes[a].region, nodes[a].zone), (nodes[b].region, nodes[b].zone)
-                        cost = int(matrix[row[pa], row[pb]])
-                    values.append(cost)
-                    within += limit is None or cost <= limit
+    placed = [
+        (pod.labels[keys.APPGROUP_WORKLOAD_LABEL], node)
+        for pod in scenario.pods
+        if (node := placement.get(pod.name)) is not None
+    ]
+    pairs = dependency_pair_costs(scenario.group, placed, nodes, costs)
     unscheduled = sum(1 for node in placement.values() if node is None)
-    if not values:
+    if not pairs:
         return EdgeCosts(0, 0.0, 0.0, 1.0, unscheduled)
-    array = np.array(values, dtype=np.float64)
-    return EdgeCosts(
-        len(values), float(array.mean()), float(np.percentile(array, 90)), within / len(values), unscheduled
-    )
+    array = np.array([pair.cost for pair in pairs], dtype=np.float64)
+    within = sum(pair.within for pair in pairs) / len(pairs)
+    return EdgeCosts(len(pairs), float(array.mean()), float(np.percentile(array, 90)), within, unscheduled)
 
 
 def compare(scenario: AppScenario, seeds: int = 5, seed: int = 1) -> dict[str, dict[str, Any]]:
