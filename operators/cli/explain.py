@@ -33,6 +33,27 @@ def _source_options(command: Any) -> Any:
     )(command)
 
 
+def _snapshot(filenames: tuple[str, ...], kubeconfig: str | None, server: str | None, kinds: tuple[Any, ...]) -> Any:
+    """The snapshot of ``-f`` files, else the cluster's, listed once through the live components' cache."""
+    import asyncio
+
+    from operators import compose
+    from operators.kube import NoCredentials
+
+    source = compose.ClusterSource(load(filenames) if filenames else None, server, kubeconfig)
+
+    async def listed() -> Any:
+        async with asyncio.timeout(LIVE_TIMEOUT):
+            return await compose.snapshot_of(source, kinds)
+
+    try:
+        return asyncio.run(listed())
+    except NoCredentials as error:
+        raise CommandError(str(error)) from None
+    except TimeoutError:
+        raise CommandError(f"the cluster did not list what the explanation needs within {LIVE_TIMEOUT:g} s") from None
+
+
 @click.group("explain")
 def explain_group() -> None:
     """Explain placements: why a pod went where it went, or why it is pending."""
@@ -57,33 +78,16 @@ def explain_pod_command(
     each plugin's raw, normalised and weighted score, the node chosen, and for a pod no node fits, why (one
     line per plugin). JSON and YAML have the shape of `netaware schedule`, plus `whyNot`.
     """
-    import asyncio
-
-    from operators import compose
     from operators.engine.cluster.objects import Pod
     from operators.engine.scheduling.explain import why_not
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.scheduling.schedule import schedule
     from operators.extender.live import KINDS
-    from operators.kube import NoCredentials
 
     pod_namespace, _, name = reference.rpartition("/")
     pod_namespace = pod_namespace or namespace
     config = load_scheduler_config(config_path)
-    source = compose.ClusterSource(load(filenames) if filenames else None, server, kubeconfig)
-
-    async def listed() -> Any:
-        async with asyncio.timeout(LIVE_TIMEOUT):
-            return await compose.snapshot_of(source, KINDS)
-
-    try:
-        snapshot = asyncio.run(listed())
-    except NoCredentials as error:
-        raise CommandError(str(error)) from None
-    except TimeoutError:
-        raise CommandError(
-            f"the cluster did not list nodes, pods and netaware's kinds within {LIVE_TIMEOUT:g} s"
-        ) from None
+    snapshot = _snapshot(filenames, kubeconfig, server, KINDS)
     found = next((p for p in snapshot.pods if p.namespace == pod_namespace and p.name == name), None)
     if found is None:
         raise CommandError(f"pod {pod_namespace}/{name} not found")
@@ -110,3 +114,172 @@ def explain_pod_command(
     click.echo(output.table(("node", "filters", *plugins, "total"), rows), nl=False)
     for line in reasons:
         click.echo(f"why not: {line}")
+
+
+@explain_group.command("appgroup")
+@click.argument("reference", metavar="[NAMESPACE/]NAME")
+@click.option("-n", "--namespace", default="default", show_default=True, help="When the reference has none.")
+@_source_options
+@scheduler_config_option
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml", "table")), default="table", show_default=True)
+def explain_appgroup_command(
+    reference: str,
+    namespace: str,
+    filenames: tuple[str, ...],
+    kubeconfig: str | None,
+    server: str | None,
+    config_path: str | None,
+    fmt: str,
+) -> None:
+    """An AppGroup as placed now: its topology order, where each workload's pods run, and the network cost of
+    each dependency edge over its placed pod pairs (mean, worst, pairs over maxNetworkCost)."""
+    from operators.engine.cluster.appgroups import workload_namespaces
+    from operators.engine.scheduling.explain import dependency_pair_costs
+    from operators.engine.scheduling.index import ClusterIndex
+    from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, PODS
+
+    group_namespace, _, name = reference.rpartition("/")
+    group_namespace = group_namespace or namespace
+    config = load_scheduler_config(config_path)
+    snapshot = _snapshot(filenames, kubeconfig, server, (NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES))
+    group = next(
+        (g for g in snapshot.app_groups if (g.metadata.namespace, g.metadata.name) == (group_namespace, name)), None
+    )
+    if group is None:
+        raise CommandError(f"AppGroup {group_namespace}/{name} not found")
+    nodes = snapshot.node_by_name
+    covered = set(workload_namespaces(group))
+    members = [
+        pod for pod in snapshot.pods if pod.namespace in covered and pod.labels.get("appgroup.diktyo.x-k8s.io") == name
+    ]
+    placed = [
+        (pod.labels.get("appgroup.diktyo.x-k8s.io.workload", ""), pod.node_name) for pod in members if pod.node_name
+    ]
+    costs = ClusterIndex.build(snapshot).cost_map(config.overhead)
+    pairs = dependency_pair_costs(group, placed, nodes, costs or {})
+    edges: dict[tuple[str, str], list[Any]] = {}
+    for pair in pairs:
+        edges.setdefault((pair.workload, pair.dependency), []).append(pair)
+    order = sorted((group.status.topology_order or []) if group.status else [], key=lambda entry: entry.index)
+    document: dict[str, Any] = {
+        "appGroup": f"{group_namespace}/{name}",
+        "order": [entry.workload.selector for entry in order],
+        "networkTopology": config.overhead.network_topology_name if costs is not None else None,
+        "placements": {
+            entry.workload.selector: [
+                {"pod": f"{p.namespace}/{p.name}", "node": p.node_name or None,
+                 "zone": nodes[p.node_name].zone if p.node_name in nodes else None}
+                for p in sorted(members, key=lambda member: member.name)
+                if p.labels.get("appgroup.diktyo.x-k8s.io.workload") == entry.workload.selector
+            ]
+            for entry in group.spec.workloads
+        },
+        "edges": [
+            {
+                "workload": workload,
+                "dependency": dependency,
+                "maxNetworkCost": found[0].limit,
+                "pairs": len(found),
+                "meanCost": round(sum(p.cost for p in found) / len(found), 2),
+                "worstCost": max(p.cost for p in found),
+                "pairsOverMaxNetworkCost": sum(not p.within for p in found),
+            }
+            for (workload, dependency), found in edges.items()
+        ],
+    }  # fmt: skip
+    if fmt != "table":
+        click.echo(output.dump(document, fmt), nl=False)
+        return
+    click.echo(f"AppGroup {document['appGroup']}: topology order {' -> '.join(document['order']) or '(none yet)'}")
+    if costs is None:
+        click.echo(f"no NetworkTopology {config.overhead.network_topology_name}: every cost below is unknown (100)")
+    click.echo("where each workload's pods run:")
+    rows = [
+        (workload, item["pod"], item["node"] or "(pending)", item["zone"] or "-")
+        for workload, items in document["placements"].items()
+        for item in items
+    ]
+    click.echo(output.table(("workload", "pod", "node", "zone"), rows), nl=False)
+    click.echo("each dependency edge over its placed pod pairs (cost: same node 0, same zone 1, else the topology's):")
+    edge_rows = [
+        (f"{e['workload']} -> {e['dependency']}", str(e["maxNetworkCost"] if e["maxNetworkCost"] is not None else "-"),
+         str(e["pairs"]), str(e["meanCost"]), str(e["worstCost"]), str(e["pairsOverMaxNetworkCost"]))
+        for e in document["edges"]
+    ]  # fmt: skip
+    headers = ("edge", "maxNetworkCost", "pairs", "mean cost", "worst", "over max")
+    click.echo(output.table(headers, edge_rows), nl=False)
+
+
+@explain_group.command("node")
+@click.argument("name")
+@_source_options
+@scheduler_config_option
+@click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
+              help="DeschedulerConfiguration (default: netBandwidth low 30 %, high 70 %).")  # fmt: skip
+@click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml", "table")), default="table", show_default=True)
+def explain_node_command(
+    name: str,
+    filenames: tuple[str, ...],
+    kubeconfig: str | None,
+    server: str | None,
+    config_path: str | None,
+    policy_path: str | None,
+    fmt: str,
+) -> None:
+    """A node's bandwidth as netaware sees it: the capacity and where it comes from, what its pods request
+    and what is free per direction, its NodeSLO's network QoS classes, and the descheduler's class for it."""
+    import datetime
+
+    from operators.api.errors import FieldError
+    from operators.cli.common import load_descheduler_policy
+    from operators.engine.cluster.bandwidth import node_capacity
+    from operators.engine.descheduling.lownodeload import plan
+    from operators.engine.scheduling.explain import bits
+    from operators.engine.scheduling.index import ClusterIndex
+    from operators.extender.live import KINDS
+
+    config = load_scheduler_config(config_path)
+    policy = load_descheduler_policy(policy_path)
+    snapshot = _snapshot(filenames, kubeconfig, server, KINDS)
+    node = snapshot.node_by_name.get(name)
+    if node is None:
+        raise CommandError(f"node {name} not found")
+    index = ClusterIndex.build(snapshot)
+    try:
+        capacity = node_capacity(node, index.slo_totals.get(name), config.bandwidth.default_node_bandwidth)
+    except FieldError as error:
+        raise CommandError(f"node {name}: {error}") from None
+    used_in, used_out = index.used.get(name, (0, 0))
+    total = capacity.bits if capacity else None
+    slo = next((s for s in snapshot.node_slos if s.metadata.name == name), None)
+    qos = slo.status.network_qos if slo is not None and slo.status is not None else None
+    planned = plan(snapshot, policy, datetime.datetime.now(datetime.UTC)).to_json()
+    classified = (planned.get("nodes") or {}).get(name, {})
+    document = {
+        "node": name,
+        "zone": node.zone or None,
+        "region": node.region or None,
+        "capacity": {"bitsPerSecond": total, "source": capacity.source if capacity else None},
+        "requested": {"ingress": used_in, "egress": used_out},
+        "free": {"ingress": total - used_in, "egress": total - used_out} if total is not None else None,
+        "networkQOS": qos.model_dump(by_alias=True, exclude_none=True, mode="json") if qos is not None else None,
+        "descheduler": classified or None,
+    }
+    if fmt != "table":
+        click.echo(output.dump(document, fmt), nl=False)
+        return
+    where = f"zone {node.zone or '-'}, region {node.region or '-'}"
+    click.echo(f"node {name} ({where})")
+    if total is None:
+        click.echo("capacity: unknown (no annotation, NodeSLO or default): NetworkBandwidth rejects it")
+    else:
+        click.echo(f"capacity: {bits(total)} bits/s per direction, from {capacity.source if capacity else '-'}")
+        rows = [
+            (direction, f"{bits(used)} bits/s", f"{bits(total - used)} bits/s", f"{100 * used / total:.1f} %")
+            for direction, used in (("ingress", used_in), ("egress", used_out))
+        ]
+        click.echo(output.table(("direction", "requested", "free", "used"), rows), nl=False)
+    click.echo(f"NodeSLO network QoS: {document['networkQOS'] or '(none)'}")
+    if classified:
+        usage = ", ".join(f"{resource} {value:.2f} %" for resource, value in classified.get("usage", {}).items())
+        click.echo(f"descheduler (LowNodeLoad): {classified.get('class')} ({usage})")

@@ -317,3 +317,26 @@ def test_explain_pod_from_a_snapshot_agrees_with_schedule() -> None:
     assert out.splitlines()[0] == f"pod default/p1-deployment-6b7c8d-xyz12: {scheduled['selectedNode']} (*)"
     code, _, err = run("explain", "pod", "default/nope", "-f", EXAMPLES)
     assert code == 1 and err.strip() == "error: pod default/nope not found"
+
+
+def test_explain_appgroup_and_node_from_a_snapshot() -> None:
+    config = str(ROOT / "hack" / "scheduler-config.yaml")
+    code, out, err = run("explain", "appgroup", "default/a1", "-f", EXAMPLES, "--config", config, "-o", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    # p2 runs on n-1 (Z1), p3 on n-4 (Z2): the seeds' topology costs Z1 <-> Z2 5, within p2 -> p3's limit of 20
+    assert document["edges"] == [
+        {"workload": "p2", "dependency": "p3", "maxNetworkCost": 20, "pairs": 1, "meanCost": 5.0, "worstCost": 5,
+         "pairsOverMaxNetworkCost": 0}
+    ]  # fmt: skip
+    assert document["placements"]["p2"] == [{"pod": "default/p2-deployment-7d4b9c-abcde", "node": "n-1", "zone": "Z1"}]
+    code, out, err = run("explain", "node", "n-1", "-f", EXAMPLES, "-o", "json")
+    assert code == 0, err
+    node = json.loads(out)
+    # n-1: 1G from Koordinator's annotation; p2's pod there asks 300M each way (its limits, no requests)
+    assert node["capacity"] == {"bitsPerSecond": 10**9, "source": "node.koordinator.sh/network-bandwidth"}
+    assert node["requested"] == {"ingress": 300_000_000, "egress": 300_000_000}
+    assert node["free"] == {"ingress": 700_000_000, "egress": 700_000_000}
+    assert node["descheduler"]["class"] == "low"  # 30 % used: at the default low threshold of 30 %
+    code, _, err = run("explain", "node", "nope", "-f", EXAMPLES)
+    assert code == 1 and err.strip() == "error: node nope not found"
