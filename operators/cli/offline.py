@@ -37,8 +37,7 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
     items = reconcile(snapshot, now)
     resolved = output.resolve_format(fmt)
     if resolved == "table":
-        rows = [(item["kind"], item["metadata"].get("namespace", ""), item["metadata"]["name"]) for item in items]
-        click.echo(output.table(("kind", "namespace", "name"), rows), nl=False)
+        click.echo(output.reconcile_tables(items), nl=False)
     else:
         click.echo(output.dump(output.as_list(items), resolved), nl=False)
 

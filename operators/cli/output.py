@@ -25,16 +25,100 @@ def dump(document: Any, fmt: str) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain, aligned text table (rich renders it when stdout is a terminal)."""
+    """An aligned text table, laid out by rich (no colour, no borders: it reads the same in a terminal, a pipe
+    and a test). Columns whose every cell is a number are right-aligned."""
+    import io
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
     cells = [[str(cell) for cell in row] for row in rows]
-    widths = [max([len(header)] + [len(row[index]) for row in cells]) for index, header in enumerate(headers)]
-    lines = ["   ".join(header.upper().ljust(width) for header, width in zip(headers, widths, strict=True)).rstrip()]
-    lines.extend(
-        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells
-    )
+    layout = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 3, 0, 0), header_style="")
+    for index, header in enumerate(headers):
+        numeric = bool(cells) and all(_is_number(row[index]) for row in cells)
+        layout.add_column(header.upper(), justify="right" if numeric else "left", no_wrap=True)
+    for row in cells:
+        layout.add_row(*row)
+    buffer = io.StringIO()
+    Console(file=buffer, width=100_000, color_system=None, force_terminal=False, legacy_windows=False).print(layout)
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines() if line.strip()]
     return "\n".join(lines) + "\n"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.rstrip("%").strip())
+    except ValueError:
+        return False
+    return True
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     """A ``v1 List``, as ``kubectl get -o yaml`` writes several objects."""
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+def _ready(status: dict[str, Any]) -> str:
+    ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+    if ready is None:
+        return "-"
+    return "True" if ready.get("status") == "True" else f"False ({ready.get('reason')})"
+
+
+def reconcile_tables(items: Sequence[dict[str, Any]]) -> str:
+    """What the controllers would write, one table per kind, each under a line saying what it shows."""
+    sections = []
+    rows: list[tuple[str, ...]]
+    groups = [item for item in items if item["kind"] == "AppGroup"]
+    if groups:
+        rows = []
+        for item in groups:
+            status = item.get("status") or {}
+            order = sorted(status.get("topologyOrder") or (), key=lambda entry: entry["index"])
+            rows.append(
+                (
+                    f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}",
+                    str(item["spec"].get("topologySortingAlgorithm", "-")),
+                    " -> ".join(entry["workload"]["selector"] for entry in order) or "-",
+                    str(status.get("runningWorkloads", 0)),
+                    _ready(status),
+                )
+            )
+        sections.append(
+            "AppGroups: topology order (a workload before those it depends on) and running pods\n"
+            + table(("appgroup", "algorithm", "order", "running", "ready"), rows)
+        )
+    topologies = [item for item in items if item["kind"] == "NetworkTopology"]
+    if topologies:
+        rows = [
+            (
+                f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}",
+                str((item.get("status") or {}).get("nodeCount", 0)),
+                str(len((item.get("status") or {}).get("missingCosts") or ())),
+                _ready(item.get("status") or {}),
+            )
+            for item in topologies
+        ]
+        sections.append(
+            "NetworkTopologies: nodes seen and zone or region pairs without a measured cost\n"
+            + table(("networktopology", "nodes", "missing costs", "ready"), rows)
+        )
+    slos = [item for item in items if item["kind"] == "NodeSLO"]
+    if slos:
+        rows = []
+        for item in slos:
+            qos = (item.get("status") or {}).get("networkQOS") or {}
+            rows.append(
+                (
+                    str(item["metadata"]["name"]),
+                    f"{qos.get('totalNetworkBandwidth', '-')} bits/s",
+                    str(qos.get("totalSource", "-")),
+                    ", ".join(qos.get("classes") or {}) or "-",
+                )
+            )
+        sections.append(
+            "NodeSLOs: each node's network bandwidth, where it comes from, and its QoS classes\n"
+            + table(("node", "total", "source", "classes"), rows)
+        )
+    return "\n".join(sections)
