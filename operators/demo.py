@@ -29,6 +29,7 @@ from operators.runtime import RunOptions
 from operators.serving import listening
 from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
 from operators.sources.files import expand_paths, read_documents
+from operators.text import table
 from operators.waiting import NotConverged, until
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -154,39 +155,46 @@ async def _controllers(live: ClusterCache, echo: Callable[[str], None], within: 
 
     await until("a NodeSLO per node, with its status", nodeslos_done, within)
     snapshot = live.snapshot()
-    echo("\n== AppGroups (topology order)")
+    echo("\n== AppGroups: topology order (a workload comes before the workloads it depends on)")
+    rows: list[tuple[str, ...]] = []
     for ag in snapshot.app_groups:
         entries = ag.status.topology_order if ag.status is not None else None
         order = sorted((entry.index, entry.workload.selector) for entry in entries or [])
-        echo(f"  {ag.metadata.name} ({ag.spec.topology_sorting_algorithm}): {' -> '.join(s for _, s in order)}")
-    echo("\n== NetworkTopology costs")
-    for nt in snapshot.network_topologies:
-        for weight in nt.spec.weights:
-            for topology in weight.topology_list:
-                pairs = [
-                    f"{origin.origin}->{cost.destination}={cost.network_cost}"
-                    for origin in topology.origin_list
-                    for cost in origin.cost_list or []
-                ]
-                echo(
-                    f"  {nt.metadata.name} {weight.name} {topology.topology_key.rsplit('/', 1)[-1]}: {', '.join(pairs)}"
-                )
-    echo("\n== NodeSLO network QoS")
-    for slo in snapshot.node_slos:
-        echo(f"  {slo.metadata.name}: {_netqos(slo)}")
+        rows.append((ag.metadata.name, ag.spec.topology_sorting_algorithm, " -> ".join(s for _, s in order)))
+    echo(_indented(table(("appgroup", "algorithm", "order"), rows)))
+    echo("\n== NetworkTopology: network cost between zones and regions (UserDefined: given; NetperfCosts: measured)")
+    rows = [
+        (nt.metadata.name, weight.name, topology.topology_key.rsplit("/", 1)[-1], origin.origin, cost.destination,
+         str(cost.network_cost))
+        for nt in snapshot.network_topologies
+        for weight in nt.spec.weights
+        for topology in weight.topology_list
+        for origin in topology.origin_list
+        for cost in origin.cost_list or []
+    ]  # fmt: skip
+    echo(_indented(table(("networktopology", "weights", "level", "origin", "destination", "cost"), rows)))
+    echo("\n== NodeSLO network QoS: each node's bandwidth and its classes' ingress request / limit (bits/s)")
+    rows = [(slo.metadata.name, *_netqos(slo)) for slo in snapshot.node_slos]
+    echo(_indented(table(("node", "total", "source", "lsr", "ls", "be"), rows)))
 
 
-def _netqos(slo: Any) -> str:
-    """``total 1G (source); lsr 200M/1G, ls ...`` — ingress request/limit per class."""
+def _indented(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.rstrip("\n").splitlines())
+
+
+def _netqos(slo: Any) -> tuple[str, str, str, str, str]:
+    """(total, its source, then ingress request / limit of the lsr, ls and be classes)."""
     qos = slo.status.network_qos if slo.status is not None else None
     if qos is None:
-        return "(none)"
+        return ("-", "-", "-", "-", "-")
     wire = qos.model_dump(by_alias=True, exclude_none=True, mode="json")
-    classes = "; ".join(
-        f"{name} {values.get('ingressRequest', '-')}/{values.get('ingressLimit', '-')}"
-        for name, values in (wire.get("classes") or {}).items()
-    )
-    return f"total {wire.get('totalNetworkBandwidth')} ({wire.get('totalSource')}); ingress request/limit: {classes}"
+    classes = wire.get("classes") or {}
+
+    def of(name: str) -> str:
+        values = classes.get(name) or {}
+        return f"{values.get('ingressRequest', '-')} / {values.get('ingressLimit', '-')}"
+
+    return (str(wire.get("totalNetworkBandwidth")), str(wire.get("totalSource")), of("lsr"), of("ls"), of("be"))
 
 
 async def _pods(
@@ -198,8 +206,9 @@ async def _pods(
     echo: Callable[[str], None],
     within: float,
 ) -> None:
-    echo("\n== pods through the webhook and the extender")
+    echo("\n== pods through the webhook (bandwidth it added, bits/s) and the extender (nodes passed, best scores 0-10)")
     names = [node.name for node in live.snapshot().nodes]
+    rows = []
     for index, (group, workload) in enumerate(NEW_PODS):
         pod = _new_pod(group, workload, index)
         review = {
@@ -245,13 +254,13 @@ async def _pods(
             {"status": {"phase": "Running"}},
             "application/merge-patch+json",
         )
-        echo(
-            f"  {pod['metadata']['name']}: annotations {annotations}; {len(passing)}/{len(names)} nodes passed; "
-            f"scores {scores} -> {best}"
-        )
+        added = ", ".join(f"{key.split('/')[-1]} {value}" for key, value in sorted(annotations.items())) or "-"
+        top = ", ".join(f"{node} {score}" for node, score in sorted(scores.items(), key=lambda item: -item[1])[:3])
+        rows.append((pod["metadata"]["name"], added, f"{len(passing)} of {len(names)}", top, best))
         stored = await read_json(api, f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}")
         if not stored or (stored.get("spec") or {}).get("nodeName") != best:
             raise NotConverged(f"{pod['metadata']['name']} is not bound to {best}")
+    echo(_indented(table(("pod", "bandwidth added", "nodes passed", "best scores", "bound to"), rows)))
     await until(
         "the new pods in the watch cache",
         lambda: sum(1 for p in live.snapshot().pods if "-demo-" in p.name and p.node_name) == len(NEW_PODS),
@@ -266,36 +275,42 @@ async def _appgroups_after(live: ClusterCache, echo: Callable[[str], None], with
         return any("-demo-" in pod.name for workload in placements or [] for pod in workload.pods)
 
     await until("a1 placements include the new pods", placed, within)
-    echo("\n== AppGroup placements")
-    for ag in live.snapshot().app_groups:
-        if ag.status is not None:
-            running = ", ".join(
-                f"{pod.name}@{pod.node}" for workload in ag.status.placements or [] for pod in workload.pods
-            )
-            echo(f"  {ag.metadata.name}: {running or '(none)'}")
-    echo("\n== NetworkTopology allocated bandwidth")
-    for nt in live.snapshot().network_topologies:
-        echo(f"  {nt.metadata.name}: {_allocated(nt)}")
-
-
-def _allocated(nt: Any) -> str:
-    entries = []
-    for weight in nt.spec.weights:
-        for topology in weight.topology_list:
-            for origin in topology.origin_list:
-                for cost in origin.cost_list or []:
-                    if cost.bandwidth_allocated:
-                        entries.append(f"{origin.origin}->{cost.destination}={cost.bandwidth_allocated}")
-    return ", ".join(entries) or "(nothing allocated)"
+    echo("\n== AppGroup placements: where each workload's pods run")
+    rows = [
+        (ag.metadata.name, workload.selector, pod.name, pod.node or "(pending)", pod.zone or "-")
+        for ag in live.snapshot().app_groups
+        if ag.status is not None
+        for workload in ag.status.placements or []
+        for pod in workload.pods
+    ]
+    echo(_indented(table(("appgroup", "workload", "pod", "node", "zone"), rows)))
+    echo("\n== NetworkTopology allocated bandwidth: what dependencies across zones or regions reserve (bits/s)")
+    rows = [
+        (nt.metadata.name, topology.topology_key.rsplit("/", 1)[-1], origin.origin, cost.destination,
+         str(cost.bandwidth_allocated))
+        for nt in live.snapshot().network_topologies
+        for weight in nt.spec.weights
+        for topology in weight.topology_list
+        for origin in topology.origin_list
+        for cost in origin.cost_list or []
+        if cost.bandwidth_allocated
+    ]  # fmt: skip
+    echo(_indented(table(("networktopology", "level", "origin", "destination", "allocated"), rows)) if rows else
+         "  (nothing allocated)")  # fmt: skip
 
 
 async def _deschedule(api: Any, live: ClusterCache, echo: Callable[[str], None]) -> None:
     document = dict(DEFAULT_POLICY)
     document["dryRun"] = True
     plan = await Descheduler(api, parse_policy(document), live.snapshot).cycle()
-    echo("\n== one descheduling cycle (dry run)")
-    for node, entry in plan.to_json()["nodes"].items():
-        echo(f"  {node}: {entry['class']} {entry['usage']}")
+    echo("\n== one descheduling cycle (dry run): each node's class by the LowNodeLoad thresholds, usage in %")
+    nodes = plan.to_json()["nodes"]
+    resources = sorted({resource for entry in nodes.values() for resource in entry["usage"]})
+    rows = [
+        (node, entry["class"], *(f"{entry['usage'].get(resource, 0):.1f} %" for resource in resources))
+        for node, entry in nodes.items()
+    ]
+    echo(_indented(table(("node", "class", *resources), rows)))
     for eviction in plan.evictions:
         echo(f"  evict {eviction.pod.key} from {eviction.node} to {eviction.target}: {eviction.reason}")
     if not plan.evictions:

@@ -9,6 +9,10 @@ from typing import Any
 
 import yaml
 
+from operators.text import table
+
+__all__ = ["FORMATS", "as_list", "dump", "reconcile_tables", "resolve_format", "table"]
+
 FORMATS = ("json", "yaml", "table")
 
 
@@ -22,36 +26,6 @@ def dump(document: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(document, indent=2, sort_keys=False) + "\n"
     return yaml.safe_dump(document, sort_keys=False, width=120)
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """An aligned text table, laid out by rich (no colour, no borders: it reads the same in a terminal, a pipe
-    and a test). Columns whose every cell is a number are right-aligned."""
-    import io
-
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    cells = [[str(cell) for cell in row] for row in rows]
-    layout = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 3, 0, 0), header_style="")
-    for index, header in enumerate(headers):
-        numeric = bool(cells) and all(_is_number(row[index]) for row in cells)
-        layout.add_column(header.upper(), justify="right" if numeric else "left", no_wrap=True)
-    for row in cells:
-        layout.add_row(*row)
-    buffer = io.StringIO()
-    Console(file=buffer, width=100_000, color_system=None, force_terminal=False, legacy_windows=False).print(layout)
-    lines = [line.rstrip() for line in buffer.getvalue().splitlines() if line.strip()]
-    return "\n".join(lines) + "\n"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text.rstrip("%").strip())
-    except ValueError:
-        return False
-    return True
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:

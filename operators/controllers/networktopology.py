@@ -36,7 +36,7 @@ from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
 from operators.kube import MERGE_PATCH, patch_status, read_json
-from operators.sources.cache import APPGROUP_SPECS, NODES, Change, ClusterCache
+from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, NODES, Change, ClusterCache
 
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
 EVENT_SHOWN = 5
@@ -64,8 +64,9 @@ class _State:
                 if place_of(change.old) != place_of(change.new):
                     self.mark()
                     return
-            elif change.kind == APPGROUP_SPECS.name or any(
-                pod is not None and keys.APPGROUP_LABEL in pod.labels for pod in (change.old, change.new)
+            elif change.kind == APPGROUP_SPECS.name or (
+                change.kind == APPGROUP_PODS.name  # the process's cache has other kinds too (NodeSLOs, ...)
+                and any(pod is not None and keys.APPGROUP_LABEL in pod.labels for pod in (change.old, change.new))
             ):
                 self.mark()
                 return

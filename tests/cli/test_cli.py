@@ -290,7 +290,8 @@ def test_topology_shows_the_costs_the_controller_computes_and_plots(tmp_path: pa
     assert set(document["costs"]["topology.kubernetes.io/zone"]) == {"Z1", "Z2", "Z3", "Z4"}
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, out, _ = run("topology", "-f", EXAMPLES, "--weights", "UserDefined", "-o", "table")
-    assert code == 0 and ["zone", "Z3", "Z4", "10"] in [line.split() for line in out.splitlines()]  # UserDefined Z3<->Z4
+    rows = [line.split() for line in out.splitlines()]
+    assert code == 0 and ["zone", "Z3", "Z4", "10"] in rows  # the seeds' UserDefined Z3<->Z4: 10
     code, _, err = run("topology", "-f", EXAMPLES, "--name", "other")
     assert code == 1 and err.strip() == f"error: {EXAMPLES}: expected --name other; found: default/net-topology-test"
 

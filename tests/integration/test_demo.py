@@ -15,20 +15,24 @@ async def test_demo_converges_and_shows_every_component() -> None:
     text = "\n".join(lines)
     assert code == 0, text
     for section in (
-        "== AppGroups (topology order)",
-        "== NetworkTopology costs",
+        "== AppGroups: topology order",
+        "== NetworkTopology: network cost between zones and regions",
         "== NodeSLO network QoS",
-        "== pods through the webhook and the extender",
+        "== pods through the webhook",
         "== AppGroup placements",
         "== NetworkTopology allocated bandwidth",
         "== one descheduling cycle (dry run)",
     ):
         assert section in text
-    assert "a1 (KahnSort): p1 -> p2 -> p3" in text
-    assert "net-topology-test NetperfCosts zone: Z1->Z2=5" in text
-    assert "n-5: total 10G" in text
-    assert "'kubernetes.io/egress-request': '100Mi'" in text  # the webhook's patch, from the AppGroup
-    assert "a1-p1-demo-0@n-2" in text, text  # bound where the extender scored best
+    rows = [line.split() for line in text.splitlines()]
+    assert ["a1", "KahnSort", "p1", "->", "p2", "->", "p3"] in rows
+    assert ["net-topology-test", "NetperfCosts", "zone", "Z1", "Z2", "5"] in rows
+    assert rows[next(i for i, row in enumerate(rows) if row[:1] == ["n-5"])][:2] == ["n-5", "10G"]
+    # the webhook's patch from the AppGroup (p1 depends on p2 with 100Mi), and the node the extender scored best
+    demo_0 = next(row for row in rows if row[:1] == ["a1-p1-demo-0"])
+    assert demo_0[1:3] == ["egress-request", "100Mi,"] and demo_0[-1] == "n-2", demo_0
+    assert ["a1", "p1", "a1-p1-demo-0", "n-2", "Z1"] in rows
+    assert ["n-1", "low", "30.0", "%"] in rows  # p2's pod asks 300M of n-1's 1G: 30 %, at the low threshold
     assert text.endswith("every component converged")
 
 

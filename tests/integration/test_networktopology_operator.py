@@ -129,3 +129,24 @@ async def test_skipped_entries_are_one_capped_event(api: Api, emulator: ApiEmula
         assert len(skipped) == 1
         assert skipped[0]["message"].startswith("30 netperf entries skipped: ")
         assert "(and 25 more, see status.netperf)" in skipped[0]["message"]
+
+
+def test_changes_of_other_kinds_in_the_shared_cache_are_not_pods() -> None:
+    """The process's cache also follows NodeSLOs and namespaces: their changes reach the controller's listener,
+    which must neither fail on them (a NodeSLO has no labels attribute) nor mark anything."""
+    from operators.api.nodeslo import NodeSLO
+    from operators.controllers.networktopology import _State
+    from operators.engine.cluster.objects import Pod
+    from operators.sources.cache import Change, ClusterCache
+
+    state = _State(ClusterCache(()))
+    event = asyncio.Event()
+    state.dirty[("default", "nt")] = event
+    slo = NodeSLO.model_validate(
+        {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n-1"}, "spec": {}}
+    )
+    state.on_changes([Change("nodeslos", None, slo), Change("nodeslos", slo, None)])
+    assert not event.is_set()
+    labelled = pod("p", "p1", "n-1")
+    state.on_changes([Change("pods", None, Pod.parse(labelled))])
+    assert event.is_set()
