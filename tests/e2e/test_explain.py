@@ -8,6 +8,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -24,6 +25,30 @@ def netaware(*args: str) -> Any:
         [sys.executable, "-m", "operators.cli", *args], capture_output=True, text=True, check=True, cwd=ROOT
     )
     return json.loads(done.stdout)
+
+
+def answers(cluster: Any, tmp_path: pathlib.Path) -> tuple[Any, Any, Any]:
+    """`netaware schedule` on a dump, `netaware explain pod` live, `kubectl netaware explain pod` (whyNot aside)."""
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text(cluster.kubectl("get", "nodes,pods,appgroups,networktopologies,namespaces,nodeslos", "-A", "-o",
+                                    "yaml").stdout)  # fmt: skip
+    scheduled = netaware("schedule", "-f", str(dump), "--pod", "default/p1-explained", "--config", CONFIG, "-o", "json")
+    live = netaware(
+        "explain", "pod", "default/p1-explained", "--kubeconfig", str(cluster.kubeconfig), "--config", CONFIG,
+        "-o", "json",
+    )  # fmt: skip
+    assert live.pop("whyNot") == []
+    env = {**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env["KUBECONFIG"] = str(cluster.kubeconfig)
+    done = subprocess.run(
+        [str(control_plane.BIN / "kubectl"), "netaware", "explain", "pod", "p1-explained", "--config", CONFIG,
+         "-o", "json"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    plugin = json.loads(done.stdout)
+    plugin.pop("whyNot")
+    return scheduled, live, plugin
 
 
 def test_explain_pod_agrees_with_schedule_on_a_dump_and_runs_as_a_kubectl_plugin(
@@ -43,30 +68,15 @@ def test_explain_pod_agrees_with_schedule_on_a_dump_and_runs_as_a_kubectl_plugin
     }  # fmt: skip
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pending))
     try:
-        dump = tmp_path / "cluster.yaml"
-        kinds = "nodes,pods,appgroups,networktopologies,namespaces,nodeslos"
-        dump.write_text(cluster.kubectl("get", kinds, "-A", "-o", "yaml").stdout)
-        scheduled = netaware(
-            "schedule", "-f", str(dump), "--pod", "default/p1-explained", "--config", CONFIG, "-o", "json"
-        )
-        live = netaware(
-            "explain", "pod", "default/p1-explained", "--kubeconfig", str(cluster.kubeconfig), "--config", CONFIG,
-            "-o", "json",
-        )  # fmt: skip
-        assert live.pop("whyNot") == []
+        # The same state for both: the session's other tests may still be deleting pods (KWOK removes them over
+        # a few seconds), so the dump and the live answers are taken back to back until nothing moved between.
+        for _ in range(10):
+            scheduled, live, plugin = answers(cluster, tmp_path)
+            if live == scheduled == plugin:
+                break
+            time.sleep(2)
         assert live == scheduled
+        assert plugin == scheduled  # kubectl found kubectl-netaware on the PATH and handed it the command line
         assert scheduled["selectedNode"]
-        # kubectl finds kubectl-netaware on the PATH and hands it the rest of the command line
-        env = {**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"}
-        env["KUBECONFIG"] = str(cluster.kubeconfig)
-        done = subprocess.run(
-            [str(control_plane.BIN / "kubectl"), "netaware", "explain", "pod", "p1-explained", "--config", CONFIG,
-             "-o", "json"],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        plugin = json.loads(done.stdout)
-        plugin.pop("whyNot")
-        assert plugin == scheduled
     finally:
         cluster.kubectl("delete", "pod", "p1-explained", "--ignore-not-found", "--wait=false")
