@@ -118,6 +118,20 @@ async def send_json(
 RETRYABLE = frozenset({409, 429, 500, 502, 503, 504})
 
 
+def merge_patch_between(old: Any, new: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: what changed, and a null for every key
+    ``new`` no longer has — a merge patch of ``new`` alone would keep those. Lists are replaced whole."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = value
+        elif old[key] != value:
+            patch[key] = merge_patch_between(old[key], value)
+    return patch
+
+
 async def patch_status(
     api: client.ApiClient,
     group: str,
@@ -126,8 +140,10 @@ async def patch_status(
     namespace: str | None,
     name: str,
     status: dict[str, Any],
+    previous: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Merge-patch the status subresource of a custom object; the object as written (None: it is gone).
+    """Merge-patch the status subresource of a custom object; the object as written (None: it is gone). With
+    ``previous`` (the status as last read or written), what it has and ``status`` has not is removed.
 
     Transient answers (409, 429, 5xx) are retried a few times with a growing delay; a missing
     object (deleted meanwhile) is not an error; anything else raises ``ApiException``.
@@ -135,6 +151,8 @@ async def patch_status(
     custom = client.CustomObjectsApi(api)
     # kubernetes-asyncio would send a dict body as a JSON patch unless told otherwise.
     options: dict[str, Any] = {"_content_type": MERGE_PATCH}
+    if previous is not None:
+        status = merge_patch_between(previous, status)
     for attempt in range(ATTEMPTS):
         try:
             if namespace is None:

@@ -124,7 +124,7 @@ async def recompute(
         )  # type: ignore[call-arg]
         state.writes += 1
     if new.get("status") != raw.get("status"):
-        await patch_status(api, *RESOURCE, namespace, name, new["status"])
+        await patch_status(api, *RESOURCE, namespace, name, new["status"], raw.get("status") or {})
         state.writes += 1
     skipped = tuple(str(entry) for entry in result.skipped[:SKIPPED_SHOWN])
     if skipped and skipped != state.reported.get((namespace, name)):

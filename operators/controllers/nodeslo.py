@@ -153,7 +153,9 @@ async def sync_node(api: Any, state: _State, name: str, options: NodeSLOOptions)
                         raise
                     return  # someone wrote it meanwhile: their event brings the newer object back here
         if current.get("status") != wanted.get("status"):
-            written = await patch_status(api, *RESOURCE, None, name, wanted.get("status") or {})
+            written = await patch_status(
+                api, *RESOURCE, None, name, wanted.get("status") or {}, current.get("status") or {}
+            )
             # the object as written: its resourceVersion guards our next spec patch
             current = state.own(name, written) or {**current, "status": wanted.get("status")}
         state.slos[name] = current

@@ -233,3 +233,34 @@ async def test_a_burst_of_pods_costs_a_few_coalesced_writes_that_end_correct(api
 
 def _status_writes(emulator: ApiEmulator) -> list[Any]:
     return [write for write in emulator.writes if write[2] == "appgroups" and write[5] == "status"]
+
+
+async def test_a_status_field_left_out_is_removed_not_kept_from_before(api: Api, emulator: ApiEmulator) -> None:
+    """The status is a merge patch: a field the controller stops writing (here the order, once the AppGroup grows
+    past what fits) must be removed on the object, not keep its old value beside a condition saying it is gone."""
+    group = documents("appgroup-a1.yaml")[0]
+    await emulator.seed(documents("cluster.yaml"))
+    async with running_operator(emulator.base_url):
+        await api.call("POST", AG, group)
+        await eventually(lambda: status_of(emulator).get("topologyOrder"))
+        huge = [
+            {
+                "workload": {
+                    "kind": "Deployment",
+                    "name": f"w-{i:05d}",
+                    "selector": f"w-{i:05d}",
+                    "apiVersion": "apps/v1",
+                }
+            }
+            for i in range(7000)
+        ]
+        patch = {"spec": {"numMembers": 7000, "workloads": huge}}
+        status, _ = await api.call("PATCH", AG + "/a1", patch, "application/merge-patch+json")
+        assert status == 200
+
+        def bounded() -> bool:
+            by_type = {c["type"]: c for c in status_of(emulator).get("conditions") or ()}
+            return by_type.get("StatusComplete", {}).get("status") == "False"
+
+        await eventually(bounded, within=60)
+    assert "topologyOrder" not in status_of(emulator)
