@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -104,10 +104,13 @@ class GateKeeper:
 
     # -- decisions ------------------------------------------------------------------------------------
 
-    def plans(self, name: str, now: float) -> list[tuple[AppGroup | None, GatePlan]]:
+    def plans(
+        self, name: str, now: float, named: Mapping[str, list[AppGroup]] | None = None
+    ) -> list[tuple[AppGroup | None, GatePlan]]:
         """One plan per AppGroup ``name`` that covers a namespace with gated pods; the gated pods no AppGroup
-        covers make one more plan (without an AppGroup: released)."""
-        groups = [group for group in self.cache.objects(APPGROUP_SPECS) if group.metadata.name == name]
+        covers make one more plan (without an AppGroup: released). ``named``: the AppGroups by name, when the
+        caller has them (one pass over the cache for many names)."""
+        groups = (named or self.appgroups_by_name()).get(name, [])
         owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in self.gated.get(name, ())}
         pods = self.members.get(name, {})
         plans = []
@@ -119,6 +122,13 @@ class GateKeeper:
             members = [pod for (namespace, _), pod in pods.items() if namespace in covered]
             plans.append((group, gate_plan(group, members, now, self.timeout)))
         return plans
+
+    def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
+        named: dict[str, list[AppGroup]] = defaultdict(list)
+        for group in self.cache.objects(APPGROUP_SPECS):
+            if isinstance(group, AppGroup):
+                named[group.metadata.name].append(group)
+        return named
 
     # -- the task -------------------------------------------------------------------------------------
 
@@ -134,8 +144,9 @@ class GateKeeper:
             releases: list[Release] = []
             holding: dict[str, float] = {}  # names with pods held -> their first deadline
             problems: list[tuple[AppGroup, str]] = []
+            named = self.appgroups_by_name() if names else {}
             for name in sorted(names):
-                for group, plan in self.plans(name, now):
+                for group, plan in self.plans(name, now, named):
                     if group is not None:
                         problem = timeout_of(group, self.timeout)[1]
                         key = (group.metadata.namespace, name)
