@@ -48,7 +48,7 @@ async def cluster_api_client(kubeconfig: str | None = None) -> client.ApiClient:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise NoCredentials(
             f"no cluster credentials: not running in a cluster, and no usable kubeconfig ({where}: {reason}); "
-            "pass --kubeconfig PATH, --server URL (a plain-HTTP API server) or -f PATH (serve a snapshot)"
+            "pass --kubeconfig PATH or --server URL (a plain-HTTP API server)"
         ) from None
     return client.ApiClient(configuration)
 

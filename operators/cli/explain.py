@@ -49,7 +49,7 @@ def _snapshot(filenames: tuple[str, ...], kubeconfig: str | None, server: str | 
     try:
         return asyncio.run(listed())
     except NoCredentials as error:
-        raise CommandError(str(error)) from None
+        raise CommandError(f"{error}, or -f PATH (explain from a snapshot)") from None
     except TimeoutError:
         raise CommandError(f"the cluster did not list what the explanation needs within {LIVE_TIMEOUT:g} s") from None
 

@@ -124,7 +124,7 @@ def serve_component(
     try:
         run_until_signal(body)
     except NoCredentials as error:
-        raise CommandError(str(error)) from None
+        raise CommandError(f"{error}, or -f PATH (serve a snapshot)") from None
     except OSError as error:  # the port is taken, the address is not ours, ...
         raise CommandError(f"cannot serve: {error.strerror or error}") from None
 

@@ -211,7 +211,13 @@ def test_simulate_from_a_snapshot() -> None:
 
 
 @pytest.mark.parametrize(
-    "command", [["webhook", "--insecure"], ["extender", "--insecure"], ["run", "--no-leader-elect"]]
+    "command",
+    [
+        ["webhook", "--insecure"],
+        ["extender", "--insecure"],
+        ["run", "--no-leader-elect"],
+        ["probe", "--node-name", "n", "--topology", "nt", "--namespace", "default", "--health-port", "0"],
+    ],
 )
 def test_no_credentials_is_one_line_naming_what_to_pass(tmp_path: pathlib.Path, command: list[str]) -> None:
     import os
@@ -239,7 +245,8 @@ def test_no_credentials_is_one_line_naming_what_to_pass(tmp_path: pathlib.Path, 
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
     assert errors[0].startswith("error: no cluster credentials:")
-    assert "--kubeconfig PATH, --server URL" in errors[0]
+    assert "pass --kubeconfig PATH or --server URL" in errors[0]
+    assert ("-f PATH" in errors[0]) == (command[0] in ("webhook", "extender"))  # only where -f exists
 
 
 def test_insecure_listens_on_loopback_unless_told_otherwise(tmp_path: pathlib.Path) -> None:
