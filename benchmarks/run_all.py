@@ -102,6 +102,15 @@ FIGURES = (
         2,
         True,
     ),
+    Figure(
+        "probe bytes/s per peer at the chart's defaults (issue 19: a few KB/s)",
+        "bench_probe.py",
+        ("--seconds", "10"),
+        r"defaults .*?, ([\d.]+) B/s per peer",
+        "B/s",
+        4000,
+        True,
+    ),
     *(
         Figure(name, "bench_live.py", ("--repeat", "1"), r"(?s)" + pattern, unit, budget, True)
         for name, pattern, unit, budget in (
