@@ -45,9 +45,9 @@ from operators.sources.cache import NODES, PODS, Change, ClusterCache
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 INVALID_SPEC = "InvalidSpec"
 RETRY_SECONDS = 2.0
-STATUS_FIELDS: dict[str, None] = {
-    field.alias or name: None for name, field in AppGroupStatus.model_fields.items()
-}  # every field the controller writes, as nulls
+# What the object's status may hold, as far as a write is concerned: every field the controller writes. (The
+# status remembered after a write is kept slim, without placements, so it cannot say what is there.)
+ANY_STATUS: dict[str, None] = {field.alias or name: None for name, field in AppGroupStatus.model_fields.items()}
 WRITERS = 4  # status writes in flight at once
 COMPONENT = "netaware"
 
@@ -191,8 +191,8 @@ async def write_status(api: Any, state: _State, key: Key) -> tuple[dict[str, Any
     status = compute_status({**body, "status": previous}, state.members, node_of, now).to_wire()
     digest = _digest(status)
     if written is None or digest != written[1]:
-        # a merge patch keeps what it does not mention: a field left out this time is removed by name
-        await patch_status(api, *RESOURCE, key[0], key[1], {**STATUS_FIELDS, **status})
+        # a merge patch keeps what it does not mention: against ANY_STATUS, a field left out this time is removed
+        await patch_status(api, *RESOURCE, key[0], key[1], status, previous=ANY_STATUS)
     state.written[key] = (_slim(status), digest)
     return previous, status
 
