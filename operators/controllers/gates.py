@@ -59,18 +59,25 @@ PodKey = tuple[str, str]  # (namespace, name)
 class GateKeeper:
     """Which AppGroup names have gated pods, which need a look, and the task that releases them."""
 
-    def __init__(self, cache: ClusterCache, timeout: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        timeout: float,
+        members: Mapping[tuple[str, str], Mapping[str, Pod]],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.cache = cache
         self.timeout = timeout
         self.clock = clock
-        self.members: dict[str, dict[PodKey, Pod]] = defaultdict(dict)  # AppGroup name -> its pods
+        # (namespace, AppGroup label) -> its pods by name: the AppGroup controller's, kept by delta (its listener
+        # runs before this one, so they are current when a change reaches here)
+        self.members = members
         self.gated: dict[str, set[PodKey]] = defaultdict(set)  # AppGroup name -> its gated pods
         self.sent: set[PodKey] = set()  # released, and the release not seen back yet: never patched twice
         self.marked: set[str] = set()
         self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
-        self.releases = 0  # patches written (tests read it)
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
 
@@ -82,10 +89,6 @@ class GateKeeper:
                     if not name:
                         continue
                     key = (pod.namespace, pod.name)
-                    if add:
-                        self.members[name][key] = pod
-                    else:
-                        self.members[name].pop(key, None)
                     if add and is_gated(pod):
                         self.gated[name].add(key)
                     else:
@@ -112,14 +115,13 @@ class GateKeeper:
         caller has them (one pass over the cache for many names)."""
         groups = (named or self.appgroups_by_name()).get(name, [])
         owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in self.gated.get(name, ())}
-        pods = self.members.get(name, {})
         plans = []
         for group in {id(group): group for group in owners.values()}.values():
             if group is None:
                 covered = {namespace for namespace, owner in owners.items() if owner is None}
             else:
                 covered = set(workload_namespaces(group))
-            members = [pod for (namespace, _), pod in pods.items() if namespace in covered]
+            members = [pod for namespace in covered for pod in self.members.get((namespace, name), {}).values()]
             plans.append((group, gate_plan(group, members, now, self.timeout)))
         return plans
 
@@ -198,7 +200,6 @@ class GateKeeper:
                 return
         if written is None:
             return  # the pod is gone
-        self.releases += 1
         WAIT.labels(item.reason).observe(item.waited)
         logger.info("pod %s released (%s) after %.1f s", pod.key, item.reason, item.waited)
         if item.reason == TIMEOUT:
