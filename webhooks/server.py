@@ -19,9 +19,11 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from operators.api import keys
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
 from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
+from operators.engine.cluster.appgroups import pod_appgroup
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
@@ -170,7 +172,10 @@ def decide(review: Any, view: ClusterView, gate_by_default: bool = False) -> dic
     if not isinstance(namespace_name, str):
         raise ValueError("the namespace must be a string")
     pod = {**pod, "metadata": {**meta, "namespace": namespace_name}}
-    groups = view.app_groups.values()
+    # the pod's AppGroup, found once for both rules (each would otherwise scan every AppGroup)
+    label = (meta.get("labels") or {}).get(keys.APPGROUP_LABEL)
+    owner = pod_appgroup(label, namespace_name, view.app_groups.values()) if label else None
+    groups = (owner,) if owner is not None else ()
     try:
         admission = admit_pod(pod, groups, view.namespaces.get(namespace_name))
     except Denied as denial:
