@@ -133,9 +133,9 @@ def explain_appgroup_command(
 ) -> None:
     """An AppGroup as placed now: its topology order, where each workload's pods run, and the network cost of
     each dependency edge over its placed pod pairs (mean, worst, pairs over maxNetworkCost)."""
-    from operators.engine.cluster.appgroups import workload_namespaces
     from operators.engine.scheduling.explain import dependency_pair_costs
     from operators.engine.scheduling.index import ClusterIndex
+    from operators.engine.status.appgroup import member_pods, placements
     from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, PODS
 
     group_namespace, _, name = reference.rpartition("/")
@@ -148,13 +148,9 @@ def explain_appgroup_command(
     if group is None:
         raise CommandError(f"AppGroup {group_namespace}/{name} not found")
     nodes = snapshot.node_by_name
-    covered = set(workload_namespaces(group))
-    members = [
-        pod for pod in snapshot.pods if pod.namespace in covered and pod.labels.get("appgroup.diktyo.x-k8s.io") == name
-    ]
-    placed = [
-        (pod.labels.get("appgroup.diktyo.x-k8s.io.workload", ""), pod.node_name) for pod in members if pod.node_name
-    ]
+    members = member_pods(group, snapshot)
+    where = placements(group, members, snapshot)
+    placed = [(workload.selector, pod.node) for workload in where for pod in workload.pods if pod.node]
     costs = ClusterIndex.build(snapshot).cost_map(config.overhead)
     pairs = dependency_pair_costs(group, placed, nodes, costs or {})
     edges: dict[tuple[str, str], list[Any]] = {}
@@ -166,13 +162,10 @@ def explain_appgroup_command(
         "order": [entry.workload.selector for entry in order],
         "networkTopology": config.overhead.network_topology_name if costs is not None else None,
         "placements": {
-            entry.workload.selector: [
-                {"pod": f"{p.namespace}/{p.name}", "node": p.node_name or None,
-                 "zone": nodes[p.node_name].zone if p.node_name in nodes else None}
-                for p in sorted(members, key=lambda member: member.name)
-                if p.labels.get("appgroup.diktyo.x-k8s.io.workload") == entry.workload.selector
+            workload.selector: [
+                {"pod": f"{pod.namespace}/{pod.name}", "node": pod.node, "zone": pod.zone} for pod in workload.pods
             ]
-            for entry in group.spec.workloads
+            for workload in where
         },
         "edges": [
             {
