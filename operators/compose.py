@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.snapshot import Snapshot
 from operators.extender.live import KINDS as LIVE_INDEX_KINDS
 from operators.extender.live import LIVE_KEY, LiveIndex
@@ -42,16 +43,20 @@ class ClusterSource:
 
 
 @contextlib.asynccontextmanager
-async def webhook(source: ClusterSource, gate_by_default: bool = False) -> AsyncIterator[web.Application]:
+async def webhook(
+    source: ClusterSource, gate_by_default: bool = False, resources: Accounting | None = None
+) -> AsyncIterator[web.Application]:
     """The mutating webhook's application; with a live source, its AppGroups and Namespaces are watched (and
     Events posted) while inside. ``gate_by_default``: every AppGroup's pods get the topology-order gate unless
-    the AppGroup opts out."""
+    the AppGroup opts out; ``resources``: pods request their bandwidth as that mode's extended resources."""
     if source.snapshot is not None:
-        yield webhook_app(ClusterView.from_snapshot(source.snapshot), gate_by_default=gate_by_default)
+        yield webhook_app(
+            ClusterView.from_snapshot(source.snapshot), gate_by_default=gate_by_default, resources=resources
+        )
         return
     view = ClusterView()
     async with following(source, view.follow) as api:
-        yield webhook_app(view, notifier=NamespaceNotifier(api), gate_by_default=gate_by_default)
+        yield webhook_app(view, notifier=NamespaceNotifier(api), gate_by_default=gate_by_default, resources=resources)
 
 
 @contextlib.asynccontextmanager

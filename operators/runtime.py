@@ -41,7 +41,8 @@ logger = logging.getLogger("netaware.run")
 
 DESCHEDULER = "descheduler"
 ALL_COMPONENTS = (*COMPONENTS, DESCHEDULER)
-DEFAULT_COMPONENTS = tuple(COMPONENTS)
+# nodebandwidth is chosen with the bandwidth guarantee (the chart's bandwidth.guarantee: resources), not by default
+DEFAULT_COMPONENTS = tuple(name for name in COMPONENTS if name != "nodebandwidth")
 FAILURE_LINGER = 2.0  # seconds /healthz keeps reporting a failed component before the process exits
 
 

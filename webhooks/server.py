@@ -21,9 +21,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from operators.api import keys
 from operators.api.meta import DEFAULT_NAMESPACE
-from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch
+from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch, resource_patch
 from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
 from operators.engine.cluster.appgroups import pod_appgroup
+from operators.engine.cluster.bandwidth import Accounting
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from webhooks.view import ClusterView
@@ -36,6 +37,7 @@ VIEW_KEY: web.AppKey[ClusterView] = web.AppKey("view", ClusterView)
 METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", object)  # type: ignore[arg-type]
 NOTIFIER_KEY: web.AppKey[NamespaceNotifier] = web.AppKey("notifier", object)  # type: ignore[arg-type]
 GATE_BY_DEFAULT_KEY: web.AppKey[bool] = web.AppKey("gate_by_default", bool)
+RESOURCES_KEY: web.AppKey[Accounting | None] = web.AppKey("bandwidth_resources")
 
 
 @dataclass
@@ -130,11 +132,14 @@ def review_response(
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def decide(review: Any, view: ClusterView, gate_by_default: bool = False) -> dict[str, Any]:
+def decide(
+    review: Any, view: ClusterView, gate_by_default: bool = False, resources: Accounting | None = None
+) -> dict[str, Any]:
     """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400). Problems with the
     namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted. A pod of an
     AppGroup that asks for ordered scheduling (or of any AppGroup, ``gate_by_default``) gets the topology-order
-    scheduling gate."""
+    scheduling gate. With ``resources`` (the bandwidth guarantee), the pod requests its bandwidth as that
+    accounting mode's extended resources."""
     if (
         not isinstance(review, dict)
         or review.get("kind") != "AdmissionReview"
@@ -180,7 +185,10 @@ def decide(review: Any, view: ClusterView, gate_by_default: bool = False) -> dic
         admission = admit_pod(pod, groups, view.namespaces.get(namespace_name))
     except Denied as denial:
         return review_response(uid, False, message=str(denial))
-    patch = json_patch(request["object"], admission.annotations(annotations))
+    added = admission.annotations(annotations)
+    patch = json_patch(request["object"], added)
+    if resources is not None:
+        patch += resource_patch(pod, {**annotations, **added}, resources)
     if needs_gate(pod, namespace_name, groups, gate_by_default):
         patch += gate_patch(pod)
     return review_response(uid, True, patch, warnings=list(admission.namespace_problems))
@@ -206,7 +214,7 @@ async def _mutate(request: web.Request) -> web.Response:
         return _bad_request(str(error))
     try:
         review = json.loads(body)
-        answer = decide(review, request.app[VIEW_KEY], request.app[GATE_BY_DEFAULT_KEY])
+        answer = decide(review, request.app[VIEW_KEY], request.app[GATE_BY_DEFAULT_KEY], request.app[RESOURCES_KEY])
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
     warnings = answer["response"].get("warnings")
@@ -222,10 +230,12 @@ def build_app(
     metrics: WebhookMetrics | None = None,
     notifier: NamespaceNotifier | None = None,
     gate_by_default: bool = False,
+    resources: Accounting | None = None,
 ) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[VIEW_KEY] = view
     app[GATE_BY_DEFAULT_KEY] = gate_by_default
+    app[RESOURCES_KEY] = resources
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post("/mutate-pods", mutate_pods)

@@ -36,6 +36,13 @@ EGRESS_REQUEST: Final = "kubernetes.io/egress-request"
 KOORDINATOR_NETWORK_QOS: Final = "koordinator.sh/networkQOS"  # pod annotation, JSON
 BANDWIDTH_SOURCE: Final = "netaware.io/bandwidth-source"
 
+# Bandwidth as Kubernetes extended resources (bits/s, integers), accounted by kube-scheduler's NodeResourcesFit:
+# per direction in duplex accounting, one for ingress + egress in combined accounting. Nodes advertise them in
+# status.capacity/allocatable; the webhook adds them to a pod's first container (requests = limits).
+INGRESS_BANDWIDTH_RESOURCE: Final = "netaware.io/ingress-bandwidth"
+EGRESS_BANDWIDTH_RESOURCE: Final = "netaware.io/egress-bandwidth"
+COMBINED_BANDWIDTH_RESOURCE: Final = "netaware.io/bandwidth"
+
 # Namespace annotations with defaults for the webhook.
 NS_DEFAULT_INGRESS_BANDWIDTH: Final = "netaware.io/default-ingress-bandwidth"
 NS_DEFAULT_EGRESS_BANDWIDTH: Final = "netaware.io/default-egress-bandwidth"

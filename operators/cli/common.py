@@ -130,3 +130,26 @@ def descheduler_policy_option(flag: str) -> Callable[[Any], Any]:
         default=None,
         help="DeschedulerConfiguration with a LowNodeLoad profile (default: netBandwidth low 30 %, high 70 %).",
     )
+
+
+def accounting_mode_option(help_text: str) -> Callable[[Any], Any]:
+    """``--accounting-mode duplex|combined``: which of netaware's bandwidth extended resources are used."""
+    return click.option(
+        "--accounting-mode",
+        type=click.Choice(("duplex", "combined")),
+        default="duplex",
+        show_default=True,
+        help=help_text,
+    )
+
+
+def bandwidth_value(_ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """A bandwidth flag's value as a quantity (bits/s), refused in one line naming the flag."""
+    if value is None:
+        return None
+    from operators.api.quantity import QuantityError, parse_bandwidth
+
+    try:
+        return parse_bandwidth(value, f"--{(param.name or '').replace('_', '-')}")
+    except QuantityError as error:
+        raise click.BadParameter(str(error)) from None

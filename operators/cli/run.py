@@ -4,11 +4,14 @@ API retry settings; flags only — the runtime (:mod:`operators.runtime`) does t
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
 from operators.cli.common import (
     CommandError,
+    accounting_mode_option,
+    bandwidth_value,
     descheduler_policy_option,
     load_descheduler_policy,
 )
@@ -31,7 +34,8 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     default="appgroup,networktopology,nodeslo",
     show_default=True,
     callback=_components,
-    help="Comma-separated: appgroup, networktopology, nodeslo, descheduler.",
+    help="Comma-separated: appgroup, networktopology, nodeslo, nodebandwidth (nodes advertise bandwidth as "
+    "extended resources, for kube-scheduler to account), descheduler.",
 )
 @descheduler_policy_option("--descheduler-policy")
 @click.option(
@@ -117,6 +121,18 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="Release a pod held by the topology-order gate this long after its creation, whatever the order "
     "(an AppGroup's annotation netaware.io/ordered-scheduling-timeout overrides it).",
 )
+@accounting_mode_option(
+    "nodebandwidth: duplex advertises netaware.io/ingress-bandwidth and netaware.io/egress-bandwidth, each the "
+    "node's capacity; combined advertises netaware.io/bandwidth for ingress + egress (match the webhook's)."
+)
+@click.option(
+    "--default-node-bandwidth",
+    default=None,
+    metavar="QUANTITY",
+    callback=bandwidth_value,
+    help="nodebandwidth: the capacity (bits/s) of a node with no annotation or NodeSLO total "
+    "(default: none; such a node advertises 0 and gets a Warning Event).",
+)
 @click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False),
@@ -143,6 +159,8 @@ def run_command(
     nodeslo_spec_owner: str,
     appgroup_status_interval: float,
     ordered_scheduling_timeout: float,
+    accounting_mode: str,
+    default_node_bandwidth: Any,
     kubeconfig: str | None,
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
@@ -153,7 +171,12 @@ def run_command(
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    from operators.api.config.controllers import AppGroupOptions, ControllerOptions, NodeSLOOptions
+    from operators.api.config.controllers import (
+        AppGroupOptions,
+        ControllerOptions,
+        NodeBandwidthOptions,
+        NodeSLOOptions,
+    )
     from operators.election import LeaderElectionOptions
     from operators.kube import NoCredentials
     from operators.runtime import DESCHEDULER, ComponentFailed, RunOptions, run
@@ -194,6 +217,9 @@ def run_command(
                 status_interval_seconds=appgroup_status_interval, gate_timeout_seconds=ordered_scheduling_timeout
             ),
             nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner),
+            nodebandwidth=NodeBandwidthOptions(
+                accounting_mode=accounting_mode, default_node_bandwidth=default_node_bandwidth
+            ),
         ),
     )
     if kubeconfig:

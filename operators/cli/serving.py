@@ -137,8 +137,20 @@ def serve_component(
     help="Gate the pods of every Ready AppGroup for topology-ordered scheduling, unless the AppGroup is annotated "
     'netaware.io/ordered-scheduling: "false" (default: only AppGroups annotated "true").',
 )
+@click.option(
+    "--bandwidth-resources",
+    type=click.Choice(("off", "duplex", "combined")),
+    default="off",
+    show_default=True,
+    help="The bandwidth guarantee: pods also request their bandwidth as extended resources that kube-scheduler "
+    "accounts (duplex: netaware.io/ingress-bandwidth and netaware.io/egress-bandwidth; combined: "
+    "netaware.io/bandwidth = ingress + egress), requests = limits on the first container, in bits/s. Nodes "
+    "advertise them with `netaware run --components nodebandwidth --accounting-mode` (the same mode).",
+)
 @filename_option(required=False)
-def webhook_command(flags: ServingFlags, ordered_scheduling_default: bool, filenames: tuple[str, ...]) -> None:
+def webhook_command(
+    flags: ServingFlags, ordered_scheduling_default: bool, bandwidth_resources: str, filenames: tuple[str, ...]
+) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
 
     It adds pod bandwidth annotations and, to pods of AppGroups that ask for ordered scheduling,
@@ -147,9 +159,13 @@ def webhook_command(flags: ServingFlags, ordered_scheduling_default: bool, filen
     kubeconfig), or from a snapshot with -f.
     """
     from operators import compose
+    from operators.engine.cluster.bandwidth import Accounting
     from webhooks.server import serve
 
-    serve_component(flags, filenames, lambda source: compose.webhook(source, ordered_scheduling_default), serve)
+    resources = None if bandwidth_resources == "off" else Accounting(bandwidth_resources)
+    serve_component(
+        flags, filenames, lambda source: compose.webhook(source, ordered_scheduling_default, resources), serve
+    )
 
 
 @click.command("extender")

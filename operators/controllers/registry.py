@@ -9,9 +9,9 @@ import kopf
 
 from operators.api import keys
 from operators.api.config.controllers import ControllerOptions
-from operators.controllers import appgroup, networktopology, nodeslo
+from operators.controllers import appgroup, networktopology, nodebandwidth, nodeslo
 from operators.kube import ApiClientFactory, cluster_api_client
-from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, NODES, NODESLOS, ClusterCache, Kind
+from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, NODES, NODESLOS, PODS, ClusterCache, Kind
 
 COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions], None]] = {
     "appgroup": lambda registry, cache, options: appgroup.register(registry, cache, options.appgroup),
@@ -19,6 +19,7 @@ COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerO
         registry, cache, options.networktopology
     ),
     "nodeslo": lambda registry, cache, options: nodeslo.register(registry, cache, options.nodeslo),
+    "nodebandwidth": lambda registry, cache, options: nodebandwidth.register(registry, cache, options.nodebandwidth),
 }
 
 # What each controller reads from the process's cluster cache (AppGroup pods only: the label selects them).
@@ -26,6 +27,7 @@ CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
     "appgroup": (APPGROUP_PODS, NODES, APPGROUP_SPECS),  # specs: the release rule of the topology-order gates
     "networktopology": (APPGROUP_PODS, NODES, APPGROUP_SPECS),
     "nodeslo": (NODES, NODESLOS),
+    "nodebandwidth": (NODES, NODESLOS, PODS),  # every bound pod: the unaccounted ones lower what a node advertises
 }
 
 

@@ -49,9 +49,18 @@ class AppGroupOptions(_Options):
     gate_timeout_seconds: float = Field(60.0, gt=0, le=86400)
 
 
+class NodeBandwidthOptions(_Options):
+    """The bandwidth extended resources nodes advertise: per direction (``duplex``) or ingress + egress as one
+    (``combined``), and the capacity of a node with no other source (the extender's ``defaultNodeBandwidth``)."""
+
+    accounting_mode: Literal["duplex", "combined"] = "duplex"
+    default_node_bandwidth: Quantity | None = None
+
+
 class ControllerOptions(_Options):
     """The options of every controller of one ``netaware run`` process."""
 
     appgroup: AppGroupOptions = Field(default_factory=AppGroupOptions)
     networktopology: NetworkTopologyOptions = Field(default_factory=NetworkTopologyOptions)
     nodeslo: NodeSLOOptions = Field(default_factory=NodeSLOOptions)
+    nodebandwidth: NodeBandwidthOptions = Field(default_factory=NodeBandwidthOptions)

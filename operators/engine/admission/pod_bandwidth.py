@@ -18,6 +18,9 @@ anything else on the pod itself is denied with a message naming the annotation a
 
 Every added annotation is recorded, with where it came from, in ``netaware.io/bandwidth-source``
 (``key=source`` pairs, comma-separated, sorted). Bandwidth is in bits/s.
+
+With the bandwidth guarantee on (extended resources), :func:`resource_patch` also makes the pod request its
+demand as netaware's extended resources, which kube-scheduler accounts itself.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from operators.api.errors import FieldError
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.api.quantity import Quantity, QuantityError, parse_bandwidth
 from operators.engine.cluster.appgroups import pod_appgroup
-from operators.engine.cluster.bandwidth import koordinator_qos
+from operators.engine.cluster.bandwidth import RESOURCES, Accounting, annotation_demand, koordinator_qos
 from operators.engine.cluster.objects import Namespace
 
 DIRECTIONS = ("ingress", "egress")
@@ -200,8 +203,51 @@ def json_patch(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> list[d
     return [
         {
             "op": "replace" if key in existing else "add",
-            "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1"),
+            "path": "/metadata/annotations/" + _escape(key),
             "value": value,
         }
         for key, value in sorted(annotations.items())
     ]
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def resource_patch(
+    pod: Mapping[str, Any], annotations: Mapping[str, str], accounting: Accounting
+) -> list[dict[str, Any]]:
+    """RFC 6902 operations that make the pod request its bandwidth as netaware's extended resources of the
+    accounting mode, so that kube-scheduler accounts it (``operators.engine.cluster.bandwidth``).
+
+    1. The demand is read from ``annotations``: the pod's own with what admission adds (its final ones).
+    2. Nothing when the pod already names one of netaware's resources in any container's requests or limits
+       (a reinvocation, or the user's own: never overwritten, never added twice) or asks for no bandwidth.
+    3. Requests = limits (an extended resource cannot be overcommitted), on the first container only (the pod's
+       effective request is the containers' sum), as integers in bits/s; maps created where absent."""
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    if not isinstance(containers, list) or not containers or not isinstance(containers[0], Mapping):
+        return []  # the API server refuses a pod without containers itself
+    for group in ("containers", "initContainers"):
+        for container in spec.get(group) or ():  # type: ignore[union-attr]
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            for section in ("requests", "limits"):
+                named = resources.get(section) if isinstance(resources, Mapping) else None
+                if isinstance(named, Mapping) and any(name in named for name in RESOURCES):
+                    return []
+    wanted = {name: str(amount) for name, amount in accounting.requests(*annotation_demand(annotations)).items()}
+    if not wanted:
+        return []
+    base = "/spec/containers/0/resources"
+    resources = containers[0].get("resources")
+    if not isinstance(resources, Mapping):
+        return [{"op": "add", "path": base, "value": {"requests": dict(wanted), "limits": dict(wanted)}}]
+    operations = []
+    for section in ("requests", "limits"):
+        if not isinstance(resources.get(section), Mapping):
+            operations.append({"op": "add", "path": f"{base}/{section}", "value": dict(wanted)})
+            continue
+        for name, amount in sorted(wanted.items()):
+            operations.append({"op": "add", "path": f"{base}/{section}/{_escape(name)}", "value": amount})
+    return operations

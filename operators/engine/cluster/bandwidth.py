@@ -3,17 +3,25 @@ the accounting of the two imports it from here (admission, the scheduling plugin
 the simulator, the rebalancer, the NodeSLO controller).
 
 * **Units**: bits/s; a bandwidth is a quantity from 0 to 1P (:func:`operators.api.quantity.parse_bandwidth`).
-* **Pod demand**, per direction: the first present of ``kubernetes.io/<dir>-request``,
-  ``kubernetes.io/<dir>-bandwidth`` (the limit), Koordinator's ``koordinator.sh/networkQOS``
-  ``<dir>Request``, its ``<dir>Limit``; none: 0. A present value that is not a bandwidth is a
-  ``FieldError`` naming the annotation, never read as 0.
+* **Pod demand**: what kube-scheduler counts when the pod carries netaware's extended resources (its effective
+  requests of ``netaware.io/{ingress,egress}-bandwidth``, else of ``netaware.io/bandwidth``, ingress + egress,
+  split as the annotations say when they add up to it, else counted as egress); otherwise, per direction, the
+  first present of ``kubernetes.io/<dir>-request``, ``kubernetes.io/<dir>-bandwidth`` (the limit), Koordinator's
+  ``koordinator.sh/networkQOS`` ``<dir>Request``, its ``<dir>Limit``; none: 0. A present value that is not a
+  bandwidth is a ``FieldError`` naming the annotation, never read as 0. Resources win over annotations: they
+  are what kube-scheduler counts, and unlike annotations they cannot change after creation.
 * **Node capacity**, first found: annotation ``node.koordinator.sh/network-bandwidth``, annotation
   ``node.kubernetes.io/network-limit``, the node's NodeSLO ``systemStrategy.totalNetworkBandwidth``
   (non-zero), the configured default; none: unknown. A present annotation that is not a bandwidth makes
   the capacity unreadable (a ``FieldError``), not the next source's.
 * **Accounting**: ``duplex`` (each direction has the whole capacity; the total is doubled) or
   ``combined`` (ingress + egress share it). :class:`Accounting` holds the doubling and the fit rule, for
-  Python ints and numpy arrays alike.
+  Python ints and numpy arrays alike, and the extended resources of the mode: what a pod requests
+  (:meth:`Accounting.requests`) and what a node advertises (:meth:`Accounting.advertised`).
+* **Advertised**: a node advertises, per resource of the mode, its capacity less what its *unaccounted* pods use
+  (pods that carry none of the mode's resources: created before the change or while the webhook was down).
+  kube-scheduler then counts ``accounted requests <= capacity - unaccounted use``, which is exactly this
+  module's ``all pods' demand <= capacity``.
 """
 
 from __future__ import annotations
@@ -62,6 +70,35 @@ class Accounting(enum.StrEnum):
             (want_out == 0) | (want_out <= capacity - used_out)
         )
 
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The extended resources kube-scheduler accounts in this mode."""
+        if self is Accounting.COMBINED:
+            return (keys.COMBINED_BANDWIDTH_RESOURCE,)
+        return (keys.INGRESS_BANDWIDTH_RESOURCE, keys.EGRESS_BANDWIDTH_RESOURCE)
+
+    def requests(self, ingress: int, egress: int) -> dict[str, int]:
+        """The extended resources a pod of this demand requests (requests = limits); none for a zero amount."""
+        if self is Accounting.COMBINED:
+            wanted = {keys.COMBINED_BANDWIDTH_RESOURCE: ingress + egress}
+        else:
+            wanted = {keys.INGRESS_BANDWIDTH_RESOURCE: ingress, keys.EGRESS_BANDWIDTH_RESOURCE: egress}
+        return {name: amount for name, amount in wanted.items() if amount > 0}
+
+    def accounted(self, requests: Mapping[str, Quantity]) -> bool:
+        """Whether kube-scheduler counts the pod's bandwidth: it requests a resource of this mode."""
+        return any(name in requests for name in self.resources)
+
+    def advertised(self, capacity: int, unaccounted_in: int, unaccounted_out: int) -> dict[str, int]:
+        """What a node advertises per resource (capacity = allocatable): its capacity less what its unaccounted
+        pods use, floored at 0 (see the module docstring)."""
+        if self is Accounting.COMBINED:
+            return {keys.COMBINED_BANDWIDTH_RESOURCE: max(0, capacity - unaccounted_in - unaccounted_out)}
+        return {
+            keys.INGRESS_BANDWIDTH_RESOURCE: max(0, capacity - unaccounted_in),
+            keys.EGRESS_BANDWIDTH_RESOURCE: max(0, capacity - unaccounted_out),
+        }
+
     def overcommit(self, capacity: Any, used_in: Any, used_out: Any) -> Any:
         """By how much the used bandwidth exceeds the capacity (<= 0: it does not)."""
         if self is Accounting.COMBINED:
@@ -81,8 +118,33 @@ class Capacity:
         return self.quantity.value()
 
 
-def pod_demand(annotations: Mapping[str, str]) -> tuple[int, int]:
-    """(ingress, egress) bits/s a pod needs (see the module docstring); ``FieldError`` when unreadable."""
+RESOURCES = (keys.INGRESS_BANDWIDTH_RESOURCE, keys.EGRESS_BANDWIDTH_RESOURCE, keys.COMBINED_BANDWIDTH_RESOURCE)
+_NO_REQUESTS: Mapping[str, Quantity] = {}
+
+
+def pod_demand(annotations: Mapping[str, str], requests: Mapping[str, Quantity] = _NO_REQUESTS) -> tuple[int, int]:
+    """(ingress, egress) bits/s a pod needs (see the module docstring); ``FieldError`` when unreadable.
+    ``requests``: the pod's effective requests (:attr:`operators.engine.cluster.objects.Pod.requests`)."""
+    ingress_resource = requests.get(keys.INGRESS_BANDWIDTH_RESOURCE)
+    egress_resource = requests.get(keys.EGRESS_BANDWIDTH_RESOURCE)
+    if ingress_resource is not None or egress_resource is not None:
+        return (
+            ingress_resource.value() if ingress_resource is not None else 0,
+            egress_resource.value() if egress_resource is not None else 0,
+        )
+    combined = requests.get(keys.COMBINED_BANDWIDTH_RESOURCE)
+    if combined is not None:
+        total = combined.value()
+        try:
+            ingress, egress = annotation_demand(annotations)
+        except FieldError:
+            ingress, egress = 0, -1
+        return (ingress, egress) if ingress + egress == total else (0, total)
+    return annotation_demand(annotations)
+
+
+def annotation_demand(annotations: Mapping[str, str]) -> tuple[int, int]:
+    """(ingress, egress) bits/s the pod's annotations ask for (what the webhook turns into resources)."""
     result = []
     qos: Mapping[str, Any] | None = None
     for direction in DIRECTIONS:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.quantity import MAX_BANDWIDTH, Quantity
-from operators.engine.cluster.bandwidth import pod_demand
+from operators.engine.cluster.bandwidth import RESOURCES, pod_demand
 from operators.engine.cluster.objects import Node, NodeMetric, Pod
 
 
@@ -131,7 +131,7 @@ def _parse_time(text: str) -> datetime | None:
         return None
 
 
-_BANDWIDTH_KEYS = (  # everything pod_demand reads
+_BANDWIDTH_KEYS = (  # every annotation pod_demand reads
     keys.INGRESS_REQUEST,
     keys.INGRESS_BANDWIDTH,
     keys.EGRESS_REQUEST,
@@ -142,16 +142,18 @@ _BANDWIDTH_KEYS = (  # everything pod_demand reads
 
 def pod_bandwidth(pod: Pod) -> int:
     """in + out bits/s the pod asks for (SPEC §3); ``FieldError`` naming the pod when unreadable."""
+    resources = tuple((name, pod.requests[name]) for name in RESOURCES if name in pod.requests)
     try:
-        return _demand(tuple(map(pod.annotations.get, _BANDWIDTH_KEYS)))
+        return _demand(tuple(map(pod.annotations.get, _BANDWIDTH_KEYS)), resources)
     except FieldError as error:
         raise FieldError(f"pod {pod.key}: {error.path}", error.value, error.reason) from None
 
 
 @functools.lru_cache(maxsize=4096)
-def _demand(values: tuple[str | None, ...]) -> int:
-    # Cached: the pods of a cluster share a handful of bandwidth annotations.
-    ingress, egress = pod_demand({key: value for key, value in zip(_BANDWIDTH_KEYS, values, strict=True) if value})
+def _demand(values: tuple[str | None, ...], resources: tuple[tuple[str, Quantity], ...]) -> int:
+    # Cached: the pods of a cluster share a handful of bandwidth annotations and resources.
+    annotations = {key: value for key, value in zip(_BANDWIDTH_KEYS, values, strict=True) if value}
+    ingress, egress = pod_demand(annotations, dict(resources))
     return ingress + egress
 
 

@@ -33,7 +33,7 @@ class CycleState:
     @classmethod
     def of(cls, pod: Pod, index: ClusterIndex, config: SchedulerConfig) -> CycleState:
         try:
-            demand, problem = pod_demand(pod.annotations), ""
+            demand, problem = pod_demand(pod.annotations, pod.requests), ""
         except FieldError as error:
             demand, problem = (0, 0), f"pod {pod.key} bandwidth unreadable: {error}"
         return cls(pod, demand, problem, network_overhead.prefilter(pod, index, config.overhead))

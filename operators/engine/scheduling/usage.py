@@ -54,7 +54,7 @@ class PodUsage:
     def _count(self, pod: Pod, sign: int) -> None:
         node = pod.node_name
         try:
-            ingress, egress = pod_demand(pod.annotations)
+            ingress, egress = pod_demand(pod.annotations, pod.requests)
         except FieldError as error:
             ingress = egress = 0
             if sign > 0:

@@ -94,7 +94,7 @@ class Cluster:
                     continue
                 cpu, memory = requested_cpu_memory(pod)
                 try:
-                    ingress, egress = pod_demand(pod.annotations)
+                    ingress, egress = pod_demand(pod.annotations, pod.requests)
                 except FieldError as error:
                     raise FieldError(f"Pod {pod.key}: {error.path}", error.value, error.reason) from None
                 cluster.add(i, _bounded(cpu), _bounded(memory), ingress, egress)

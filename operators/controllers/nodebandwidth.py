@@ -1,0 +1,141 @@
+"""The ``nodebandwidth`` controller: every node advertises netaware's bandwidth extended resources, a thin shell
+over :mod:`operators.engine.status.node_bandwidth` (the rule).
+
+* Nodes, NodeSLOs and pods come from the process's cluster cache. A node is queued when it comes, when its
+  capacity inputs or its advertised resources change (someone else wrote them: they are put back), when its
+  NodeSLO changes, and when the bandwidth of its unaccounted pods changes (pods that request none of the
+  resources: created before them, or while the webhook was down). Pods that carry the resources change nothing
+  here: kube-scheduler counts them itself.
+* A queued node's wanted resources are compared with its status and written only when they differ, as one
+  JSON merge patch of ``nodes/<name>/status`` (``capacity`` and ``allocatable``; the documented way to advertise
+  an extended resource). Its own write comes back as a node change that asks for nothing.
+* A node that advertises 0 because its capacity or usage is unknown gets a Warning Event
+  ``NetworkBandwidthUnknown`` naming why, once per reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from operators.api.config.controllers import NodeBandwidthOptions
+from operators.controllers.metrics import reconciler
+from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, Accounting, slo_network_totals
+from operators.engine.cluster.objects import Node
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.status.node_bandwidth import UnaccountedUsage, advertised, advertisement, status_patch
+from operators.kube import post_event, send_json
+from operators.sources.cache import NODES, NODESLOS, PODS, Change, ClusterCache
+
+logger = logging.getLogger("netaware.nodebandwidth")
+MERGE_PATCH = "application/merge-patch+json"
+WORKERS = 4  # nodes written at once (the first sync of a large cluster writes each node once)
+
+
+@dataclass
+class _State:
+    options: NodeBandwidthOptions
+    usage: UnaccountedUsage
+    nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
+    slo_totals: dict[str, Any] = dataclasses.field(default_factory=dict)
+    queue: asyncio.Queue[str] = dataclasses.field(default_factory=asyncio.Queue)
+    queued: set[str] = dataclasses.field(default_factory=set)
+    reported: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> the problem last posted
+
+    def enqueue(self, name: str) -> None:
+        if name not in self.queued:
+            self.queued.add(name)
+            self.queue.put_nowait(name)
+
+    def on_changes(self, changes: list[Change]) -> None:
+        for change in changes:
+            if change.kind == PODS.name:
+                for name in self.usage.apply(change.old, change.new):
+                    self.enqueue(name)
+            elif change.kind == NODESLOS.name:
+                name = (change.new or change.old).metadata.name
+                totals = slo_network_totals(Snapshot(node_slos=(change.new,))) if change.new is not None else {}
+                if totals.get(name) != self.slo_totals.get(name):
+                    self.slo_totals.pop(name, None)
+                    self.slo_totals.update(totals)
+                    self.enqueue(name)
+            elif change.kind == NODES.name:
+                if change.new is None:
+                    self.nodes.pop(change.old.name, None)
+                    self.reported.pop(change.old.name, None)
+                    continue
+                node: Node = change.new
+                previous = self.nodes.get(node.name)
+                self.nodes[node.name] = node
+                if previous is None or _inputs(previous) != _inputs(node):
+                    self.enqueue(node.name)
+
+
+def _inputs(node: Node) -> tuple[Any, ...]:
+    """What a node's advertisement depends on, or shows, of the node itself."""
+    return (tuple(node.annotations.get(key) for key in CAPACITY_ANNOTATIONS), advertised(node), dict(node.capacity))
+
+
+@reconciler("nodebandwidth")
+async def advertise(api: Any, state: _State, name: str) -> None:
+    """Bring one node's advertised bandwidth to what the rule wants."""
+    node = state.nodes.get(name)
+    if node is None:
+        return
+    wanted = advertisement(node, state.slo_totals.get(name), state.options.default_node_bandwidth, state.usage)
+    patch = status_patch(node, wanted)
+    if patch is not None:
+        try:
+            await send_json(api, "PATCH", f"/api/v1/nodes/{name}/status", patch, MERGE_PATCH)
+        except ApiException as error:
+            if error.status != 404:  # a node deleted meanwhile needs nothing
+                raise
+            return
+    if wanted.problem and state.reported.get(name) != wanted.problem:
+        state.reported[name] = wanted.problem
+        involved = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node.uid}
+        message = f"{wanted.problem}; the node advertises 0 bandwidth: pods that ask for bandwidth do not fit it"
+        await post_event(api, involved, "Warning", "NetworkBandwidthUnknown", message, "netaware-nodebandwidth")
+    elif not wanted.problem:
+        state.reported.pop(name, None)
+
+
+def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: NodeBandwidthOptions) -> None:
+    """Add the node bandwidth advertiser to ``registry``; nodes, NodeSLOs and pods are read from ``cache``."""
+
+    @kopf.on.startup(id="nodebandwidth_state", registry=registry)
+    async def init_state(memo: kopf.Memo, **_: Any) -> None:
+        state = _State(options, UnaccountedUsage(Accounting(options.accounting_mode)))
+        memo.nodebandwidth = state
+        state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
+
+        async def work() -> None:
+            await cache.wait_synced()
+            while True:
+                name = await state.queue.get()
+                state.queued.discard(name)
+                try:
+                    await advertise(memo.api, state, name)
+                except ApiException as error:
+                    logger.warning("node %s: advertising failed (%s %s); retrying", name, error.status, error.reason)
+                    await asyncio.sleep(2)
+                    state.enqueue(name)
+                except Exception:
+                    logger.exception("node %s: advertising failed", name)
+
+        memo.nodebandwidth_workers = [asyncio.create_task(work()) for _ in range(WORKERS)]
+
+    @kopf.on.cleanup(id="nodebandwidth_workers", registry=registry)
+    async def stop_workers(memo: kopf.Memo, **_: Any) -> None:
+        for worker in getattr(memo, "nodebandwidth_workers", ()):
+            worker.cancel()
+        for worker in getattr(memo, "nodebandwidth_workers", ()):
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
