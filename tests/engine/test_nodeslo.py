@@ -288,3 +288,42 @@ def test_owned_patch_removes_a_network_field_no_longer_wanted_and_builds_a_missi
         {"op": "add", "path": "/spec/systemStrategy", "value": {}},
         {"op": "add", "path": "/spec/systemStrategy/totalNetworkBandwidth", "value": "2G"},
     ]
+
+
+def test_reconcile_shows_the_nodeslo_as_patched_with_koordinators_fields_kept() -> None:
+    """`netaware reconcile` prints what the live controller leaves: its owned fields set, every other one kept."""
+    import datetime
+
+    from operators.engine.cluster.snapshot import build_snapshot
+    from operators.engine.status.reconcile import reconcile
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},
+        "data": {"resource-qos-config": qos(ls={"egressRequest": 30, "egressLimit": 80})},
+    }
+    slo = {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeSLO",
+        "metadata": {"name": "n1", "resourceVersion": "7"},
+        "spec": {
+            "cpuBurstStrategy": {"policy": "auto", "cpuBurstPercent": 1000},
+            "extensions": {"vendor": {"x": 1}},
+            "resourceQOSStrategy": {"lsClass": {"cpuQOS": {"enable": True}}, "policies": {"cpuPolicy": "none"}},
+            "systemStrategy": {"minFreeKbytesFactor": 100},
+        },
+    }
+    raw_node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "annotations": {"node.koordinator.sh/network-bandwidth": "1G"}},
+    }
+    written = reconcile(build_snapshot([raw_node, slo, config]), datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
+    spec = next(o for o in written if o["kind"] == "NodeSLO")["spec"]
+    assert spec["cpuBurstStrategy"] == {"policy": "auto", "cpuBurstPercent": 1000}
+    assert spec["extensions"] == {"vendor": {"x": 1}}
+    assert spec["resourceQOSStrategy"]["lsClass"]["cpuQOS"] == {"enable": True}
+    assert spec["resourceQOSStrategy"]["lsClass"]["networkQOS"]["egressRequest"] == 30
+    assert spec["resourceQOSStrategy"]["policies"]["cpuPolicy"] == "none"
+    assert spec["systemStrategy"] == {"minFreeKbytesFactor": 100, "totalNetworkBandwidth": "1G"}

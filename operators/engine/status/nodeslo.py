@@ -33,6 +33,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jsonpatch
+
 from operators.api import keys
 from operators.api.config.controllers import NodeSLOOptions
 from operators.api.errors import FieldError
@@ -244,6 +246,24 @@ def owned_spec_patch(current: Mapping[str, Any], wanted_spec: Mapping[str, Any])
 
 def _pointer(path: tuple[str, ...]) -> str:
     return "/spec" + "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in path)
+
+
+def as_written(current: Mapping[str, Any] | None, wanted: NodeSLO, options: NodeSLOOptions) -> dict[str, Any]:
+    """The NodeSLO as it is after the controller's writes (what ``netaware reconcile`` prints): created with the
+    owned spec only, else ``current`` with :func:`owned_spec_patch` applied (``spec_owner="netaware"``) — every
+    other field (``cpuBurstStrategy``, ``extensions``, other ``resourceQOSStrategy`` parts) as found — and the
+    rendered status."""
+    rendered = wanted.to_wire()
+    if current is None:
+        body = {key: value for key, value in rendered.items() if key not in ("spec", "status")}
+        result = {**body, "spec": owned_spec(rendered.get("spec") or {})}
+    elif options.spec_owner == "netaware":
+        result = jsonpatch.apply_patch(dict(current), owned_spec_patch(current, rendered.get("spec") or {}))
+    else:
+        result = dict(current)
+    if "status" in rendered:
+        result["status"] = rendered["status"]
+    return result
 
 
 def render_all(

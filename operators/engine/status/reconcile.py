@@ -15,7 +15,7 @@ from operators.api.config.controllers import NodeSLOOptions
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
 from operators.engine.status.networktopology import networktopology_result
-from operators.engine.status.nodeslo import render_all
+from operators.engine.status.nodeslo import as_written, render_all
 from operators.engine.status.sloconfig import ConfigState, update_config
 
 
@@ -33,5 +33,7 @@ def reconcile(
     config_map = snapshot.config_map_by_key.get((options.config_namespace, options.config_name))
     state = update_config(ConfigState(), config_map.data if config_map else None, snapshot.nodes)
     existing = {slo.metadata.name: slo for slo in snapshot.node_slos}
-    objects.extend(slo.to_wire() for slo in render_all(snapshot.nodes, state, existing, options, now))
+    for slo in render_all(snapshot.nodes, state, existing, options, now):
+        found = existing.get(slo.metadata.name)
+        objects.append(as_written(found.to_wire() if found is not None else None, slo, options))
     return objects
