@@ -20,6 +20,8 @@ NOT_IN_KUBERNETES = {"cert-manager.io/v1", "monitoring.coreos.com/v1"}  # valida
 
 VARIANTS = {
     "default": [],
+    "extender-guarantee": ["--set", "bandwidth.guarantee=extender"],
+    "combined": ["--set", "bandwidth.accountingMode=combined", "--set", "bandwidth.defaultNodeBandwidth=10G"],
     "cert-manager": ["--set", "tls.certManager.enabled=true"],
     "second-scheduler": ["--set", "secondScheduler.enabled=true", "--set", "descheduler.enabled=true"],
     "no-nodeslo": ["--set", "crds.nodeSLO=false", "--set", "serviceMonitor.enabled=true"],
@@ -93,7 +95,7 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     extender = yaml.safe_load(config["data"]["config.yaml"])["extenders"][0]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True and extender["httpTimeout"] == "5s"
     operator = next(d for d in scheduled if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))
-    assert "--components=appgroup,networktopology,nodeslo,descheduler" in containers(operator)[0]["args"]
+    assert "--components=appgroup,networktopology,nodeslo,nodebandwidth,descheduler" in containers(operator)[0]["args"]
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -122,15 +124,17 @@ def test_containers_run_as_non_root_with_a_read_only_root(helm: str, variant: st
 
 
 def test_webhook_skips_kube_system_and_its_own_namespace(helm: str) -> None:
-    webhook = next(d for d in render(helm) if d["kind"] == "MutatingWebhookConfiguration")["webhooks"][0]
-    expression = webhook["namespaceSelector"]["matchExpressions"][0]
-    assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
-    assert set(expression["values"]) == {"kube-system", NAMESPACE}
-    assert (
-        webhook["failurePolicy"] == "Ignore"
-        and webhook["sideEffects"] == "None"
-        and webhook["clientConfig"]["caBundle"]
-    )
+    entries = next(d for d in render(helm) if d["kind"] == "MutatingWebhookConfiguration")["webhooks"]
+    for webhook in entries:
+        expression = webhook["namespaceSelector"]["matchExpressions"][0]
+        assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
+        assert set(expression["values"]) == {"kube-system", NAMESPACE}
+        assert webhook["sideEffects"] == "None" and webhook["clientConfig"]["caBundle"]
+    # pods that ask for bandwidth fail closed (never created unaccounted); every other pod is never blocked
+    assert [(w["name"], w["failurePolicy"]) for w in entries] == [
+        ("pod-bandwidth.netaware.io", "Fail"),
+        ("pod.netaware.io", "Ignore"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -269,3 +273,45 @@ def test_the_grafana_dashboard_is_json_and_asks_only_for_metrics_netaware_export
     for panel in dashboard["panels"]:  # panels do not overlap on Grafana's 24-column grid
         grid = panel["gridPos"]
         assert grid["x"] + grid["w"] <= 24
+
+
+def _operator_args(documents: list[dict[str, Any]]) -> list[str]:
+    operator = next(d for d in documents if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))
+    return list(containers(operator)[0]["args"])
+
+
+def _webhook_args(documents: list[dict[str, Any]]) -> list[str]:
+    webhook = next(d for d in documents if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("webhook"))
+    return list(containers(webhook)[0]["args"])
+
+
+def _operator_rules(documents: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    role = next(d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("operator"))
+    return [(resource, verb) for rule in role["rules"] for resource in rule["resources"] for verb in rule["verbs"]]
+
+
+def test_the_bandwidth_guarantee_wires_the_webhook_the_operator_and_its_rbac(helm: str) -> None:
+    default = render(helm)
+    assert "--components=appgroup,networktopology,nodeslo,nodebandwidth" in _operator_args(default)
+    assert "--accounting-mode=duplex" in _operator_args(default)
+    assert not any(a.startswith("--default-node-bandwidth") for a in _operator_args(default))
+    assert "--bandwidth-resources=duplex" in _webhook_args(default)
+    assert ("nodes/status", "patch") in _operator_rules(default)
+    combined = render(helm, *VARIANTS["combined"])
+    assert {"--accounting-mode=combined", "--default-node-bandwidth=10G"} <= set(_operator_args(combined))
+    assert "--bandwidth-resources=combined" in _webhook_args(combined)
+    extender = render(helm, *VARIANTS["extender-guarantee"])
+    assert "--components=appgroup,networktopology,nodeslo" in _operator_args(extender)
+    assert not any(a.startswith("--bandwidth-resources") for a in _webhook_args(extender))
+    assert ("nodes/status", "patch") not in _operator_rules(extender)
+
+
+@pytest.mark.parametrize(("variant", "policy"), [("default", "Fail"), ("extender-guarantee", None)])
+def test_the_charts_webhook_entries_are_the_python_renderings(helm: str, variant: str, policy: str | None) -> None:
+    """The chart's MutatingWebhookConfiguration and webhooks/configuration.py (the e2e tests') say the same."""
+    from webhooks.configuration import mutating_webhook_configuration
+
+    rendered = next(d for d in render(helm, *VARIANTS[variant]) if d["kind"] == "MutatingWebhookConfiguration")
+    python = mutating_webhook_configuration("x", "x", NAMESPACE, bandwidth_failure_policy=policy)
+    strip = [{k: v for k, v in entry.items() if k != "clientConfig"} for entry in rendered["webhooks"]]
+    assert strip == [{k: v for k, v in entry.items() if k != "clientConfig"} for entry in python["webhooks"]]
