@@ -261,3 +261,45 @@ def test_a_webhook_outage_refuses_bandwidth_pods_instead_of_creating_them_unacco
         wait_for_port(guarantee["port"], process=guarantee["webhook"])
     again = cluster.kubectl("create", "-f", "-", stdin=json.dumps(pod("outage", "spare", egress="100M")), check=False)
     assert again.returncode == 0, again.stderr
+
+
+def test_an_extender_outage_loses_the_scores_not_the_guarantee(
+    cluster: Any, guarantee: dict[str, Any], tmp_path: pathlib.Path
+) -> None:
+    """A second scheduler whose extender (ignorable, as the chart configures it) is down keeps placing pods, and
+    kube-scheduler's own accounting of the resources still refuses the pods a full node has no room for."""
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(json.dumps(node("bw-outage", "outage")))
+    cluster.add_nodes(nodes)
+    eventually(lambda: advertised(cluster, "bw-outage") == {EGRESS: "1G", INGRESS: "1G"}, 60, "bw-outage advertised")
+    extender = {
+        "urlPrefix": f"https://127.0.0.1:{free_port()}",  # nothing listens there: the extender is down
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": 5,
+        "enableHTTPS": True,
+        "nodeCacheCapable": True,
+        "ignorable": True,
+        "httpTimeout": "2s",
+    }
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": "bandwidth-outage"}], [extender])))
+    cluster.start_scheduler("bandwidth-outage", config)
+    try:
+        items = []
+        for i in range(12):
+            item = pod(f"outage-{i:02d}", "outage", egress="100M")
+            item["spec"]["schedulerName"] = "bandwidth-outage"
+            items.append(item)
+        cluster.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+        eventually(
+            lambda: sum(1 for p in pods_of(cluster, "outage") if p["spec"].get("nodeName")) == 10,
+            90,
+            "10 of 12 pods placed without the extender",
+        )
+        events = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=FailedScheduling")
+        stuck = [e for e in events["items"] if e["involvedObject"]["name"].startswith("outage-")]
+        assert stuck and all(f"Insufficient {EGRESS}" in e["message"] for e in stuck)
+        assert sum(1 for p in pods_of(cluster, "outage") if p["spec"].get("nodeName")) == 10  # never 11
+    finally:
+        cluster.stop_component("bandwidth-outage")
