@@ -229,6 +229,7 @@ def explain_node_command(
     from operators.engine.descheduling.lownodeload import plan
     from operators.engine.scheduling.explain import bits
     from operators.engine.scheduling.index import ClusterIndex
+    from operators.engine.status.node_bandwidth import advertised
     from operators.extender.live import KINDS
 
     config = load_scheduler_config(config_path)
@@ -238,6 +239,11 @@ def explain_node_command(
     if node is None:
         raise CommandError(f"node {name} not found")
     index = ClusterIndex.build(snapshot)
+
+    def requested(resource: str) -> int:
+        pods = snapshot.pods_by_node.get(name, ())
+        return sum(p.requests[resource].value() for p in pods if resource in p.requests and not p.is_terminal)
+
     try:
         capacity = node_capacity(node, index.slo_totals.get(name), config.bandwidth.default_node_bandwidth)
     except FieldError as error:
@@ -257,6 +263,12 @@ def explain_node_command(
         "free": {"ingress": total - used_in, "egress": total - used_out} if total is not None else None,
         "networkQOS": qos.model_dump(by_alias=True, exclude_none=True, mode="json") if qos is not None else None,
         "descheduler": classified or None,
+        # what kube-scheduler accounts (the bandwidth guarantee): allocatable less its pods' requests
+        "extendedResources": {
+            resource: {"allocatable": amount, "requested": requested(resource)}
+            for resource, amount in advertised(node).items()
+        }
+        or None,
     }
     if fmt != "table":
         click.echo(output.dump(document, fmt), nl=False)
@@ -272,6 +284,12 @@ def explain_node_command(
             for direction, used in (("ingress", used_in), ("egress", used_out))
         ]
         click.echo(output.table(("direction", "requested", "free", "used"), rows), nl=False)
+    for resource, amounts in (document["extendedResources"] or {}).items():
+        left = amounts["allocatable"] - amounts["requested"]
+        click.echo(
+            f"kube-scheduler accounts {resource}: allocatable {bits(amounts['allocatable'])}, requested "
+            f"{bits(amounts['requested'])}, free {bits(left)} bits/s"
+        )
     click.echo(f"NodeSLO network QoS: {document['networkQOS'] or '(none)'}")
     if classified:
         usage = ", ".join(f"{resource} {value:.2f} %" for resource, value in classified.get("usage", {}).items())

@@ -354,3 +354,36 @@ def test_explain_appgroup_and_node_from_a_snapshot() -> None:
     assert node["descheduler"]["class"] == "low"  # 30 % used: at the default low threshold of 30 %
     code, _, err = run("explain", "node", "nope", "-f", EXAMPLES)
     assert code == 1 and err.strip() == "error: node nope not found"
+
+
+def test_explain_node_shows_what_kube_scheduler_accounts_beside_the_engine(tmp_path: pathlib.Path) -> None:
+    """A node advertising 900M egress (1G less a 100M pod without resources) with a 300M pod that requests the
+    resource: kube-scheduler's free room (900M - 300M) is the engine's (1G - 100M - 300M)."""
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(
+        """apiVersion: v1
+kind: Node
+metadata: {name: n1, annotations: {node.kubernetes.io/network-limit: 1G}}
+status: {allocatable: {netaware.io/egress-bandwidth: 900M, netaware.io/ingress-bandwidth: 1G}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: d, annotations: {kubernetes.io/egress-bandwidth: 100M}}
+spec: {nodeName: n1, containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: new, namespace: d, annotations: {kubernetes.io/egress-bandwidth: 999M}}
+spec:
+  nodeName: n1
+  containers: [{name: c, resources: {requests: {netaware.io/egress-bandwidth: 300M}}}]
+"""
+    )
+    code, out, err = run("explain", "node", "n1", "-f", str(snapshot), "-o", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    # the pod's resource (300M) is counted, not its annotation (999M): kube-scheduler counts the resource
+    assert document["requested"] == {"ingress": 0, "egress": 400_000_000}
+    assert document["free"]["egress"] == 600_000_000
+    egress = document["extendedResources"]["netaware.io/egress-bandwidth"]
+    assert egress == {"allocatable": 900_000_000, "requested": 300_000_000}
