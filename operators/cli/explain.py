@@ -254,6 +254,10 @@ def explain_node_command(
     qos = slo.status.network_qos if slo is not None and slo.status is not None else None
     planned = plan(snapshot, policy, datetime.datetime.now(datetime.UTC)).to_json()
     classified = (planned.get("nodes") or {}).get(name, {})
+    accounted = {
+        resource: {"allocatable": amount, "requested": requested(resource)}
+        for resource, amount in advertised(node).items()
+    }
     document = {
         "node": name,
         "zone": node.zone or None,
@@ -264,11 +268,7 @@ def explain_node_command(
         "networkQOS": qos.model_dump(by_alias=True, exclude_none=True, mode="json") if qos is not None else None,
         "descheduler": classified or None,
         # what kube-scheduler accounts (the bandwidth guarantee): allocatable less its pods' requests
-        "extendedResources": {
-            resource: {"allocatable": amount, "requested": requested(resource)}
-            for resource, amount in advertised(node).items()
-        }
-        or None,
+        "extendedResources": accounted or None,
     }
     if fmt != "table":
         click.echo(output.dump(document, fmt), nl=False)
@@ -284,7 +284,7 @@ def explain_node_command(
             for direction, used in (("ingress", used_in), ("egress", used_out))
         ]
         click.echo(output.table(("direction", "requested", "free", "used"), rows), nl=False)
-    for resource, amounts in (document["extendedResources"] or {}).items():
+    for resource, amounts in accounted.items():
         left = amounts["allocatable"] - amounts["requested"]
         click.echo(
             f"kube-scheduler accounts {resource}: allocatable {bits(amounts['allocatable'])}, requested "
