@@ -30,7 +30,8 @@ from operators.controllers.metrics import reconciler
 from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, Accounting, slo_network_totals
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.status.node_bandwidth import UnaccountedUsage, advertised, advertisement, status_patch
+from operators.engine.cluster.usage import PodUsage
+from operators.engine.status.node_bandwidth import advertised, advertisement, status_patch, unaccounted_usage
 from operators.kube import post_event, send_json
 from operators.sources.cache import NODES, NODESLOS, PODS, Change, ClusterCache
 
@@ -42,7 +43,8 @@ WORKERS = 4  # nodes written at once (the first sync of a large cluster writes e
 @dataclass
 class _State:
     options: NodeBandwidthOptions
-    usage: UnaccountedUsage
+    accounting: Accounting
+    usage: PodUsage
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
     slo_totals: dict[str, Any] = dataclasses.field(default_factory=dict)
     queue: asyncio.Queue[str] = dataclasses.field(default_factory=asyncio.Queue)
@@ -89,7 +91,9 @@ async def advertise(api: Any, state: _State, name: str) -> None:
     node = state.nodes.get(name)
     if node is None:
         return
-    wanted = advertisement(node, state.slo_totals.get(name), state.options.default_node_bandwidth, state.usage)
+    wanted = advertisement(
+        node, state.slo_totals.get(name), state.options.default_node_bandwidth, state.usage, state.accounting
+    )
     patch = status_patch(node, wanted)
     if patch is not None:
         try:
@@ -112,7 +116,8 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
 
     @kopf.on.startup(id="nodebandwidth_state", registry=registry)
     async def init_state(memo: kopf.Memo, **_: Any) -> None:
-        state = _State(options, UnaccountedUsage(Accounting(options.accounting_mode)))
+        accounting = Accounting(options.accounting_mode)
+        state = _State(options, accounting, unaccounted_usage(accounting))
         memo.nodebandwidth = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
 

@@ -1,6 +1,6 @@
 """The live extender's scheduling state, kept by delta from the process's cluster cache.
 
-* A pod change is applied to one :class:`~operators.engine.scheduling.usage.PodUsage` (used bandwidth and
+* A pod change is applied to one :class:`~operators.engine.cluster.usage.PodUsage` (used bandwidth and
   pod count of its node, AppGroup members) and gives the next index at once: the tables' used columns are
   copied with the touched rows updated (microseconds at 5,000 nodes), nothing is re-read.
 * An AppGroup or NetworkTopology change gives an index with the new custom resources over the same tables.
@@ -23,8 +23,8 @@ from aiohttp import web
 
 from operators.api.quantity import Quantity
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.usage import PodUsage
 from operators.sources.cache import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, Change, ClusterCache
 
 logger = logging.getLogger("netaware.extender")

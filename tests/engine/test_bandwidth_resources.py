@@ -15,14 +15,14 @@ from operators.engine.admission.pod_bandwidth import resource_patch
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.usage import PodUsage
 from operators.engine.status.node_bandwidth import (
     Advertisement,
-    UnaccountedUsage,
     advertised,
     advertisement,
     status_patch,
+    unaccounted_usage,
 )
 
 IN, OUT, BOTH = "netaware.io/ingress-bandwidth", "netaware.io/egress-bandwidth", "netaware.io/bandwidth"
@@ -110,8 +110,8 @@ def test_accounted_means_a_resource_of_the_mode() -> None:
 # -- what a node advertises --------------------------------------------------------------------------------------
 
 
-def usage_of(accounting: Accounting, *pods: Pod) -> UnaccountedUsage:
-    usage = UnaccountedUsage(accounting)
+def usage_of(accounting: Accounting, *pods: Pod) -> PodUsage:
+    usage = unaccounted_usage(accounting)
     for pod in pods:
         usage.apply(None, pod)
     return usage
@@ -123,10 +123,10 @@ def test_a_node_advertises_its_capacity_less_its_unaccounted_pods() -> None:
     )
     accounted = make_pod("new", "n1", resources={IN: "200M", OUT: "200M"})
     other_node = make_pod("far", "n2", {"kubernetes.io/ingress-bandwidth": "500M"})
-    duplex = advertisement(make_node(), None, None, usage_of(DUPLEX, legacy, accounted, other_node))
+    duplex = advertisement(make_node(), None, None, usage_of(DUPLEX, legacy, accounted, other_node), DUPLEX)
     # 1G - 100M and 1G - 300M; the combined resource is not this mode's: removed
     assert duplex == Advertisement({IN: 900 * M, OUT: 700 * M, BOTH: None})
-    combined = advertisement(make_node(), None, None, usage_of(COMBINED, legacy, accounted, other_node))
+    combined = advertisement(make_node(), None, None, usage_of(COMBINED, legacy, accounted, other_node), COMBINED)
     # in combined mode the duplex-resourced pod is unaccounted too: 1G - (100M + 300M) - (200M + 200M)
     assert combined == Advertisement({BOTH: 200 * M, IN: None, OUT: None})
 
@@ -142,26 +142,26 @@ def test_finished_and_unbound_pods_are_not_counted_and_a_deletion_gives_the_room
     pending = make_pod("pending", "", {"kubernetes.io/egress-bandwidth": "1G"})
     running = make_pod("running", "n1", {"kubernetes.io/egress-bandwidth": "400M"})
     usage = usage_of(DUPLEX, done, pending, running)
-    assert advertisement(make_node(), None, None, usage).resources[OUT] == 600 * M
+    assert advertisement(make_node(), None, None, usage, DUPLEX).resources[OUT] == 600 * M
     assert usage.apply(running, None) == {"n1"}
-    assert advertisement(make_node(), None, None, usage).resources[OUT] == 1000 * M
+    assert advertisement(make_node(), None, None, usage, DUPLEX).resources[OUT] == 1000 * M
 
 
 def test_overcommitted_legacy_pods_advertise_zero_not_a_negative_amount() -> None:
     legacy = make_pod("old", "n1", {"kubernetes.io/egress-bandwidth": "3G"})
-    assert advertisement(make_node(), None, None, usage_of(DUPLEX, legacy)).resources[OUT] == 0
+    assert advertisement(make_node(), None, None, usage_of(DUPLEX, legacy), DUPLEX).resources[OUT] == 0
 
 
 def test_unknown_capacity_or_unreadable_usage_advertises_zero_with_the_reason() -> None:
-    unknown = advertisement(make_node(bandwidth=None), None, None, usage_of(DUPLEX))
+    unknown = advertisement(make_node(bandwidth=None), None, None, usage_of(DUPLEX), DUPLEX)
     assert unknown.resources == {IN: 0, OUT: 0, BOTH: None}
     assert unknown.problem == "node n1 bandwidth capacity unknown (no annotation, NodeSLO total or default)"
-    default = advertisement(make_node(bandwidth=None), None, q("10G"), usage_of(DUPLEX))
+    default = advertisement(make_node(bandwidth=None), None, q("10G"), usage_of(DUPLEX), DUPLEX)
     assert default.resources[IN] == 10_000 * M and not default.problem
-    slo = advertisement(make_node(bandwidth=None), "2G", None, usage_of(DUPLEX))
+    slo = advertisement(make_node(bandwidth=None), "2G", None, usage_of(DUPLEX), DUPLEX)
     assert slo.resources[OUT] == 2000 * M
     broken = make_pod("bad", "n1", {"kubernetes.io/egress-bandwidth": "lots"})
-    unreadable = advertisement(make_node(), None, None, usage_of(COMBINED, broken))
+    unreadable = advertisement(make_node(), None, None, usage_of(COMBINED, broken), COMBINED)
     assert unreadable.resources[BOTH] == 0
     assert "pod ns/bad" in unreadable.problem and "kubernetes.io/egress-bandwidth" in unreadable.problem
 
@@ -290,11 +290,11 @@ def test_engine_and_kube_scheduler_count_the_same_and_never_beyond_capacity(
     nodes = ("n1", "n2")
     pods: dict[str, Pod] = {}
     live = PodUsage()  # the extender's count, by delta
-    unaccounted = UnaccountedUsage(accounting)  # the nodebandwidth controller's, by delta
+    unaccounted = unaccounted_usage(accounting)  # the nodebandwidth controller's, by delta
     status: dict[str, Node] = {name: make_node(name, str(CAPACITY)) for name in nodes}
 
     def readvertise(name: str) -> None:  # what the controller writes after every change
-        wanted = advertisement(status[name], None, None, unaccounted)
+        wanted = advertisement(status[name], None, None, unaccounted, accounting)
         patch = status_patch(status[name], wanted)
         if patch is not None:
             raw = jsonpatch.apply_patch(dict(status[name].raw), [{"op": "add", "path": "/status", "value": {}}])

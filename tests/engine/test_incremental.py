@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from operators.api import keys
 from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.usage import PodUsage
 from operators.sources.cache import PODS, Change, ClusterCache
 
 BANDWIDTHS = ["10M", "250M", "1G", "not-a-quantity", None]

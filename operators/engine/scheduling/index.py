@@ -21,8 +21,8 @@ from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.table import Ints, NodeTable
-from operators.engine.scheduling.usage import PodUsage
 
 
 @dataclass

@@ -17,15 +17,14 @@ NodeResourcesFit accounts bandwidth — its assumed pods, preemption and Resourc
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
-from operators.engine.cluster.bandwidth import RESOURCES, Accounting, capacity_or_problem, pod_demand
-from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.bandwidth import RESOURCES, Accounting, capacity_or_problem
+from operators.engine.cluster.objects import Node
+from operators.engine.cluster.usage import PodUsage
 
 
 @dataclass(frozen=True)
@@ -36,67 +35,24 @@ class Advertisement:
     problem: str = ""
 
 
-def _counts(pod: Pod | None) -> bool:
-    return pod is not None and bool(pod.node_name) and not pod.is_terminal
+def unaccounted_usage(accounting: Accounting) -> PodUsage:
+    """The bandwidth of the pods kube-scheduler does not count (rule 2), per node, kept by delta over pod changes."""
+    return PodUsage(selects=lambda pod: not accounting.accounted(pod.requests), keeps_members=False)
 
 
-@dataclass
-class UnaccountedUsage:
-    """Bandwidth of the pods kube-scheduler does not count (rule 2), per node, kept by delta over pod changes."""
-
-    accounting: Accounting
-    sums: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))  # in, out, pods
-    problems: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
-
-    def apply(self, old: Pod | None, new: Pod | None) -> set[str]:
-        """Replace ``old`` by ``new`` (either may be None); the nodes whose unaccounted usage changed."""
-        touched: set[str] = set()
-        for pod, sign in ((old, -1), (new, +1)):
-            if pod is not None and _counts(pod) and not self.accounting.accounted(pod.requests):
-                self._count(pod, sign)
-                touched.add(pod.node_name)
-        return touched
-
-    def _count(self, pod: Pod, sign: int) -> None:
-        node = pod.node_name
-        try:
-            ingress, egress = pod_demand(pod.annotations, pod.requests)
-        except FieldError as error:
-            ingress = egress = 0
-            if sign > 0:
-                self.problems[node][pod.key] = f"pod {pod.key}: {error}"
-        if sign < 0 and node in self.problems:
-            self.problems[node].pop(pod.key, None)
-            if not self.problems[node]:
-                del self.problems[node]
-        entry = self.sums[node]
-        entry[0] += sign * ingress
-        entry[1] += sign * egress
-        entry[2] += sign
-        if entry[2] == 0:
-            del self.sums[node]
-
-    def of(self, node: str) -> tuple[int, int]:
-        entry = self.sums.get(node)
-        return (entry[0], entry[1]) if entry else (0, 0)
-
-    def problem(self, node: str) -> str:
-        found = self.problems.get(node)
-        return next(iter(found.values())) if found else ""
-
-
-def advertisement(node: Node, slo_total: Any, default: Quantity | None, usage: UnaccountedUsage) -> Advertisement:
-    """What ``node`` should advertise (see the module docstring)."""
-    accounting = usage.accounting
+def advertisement(
+    node: Node, slo_total: Any, default: Quantity | None, usage: PodUsage, accounting: Accounting
+) -> Advertisement:
+    """What ``node`` should advertise (see the module docstring); ``usage``: :func:`unaccounted_usage`'s."""
     removed: dict[str, int | None] = {name: None for name in RESOURCES if name not in accounting.resources}
     capacity, problem = capacity_or_problem(node, slo_total, default)
     if capacity is None and not problem:
         problem = f"node {node.name} bandwidth capacity unknown (no annotation, NodeSLO total or default)"
-    problem = problem or usage.problem(node.name)
+    problem = problem or usage.problem(node.name) or ""
     if problem:
         return Advertisement({**removed, **dict.fromkeys(accounting.resources, 0)}, problem)
     assert capacity is not None
-    return Advertisement({**removed, **accounting.advertised(capacity, *usage.of(node.name))})
+    return Advertisement({**removed, **accounting.advertised(capacity, *usage.used(node.name))})
 
 
 def status_patch(node: Node, wanted: Advertisement) -> dict[str, Any] | None:

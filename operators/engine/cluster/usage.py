@@ -3,12 +3,14 @@
 :meth:`PodUsage.apply` takes one pod change (added, changed, deleted) and updates the used bandwidth per node
 (per direction), the pod count, the nodes whose usage is unknown (a pod with an unreadable bandwidth
 annotation) and the AppGroup members; :meth:`ClusterIndex.build` folds a snapshot's pods through it, and the
-extender applies its watch's pod events to it, so both count a pod the same way.
+extender applies its watch's pod events to it, so both count a pod the same way. The ``nodebandwidth`` controller
+keeps one over the pods kube-scheduler does not account (``selects``), without AppGroup members.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from operators.api import keys
@@ -35,20 +37,20 @@ class PodUsage:
     problems: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     # AppGroup label -> pod key -> pod (all namespaces; each AppGroup filters by the namespaces it covers)
     members: dict[str, dict[str, Pod]] = field(default_factory=lambda: defaultdict(dict))
+    selects: Callable[[Pod], bool] | None = None  # None: every pod bound and not finished counts
+    keeps_members: bool = True
 
     def apply(self, old: Pod | None, new: Pod | None) -> set[str]:
         """Replace ``old`` by ``new`` (either may be None); the nodes whose usage changed."""
         touched: set[str] = set()
-        if old is not None:
-            self._member(old, add=False)
-            if _counts(old):
-                self._count(old, -1)
-                touched.add(old.node_name)
-        if new is not None:
-            self._member(new, add=True)
-            if _counts(new):
-                self._count(new, +1)
-                touched.add(new.node_name)
+        for pod, sign in ((old, -1), (new, +1)):
+            if pod is None:
+                continue
+            if self.keeps_members:
+                self._member(pod, add=sign > 0)
+            if _counts(pod) and (self.selects is None or self.selects(pod)):
+                self._count(pod, sign)
+                touched.add(pod.node_name)
         return touched
 
     def _count(self, pod: Pod, sign: int) -> None:
@@ -59,7 +61,7 @@ class PodUsage:
             ingress = egress = 0
             if sign > 0:
                 self.problems[node][pod.key] = f"pod {pod.key} on node {node}: {error}"
-        if sign < 0:
+        if sign < 0 and node in self.problems:
             self.problems[node].pop(pod.key, None)
             if not self.problems[node]:
                 del self.problems[node]
