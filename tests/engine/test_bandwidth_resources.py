@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from operators.api.quantity import Quantity
@@ -359,3 +359,32 @@ def test_engine_and_kube_scheduler_count_the_same_and_never_beyond_capacity(
             else:
                 assert free_for_scheduler == {IN: CAPACITY - engine[0], OUT: CAPACITY - engine[1]}
                 assert max(engine) <= CAPACITY
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["requests", "limits", "resources", "name", IN, BOTH]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["containers", "initContainers", "nodeName"]), JSON | st.lists(JSON, max_size=2), max_size=3
+    ),
+    st.sampled_from((DUPLEX, COMBINED)),
+)
+def test_resource_patch_survives_any_spec(spec: dict[str, Any], accounting: Accounting) -> None:
+    """Whatever the pod's spec holds, the patch is a list of operations (the API server refuses what is not a pod),
+    never an exception; and when there is a first container that is an object, the patch applies to the pod."""
+    pod = {"metadata": {"name": "p"}, "spec": spec}
+    operations = resource_patch(pod, {"kubernetes.io/egress-bandwidth": "1M"}, accounting)
+    assert isinstance(operations, list)
+    containers = spec.get("containers")
+    if operations:
+        assert isinstance(containers, list) and isinstance(containers[0], dict)
+        jsonpatch.apply_patch(pod, operations)

@@ -230,7 +230,8 @@ def resource_patch(
     if not isinstance(containers, list) or not containers or not isinstance(containers[0], Mapping):
         return []  # the API server refuses a pod without containers itself
     for group in ("containers", "initContainers"):
-        for container in spec.get(group) or ():  # type: ignore[union-attr]
+        listed = spec.get(group)  # type: ignore[union-attr]
+        for container in listed if isinstance(listed, list) else ():
             resources = container.get("resources") if isinstance(container, Mapping) else None
             for section in ("requests", "limits"):
                 named = resources.get(section) if isinstance(resources, Mapping) else None
