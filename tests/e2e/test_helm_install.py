@@ -95,8 +95,14 @@ def test_install_upgrade_uninstall_leaves_nothing_behind(bare: Any) -> None:
         )["metadata"]["managedFields"]
     }
     assert ("helm", "Apply") in managers  # Helm 4's server-side apply
-    webhook = kubectl_json(bare, "get", "mutatingwebhookconfiguration", "netaware-webhook")["webhooks"][0]
-    assert webhook["failurePolicy"] == "Ignore" and webhook["clientConfig"]["caBundle"]
+    # the bandwidth guarantee: pods that ask for bandwidth fail closed, the rest never blocked (the real API server
+    # compiled both entries' CEL matchConditions)
+    entries = kubectl_json(bare, "get", "mutatingwebhookconfiguration", "netaware-webhook")["webhooks"]
+    assert [(w["name"], w["failurePolicy"]) for w in entries] == [
+        ("pod-bandwidth.netaware.io", "Fail"),
+        ("pod.netaware.io", "Ignore"),
+    ]
+    assert all(w["clientConfig"]["caBundle"] and w["matchConditions"] for w in entries)
 
     helm(
         bare,
