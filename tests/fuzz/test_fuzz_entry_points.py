@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from operators.api.config.scheduler import parse_config
 from operators.api.quantity import QuantityError, parse_bandwidth, parse_quantity
 from operators.cli.main import cli
+from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.sloconfig import ConfigState, update_config
@@ -309,7 +310,9 @@ def extender() -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def webhook() -> Iterator[Served]:
-    yield from serve_in_thread(webhook_app(ClusterView.from_snapshot(build_snapshot(example_documents()))))
+    # the bandwidth guarantee on: hostile pods go through the resource requests too
+    view = ClusterView.from_snapshot(build_snapshot(example_documents()))
+    yield from serve_in_thread(webhook_app(view, resources=Accounting.COMBINED))
 
 
 extender_pods = st.builds(
@@ -385,6 +388,12 @@ def admission(pod: Any) -> bytes:
 @FUZZ
 @given(extender_pods)
 @example({"metadata": {"name": "x", "annotations": {"kubernetes.io/ingress-bandwidth": "1e99999999"}}})
+@example(
+    {
+        "metadata": {"name": "x", "annotations": {"kubernetes.io/ingress-bandwidth": "1M"}},
+        "spec": {"containers": [{"name": "c", "resources": None}], "initContainers": 7},
+    }
+)
 def test_webhook_answers_and_every_patch_applies(webhook: Served, pod: Any) -> None:
     status, answer = webhook.post("/mutate-pods", admission(pod))
     assert status in (200, 400), answer
