@@ -372,6 +372,8 @@ JSON = st.recursive(
 
 
 @settings(max_examples=300, deadline=None)
+@example({"containers": [{"name": "c"}], "initContainers": 5}, DUPLEX)
+@example({"containers": [{"resources": {"requests": [1]}}], "initContainers": "x"}, COMBINED)
 @given(
     st.dictionaries(
         st.sampled_from(["containers", "initContainers", "nodeName"]), JSON | st.lists(JSON, max_size=2), max_size=3

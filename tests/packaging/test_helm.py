@@ -91,7 +91,9 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     webhook = next(d for d in managed if d["kind"] == "MutatingWebhookConfiguration")
     assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].startswith(f"{NAMESPACE}/")
     scheduled = render(helm, *VARIANTS["second-scheduler"])
-    config = next(d for d in scheduled if d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {}))
+    config = next(
+        d for d in scheduled if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("netaware-scheduler")
+    )
     extender = yaml.safe_load(config["data"]["config.yaml"])["extenders"][0]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True and extender["httpTimeout"] == "5s"
     operator = next(d for d in scheduled if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))
@@ -315,3 +317,21 @@ def test_the_charts_webhook_entries_are_the_python_renderings(helm: str, variant
     python = mutating_webhook_configuration("x", "x", NAMESPACE, bandwidth_failure_policy=policy)
     strip = [{k: v for k, v in entry.items() if k != "clientConfig"} for entry in rendered["webhooks"]]
     assert strip == [{k: v for k, v in entry.items() if k != "clientConfig"} for entry in python["webhooks"]]
+
+
+@pytest.mark.parametrize(("variant", "mode", "default"), [("default", "duplex", None), ("combined", "combined", "10G")])
+def test_the_extender_counts_in_the_charts_accounting_mode(
+    helm: str, variant: str, mode: str, default: str | None
+) -> None:
+    from operators.api.config.scheduler import parse_config
+
+    documents = render(helm, *VARIANTS[variant])
+    extender = next(d for d in documents if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("extender"))
+    assert "--config=/etc/netaware/config/config.yaml" in containers(extender)[0]["args"]
+    config_map = next(d for d in documents if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("extender"))
+    config = parse_config(yaml.safe_load(config_map["data"]["config.yaml"]))
+    assert config.bandwidth.accounting_mode == mode
+    assert (
+        str(config.bandwidth.default_node_bandwidth) if config.bandwidth.default_node_bandwidth else None
+    ) == default
+    assert set(config.filters) == {"NetworkOverhead", "NetworkBandwidth"}  # the default plugins kept
