@@ -417,3 +417,13 @@ def test_an_unusable_value_is_a_reason_on_its_own_object(fast: bool) -> None:
         "metadata.annotations[kubernetes.io/egress-request]: negative" in v["NetworkBandwidth"]
         for v in worse.filters.values()
     )
+
+
+def test_plugin_weights_are_any_positive_int32_as_kube_scheduler_takes_them() -> None:
+    """Upstream's integration configuration weighs NodeResourcesAllocatable 50000; an int32 is the API's type."""
+    enabled = [{"name": "NodeResourcesAllocatable", "weight": 50000}, {"name": "NetworkBandwidth", "weight": 2**31 - 1}]
+    config = parse_config({**KSC, "profiles": [{"plugins": {"score": {"enabled": enabled}}}]})
+    assert config.weights == {"NodeResourcesAllocatable": 50000, "NetworkBandwidth": 2**31 - 1}
+    too_big = [{"name": "NetworkBandwidth", "weight": 2**31}]
+    with pytest.raises(FieldError, match="weight: Input should be less than or equal to 2147483647"):
+        parse_config({**KSC, "profiles": [{"plugins": {"score": {"enabled": too_big}}}]})

@@ -67,7 +67,9 @@ class _Strict(BaseModel):
 
 class PluginRef(_Strict):
     name: str
-    weight: int | None = Field(default=None, ge=1, le=100)
+    # kube-scheduler's rule: any positive int32 (the API type); its total cannot overflow (3 plugins x 2**31 x 100 is
+    # far inside int64). No cap at 100: upstream's own NodeResourcesAllocatable configuration uses 50000.
+    weight: int | None = Field(default=None, ge=1, le=2**31 - 1)
 
 
 class PluginSet(_Strict):
