@@ -227,6 +227,7 @@ def explain_node_command(
     from operators.cli.common import load_descheduler_policy
     from operators.engine.cluster.bandwidth import node_capacity
     from operators.engine.descheduling.lownodeload import plan
+    from operators.engine.descheduling.sources import Requests
     from operators.engine.scheduling.explain import bits
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.status.node_bandwidth import advertised
@@ -240,10 +241,6 @@ def explain_node_command(
         raise CommandError(f"node {name} not found")
     index = ClusterIndex.build(snapshot)
 
-    def requested(resource: str) -> int:
-        pods = snapshot.pods_by_node.get(name, ())
-        return sum(p.requests[resource].value() for p in pods if resource in p.requests and not p.is_terminal)
-
     try:
         capacity = node_capacity(node, index.slo_totals.get(name), config.bandwidth.default_node_bandwidth)
     except FieldError as error:
@@ -254,8 +251,9 @@ def explain_node_command(
     qos = slo.status.network_qos if slo is not None and slo.status is not None else None
     planned = plan(snapshot, policy, datetime.datetime.now(datetime.UTC)).to_json()
     classified = (planned.get("nodes") or {}).get(name, {})
-    accounted = {
-        resource: {"allocatable": amount, "requested": requested(resource)}
+    running = tuple(pod for pod in snapshot.pods_by_node.get(name, ()) if not pod.is_terminal)
+    accounted = {  # kube-scheduler's count: the descheduler's Requests source counts requests as it does
+        resource: {"allocatable": amount, "requested": Requests(resource).node_usage(node, running)}
         for resource, amount in advertised(node).items()
     }
     document = {

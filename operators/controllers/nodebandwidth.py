@@ -16,7 +16,6 @@ over :mod:`operators.engine.status.node_bandwidth` (the rule).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -26,10 +25,11 @@ import kopf
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api.config.controllers import NodeBandwidthOptions
+from operators.api.quantity import Quantity
 from operators.controllers.metrics import reconciler
-from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, Accounting, slo_network_totals
+from operators.controllers.workqueue import WorkQueue
+from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, Accounting, slo_network_total
 from operators.engine.cluster.objects import Node
-from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.status.node_bandwidth import advertised, advertisement, status_patch, unaccounted_usage
 from operators.kube import post_event, send_json
@@ -46,15 +46,12 @@ class _State:
     accounting: Accounting
     usage: PodUsage
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
-    slo_totals: dict[str, Any] = dataclasses.field(default_factory=dict)
-    queue: asyncio.Queue[str] = dataclasses.field(default_factory=asyncio.Queue)
-    queued: set[str] = dataclasses.field(default_factory=set)
+    slo_totals: dict[str, Quantity | None] = dataclasses.field(default_factory=dict)
     reported: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> the problem last posted
+    work: WorkQueue = dataclasses.field(default_factory=lambda: WorkQueue(logger, "node %s: advertising failed"))
 
     def enqueue(self, name: str) -> None:
-        if name not in self.queued:
-            self.queued.add(name)
-            self.queue.put_nowait(name)
+        self.work.enqueue(name)
 
     def on_changes(self, changes: list[Change]) -> None:
         for change in changes:
@@ -63,10 +60,9 @@ class _State:
                     self.enqueue(name)
             elif change.kind == NODESLOS.name:
                 name = (change.new or change.old).metadata.name
-                totals = slo_network_totals(Snapshot(node_slos=(change.new,))) if change.new is not None else {}
-                if totals.get(name) != self.slo_totals.get(name):
-                    self.slo_totals.pop(name, None)
-                    self.slo_totals.update(totals)
+                total = slo_network_total(change.new) if change.new is not None else None
+                if total != self.slo_totals.get(name):
+                    self.slo_totals[name] = total
                     self.enqueue(name)
             elif change.kind == NODES.name:
                 if change.new is None:
@@ -121,26 +117,10 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
         memo.nodebandwidth = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
 
-        async def work() -> None:
-            await cache.wait_synced()
-            while True:
-                name = await state.queue.get()
-                state.queued.discard(name)
-                try:
-                    await advertise(memo.api, state, name)
-                except ApiException as error:
-                    logger.warning("node %s: advertising failed (%s %s); retrying", name, error.status, error.reason)
-                    await asyncio.sleep(2)
-                    state.enqueue(name)
-                except Exception:
-                    logger.exception("node %s: advertising failed", name)
-
-        memo.nodebandwidth_workers = [asyncio.create_task(work()) for _ in range(WORKERS)]
+        state.work.start(WORKERS, cache.wait_synced, lambda name: advertise(memo.api, state, name))
 
     @kopf.on.cleanup(id="nodebandwidth_workers", registry=registry)
     async def stop_workers(memo: kopf.Memo, **_: Any) -> None:
-        for worker in getattr(memo, "nodebandwidth_workers", ()):
-            worker.cancel()
-        for worker in getattr(memo, "nodebandwidth_workers", ()):
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+        state: _State | None = getattr(memo, "nodebandwidth", None)
+        if state is not None:
+            await state.work.stop()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import dataclasses
 import datetime
 import logging
@@ -33,6 +32,7 @@ from operators.api import keys
 from operators.api.config.controllers import NodeSLOOptions
 from operators.api.nodeslo import NodeSLO
 from operators.controllers.metrics import reconciler
+from operators.controllers.workqueue import WorkQueue
 from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, update_config
@@ -59,14 +59,13 @@ class _State:
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
     slos: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     locks: dict[str, asyncio.Lock] = dataclasses.field(default_factory=dict)
-    queue: asyncio.Queue[str] = dataclasses.field(default_factory=asyncio.Queue)
     own_versions: dict[str, collections.deque[Any]] = dataclasses.field(default_factory=dict)
-    queued: set[str] = dataclasses.field(default_factory=set)
+    work: WorkQueue = dataclasses.field(
+        default_factory=lambda: WorkQueue(logging.getLogger("netaware.nodeslo"), "NodeSLO %s: rendering failed")
+    )
 
     def enqueue(self, name: str) -> None:
-        if name not in self.queued:
-            self.queued.add(name)
-            self.queue.put_nowait(name)
+        self.work.enqueue(name)
 
     def on_changes(self, changes: list[Change]) -> None:
         """Nodes whose labels or bandwidth annotations changed (or that came or went) are queued; so are nodes
@@ -182,32 +181,17 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
         memo.nodeslo = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
 
-        async def render_queued() -> None:
-            await cache.wait_synced()
-            while True:
-                name = await state.queue.get()
-                state.queued.discard(name)
-                try:
-                    await ensure_config(memo.api, state, settings)
-                    await sync_node(memo.api, state, name, settings)
-                except ApiException as error:
-                    logging.getLogger("netaware.nodeslo").warning(
-                        "NodeSLO %s: rendering failed (%s %s); retrying", name, error.status, error.reason
-                    )
-                    await asyncio.sleep(2)
-                    state.enqueue(name)
-                except Exception:
-                    logging.getLogger("netaware.nodeslo").exception("NodeSLO %s: rendering failed", name)
+        async def render(name: str) -> None:
+            await ensure_config(memo.api, state, settings)
+            await sync_node(memo.api, state, name, settings)
 
-        memo.nodeslo_workers = [asyncio.create_task(render_queued()) for _ in range(WORKERS)]
+        state.work.start(WORKERS, cache.wait_synced, render)
 
     @kopf.on.cleanup(id="nodeslo_workers", registry=registry)
     async def stop_workers(memo: kopf.Memo, **_: Any) -> None:
-        for worker in getattr(memo, "nodeslo_workers", ()):
-            worker.cancel()
-        for worker in getattr(memo, "nodeslo_workers", ()):
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+        state: _State | None = getattr(memo, "nodeslo", None)
+        if state is not None:
+            await state.work.stop()
 
     def is_config(namespace: str, name: str, **_: Any) -> bool:
         return namespace == settings.config_namespace and name == settings.config_name

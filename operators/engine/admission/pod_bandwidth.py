@@ -227,10 +227,12 @@ def resource_patch(
        effective request is the containers' sum), as integers in bits/s; maps created where absent."""
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, Mapping) else None
-    if not isinstance(containers, list) or not containers or not isinstance(containers[0], Mapping):
+    if not isinstance(spec, Mapping) or not isinstance(containers, list) or not containers:
         return []  # the API server refuses a pod without containers itself
+    if not isinstance(containers[0], Mapping):
+        return []  # nor one whose container is not an object
     for group in ("containers", "initContainers"):
-        listed = spec.get(group)  # type: ignore[union-attr]
+        listed = spec.get(group)
         for container in listed if isinstance(listed, list) else ():
             resources = container.get("resources") if isinstance(container, Mapping) else None
             for section in ("requests", "limits"):

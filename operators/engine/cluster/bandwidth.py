@@ -36,6 +36,7 @@ import numpy as np
 
 from operators.api import keys
 from operators.api.errors import FieldError
+from operators.api.nodeslo import NodeSLO
 from operators.api.quantity import Quantity, parse_bandwidth
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import Snapshot
@@ -136,10 +137,10 @@ def pod_demand(annotations: Mapping[str, str], requests: Mapping[str, Quantity] 
     if combined is not None:
         total = combined.value()
         try:
-            ingress, egress = annotation_demand(annotations)
+            split: tuple[int, int] | None = annotation_demand(annotations)
         except FieldError:
-            ingress, egress = 0, -1
-        return (ingress, egress) if ingress + egress == total else (0, total)
+            split = None
+        return split if split is not None and sum(split) == total else (0, total)
     return annotation_demand(annotations)
 
 
@@ -206,14 +207,15 @@ def capacity_or_problem(node: Node, slo_total: Any, default: Quantity | None) ->
     return (found.bits if found is not None else None), ""
 
 
+def slo_network_total(slo: NodeSLO) -> Quantity | None:
+    """The NodeSLO's ``systemStrategy.totalNetworkBandwidth``, where set."""
+    system = slo.spec.system_strategy
+    return system.total_network_bandwidth if system is not None else None
+
+
 def slo_network_totals(snapshot: Snapshot) -> dict[str, Quantity]:
     """node -> ``systemStrategy.totalNetworkBandwidth`` of its NodeSLO, where set."""
-    totals = {}
-    for slo in snapshot.node_slos:
-        system = slo.spec.system_strategy
-        if system is not None and system.total_network_bandwidth is not None:
-            totals[slo.metadata.name] = system.total_network_bandwidth
-    return totals
+    return {slo.metadata.name: total for slo in snapshot.node_slos if (total := slo_network_total(slo)) is not None}
 
 
 def headroom_score(total: Any, after: Any) -> Any:
