@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from operators.agent.kernel import Kernel
+from operators.agent.live import Agent, AgentMetrics, AgentOptions, agent_kinds
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.snapshot import Snapshot
@@ -127,6 +129,27 @@ async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, 
         endpoint.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(endpoint.wait_closed(), 2.0)
+        await runner.cleanup()
+
+
+async def agent(
+    source: ClusterSource, kernel: Kernel, options: AgentOptions, health_port: int, address: str, stop: asyncio.Event
+) -> None:
+    """`netaware agent` until ``stop``: the enforcement loop, and ``/healthz``, ``/readyz`` (listed and one pass
+    made) and ``/metrics`` on ``health_port`` (0: none)."""
+    cache = ClusterCache(agent_kinds(options.node))
+    metrics = AgentMetrics()
+    worker = Agent(kernel, cache, options, metrics)
+    app = web.Application()
+    add_probes(app, lambda: worker.ready, "not listed or enforced yet", metrics.registry)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        if health_port:
+            await web.TCPSite(runner, address, health_port).start()
+        async with following(source, cache.follow) as api:
+            await worker.run(api, stop)
+    finally:
         await runner.cleanup()
 
 

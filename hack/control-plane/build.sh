@@ -72,4 +72,12 @@ if [[ ! -s "$STAGES" || "$STAMPS/kwok" -nt "$STAGES" ]]; then
   mv "$STAGES.tmp" "$STAGES"
 fi
 bash "$ROOT/hack/install-k8s-tools.sh" "$BIN" >/dev/null
+# The node agent's real-kernel tests: nft (the egress classifier), iperf3 (traffic), ip/tc (iproute2).
+missing=()
+for tool in nft:nftables iperf3:iperf3 ip:iproute2; do command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}"); done
+if ((${#missing[@]})); then
+  echo "installing ${missing[*]} (Debian) for the node agent's kernel tests"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+fi
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"

@@ -79,8 +79,27 @@ class NetworkQOSStatus(ApiModel):
     classes: NetworkQOSClasses
 
 
+class DirectionUsage(ApiModel):
+    ingress: int = Field(ge=0)  # bits/s
+    egress: int = Field(ge=0)
+
+
+class NetworkUsage(ApiModel):
+    """What the node agent measured over ``windowSeconds`` ending at ``updateTime`` (bits/s, from the kernel's
+    class counters): the node's traffic through its interface, per QoS class (``host``: the node's own) and per
+    pod (``namespace/name``). Written by the agent only; the NodeSLO controller keeps it as it is."""
+
+    ingress: int = Field(ge=0)
+    egress: int = Field(ge=0)
+    classes: dict[str, DirectionUsage] = Field(default_factory=dict)
+    pods: dict[str, DirectionUsage] = Field(default_factory=dict)
+    update_time: str
+    window_seconds: float = Field(gt=0)
+
+
 class NodeSLOStatus(ApiModel):
     network_qos: NetworkQOSStatus | None = Field(default=None, alias="networkQOS")
+    network_usage: NetworkUsage | None = None
     conditions: list[Condition] | None = None
     observed_generation: int | None = Field(default=None, ge=0)
 

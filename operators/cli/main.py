@@ -12,7 +12,7 @@ import sys
 import click
 
 from operators import __version__
-from operators.cli import explain, offline, probe, run, serving
+from operators.cli import agent, explain, offline, probe, run, serving
 from operators.cli.common import EXIT_ERROR
 
 
@@ -38,6 +38,7 @@ for command in (
     serving.extender_command,
     serving.demo_command,
     probe.probe_command,
+    agent.agent_command,
     explain.explain_group,
 ):
     cli.add_command(command)

@@ -28,7 +28,7 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
 from operators.engine.descheduling.sources import prometheus_samples
 from operators.kube import post_event, send_json
-from operators.sources.cache import NODEMETRICS, NODES, PODS, ClusterCache, Kind
+from operators.sources.cache import NODEMETRICS, NODES, NODESLOS, PODS, ClusterCache, Kind
 
 logger = logging.getLogger("netaware.descheduler")
 
@@ -36,10 +36,12 @@ COMPONENT = "netaware-descheduler"
 
 
 def followed_kinds(policy: DeschedulerPolicy) -> tuple[Kind, ...]:
-    """What the descheduler watches: nodes and pods, and NodeMetrics only when the policy reads them."""
+    """What the descheduler watches: nodes and pods; NodeMetrics and NodeSLOs (the agent's measured usage) only
+    when the policy reads them."""
     usage = policy.args.usage
     uses_metrics = "nodeMetric" in (usage.cpu, usage.memory)
-    return (NODES, PODS, NODEMETRICS) if uses_metrics else (NODES, PODS)
+    measured = usage.net_bandwidth == "measured" and "netBandwidth" in policy.args.resources
+    return (NODES, PODS) + ((NODEMETRICS,) if uses_metrics else ()) + ((NODESLOS,) if measured else ())
 
 
 @dataclass

@@ -56,6 +56,7 @@ class Kind:
     kind: str
     trim: Trim = trim_other
     selector: str = ""  # a label selector: only these objects are listed and watched
+    fields: str = ""  # a field selector, likewise (the node agent: its node's pods, its own NodeSLO)
 
 
 def _custom(plural: str, group: str, kind: str) -> Kind:
@@ -120,8 +121,9 @@ def _union(kinds: Iterable[Kind]) -> tuple[Kind, ...]:
             chosen[kind.name] = kind
             continue
         selector = kind.selector if held.selector == kind.selector else ""
+        fields = kind.fields if held.fields == kind.fields else ""
         trim = kind.trim if held.trim == kind.trim else trim_other
-        chosen[kind.name] = dataclasses.replace(kind, selector=selector, trim=trim)
+        chosen[kind.name] = dataclasses.replace(kind, selector=selector, fields=fields, trim=trim)
     return tuple(chosen.values())
 
 
@@ -135,7 +137,10 @@ def _key(raw: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def _selecting(kind: Kind) -> dict[str, str]:
-    return {"labelSelector": kind.selector} if kind.selector else {}
+    return {
+        **({"labelSelector": kind.selector} if kind.selector else {}),
+        **({"fieldSelector": kind.fields} if kind.fields else {}),
+    }
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> None:

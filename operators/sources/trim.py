@@ -127,6 +127,17 @@ def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
     return trimmed
 
 
+def trim_agent_pod(raw: dict[str, Any]) -> dict[str, Any]:
+    """A pod as the node agent reads it: :func:`trim_pod` and the pod's address and host networking."""
+    trimmed = trim_pod(raw)
+    spec, status = raw.get("spec"), raw.get("status")
+    if isinstance(spec, dict) and isinstance(trimmed.get("spec"), dict) and "hostNetwork" in spec:
+        trimmed["spec"]["hostNetwork"] = spec["hostNetwork"]
+    if isinstance(status, dict) and isinstance(trimmed.get("status"), dict) and "podIP" in status:
+        trimmed["status"] = {**trimmed["status"], "podIP": status["podIP"]}
+    return trimmed
+
+
 def trim_node(raw: dict[str, Any]) -> dict[str, Any]:
     """A node as the engine reads it: name, labels and annotations, schedulability, taints, allocatable and
     capacity (not its conditions, images, addresses or heartbeats)."""

@@ -107,7 +107,7 @@ def test_pods_are_sorted_into_classes(what: str, pod: Pod, expected: str) -> Non
     assert qos_class(pod) == expected, what
 
 
-def test_limited_pods_get_leaves_with_stable_ids_and_the_rest_join_their_class() -> None:
+def test_every_pod_gets_a_leaf_with_a_stable_id_and_its_own_limit_when_it_has_one() -> None:
     pods = [
         make_pod(
             "web",
@@ -123,19 +123,60 @@ def test_limited_pods_get_leaves_with_stable_ids_and_the_rest_join_their_class()
         make_pod("bad", "LS", {"kubernetes.io/egress-bandwidth": "lots"}, ip="10.0.0.6"),
     ]
     node = make_node({"node.koordinator.sh/network-bandwidth": "1G"})
-    plan = node_plan(node, slo(STRATEGY), pods, previous={"egress": {"ns/web": 0x105}})
-    egress = {p.key: (p.ip, p.qos_class, p.minor, p.rate, p.ceil) for p in plan.directions["egress"].pods}
+    plan = node_plan(node, slo(STRATEGY), pods, previous={"egress": {"10.0.0.2": 0x105}})
+    egress = {p.key: (p.ip, p.qos_class, p.minor, p.rate, p.ceil, p.limited) for p in plan.directions["egress"].pods}
     assert egress == {
-        "ns/agent": ("10.0.0.4", "system", None, 0, 0),
-        "ns/bad": ("10.0.0.6", "ls", None, 0, 0),  # unreadable limit: in its class, not limited, reported
-        "ns/batch": ("10.0.0.3", "be", None, 0, 0),
-        "ns/new": ("10.0.0.5", "ls", 0x100, 1000 * M, 1000 * M),  # a new leaf: the lowest free id
-        "ns/web": ("10.0.0.2", "ls", 0x105, 50 * M, 200 * M),  # keeps the id the kernel has
+        # sorted by key, new leaves take the lowest free ids (0x105 is web's, read back from the kernel)
+        "ns/agent": ("10.0.0.4", "system", 0x100, MIN_RATE, 1000 * M, False),  # system's ceil: the whole node
+        "ns/bad": ("10.0.0.6", "ls", 0x101, MIN_RATE, 800 * M, False),  # unreadable limit: ls's ceil, reported
+        "ns/batch": ("10.0.0.3", "be", 0x102, MIN_RATE, 500 * M, False),  # be's ceil, 50 % of 1G
+        "ns/new": ("10.0.0.5", "ls", 0x103, MIN_RATE, 1000 * M, True),  # its own 1G, above its class's 800M
+        "ns/web": ("10.0.0.2", "ls", 0x105, 50 * M, 200 * M, True),  # keeps the id the kernel has
     }
-    ingress = {p.key: (p.minor, p.rate, p.ceil) for p in plan.directions["ingress"].pods if p.minor is not None}
-    assert ingress == {"ns/agent": (0x100, 10 * M, 10 * M)}  # the limit is the rate when no request is given
+    ingress = {p.key: (p.minor, p.rate, p.ceil, p.limited) for p in plan.directions["ingress"].pods}
+    assert ingress["ns/agent"] == (0x100, MIN_RATE, 10 * M, True)
+    assert ingress["ns/web"] == (0x104, MIN_RATE, 1000 * M, False)  # ls ingress: limit 100 % of 1G
     assert any("pod ns/host has no IP of its own" in problem for problem in plan.problems)
     assert any("pod ns/bad: metadata.annotations[kubernetes.io/egress-bandwidth]" in p for p in plan.problems)
     # one pod gone: the others keep their ids (one leaf removed, nothing renumbered)
-    again = node_plan(node, slo(STRATEGY), [p for p in pods if p.name != "web"], previous={"egress": {"ns/new": 0x100}})
-    assert {p.key: p.minor for p in again.directions["egress"].pods if p.minor} == {"ns/new": 0x100}
+    held = {p.ip: p.minor for p in plan.directions["egress"].pods}
+    again = node_plan(node, slo(STRATEGY), [p for p in pods if p.name != "web"], previous={"egress": held})
+    assert {p.ip: p.minor for p in again.directions["egress"].pods} == {
+        k: v for k, v in held.items() if k != "10.0.0.2"
+    }
+
+
+@pytest.mark.parametrize(
+    ("ip", "why"),
+    [("not-an-ip", "is not an IP address"), ("fd00::5", "is IPv6"), ("10.0.0.9", "is another pod's too")],
+)
+def test_pods_whose_address_cannot_be_classified_are_reported_and_left_out(ip: str, why: str) -> None:
+    pods = [make_pod("a", ip="10.0.0.9"), make_pod("b", ip=ip)]
+    plan = node_plan(make_node({"node.koordinator.sh/network-bandwidth": "1G"}), None, pods)
+    assert [p.key for p in plan.directions["egress"].pods] == ["ns/a"]
+    assert any(problem.startswith("pod ns/b: status.podIP") and why in problem for problem in plan.problems)
+
+
+@pytest.mark.parametrize(
+    ("network_qos", "expected"),
+    [
+        (
+            {"lsClass": {"networkQOS": {"egressRequest": 70}}, "beClass": {"networkQOS": {"egressRequest": "400M"}}},
+            "the egressRequests of lsrClass, lsClass and beClass add up to 1100000000 bits/s, "
+            "more than the node's 1000000000",
+        ),
+        (
+            {"beClass": {"networkQOS": {"ingressRequest": 40, "ingressLimit": 30}}},
+            "spec.resourceQOSStrategy.beClass.networkQOS.ingressRequest: 400000000 bits/s "
+            "is above ingressLimit 300000000",
+        ),
+    ],
+)
+def test_impossible_nodeslo_values_make_no_plan_and_name_the_field(network_qos: dict[str, Any], expected: str) -> None:
+    plan = node_plan(
+        make_node({"node.koordinator.sh/network-bandwidth": "1G"}), slo({"resourceQOSStrategy": network_qos}), []
+    )
+    assert plan.directions == {}
+    assert any(expected in problem and problem.startswith("invalid NodeSLO n1: ") for problem in plan.problems), (
+        plan.problems
+    )

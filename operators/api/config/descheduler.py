@@ -96,12 +96,13 @@ class PrometheusSource(_Model):
 
 class UsageSources(_Model):
     """Where usage comes from per resource: pod ``requests`` (default), Koordinator ``NodeMetric`` CRs (cpu,
-    memory) or a Prometheus query (netBandwidth)."""
+    memory), a Prometheus query or the node agent's ``measured`` NodeSLO ``status.networkUsage`` (netBandwidth)."""
 
     cpu: Literal["requests", "nodeMetric"] = "requests"
     memory: Literal["requests", "nodeMetric"] = "requests"
-    net_bandwidth: Literal["requests", "prometheus"] = "requests"
+    net_bandwidth: Literal["requests", "prometheus", "measured"] = "requests"
     node_metric_expiration_seconds: float = Field(180.0, gt=0)
+    measured_max_age_seconds: float = Field(600.0, gt=0)  # an agent's report older than this: the node is unknown
     prometheus: PrometheusSource = Field(default_factory=PrometheusSource)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from operators.api import keys
 from operators.api.errors import FieldError
+from operators.api.nodeslo import NetworkUsage
 from operators.api.quantity import MAX_BANDWIDTH, Quantity
 from operators.engine.cluster.bandwidth import RESOURCES, pod_demand
 from operators.engine.cluster.objects import Node, NodeMetric, Pod
@@ -122,6 +123,38 @@ class PrometheusBandwidth:
 
     def pod_usage(self, pod: Pod) -> int:
         return pod_bandwidth(pod)
+
+
+@dataclass(frozen=True)
+class MeasuredBandwidth:
+    """netBandwidth as the node agent measured it (NodeSLO ``status.networkUsage``: ingress + egress through the
+    node's interface); evicting a pod takes off what the agent measured of it, else what it asks for."""
+
+    reports: Mapping[str, NetworkUsage | None]
+    now: datetime
+    max_age: float
+
+    def check(self, node: Node) -> None:
+        report = self.reports.get(node.name)
+        if report is None:
+            raise Unknown("no networkUsage from the node agent in the node's NodeSLO status")
+        updated = _parse_time(report.update_time)
+        if updated is None:
+            raise Unknown(f"networkUsage.updateTime {report.update_time[:40]!r} is not a time")
+        age = (self.now - updated).total_seconds()
+        if age > self.max_age:
+            raise Unknown(f"networkUsage is {age:.0f}s old (measuredMaxAgeSeconds {self.max_age:.0f})")
+
+    def node_usage(self, node: Node, pods: tuple[Pod, ...]) -> int:
+        self.check(node)
+        report = self.reports[node.name]
+        assert report is not None
+        return report.ingress + report.egress
+
+    def pod_usage(self, pod: Pod) -> int:
+        report = self.reports.get(pod.node_name)
+        measured = report.pods.get(pod.key) if report is not None else None
+        return measured.ingress + measured.egress if measured is not None else pod_bandwidth(pod)
 
 
 def _parse_time(text: str) -> datetime | None:

@@ -27,6 +27,7 @@ from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.resources import allocatable_amounts, requested_cpu_memory
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.sources import (
+    MeasuredBandwidth,
     NodeMetrics,
     PodBandwidth,
     PrometheusBandwidth,
@@ -103,11 +104,13 @@ def usage_sources(
     sources: dict[str, UsageSource] = {}
     for name in args.resources:
         if name == "netBandwidth":
-            sources[name] = (
-                PrometheusBandwidth(prometheus or {}, now, configured.prometheus.max_age_seconds)
-                if configured.net_bandwidth == "prometheus"
-                else PodBandwidth()
-            )
+            if configured.net_bandwidth == "prometheus":
+                sources[name] = PrometheusBandwidth(prometheus or {}, now, configured.prometheus.max_age_seconds)
+            elif configured.net_bandwidth == "measured":
+                reports = {slo.metadata.name: slo.status.network_usage for slo in snapshot.node_slos if slo.status}
+                sources[name] = MeasuredBandwidth(reports, now, configured.measured_max_age_seconds)
+            else:
+                sources[name] = PodBandwidth()
         elif name in ("cpu", "memory") and getattr(configured, name) == "nodeMetric":
             sources[name] = NodeMetrics(name, metrics, now, configured.node_metric_expiration_seconds)
         else:

@@ -12,15 +12,21 @@
 3. **Pods** are sorted into classes by ``koordinator.sh/qosClass`` (SYSTEM; LSE and LSR → lsr; LS; BE); an
    unlabelled pod by its Kubernetes QoS class, as Koordinator reads it (BestEffort → be, Guaranteed and
    Burstable → ls). Only running pods with a pod IP of their own are classified (a hostNetwork pod shares the
-   node's address: it stays in the default class, reported).
-4. **Leaves**: a pod with ``kubernetes.io/<dir>-bandwidth`` gets its own leaf under its class in that direction,
-   ceil = that limit, rate = its ``kubernetes.io/<dir>-request`` (else the limit), capped by the ceil.
-5. **Class ids** are stable: the classes have fixed minors; a pod's leaf keeps the minor it had (``previous``,
+   node's address: its traffic is the node's own, reported).
+4. **Leaves**: every classified pod has its own leaf under its class in each direction, so its bytes are counted
+   by the kernel and the pods of a class share it fairly: ceil = its ``kubernetes.io/<dir>-bandwidth`` when it has
+   one (else its class's ceil), rate = its ``kubernetes.io/<dir>-request`` (else :data:`MIN_RATE`: what a pod
+   gets beyond that it borrows from its class, at its class's priority), capped by the ceil.
+5. **The node's own traffic** (and a hostNetwork pod's, and anything unclassified) goes to the ``host`` leaf under
+   ``system``, the HTB default, as koordlet's default class is its system class: kubelet's heartbeats must not
+   queue behind best-effort pods.
+6. **Class ids** are stable: the classes have fixed minors; a pod's leaf keeps the minor it had (``previous``,
    read back from the kernel), a new leaf takes the lowest free one, so one pod's change is one leaf.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,8 +43,9 @@ MIN_RATE = 8_000  # bits/s: HTB's rate must be positive; a class that requests n
 # class name -> (minor id, HTB priority); the root is 1:1, the classes its children, the leaves from FIRST_LEAF on
 CLASSES: Mapping[str, tuple[int, int]] = {"system": (0x10, 0), "lsr": (0x20, 1), "ls": (0x30, 2), "be": (0x40, 3)}
 ROOT_MINOR = 0x1
-FIRST_LEAF, LAST_LEAF = 0x100, 0xFFFE
-DEFAULT_CLASS = "be"  # where unclassified traffic goes (the HTB root's default)
+FIRST_LEAF, LAST_LEAF = 0x100, 0xFFF  # a leaf's minor is also its ingress filter's u32 node id (12 bits)
+HOST_LEAF = 0x11  # the node's own traffic: a leaf under system, the HTB default (rule 5)
+DEFAULT_CLASS = "system"
 _LABELS = {"SYSTEM": "system", "LSE": "lsr", "LSR": "lsr", "LS": "ls", "BE": "be"}
 
 
@@ -53,14 +60,15 @@ class TrafficClass:
 
 @dataclass(frozen=True)
 class PodTraffic:
-    """One pod in one direction: its class, and its own leaf when it has a limit (minor None: no leaf)."""
+    """One pod in one direction: its class and its own leaf (``limited``: the ceil is the pod's own)."""
 
     key: str
     ip: str
     qos_class: str
-    minor: int | None = None
-    rate: int = 0
-    ceil: int = 0
+    minor: int
+    rate: int
+    ceil: int
+    limited: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,9 @@ class DirectionPlan:
     total: int
     classes: tuple[TrafficClass, ...]
     pods: tuple[PodTraffic, ...]
+
+    def klass(self, name: str) -> TrafficClass:
+        return next(c for c in self.classes if c.name == name)
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class NodePlan:
                 direction: {
                     "total": plan.total,
                     "classes": [vars(c) for c in plan.classes],
-                    "pods": [{k: v for k, v in vars(p).items() if v is not None} for p in plan.pods],
+                    "pods": [vars(p) for p in plan.pods],
                 }
                 for direction, plan in self.directions.items()
             },
@@ -118,23 +129,32 @@ def node_plan(
     default_total: Quantity | None = None,
     previous: Mapping[str, Mapping[str, int]] | None = None,
 ) -> NodePlan:
-    """The plan for ``node`` (see the module docstring); ``previous``: direction -> pod key -> leaf minor now in
-    the kernel."""
+    """The plan for ``node`` (see the module docstring); ``previous``: direction -> pod IP -> leaf minor now in
+    the kernel (the kernel knows pods by address)."""
     spec = slo.spec.model_dump(mode="json", by_alias=True, exclude_none=True) if slo is not None else {}
     system = spec.get("systemStrategy") or {}
     total, _, problem = node_total(node, system, default_total)
     if total is None:
         return NodePlan(node.name, {}, (f"nothing shaped: {problem}",))
     bandwidth = class_bandwidth(spec.get("resourceQOSStrategy") or {}, total)
+    invalid = _impossible(bandwidth, total.value())
+    if invalid:
+        return NodePlan(node.name, {}, tuple(f"invalid NodeSLO {node.name}: {why}" for why in invalid))
     problems: list[str] = []
     members: list[tuple[Pod, str, str]] = []
+    seen: set[str] = set()
     for pod in sorted(pods, key=lambda p: p.key):
         if pod.node_name != node.name or pod.is_terminal:
             continue
         ip = pod_ip(pod)
         if not ip:
-            problems.append(f"pod {pod.key} has no IP of its own: its traffic stays in class {DEFAULT_CLASS}")
+            problems.append(f"pod {pod.key} has no IP of its own: its traffic is the node's (class {DEFAULT_CLASS})")
             continue
+        problem = _unusable_ip(ip, seen)
+        if problem:
+            problems.append(f"pod {pod.key}: status.podIP {ip[:64]!r} {problem}; not classified")
+            continue
+        seen.add(ip)
         members.append((pod, ip, qos_class(pod)))
     directions = {}
     for direction in DIRECTIONS:
@@ -142,20 +162,56 @@ def node_plan(
             TrafficClass(name, minor, priority, *_rate_ceil(bandwidth, name, direction))
             for name, (minor, priority) in CLASSES.items()
         )
-        pods_here, leaves = [], {}
+        ceilings = {c.name: c.ceil for c in classes}
+        wanted: list[tuple[str, str, str, int, int, bool]] = []
         for pod, ip, klass in members:
             limit = _pod_bandwidth(pod, f"kubernetes.io/{direction}-bandwidth", problems)
-            if limit is None:
-                pods_here.append(PodTraffic(pod.key, ip, klass))
-                continue
             request = _pod_bandwidth(pod, f"kubernetes.io/{direction}-request", problems)
-            rate = max(MIN_RATE, min(request if request is not None else limit, limit))
-            leaves[pod.key] = (ip, klass, rate, max(limit, rate))
-        minors = _leaf_minors(sorted(leaves), (previous or {}).get(direction, {}))
-        for key, (ip, klass, rate, ceil) in leaves.items():
-            pods_here.append(PodTraffic(key, ip, klass, minors[key], rate, ceil))
+            ceil = limit if limit is not None else ceilings[klass]
+            rate = max(MIN_RATE, min(request or MIN_RATE, ceil))
+            wanted.append((pod.key, ip, klass, rate, max(ceil, rate), limit is not None))
+        minors = _leaf_minors([(key, ip) for key, ip, *_ in sorted(wanted)], (previous or {}).get(direction, {}))
+        pods_here = [
+            PodTraffic(key, ip, klass, minors[key], rate, ceil, limited)
+            for key, ip, klass, rate, ceil, limited in wanted
+        ]
         directions[direction] = DirectionPlan(total.value(), classes, tuple(sorted(pods_here, key=lambda p: p.key)))
     return NodePlan(node.name, directions, tuple(problems))
+
+
+def _impossible(bandwidth: Any, total: int) -> list[str]:
+    """What no HTB tree can honour: the classes requesting more than the node has, a request above its limit."""
+    found = []
+    for direction in DIRECTIONS:
+        asked = {
+            name: getattr(getattr(bandwidth, name), f"{direction}_request").value() for name in ("lsr", "ls", "be")
+        }
+        if sum(asked.values()) > total:
+            found.append(
+                f"spec.resourceQOSStrategy: the {direction}Requests of lsrClass, lsClass and beClass add up to "
+                f"{sum(asked.values())} bits/s, more than the node's {total}"
+            )
+        for name, request in asked.items():
+            limit = getattr(getattr(bandwidth, name), f"{direction}_limit").value()
+            if request > limit:
+                found.append(
+                    f"spec.resourceQOSStrategy.{name}Class.networkQOS.{direction}Request: {request} bits/s is above "
+                    f"{direction}Limit {limit}"
+                )
+    return found
+
+
+def _unusable_ip(ip: str, seen: set[str]) -> str:
+    """Why ``ip`` cannot be classified ("" when it can): IPv4 only, one pod per address."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return "is not an IP address"
+    if address.version != 4:
+        return "is IPv6 (the agent classifies IPv4)"
+    if ip in seen:
+        return "is another pod's too"
+    return ""
 
 
 def _rate_ceil(bandwidth: Any, name: str, direction: str) -> tuple[int, int]:
@@ -176,12 +232,15 @@ def _pod_bandwidth(pod: Pod, key: str, problems: list[str]) -> int | None:
     return value or None  # 0: no limit asked (the CNI plugin reads it so too)
 
 
-def _leaf_minors(keys_wanted: Sequence[str], held: Mapping[str, int]) -> dict[str, int]:
-    """Rule 5: the minors held are kept, new leaves take the lowest free ones."""
-    minors = {key: held[key] for key in keys_wanted if key in held and FIRST_LEAF <= held[key] <= LAST_LEAF}
+def _leaf_minors(wanted: Sequence[tuple[str, str]], held: Mapping[str, int]) -> dict[str, int]:
+    """Rule 6: pod key -> minor; the minors held (by IP) are kept, new leaves take the lowest free ones."""
+    minors = {key: held[ip] for key, ip in wanted if FIRST_LEAF <= held.get(ip, 0) <= LAST_LEAF}
     taken = set(minors.values())
     free = (minor for minor in range(FIRST_LEAF, LAST_LEAF + 1) if minor not in taken)
-    for key in keys_wanted:
+    for key, _ in wanted:
         if key not in minors:
-            minors[key] = next(free)
+            minor = next(free, None)
+            if minor is None:
+                raise FieldError("pods", len(wanted), f"more than {LAST_LEAF - FIRST_LEAF + 1} pods on one node")
+            minors[key] = minor
     return minors

@@ -186,7 +186,12 @@ def render_nodeslo(
         else None
     )
     metadata = existing.metadata if existing else ObjectMeta(name=node.name)
-    return NodeSLO(metadata=metadata, spec=spec, status=NodeSLOStatus(network_qos=network, conditions=conditions))
+    usage = existing.status.network_usage if existing and existing.status else None  # the agent's, kept
+    return NodeSLO(
+        metadata=metadata,
+        spec=spec,
+        status=NodeSLOStatus(network_qos=network, network_usage=usage, conditions=conditions),
+    )
 
 
 # The spec fields netaware owns: the network QoS of each class, the network QoS policy, the node total.

@@ -1,0 +1,105 @@
+"""One enforcement pass and the meter (imperative shell): read what the kernel holds, plan from the snapshot with
+the leaf ids the kernel has, apply the difference; and rates from the class counters of two passes.
+
+A pass never tears down to rebuild and never removes the last good state: when the plan is empty (the node's
+total unknown, an impossible NodeSLO), the kernel keeps what it has and the problems are reported. A device the
+agent cannot own (a foreign root qdisc) is skipped with its reason; the other direction still goes ahead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from operators.agent.kernel import Counters, Kernel, KernelError
+from operators.engine.enforcement.changes import DeleteClass, DeleteMember, DeviceState, SetClass, SetMember, changes
+from operators.engine.enforcement.plan import DIRECTIONS, HOST_LEAF, NodePlan
+from operators.engine.enforcement.report import Rates
+
+Planner = Callable[[Mapping[str, Mapping[str, int]]], NodePlan]
+
+
+@dataclass
+class PassResult:
+    plan: NodePlan
+    operations: int  # netlink requests and nftables elements this pass changed
+    problems: list[str]
+    counters: dict[str, Counters] = field(default_factory=dict)
+    applied: bool = False  # the plan is what the kernel now holds (both directions)
+
+
+def enforce(kernel: Kernel, planner: Planner, dry_run: bool = False) -> PassResult:
+    """One pass: the plan for what the kernel holds now, and (unless ``dry_run``) the kernel made to match it."""
+    before = kernel.operations
+    problems: list[str] = []
+    states: dict[str, DeviceState] = {}
+    counters: dict[str, Counters] = {}
+    for direction in DIRECTIONS:
+        try:
+            states[direction], counters[direction] = kernel.state(direction)
+        except KernelError as error:
+            problems.append(f"{direction}: {error}")
+    plan = planner({direction: state.members for direction, state in states.items()})
+    problems += plan.problems
+    if dry_run or not plan.directions:
+        return PassResult(plan, 0, problems, counters)
+    applied = True
+    for direction in DIRECTIONS:
+        if direction not in states:
+            applied = False
+            continue
+        try:
+            _apply(kernel, direction, plan, states[direction])
+        except KernelError as error:
+            problems.append(f"{direction} not shaped: {error}")
+            applied = False
+    return PassResult(plan, kernel.operations - before, problems, counters, applied)
+
+
+def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> None:
+    if direction == "egress":
+        index = kernel.ensure_root(kernel.interface)
+        kernel.ensure_table()
+    else:
+        ifb = kernel.ensure_ifb()
+        index = kernel.ensure_root(kernel.ifb)
+        kernel.ensure_redirect(ifb)
+    todo = changes(plan.directions[direction], state)
+    gone = [c for c in todo if isinstance(c, DeleteMember)]
+    added = [c for c in todo if isinstance(c, SetMember)]
+    apply_members = kernel.apply_map if direction == "egress" else (lambda batch: kernel.apply_filters(index, batch))
+    apply_members(gone)
+    kernel.apply_classes(index, [c for c in todo if isinstance(c, SetClass | DeleteClass)])
+    apply_members(added)
+
+
+class Meter:
+    """Rates from the kernel's class counters between two passes (a counter that went back — a class made
+    again — counts from zero)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._last: tuple[float, dict[str, dict[int, int]]] | None = None
+        self.totals: dict[str, dict[int, int]] = {}
+
+    def read(self, plan: NodePlan, counters: Mapping[str, Counters]) -> Rates | None:
+        now = self._clock()
+        current = {direction: dict(counted.classes) for direction, counted in counters.items()}
+        self.totals = current
+        last, self._last = self._last, (now, current)
+        if last is None or now <= last[0] or not plan.directions:
+            return None
+        seconds = now - last[0]
+
+        def rate(direction: str, minor: int) -> int:
+            then, here = last[1].get(direction, {}).get(minor, 0), current.get(direction, {}).get(minor, 0)
+            return round((here - then if here >= then else here) * 8 / seconds)
+
+        node, classes, pods = {}, {}, {}
+        for direction, directed in plan.directions.items():
+            node[direction] = rate(direction, 0x1)
+            classes[direction] = {klass.name: rate(direction, klass.minor) for klass in directed.classes}
+            classes[direction]["host"] = rate(direction, HOST_LEAF)
+            pods[direction] = {pod.key: rate(direction, pod.minor) for pod in directed.pods}
+        return Rates(node, classes, pods, seconds)

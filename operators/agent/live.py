@@ -1,0 +1,274 @@
+"""`netaware agent` against a cluster (imperative shell): its node, its NodeSLO and the pods on its node through one
+list + watch (field selectors), a pass on every change (batched) and every report interval, the measurements as
+metrics and as the NodeSLO's ``status.networkUsage``.
+
+* **Passes** run on one worker thread (the netlink socket is not shared between threads); a change that arrives
+  during a pass brings one more pass, never a queue of them.
+* **Problems** (a foreign qdisc, an impossible NodeSLO, pods without addresses) are logged and posted as one
+  Warning Event each time the set of problems changes, on the node (``NetworkQOSNotEnforced``).
+* **Usage** is written by merge patch of ``nodeslos/status`` (only ``networkUsage``), at most once per report
+  interval and only when :func:`~operators.engine.enforcement.report.worth_writing` says so.
+* **Capacity** (``--publish-capacity``): once, a node without ``node.koordinator.sh/network-bandwidth`` gets the
+  interface's speed; a NIC without a speed is an Event, never 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import datetime
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from operators.agent.enforce import Meter, PassResult, Planner, enforce
+from operators.agent.kernel import Kernel
+from operators.api import keys
+from operators.api.nodeslo import NetworkUsage
+from operators.api.quantity import Quantity
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.enforcement.plan import node_plan
+from operators.engine.enforcement.report import usage_report, worth_writing
+from operators.kube import MERGE_PATCH, post_event, send_json
+from operators.sources.cache import NODES, NODESLOS, PODS, ClusterCache, Kind
+from operators.sources.trim import trim_agent_pod
+
+logger = logging.getLogger("netaware.agent")
+
+COMPONENT = "netaware-agent"
+BATCH_SECONDS = 0.05  # changes arriving this close together are one pass
+MAX_AGE_INTERVALS = 30  # a usage report is rewritten at least every 30 report intervals, changed or not
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    node: str
+    default_total: Quantity | None = None
+    publish_capacity: bool = False
+    resync: float = 60.0
+    report_interval: float = 10.0
+    once: bool = False
+    dry_run: bool = False
+
+
+def agent_kinds(node: str) -> tuple[Kind, ...]:
+    """Its node, the pods bound to it, its NodeSLO: nothing else is listed or watched."""
+    by_name = f"metadata.name={node}"
+    return (
+        Kind(NODES.name, NODES.path, NODES.api_version, NODES.kind, NODES.trim, fields=by_name),
+        Kind(PODS.name, PODS.path, PODS.api_version, PODS.kind, trim_agent_pod, fields=f"spec.nodeName={node}"),
+        Kind(NODESLOS.name, NODESLOS.path, NODESLOS.api_version, NODESLOS.kind, NODESLOS.trim, fields=by_name),
+    )
+
+
+def snapshot_planner(snapshot: Snapshot, node_name: str, default: Quantity | None) -> Planner | None:
+    """The plan for ``node_name`` from ``snapshot`` given the leaf ids the kernel holds; None: no such node."""
+    node = snapshot.node_by_name.get(node_name)
+    if node is None:
+        return None
+    slo = next((s for s in snapshot.node_slos if s.metadata.name == node_name), None)
+    pods = snapshot.pods_by_node.get(node_name, ())
+    return lambda previous: node_plan(node, slo, pods, default, previous)
+
+
+class AgentMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        labels = ("direction", "qos_class")
+        self.class_bytes = Gauge(
+            "netaware_agent_class_bytes", "Bytes the class has sent (kernel counter).", labels, registry=self.registry
+        )
+        self.class_rate = Gauge(
+            "netaware_agent_class_rate_bits_per_second",
+            "The class's rate over the last interval.",
+            labels,
+            registry=self.registry,
+        )
+        self.pod_rate = Gauge(
+            "netaware_agent_pod_rate_bits_per_second",
+            "The pod's rate over the last interval.",
+            ("direction", "pod"),
+            registry=self.registry,
+        )
+        self.pod_bytes = Gauge(
+            "netaware_agent_pod_bytes",
+            "Bytes the pod's leaf has sent (kernel counter).",
+            ("direction", "pod"),
+            registry=self.registry,
+        )
+        self.node_rate = Gauge(
+            "netaware_agent_node_rate_bits_per_second",
+            "The node's rate through the interface.",
+            ("direction",),
+            registry=self.registry,
+        )
+        self.operations = Counter(
+            "netaware_agent_netlink_operations",
+            "Kernel changes made (netlink requests, nftables elements).",
+            registry=self.registry,
+        )
+        self.passes = Histogram(
+            "netaware_agent_pass_seconds",
+            "Time per enforcement pass.",
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+        )
+        self.problems = Gauge("netaware_agent_problems", "Problems of the last pass.", registry=self.registry)
+        self.pods = Gauge("netaware_agent_pods", "Pods classified.", registry=self.registry)
+        self.writes = Counter("netaware_agent_usage_writes", "NodeSLO networkUsage writes.", registry=self.registry)
+        self.enforced = Gauge(
+            "netaware_agent_enforced",
+            "1 when the kernel holds the node's plan in both directions.",
+            registry=self.registry,
+        )
+
+
+class Agent:
+    def __init__(self, kernel: Kernel, cache: ClusterCache, options: AgentOptions, metrics: AgentMetrics):
+        self.kernel, self.cache, self.options, self.metrics = kernel, cache, options, metrics
+        self.meter = Meter()
+        self.last: PassResult | None = None
+        self.reported: tuple[str, ...] = ()
+        self.usage_written: NetworkUsage | None = None
+        self.capacity_checked = False
+        self._dirty = asyncio.Event()
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="netlink")
+
+    @property
+    def ready(self) -> bool:
+        return self.cache.ready and self.last is not None
+
+    def _planner(self) -> Planner | None:
+        return snapshot_planner(self.cache.snapshot(), self.options.node, self.options.default_total)
+
+    async def run(self, api: Any, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+
+        def changed(_: object) -> None:
+            loop.call_soon_threadsafe(self._dirty.set)
+
+        self.cache.subscribe(changed, loop)
+        await self.cache.wait_synced()
+        next_report = 0.0
+        try:
+            while not stop.is_set():
+                self._dirty.clear()
+                measure = time.monotonic() >= next_report
+                await self.once(api, measure)
+                if measure:
+                    next_report = time.monotonic() + self.options.report_interval
+                if self.options.once:
+                    return
+                wait = max(0.0, min(next_report - time.monotonic(), self.options.resync))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await _first(self._dirty.wait(), stop.wait())
+                await asyncio.sleep(BATCH_SECONDS)
+        finally:
+            self._worker.shutdown(wait=True)
+
+    async def once(self, api: Any, measure: bool) -> PassResult | None:
+        planner = self._planner()
+        if planner is None:
+            await self._report(api, (f"node {self.options.node} is not listed (deleted, or not this agent's node)",))
+            return None
+        started = time.perf_counter()
+        result = await asyncio.get_running_loop().run_in_executor(
+            self._worker, lambda: enforce(self.kernel, planner, self.options.dry_run)
+        )
+        self.metrics.passes.observe(time.perf_counter() - started)
+        self.metrics.operations.inc(result.operations)
+        self.metrics.problems.set(len(result.problems))
+        self.metrics.enforced.set(1 if result.applied else 0)
+        self.metrics.pods.set(len(next(iter(result.plan.directions.values())).pods) if result.plan.directions else 0)
+        self.last = result
+        if result.operations:
+            logger.info("node %s: %d kernel changes", self.options.node, result.operations)
+        await self._report(api, tuple(result.problems))
+        if measure:
+            await self._measure(api, result)
+        if self.options.publish_capacity and not self.capacity_checked:
+            await self._publish_capacity(api)
+        return result
+
+    async def _report(self, api: Any, problems: tuple[str, ...]) -> None:
+        if problems == self.reported:
+            return
+        self.reported = problems
+        for problem in problems:
+            logger.warning("node %s: %s", self.options.node, problem)
+        if problems:
+            involved = {"apiVersion": "v1", "kind": "Node", "name": self.options.node}
+            message = "; ".join(problems)
+            await post_event(api, involved, "Warning", "NetworkQOSNotEnforced", message, COMPONENT)
+
+    async def _measure(self, api: Any, result: PassResult) -> None:
+        rates = self.meter.read(result.plan, result.counters)
+        for direction, counted in self.meter.totals.items():
+            directed = result.plan.directions.get(direction)
+            if directed is None:
+                continue
+            for klass in directed.classes:
+                self.metrics.class_bytes.labels(direction, klass.name).set(counted.get(klass.minor, 0))
+            for pod in directed.pods:
+                self.metrics.pod_bytes.labels(direction, pod.key).set(counted.get(pod.minor, 0))
+        if rates is None:
+            return
+        for direction, rate in rates.node.items():
+            self.metrics.node_rate.labels(direction).set(rate)
+        for direction, classes in rates.classes.items():
+            for name, rate in classes.items():
+                self.metrics.class_rate.labels(direction, name).set(rate)
+        self.metrics.pod_rate.clear()
+        for direction, pods in rates.pods.items():
+            for key, rate in pods.items():
+                self.metrics.pod_rate.labels(direction, key).set(rate)
+        now = datetime.datetime.now(datetime.UTC)
+        report = usage_report(rates, now)
+        total = next(iter(result.plan.directions.values())).total
+        max_age = MAX_AGE_INTERVALS * self.options.report_interval
+        if self.options.dry_run or not worth_writing(self.usage_written, report, total, now, max_age):
+            return
+        if self.cache.raw(NODESLOS, "", self.options.node) is None:
+            return  # no NodeSLO to report in (the NodeSLO controller or Koordinator makes it)
+        body = {"status": {"networkUsage": report.to_wire()}}
+        path = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos/{self.options.node}/status"
+        try:
+            await send_json(api, "PATCH", path, body, MERGE_PATCH)
+        except ApiException as error:
+            logger.warning("node %s: networkUsage not written: %s %s", self.options.node, error.status, error.reason)
+            return
+        self.usage_written = report
+        self.metrics.writes.inc()
+
+    async def _publish_capacity(self, api: Any) -> None:
+        self.capacity_checked = True
+        node = self.cache.raw(NODES, "", self.options.node) or {}
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if keys.NODE_BANDWIDTH_KOORDINATOR in annotations:
+            return
+        speed = self.kernel.speed()
+        involved = {"apiVersion": "v1", "kind": "Node", "name": self.options.node}
+        if speed is None:
+            message = (
+                f"--publish-capacity: /sys/class/net/{self.kernel.interface}/speed gives no speed (a virtual NIC); "
+                f"set {keys.NODE_BANDWIDTH_KOORDINATOR} on the node"
+            )
+            await post_event(api, involved, "Warning", "NetworkSpeedUnknown", message, COMPONENT)
+            return
+        patch = {"metadata": {"annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: str(speed)}}}
+        await send_json(api, "PATCH", f"/api/v1/nodes/{self.options.node}", patch, MERGE_PATCH)
+
+
+async def _first(*waits: Any) -> None:
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

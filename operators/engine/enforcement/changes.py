@@ -1,0 +1,123 @@
+"""What one device's HTB tree and classifier need to become the plan: the difference between a direction's plan
+and what the kernel holds, as the fewest netlink changes, in an order the kernel accepts (pure).
+
+The agent reads the kernel (its own classes under :data:`MAJOR`, its classifier's address -> leaf entries),
+calls :func:`changes`, and applies the result. Equal inputs give no changes: a second pass is silent. A pod's
+arrival is one class and one classifier entry; its departure the same two removed; a NodeSLO change is one
+``change`` per class whose numbers moved. Nothing is torn down to be rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from operators.engine.enforcement.plan import HOST_LEAF, MIN_RATE, ROOT_MINOR, DirectionPlan
+
+MAJOR = 0x4E41  # "NA": the qdisc handle the agent's trees use on every device (a root with another handle is not ours)
+QUANTUM = 1514  # bytes a leaf sends per round when leaves of one priority share what they borrow (one full frame)
+
+
+def kernel_rate(bits: int) -> int:
+    """What HTB stores of a rate: bytes/s. Plans are compared at this precision, so a rate that is not a whole
+    number of bytes does not look changed on every pass."""
+    return bits // 8
+
+
+@dataclass(frozen=True)
+class HtbClass:
+    minor: int
+    parent: int  # minor of the parent class; 0: the qdisc itself
+    rate: int  # bytes/s, as the kernel holds it
+    ceil: int
+    prio: int
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """The agent's own objects on one device, as read back: classes by minor, classifier entries IP -> minor."""
+
+    classes: Mapping[int, HtbClass]
+    members: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class SetClass:
+    klass: HtbClass
+    new: bool  # add (else change in place)
+
+
+@dataclass(frozen=True)
+class DeleteClass:
+    minor: int
+
+
+@dataclass(frozen=True)
+class SetMember:
+    ip: str
+    minor: int
+
+
+@dataclass(frozen=True)
+class DeleteMember:
+    ip: str
+    minor: int
+
+
+Change = SetClass | DeleteClass | SetMember | DeleteMember
+
+
+def wanted_classes(plan: DirectionPlan) -> dict[int, HtbClass]:
+    """The tree for ``plan``: the root at the total, the four classes, the host leaf, one leaf per pod."""
+    total = kernel_rate(plan.total)
+    tree = {ROOT_MINOR: HtbClass(ROOT_MINOR, 0, total, total, 0)}
+    for klass in plan.classes:
+        tree[klass.minor] = HtbClass(
+            klass.minor, ROOT_MINOR, kernel_rate(klass.rate), kernel_rate(klass.ceil), klass.priority
+        )
+    system = plan.klass("system")
+    tree[HOST_LEAF] = HtbClass(
+        HOST_LEAF, system.minor, kernel_rate(MIN_RATE), kernel_rate(system.ceil), system.priority
+    )
+    for pod in plan.pods:
+        parent = plan.klass(pod.qos_class)
+        tree[pod.minor] = HtbClass(
+            pod.minor, parent.minor, kernel_rate(pod.rate), kernel_rate(pod.ceil), parent.priority
+        )
+    return tree
+
+
+def changes(plan: DirectionPlan, state: DeviceState) -> list[Change]:
+    """The changes that make ``state`` the plan, in the order to apply them: classifier entries that go or move
+    first (a class still referenced cannot be deleted), then classes that go (leaves before their parents),
+    then classes set (parents before leaves), then classifier entries set."""
+    tree = wanted_classes(plan)
+    members = {pod.ip: pod.minor for pod in plan.pods}
+    moved = {  # a class whose parent changes (a pod relabelled) is deleted and added again
+        minor for minor, klass in tree.items() if minor in state.classes and state.classes[minor].parent != klass.parent
+    }
+    gone = (set(state.classes) - set(tree)) | moved
+    out: list[Change] = []
+    for ip, minor in sorted(state.members.items()):
+        if members.get(ip) != minor or minor in gone:
+            out.append(DeleteMember(ip, minor))
+    out += [DeleteClass(minor) for minor in sorted(gone, key=lambda m: _depth(m, state.classes), reverse=True)]
+    for minor in sorted(tree, key=lambda m: _depth(m, tree)):
+        klass, held = tree[minor], state.classes.get(minor)
+        if held is None or minor in moved:
+            out.append(SetClass(klass, new=True))
+        elif held != klass:
+            out.append(SetClass(klass, new=False))
+    for ip, minor in sorted(members.items()):
+        held_minor = state.members.get(ip)
+        if held_minor != minor or minor in moved:
+            out.append(SetMember(ip, minor))
+    return out
+
+
+def _depth(minor: int, tree: Mapping[int, HtbClass]) -> int:
+    depth, seen = 0, set()
+    while minor in tree and tree[minor].parent and minor not in seen:
+        seen.add(minor)
+        minor, depth = tree[minor].parent, depth + 1
+    return depth
