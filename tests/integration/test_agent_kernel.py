@@ -1,0 +1,464 @@
+"""The node agent on a real kernel: a node namespace with a bridge of pod namespaces and an uplink veth to a peer
+namespace (as a CNI bridge does), the node's total 100M, LS request 60M, BE request 20M, limits 100 %; iperf3
+between the pods and the peer. Skipped, with the reason, only where network namespaces cannot be made; under CI
+a missing iperf3 or nft fails (build.sh installs them).
+
+Rates are compared on the wire: HTB counts whole frames, iperf3 reports payload, so iperf3's figure is scaled by
+(MSS + 66) / MSS (Ethernet 14 + IP 20 + TCP with timestamps 32 bytes per segment)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
+from operators.engine.cluster.snapshot import SnapshotBuilder
+from operators.engine.descheduling.lownodeload import plan as deschedule_plan
+
+pytestmark = pytest.mark.integration
+
+NODE, PEER = "naw-node", "naw-peer"
+PODS = {"ls": ("naw-ls", "10.244.9.2"), "be": ("naw-be", "10.244.9.3"), "capped": ("naw-capped", "10.244.9.4")}
+PEER_IP = "192.168.209.2"
+M = 1_000_000
+
+
+def sh(*args: str, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = (["ip", "netns", "exec", netns] if netns else []) + list(args)
+    return subprocess.run(command, capture_output=True, text=True, check=check, timeout=60)
+
+
+def why_not() -> str | None:
+    if shutil.which("ip") is None:
+        return "no `ip` command (iproute2)"
+    if os.geteuid() != 0:
+        return "network namespaces need root (CAP_NET_ADMIN)"
+    done = sh("ip", "netns", "add", "naw-check", check=False)
+    if done.returncode != 0:
+        return f"`ip netns add` refused: {done.stderr.strip()}"
+    sh("ip", "netns", "del", "naw-check", check=False)
+    return None
+
+
+@pytest.fixture
+def node() -> Iterator[None]:
+    reason = why_not()
+    if reason:
+        pytest.skip(reason)
+    for tool in ("nft", "iperf3"):
+        assert shutil.which(tool), f"{tool} is missing: hack/control-plane/build.sh installs it"
+    names = [NODE, PEER, *(name for name, _ in PODS.values())]
+    for name in names:
+        sh("ip", "netns", "del", name, check=False)
+        sh("ip", "netns", "add", name)
+        sh("ip", "-n", name, "link", "set", "lo", "up")
+    try:
+        sh("ip", "-n", NODE, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", NODE, "addr", "add", "10.244.9.1/24", "dev", "br0")
+        sh("ip", "-n", NODE, "link", "set", "br0", "up")
+        for pod, (name, address) in PODS.items():
+            sh("ip", "-n", NODE, "link", "add", f"v{pod}", "type", "veth", "peer", "name", "eth0", "netns", name)
+            sh("ip", "-n", NODE, "link", "set", f"v{pod}", "master", "br0", "up")
+            sh("ip", "-n", name, "addr", "add", f"{address}/24", "dev", "eth0")
+            sh("ip", "-n", name, "link", "set", "eth0", "up")
+            sh("ip", "-n", name, "route", "add", "default", "via", "10.244.9.1")
+        sh("ip", "-n", NODE, "link", "add", "up0", "type", "veth", "peer", "name", "eth0", "netns", PEER)
+        sh("ip", "-n", NODE, "addr", "add", "192.168.209.1/24", "dev", "up0")
+        sh("ip", "-n", NODE, "link", "set", "up0", "up")
+        sh("ip", "-n", PEER, "addr", "add", f"{PEER_IP}/24", "dev", "eth0")
+        sh("ip", "-n", PEER, "link", "set", "eth0", "up")
+        sh("ip", "-n", PEER, "route", "add", "10.244.9.0/24", "via", "192.168.209.1")
+        sh("ip", "-n", NODE, "route", "add", "default", "via", PEER_IP)
+        sh("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=NODE)
+        yield
+    finally:
+        for name in names:  # the namespaces take their devices, qdiscs, tables and iperf3 servers with them
+            subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
+            for pid in sh("ip", "netns", "pids", name, check=False).stdout.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), 9)
+            sh("ip", "netns", "del", name, check=False)
+
+
+def documents(capped: bool = True, ls_request: str = "60M") -> list[dict[str, Any]]:
+    def pod(name: str, qos: str, address: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "labels": {"koordinator.sh/qosClass": qos},
+                "annotations": annotations or {},
+            },
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+            "status": {"phase": "Running", "podIP": address},
+        }
+
+    network = {"enable": True, "ingressRequest": "20M", "egressRequest": "20M"}
+    out = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1", "annotations": {"node.koordinator.sh/network-bandwidth": "100M"}},
+        },
+        {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeSLO",
+            "metadata": {"name": "n1"},
+            "spec": {
+                "resourceQOSStrategy": {
+                    "lsClass": {"networkQOS": {**network, "ingressRequest": ls_request, "egressRequest": ls_request}},
+                    "beClass": {"networkQOS": network},
+                }
+            },
+        },
+        pod("ls", "LS", PODS["ls"][1]),
+        pod("be", "BE", PODS["be"][1]),
+    ]
+    if capped:
+        limits = {"kubernetes.io/egress-bandwidth": "30M", "kubernetes.io/ingress-bandwidth": "30M"}
+        out.append(pod("capped", "BE", PODS["capped"][1], limits))
+    return out
+
+
+def agent(tmp_path: Path, *args: str, docs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One `netaware agent` process (a restart each time); its JSON answer."""
+    command = [sys.executable, "-m", "operators.cli", "agent", "--netns", NODE, "--interface", "up0", *args]
+    if docs is not None:
+        snapshot = tmp_path / "snapshot.yaml"
+        snapshot.write_text(yaml.safe_dump_all(docs))
+        command += ["--node-name", "n1", "-f", str(snapshot), "--once"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def iperf(pairs: list[tuple[str, str, str]], seconds: float = 3, interval: float = 1) -> list[dict[str, Any]]:
+    """iperf3 clients at once, each (client netns, server netns, server address); their JSON reports."""
+    servers = []
+    for index, (_, server, _) in enumerate(pairs):
+        port = str(5301 + index)
+        servers.append(subprocess.Popen(["ip", "netns", "exec", server, "iperf3", "-s", "-1", "-p", port]))
+    time.sleep(0.3)
+    clients = [
+        subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                client,
+                "iperf3",
+                "-c",
+                address,
+                "-p",
+                str(5301 + index),
+                "-t",
+                str(seconds),
+                "-i",
+                str(interval),
+                "-J",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for index, (client, _, address) in enumerate(pairs)
+    ]
+    reports = [json.loads(client.communicate(timeout=seconds + 30)[0]) for client in clients]
+    for server in servers:
+        server.wait(timeout=10)
+    return reports
+
+
+def wire(report: dict[str, Any]) -> float:
+    """bits/s on the wire of an iperf3 run (receiver's payload rate scaled by the per-segment headers)."""
+    mss = report["start"].get("tcp_mss_default") or 1448
+    return float(report["end"]["sum_received"]["bits_per_second"]) * (mss + 66) / mss
+
+
+def kernel_objects() -> dict[str, str]:
+    """What the agent could have made, as text: to compare before/after."""
+    return {
+        "qdiscs": sh("tc", "qdisc", "show", netns=NODE).stdout,
+        "ingress filters": sh("tc", "filter", "show", "dev", "up0", "ingress", netns=NODE).stdout,
+        "links": "\n".join(sorted(re.findall(r"^\d+: (\S+?)[:@]", sh("ip", "link", netns=NODE).stdout, re.M))),
+        "nft": sh("nft", "-s", "list", "ruleset", netns=NODE).stdout,  # stateless: no counters
+    }
+
+
+def to_pods(*names: str) -> list[tuple[str, str, str]]:
+    return [(PEER, PODS[name][0], PODS[name][1]) for name in names]
+
+
+def from_pods(*names: str) -> list[tuple[str, str, str]]:
+    return [(PODS[name][0], PEER, PEER_IP) for name in names]
+
+
+def test_guaranteed_classes_hold_under_contention_in_both_directions(node: None, tmp_path: Path) -> None:
+    answer = agent(tmp_path, docs=documents(capped=False))
+    assert answer["applied"] and answer["problems"] == []
+    for direction, pairs in (("egress", from_pods("ls", "be")), ("ingress", to_pods("ls", "be"))):
+        ls, be = (wire(report) for report in iperf(pairs))
+        assert ls >= 0.97 * 60 * M, (direction, ls, be)  # LS keeps its request
+        assert be >= 0.97 * 20 * M, (direction, ls, be)  # BE keeps its request
+        assert ls + be <= 1.03 * 100 * M, (direction, ls, be)  # the sum stays within the node's total
+
+
+def test_be_alone_borrows_up_to_its_limit_and_a_pod_limit_holds(node: None, tmp_path: Path) -> None:
+    agent(tmp_path, docs=documents())
+    for pairs in (from_pods("be"), to_pods("be")):
+        (alone,) = iperf(pairs)
+        assert wire(alone) >= 0.9 * 100 * M  # BE's limit is 100 %: it borrows what LS leaves
+    for pairs in (from_pods("capped"), to_pods("capped")):
+        (capped,) = iperf(pairs)
+        assert 0.85 * 30 * M <= wire(capped) <= 1.03 * 30 * M  # kubernetes.io/*-bandwidth: 30M
+
+
+def test_a_restart_under_traffic_changes_nothing_and_cleanup_restores_the_interface(node: None, tmp_path: Path) -> None:
+    before = kernel_objects()
+    assert agent(tmp_path, docs=documents())["operations"] > 0
+    shaped = kernel_objects()
+    pairs = from_pods("ls")
+    servers = subprocess.Popen(["ip", "netns", "exec", PEER, "iperf3", "-s", "-1", "-p", "5301"])
+    time.sleep(0.3)
+    client = subprocess.Popen(
+        ["ip", "netns", "exec", pairs[0][0], "iperf3", "-c", PEER_IP, "-p", "5301", "-t", "4", "-i", "0.5", "-J"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1)
+    restarts = [agent(tmp_path, docs=documents())["operations"] for _ in range(3)]  # three fresh processes
+    report = json.loads(client.communicate(timeout=40)[0])
+    servers.wait(timeout=10)
+    assert restarts == [0, 0, 0]  # nothing torn down, nothing added twice
+    assert kernel_objects() == shaped
+    rates = [interval["sum"]["bits_per_second"] for interval in report["intervals"]]
+    assert min(rates) > 0.5 * 60 * M, rates  # no half second without shaping-speed traffic: never interrupted
+    removed = agent(tmp_path, "--cleanup")["removed"]
+    assert removed == [
+        "root qdisc 4e41: on up0",
+        "ingress redirect on up0",
+        "ingress qdisc on up0",
+        "device netaware-ifb",
+        "nftables table ip netaware",
+    ]
+    assert kernel_objects() == before
+
+
+def test_a_foreign_root_qdisc_is_reported_and_left_alone(node: None, tmp_path: Path) -> None:
+    sh("tc", "qdisc", "add", "dev", "up0", "root", "handle", "1:", "pfifo", netns=NODE)
+    answer = agent(tmp_path, docs=documents())
+    assert not answer["applied"]
+    assert any("root qdisc pfifo 1: the agent did not create" in problem for problem in answer["problems"])
+    assert "qdisc pfifo 1: root" in sh("tc", "qdisc", "show", "dev", "up0", netns=NODE).stdout
+    assert "4e41:30" in sh("tc", "class", "show", "dev", "netaware-ifb", netns=NODE).stdout  # ingress still shaped
+    agent(tmp_path, "--cleanup")
+    assert "qdisc pfifo 1: root" in sh("tc", "qdisc", "show", "dev", "up0", netns=NODE).stdout
+
+
+def test_a_missing_interface_is_one_line(node: None, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "operators.cli", "agent", "--netns", NODE, "--interface", "nope0", "--cleanup"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == ["error: --interface: device 'nope0' does not exist"]
+
+
+# ---- the live agent against the API emulator ------------------------------------------------------------------
+
+
+async def metric(session: aiohttp.ClientSession, port: int, name: str, **labels: str) -> float | None:
+    async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+        text = await response.text()
+    wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    for line in text.splitlines():
+        if line.startswith(name + ("{" + wanted + "}" if wanted else " ")) or (
+            wanted and line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items())
+        ):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+async def until(check: Any, seconds: float = 10.0) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if await check():
+            return time.monotonic() - started
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"not within {seconds} s")
+
+
+def class_rate(device: str, minor: str) -> str:
+    found = re.search(
+        rf"class htb 4e41:{minor} .*? rate (\S+)", sh("tc", "class", "show", "dev", device, netns=NODE).stdout
+    )
+    return found.group(1) if found else ""
+
+
+async def test_the_live_agent_follows_changes_incrementally_and_publishes_measured_usage(
+    node: None, emulator: Any, api: Any, unused_tcp_port: int
+) -> None:
+    for doc in documents(capped=False):
+        plural = {"Node": "/api/v1/nodes", "NodeSLO": "/apis/slo.koordinator.sh/v1alpha1/nodeslos"}.get(
+            doc["kind"], "/api/v1/namespaces/default/pods"
+        )
+        status, created = await api.call("POST", plural, doc)
+        assert status == 201, created
+        if doc["kind"] == "Pod":  # the emulator keeps what was posted; the kubelet's status comes by the subresource
+            await api.call(
+                "PATCH",
+                f"{plural}/{doc['metadata']['name']}/status",
+                {"status": doc["status"]},
+                "application/merge-patch+json",
+            )
+    port = unused_tcp_port
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "operators.cli",
+        "agent",
+        "--server",
+        emulator.base_url,
+        "--node-name",
+        "n1",
+        "--netns",
+        NODE,
+        "--interface",
+        "up0",
+        "--report-interval",
+        "1",
+        "--health-port",
+        str(port),
+        "--listen-address",
+        "127.0.0.1",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with aiohttp.ClientSession() as session:
+
+            async def enforced() -> bool:
+                with contextlib.suppress(aiohttp.ClientError):
+                    return await metric(session, port, "netaware_agent_enforced") == 1
+                return False
+
+            await until(enforced, 20)
+            operations = await metric(session, port, "netaware_agent_netlink_operations_total")
+            assert class_rate("up0", "30") == "60Mbit"
+
+            # a NodeSLO change: the classes whose numbers moved, changed in place — ls (60M -> 40M) and system (what
+            # ls and be leave: 20M -> 40M), in each direction: 4
+            slo_path = "/apis/slo.koordinator.sh/v1alpha1/nodeslos/n1"
+            patch = {
+                "spec": {
+                    "resourceQOSStrategy": {
+                        "lsClass": {"networkQOS": {"egressRequest": "40M", "ingressRequest": "40M"}}
+                    }
+                }
+            }
+            await api.call("PATCH", slo_path, patch, "application/merge-patch+json")
+
+            async def changed() -> bool:
+                return class_rate("up0", "30") == "40Mbit" and class_rate("netaware-ifb", "30") == "40Mbit"
+
+            took = await until(changed)
+            assert took < 3
+            await asyncio.sleep(0.3)
+            after = await metric(session, port, "netaware_agent_netlink_operations_total")
+            assert after is not None and operations is not None and after - operations == 4
+
+            # a new pod: one leaf and one classifier entry per direction; deleted: the same four removed
+            extra = documents()[-1]
+            await api.call("POST", "/api/v1/namespaces/default/pods", extra)
+            await api.call(
+                "PATCH",
+                "/api/v1/namespaces/default/pods/capped/status",
+                {"status": extra["status"]},
+                "application/merge-patch+json",
+            )
+
+            async def elements(count: int) -> bool:
+                listed = json.loads(sh("nft", "-j", "list", "map", "ip", "netaware", "egress", netns=NODE).stdout)
+                found = [item["map"].get("elem", []) for item in listed["nftables"] if "map" in item]
+                return len(found[0]) == count
+
+            await until(lambda: elements(3))
+            await asyncio.sleep(0.3)
+            grown = await metric(session, port, "netaware_agent_netlink_operations_total")
+            assert grown == after + 4
+            await api.call("DELETE", "/api/v1/namespaces/default/pods/capped")
+            await until(lambda: elements(2))
+            await asyncio.sleep(0.3)
+            assert await metric(session, port, "netaware_agent_netlink_operations_total") == grown + 4
+
+            # measured: the agent's per-pod rate against iperf3's own, and the NodeSLO's networkUsage
+            samples: list[float] = []
+
+            async def sample() -> None:
+                await asyncio.sleep(1.5)
+                for _ in range(4):
+                    value = await metric(
+                        session, port, "netaware_agent_pod_rate_bits_per_second", direction="egress", pod="default/ls"
+                    )
+                    samples.append(value or 0.0)
+                    await asyncio.sleep(1)
+
+            sampling = asyncio.ensure_future(sample())
+            (report,) = await asyncio.to_thread(iperf, from_pods("ls"), 7)
+            await sampling
+            measured = sorted(samples)[len(samples) // 2]
+            assert abs(measured - wire(report)) <= 0.05 * wire(report), (samples, wire(report))
+
+            _, slo = await api.call("GET", slo_path)
+            usage = slo["status"]["networkUsage"]
+            assert usage["pods"]["default/ls"]["egress"] > 50 * M
+            assert usage["egress"] >= usage["pods"]["default/ls"]["egress"]
+            assert usage["windowSeconds"] > 0
+
+            # the descheduler reads it: n1 (busy, measured) is high, an idle n2 low
+            document = copy.deepcopy(DEFAULT_POLICY)
+            document["profiles"][0]["pluginConfig"][0]["args"] = {
+                "lowThresholds": {"netBandwidth": 20},
+                "highThresholds": {"netBandwidth": 40},
+                "accountingMode": "combined",
+                "usage": {"netBandwidth": "measured"},
+            }
+            policy = parse_policy(document)
+            idle = {
+                **slo,
+                "metadata": {"name": "n2"},
+                "status": {"networkUsage": {**usage, "ingress": 0, "egress": 1 * M, "pods": {}}},
+            }
+            _, n1 = await api.call("GET", "/api/v1/nodes/n1")
+            n2 = {**n1, "metadata": {**n1["metadata"], "name": "n2", "uid": "n2"}}
+            builder = SnapshotBuilder()
+            for raw in (n1, n2, slo, idle):
+                builder.add(raw)
+            now = datetime.datetime.now(datetime.UTC)
+            classes = deschedule_plan(builder.build(), policy, now).to_json()["nodes"]
+            assert classes["n1"]["class"] == "high" and classes["n2"]["class"] == "low", classes
+    finally:
+        process.terminate()
+        _, stderr = await process.communicate()
+        assert process.returncode == 0, stderr.decode()[-2000:]
