@@ -16,6 +16,8 @@ COPY webhooks ./webhooks
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${BASE}
+# nft: the node agent's egress classifier (nftables map); the other components do not call it.
+RUN apt-get update && apt-get install -y --no-install-recommends nftables && rm -rf /var/lib/apt/lists/*
 RUN groupadd --gid 65532 netaware && useradd --uid 65532 --gid 65532 --no-create-home --shell /usr/sbin/nologin netaware
 COPY --from=build /wheels /wheels
 COPY requirements/image.lock /tmp/image.lock

@@ -54,6 +54,7 @@ class AgentOptions:
     report_interval: float = 10.0
     once: bool = False
     dry_run: bool = False
+    daemonset: str = ""  # "namespace/name": on stop, clean up when it is gone (uninstalled), keep shaping otherwise
 
 
 def agent_kinds(node: str) -> tuple[Kind, ...]:
@@ -170,7 +171,27 @@ class Agent:
                         await _first(self._dirty.wait(), stop.wait())
                 await asyncio.sleep(BATCH_SECONDS)
         finally:
+            with contextlib.suppress(Exception):  # the stop path must finish whatever the API says
+                await self._cleanup_if_uninstalled(api)
             self._worker.shutdown(wait=True)
+
+    async def _cleanup_if_uninstalled(self, api: Any) -> None:
+        """On stop: when the agent's DaemonSet is gone or being deleted (``helm uninstall``), remove what the
+        agent made; on a rolling update or a restart (the DaemonSet is there), leave shaping in place."""
+        if not self.options.daemonset or self.options.dry_run:
+            return
+        namespace, name = self.options.daemonset.split("/", 1)
+        try:
+            found = await send_json(api, "GET", f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", None)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            found = None
+        if found and not (found.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        loop = asyncio.get_running_loop()
+        removed = await loop.run_in_executor(self._worker, self.kernel.cleanup)
+        logger.info("node %s: DaemonSet %s is gone; removed %s", self.options.node, self.options.daemonset, removed)
 
     async def once(self, api: Any, measure: bool) -> PassResult | None:
         planner = self._planner()

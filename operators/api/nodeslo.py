@@ -94,7 +94,7 @@ class NetworkUsage(ApiModel):
     classes: dict[str, DirectionUsage] = Field(default_factory=dict)
     pods: dict[str, DirectionUsage] = Field(default_factory=dict)
     update_time: str
-    window_seconds: float = Field(gt=0)
+    window_seconds: float = Field(ge=0)
 
 
 class NodeSLOStatus(ApiModel):

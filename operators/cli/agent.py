@@ -69,6 +69,13 @@ def _bandwidth(_: Any, __: Any, value: str | None) -> Quantity | None:
     "--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Default: in-cluster, else $KUBECONFIG."
 )
 @click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the embedded emulator).")
+@click.option(
+    "--cleanup-on-uninstall",
+    "daemonset",
+    default="",
+    metavar="NAMESPACE/NAME",
+    help="The agent's DaemonSet: on SIGTERM, remove the shaping when it is gone (uninstall), keep it otherwise.",
+)
 @click.option("--netns", default=None, hidden=True)  # tests: the node's interfaces live in this network namespace
 def agent_command(
     node_name: str | None,
@@ -86,6 +93,7 @@ def agent_command(
     listen_address: str,
     kubeconfig: str | None,
     server: str | None,
+    daemonset: str,
     netns: str | None,
 ) -> None:
     """Enforce this node's NodeSLO network QoS in the kernel and measure it: HTB classes system/LSR/LS/BE (rate =
@@ -118,20 +126,21 @@ def agent_command(
                 raise CommandError("-f: enforcing from a snapshot is one pass: add --once (or --dry-run)")
             _once_from_snapshot(kernel, node_name, filenames, default_node_bandwidth, dry_run)
             return
-        _live(
-            kernel,
-            node_name,
-            default_node_bandwidth,
-            publish_capacity,
-            resync,
-            report_interval,
-            once,
-            dry_run,
-            health_port,
-            listen_address,
-            kubeconfig,
-            server,
+        if daemonset and "/" not in daemonset:
+            raise CommandError(f"--cleanup-on-uninstall: {daemonset!r} is not NAMESPACE/NAME")
+        from operators.agent.live import AgentOptions
+
+        options = AgentOptions(
+            node=node_name,
+            default_total=default_node_bandwidth,
+            publish_capacity=publish_capacity,
+            resync=resync,
+            report_interval=report_interval,
+            once=once,
+            dry_run=dry_run,
+            daemonset=daemonset,
         )
+        _live(kernel, options, health_port, listen_address, kubeconfig, server)
     except KernelError as error:
         raise CommandError(str(error)) from None
     finally:
@@ -164,33 +173,12 @@ def _once_from_snapshot(
 
 
 def _live(
-    kernel: Any,
-    node_name: str,
-    default: Quantity | None,
-    publish_capacity: bool,
-    resync: float,
-    report_interval: float,
-    once: bool,
-    dry_run: bool,
-    health_port: int,
-    listen_address: str,
-    kubeconfig: str | None,
-    server: str | None,
+    kernel: Any, options: Any, health_port: int, listen_address: str, kubeconfig: str | None, server: str | None
 ) -> None:
     from operators import compose
-    from operators.agent.live import AgentOptions
     from operators.cli.signals import run_until_signal
     from operators.kube import NoCredentials
 
-    options = AgentOptions(
-        node=node_name,
-        default_total=default,
-        publish_capacity=publish_capacity,
-        resync=resync,
-        report_interval=report_interval,
-        once=once,
-        dry_run=dry_run,
-    )
     source = compose.ClusterSource(None, server, kubeconfig)
     try:
         run_until_signal(lambda stop: compose.agent(source, kernel, options, health_port, listen_address, stop))

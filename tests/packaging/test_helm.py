@@ -35,6 +35,7 @@ VARIANTS = {
         "--set",
         "grafanaDashboard.enabled=true",
     ],
+    "agent": ["--set", "agent.enabled=true", "--set", "agent.publishCapacity=true", "--set", "agent.interface=eth1"],
 }
 
 
@@ -335,3 +336,32 @@ def test_the_extender_counts_in_the_charts_accounting_mode(
         str(config.bandwidth.default_node_bandwidth) if config.bandwidth.default_node_bandwidth else None
     ) == default
     assert set(config.filters) == {"NetworkOverhead", "NetworkBandwidth"}  # the default plugins kept
+
+
+def test_the_agent_is_off_by_default_runs_with_net_admin_only_and_reads_only_its_node(helm: str) -> None:
+    assert not [d for d in render(helm) if d["metadata"]["name"].endswith("-agent")]
+    documents = render(helm, *VARIANTS["agent"])
+    (daemonset,) = [d for d in documents if d["kind"] == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True  # the node's NIC, qdiscs and nftables
+    (container,) = pod["containers"]
+    context = container["securityContext"]
+    assert context["capabilities"] == {"drop": ["ALL"], "add": ["NET_ADMIN"]}
+    assert "privileged" not in context and context["allowPrivilegeEscalation"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert "--interface=eth1" in container["args"] and "--publish-capacity" in container["args"]
+    assert f"--cleanup-on-uninstall={NAMESPACE}/t-netaware-agent" in container["args"]
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d for d in documents}
+    assert roles[("ClusterRole", None, "t-netaware-agent")]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["slo.koordinator.sh"], "resources": ["nodeslos"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["slo.koordinator.sh"], "resources": ["nodeslos/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    ]
+    assert roles[("Role", NAMESPACE, "t-netaware-agent")]["rules"] == [
+        {"apiGroups": ["apps"], "resources": ["daemonsets"], "resourceNames": ["t-netaware-agent"], "verbs": ["get"]}
+    ]
+    without = render(helm, "--set", "agent.enabled=true")
+    nodes = next(d for d in without if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "t-netaware-agent")
+    assert nodes["rules"][0]["verbs"] == ["list", "watch"]  # nodes: patch only with publishCapacity
