@@ -459,6 +459,9 @@ async def test_the_live_agent_follows_changes_incrementally_and_publishes_measur
             classes = deschedule_plan(builder.build(), policy, now).to_json()["nodes"]
             assert classes["n1"]["class"] == "high" and classes["n2"]["class"] == "low", classes
     finally:
-        process.terminate()
+        exited = process.returncode
+        if exited is None:
+            process.terminate()
         _, stderr = await process.communicate()
+        assert exited is None, f"the agent exited early ({exited}): {stderr.decode()[-2000:]}"
         assert process.returncode == 0, stderr.decode()[-2000:]
