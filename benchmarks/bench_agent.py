@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from operators.agent.enforce import enforce  # noqa: E402
-from operators.agent.kernel import Kernel  # noqa: E402
-from operators.engine.cluster.objects import Node, Pod  # noqa: E402
-from operators.engine.enforcement.plan import node_plan  # noqa: E402
+from operators.agent.enforce import enforce
+from operators.agent.kernel import Kernel
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.enforcement.plan import node_plan
 
 NETNS = "naw-bench"
 NODE = Node.parse({"metadata": {"name": "n1", "annotations": {"node.koordinator.sh/network-bandwidth": "10G"}}})
@@ -44,8 +44,11 @@ def sh(*args: str) -> str:
 def pod(index: int) -> Pod:
     return Pod.parse(
         {
-            "metadata": {"name": f"p{index}", "namespace": "bench", "labels": {
-                "koordinator.sh/qosClass": "LS" if index % 2 else "BE"}},
+            "metadata": {
+                "name": f"p{index}",
+                "namespace": "bench",
+                "labels": {"koordinator.sh/qosClass": "LS" if index % 2 else "BE"},
+            },
             "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
             "status": {"phase": "Running", "podIP": f"10.{100 + index // 250}.{index % 250}.2"},
         }
