@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from operators.agent.kernel import Counters, Kernel, KernelError
+from operators.agent.kernel import Kernel, KernelError
 from operators.engine.enforcement.changes import DeleteClass, DeleteMember, DeviceState, SetClass, SetMember, changes
 from operators.engine.enforcement.plan import DIRECTIONS, HOST_LEAF, NodePlan
 from operators.engine.enforcement.report import Rates
@@ -25,7 +25,7 @@ class PassResult:
     plan: NodePlan
     operations: int  # netlink requests and nftables elements this pass changed
     problems: list[str]
-    counters: dict[str, Counters] = field(default_factory=dict)
+    counters: dict[str, dict[int, int]] = field(default_factory=dict)  # direction -> class minor -> bytes sent
     applied: bool = False  # the plan is what the kernel now holds (both directions)
 
 
@@ -34,7 +34,7 @@ def enforce(kernel: Kernel, planner: Planner, dry_run: bool = False) -> PassResu
     before = kernel.operations
     problems: list[str] = []
     states: dict[str, DeviceState] = {}
-    counters: dict[str, Counters] = {}
+    counters: dict[str, dict[int, int]] = {}
     for direction in DIRECTIONS:
         try:
             states[direction], counters[direction] = kernel.state(direction)
@@ -80,20 +80,17 @@ class Meter:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
-        self._last: tuple[float, dict[str, dict[int, int]]] | None = None
-        self.totals: dict[str, dict[int, int]] = {}
+        self._last: tuple[float, Mapping[str, Mapping[int, int]]] | None = None
 
-    def read(self, plan: NodePlan, counters: Mapping[str, Counters]) -> Rates | None:
+    def read(self, plan: NodePlan, counters: Mapping[str, Mapping[int, int]]) -> Rates | None:
         now = self._clock()
-        current = {direction: dict(counted.classes) for direction, counted in counters.items()}
-        self.totals = current
-        last, self._last = self._last, (now, current)
+        last, self._last = self._last, (now, counters)
         if last is None or now <= last[0] or not plan.directions:
             return None
         seconds = now - last[0]
 
         def rate(direction: str, minor: int) -> int:
-            then, here = last[1].get(direction, {}).get(minor, 0), current.get(direction, {}).get(minor, 0)
+            then, here = last[1].get(direction, {}).get(minor, 0), counters.get(direction, {}).get(minor, 0)
             return round((here - then if here >= then else here) * 8 / seconds)
 
         node, classes, pods = {}, {}, {}

@@ -21,7 +21,6 @@ import socket
 import struct
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyroute2
@@ -51,14 +50,6 @@ ETH_P_IP, ETH_P_ALL = 0x0800, 0x0003
 
 class KernelError(Exception):
     """A device, qdisc or table the agent cannot use as it is (a condition and an Event, never a crash)."""
-
-
-@dataclass
-class Counters:
-    """Bytes per class minor (and per address for egress nftables elements), as the kernel counts them."""
-
-    classes: dict[int, int] = field(default_factory=dict)
-    addresses: dict[str, int] = field(default_factory=dict)
 
 
 class Kernel:
@@ -271,10 +262,10 @@ class Kernel:
             3,
         )
 
-    def read_map(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Source address -> leaf minor of the egress map, and the bytes each element counted."""
+    def read_map(self) -> dict[str, int]:
+        """Source address -> leaf minor of the egress map (its per-element counters are for `nft list map`)."""
         listed = self._nft_json(["list", "map", "ip", TABLE, "egress"], missing_ok=True) or []
-        members, counted = {}, {}
+        members = {}
         for item in listed:
             for key, value in (item.get("map") or {}).get("elem") or []:
                 element = key.get("elem", {}) if isinstance(key, dict) else {}
@@ -282,8 +273,7 @@ class Kernel:
                 classid = str(value)
                 if ":" in classid:
                     members[str(address)] = int(classid.split(":")[1], 16)
-                counted[str(address)] = int((element.get("counter") or {}).get("bytes", 0))
-        return members, counted
+        return members
 
     def apply_map(self, changes: Sequence[Change]) -> None:
         lines = []
@@ -297,18 +287,15 @@ class Kernel:
 
     # ---- state and cleanup ------------------------------------------------------------------------------------
 
-    def state(self, direction: str) -> tuple[DeviceState, Counters]:
-        """The agent's objects for one direction and their counters (an empty state when the device has none)."""
+    def state(self, direction: str) -> tuple[DeviceState, dict[int, int]]:
+        """The agent's objects for one direction and the bytes each class sent (empty when the device has none)."""
         device = self.interface if direction == "egress" else self.ifb
         index = self.index(device)
         if index is None:
-            return DeviceState({}, {}), Counters()
+            return DeviceState({}, {}), {}
         classes, counted = self.read_classes(index)
-        if direction == "egress":
-            members, addresses = self.read_map()
-        else:
-            members, addresses = self.read_filters(index), {}
-        return DeviceState(classes, members), Counters(counted, addresses)
+        members = self.read_map() if direction == "egress" else self.read_filters(index)
+        return DeviceState(classes, members), counted
 
     def cleanup(self) -> list[str]:
         """Remove everything the agent made; what was removed, one line each."""

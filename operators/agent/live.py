@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime
 import logging
 import time
@@ -61,9 +62,9 @@ def agent_kinds(node: str) -> tuple[Kind, ...]:
     """Its node, the pods bound to it, its NodeSLO: nothing else is listed or watched."""
     by_name = f"metadata.name={node}"
     return (
-        Kind(NODES.name, NODES.path, NODES.api_version, NODES.kind, NODES.trim, fields=by_name),
-        Kind(PODS.name, PODS.path, PODS.api_version, PODS.kind, trim_agent_pod, fields=f"spec.nodeName={node}"),
-        Kind(NODESLOS.name, NODESLOS.path, NODESLOS.api_version, NODESLOS.kind, NODESLOS.trim, fields=by_name),
+        dataclasses.replace(NODES, fields=by_name),
+        dataclasses.replace(PODS, trim=trim_agent_pod, fields=f"spec.nodeName={node}"),
+        dataclasses.replace(NODESLOS, fields=by_name),
     )
 
 
@@ -230,7 +231,7 @@ class Agent:
 
     async def _measure(self, api: Any, result: PassResult) -> None:
         rates = self.meter.read(result.plan, result.counters)
-        for direction, counted in self.meter.totals.items():
+        for direction, counted in result.counters.items():
             directed = result.plan.directions.get(direction)
             if directed is None:
                 continue

@@ -8,19 +8,7 @@ from typing import Any
 import click
 
 from operators.api.quantity import Quantity
-from operators.cli.common import CommandError, load
-
-
-def _bandwidth(_: Any, __: Any, value: str | None) -> Quantity | None:
-    from operators.api.errors import FieldError
-    from operators.api.quantity import parse_bandwidth
-
-    if value is None:
-        return None
-    try:
-        return parse_bandwidth(value, "--default-node-bandwidth")
-    except FieldError as error:
-        raise click.BadParameter(str(error)) from None
+from operators.cli.common import CommandError, bandwidth_value, load
 
 
 @click.command("agent")
@@ -43,7 +31,7 @@ def _bandwidth(_: Any, __: Any, value: str | None) -> Quantity | None:
 @click.option("--cleanup", is_flag=True, help="Remove every qdisc, class, filter, device and table the agent made.")
 @click.option(
     "--default-node-bandwidth",
-    callback=_bandwidth,
+    callback=bandwidth_value,
     default=None,
     metavar="QUANTITY",
     help="The node's total when neither its annotations nor its NodeSLO give one (bits/s, e.g. 10G).",
