@@ -180,3 +180,11 @@ def test_impossible_nodeslo_values_make_no_plan_and_name_the_field(network_qos: 
     assert any(expected in problem and problem.startswith("invalid NodeSLO n1: ") for problem in plan.problems), (
         plan.problems
     )
+
+
+def test_more_pods_than_leaf_ids_change_nothing_and_say_so() -> None:
+    node = make_node({"node.koordinator.sh/network-bandwidth": "1G"})
+    crowd = [make_pod(f"p{i}", ip=f"10.{i // 250}.{i % 250}.1") for i in range(0xF00 + 1)]  # 3,841 > 0x100..0xFFF
+    plan = node_plan(node, None, crowd)
+    assert plan.directions == {}
+    assert plan.problems == ("nothing changed: 3841 pods with addresses, more than the 3840 leaf ids a direction has",)

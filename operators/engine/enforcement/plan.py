@@ -44,6 +44,7 @@ MIN_RATE = 8_000  # bits/s: HTB's rate must be positive; a class that requests n
 CLASSES: Mapping[str, tuple[int, int]] = {"system": (0x10, 0), "lsr": (0x20, 1), "ls": (0x30, 2), "be": (0x40, 3)}
 ROOT_MINOR = 0x1
 FIRST_LEAF, LAST_LEAF = 0x100, 0xFFF  # a leaf's minor is also its ingress filter's u32 node id (12 bits)
+LEAVES = LAST_LEAF - FIRST_LEAF + 1
 HOST_LEAF = 0x11  # the node's own traffic: a leaf under system, the HTB default (rule 5)
 DEFAULT_CLASS = "system"
 _LABELS = {"SYSTEM": "system", "LSE": "lsr", "LSR": "lsr", "LS": "ls", "BE": "be"}
@@ -156,6 +157,9 @@ def node_plan(
             continue
         seen.add(ip)
         members.append((pod, ip, qos_class(pod)))
+    if len(members) > LEAVES:
+        why = f"{len(members)} pods with addresses, more than the {LEAVES} leaf ids a direction has"
+        return NodePlan(node.name, {}, (*problems, f"nothing changed: {why}"))
     directions = {}
     for direction in DIRECTIONS:
         classes = tuple(
@@ -239,8 +243,5 @@ def _leaf_minors(wanted: Sequence[tuple[str, str]], held: Mapping[str, int]) -> 
     free = (minor for minor in range(FIRST_LEAF, LAST_LEAF + 1) if minor not in taken)
     for key, _ in wanted:
         if key not in minors:
-            minor = next(free, None)
-            if minor is None:
-                raise FieldError("pods", len(wanted), f"more than {LAST_LEAF - FIRST_LEAF + 1} pods on one node")
-            minors[key] = minor
+            minors[key] = next(free)  # node_plan refuses more pods than there are ids
     return minors
