@@ -188,3 +188,10 @@ def test_more_pods_than_leaf_ids_change_nothing_and_say_so() -> None:
     plan = node_plan(node, None, crowd)
     assert plan.directions == {}
     assert plan.problems == ("nothing changed: 3841 pods with addresses, more than the 3840 leaf ids a direction has",)
+
+
+@pytest.mark.parametrize("total", ["0", "7"])
+def test_a_total_below_htbs_smallest_rate_shapes_nothing_and_says_so(total: str) -> None:
+    plan = node_plan(make_node({"node.koordinator.sh/network-bandwidth": total}), None, [make_pod("a")])
+    assert plan.directions == {}
+    assert plan.problems == (f"nothing shaped: node n1's total is {total} bits/s, below HTB's smallest rate 8000",)

@@ -137,6 +137,9 @@ def node_plan(
     total, _, problem = node_total(node, system, default_total)
     if total is None:
         return NodePlan(node.name, {}, (f"nothing shaped: {problem}",))
+    if total.value() < MIN_RATE:  # HTB cannot shape to less (a 0 would make every class's ceil 0)
+        why = f"node {node.name}'s total is {total.value()} bits/s, below HTB's smallest rate {MIN_RATE}"
+        return NodePlan(node.name, {}, (f"nothing shaped: {why}",))
     bandwidth = class_bandwidth(spec.get("resourceQOSStrategy") or {}, total)
     invalid = _impossible(bandwidth, total.value())
     if invalid:
