@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from operators.agent.enforce import Backend
 from operators.agent.kernel import Kernel
 from operators.agent.live import Agent, AgentMetrics, AgentOptions, agent_kinds
 from operators.api.config.scheduler import SchedulerConfig
@@ -133,13 +134,19 @@ async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, 
 
 
 async def agent(
-    source: ClusterSource, kernel: Kernel, options: AgentOptions, health_port: int, address: str, stop: asyncio.Event
+    source: ClusterSource,
+    kernel: Kernel,
+    backend: Backend,
+    options: AgentOptions,
+    health_port: int,
+    address: str,
+    stop: asyncio.Event,
 ) -> None:
     """`netaware agent` until ``stop``: the enforcement loop, and ``/healthz``, ``/readyz`` (listed and one pass
     made) and ``/metrics`` on ``health_port`` (0: none)."""
     cache = ClusterCache(agent_kinds(options.node))
     metrics = AgentMetrics()
-    worker = Agent(kernel, cache, options, metrics)
+    worker = Agent(kernel, backend, cache, options, metrics)
     app = web.Application()
     add_probes(app, lambda: worker.ready, "not listed or enforced yet", metrics.registry)
     runner = web.AppRunner(app, access_log=None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from operators.agent.kernel import Kernel, KernelError
 from operators.engine.enforcement.changes import DeleteClass, DeleteMember, DeviceState, SetClass, SetMember, changes
@@ -27,6 +28,31 @@ class PassResult:
     problems: list[str]
     counters: dict[str, dict[int, int]] = field(default_factory=dict)  # direction -> class minor -> bytes sent
     applied: bool = False  # the plan is what the kernel now holds (both directions)
+
+
+class Backend(Protocol):
+    """How a plan is made true on the node: tc (:class:`TcBackend`) or terway-qos's files."""
+
+    measures: bool  # its passes return the kernel's class counters (rates and usage come from them)
+
+    def enforce(self, planner: Planner, dry_run: bool) -> PassResult: ...
+
+    def cleanup(self) -> list[str]: ...
+
+
+class TcBackend:
+    """HTB classes, nftables and u32 through :class:`Kernel`."""
+
+    measures = True
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+
+    def enforce(self, planner: Planner, dry_run: bool) -> PassResult:
+        return enforce(self.kernel, planner, dry_run)
+
+    def cleanup(self) -> list[str]:
+        return self.kernel.cleanup()
 
 
 def enforce(kernel: Kernel, planner: Planner, dry_run: bool = False) -> PassResult:

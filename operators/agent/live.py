@@ -27,7 +27,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from operators.agent.enforce import Meter, PassResult, Planner, enforce
+from operators.agent.enforce import Backend, Meter, PassResult, Planner
 from operators.agent.kernel import Kernel
 from operators.api import keys
 from operators.api.nodeslo import NetworkUsage
@@ -131,8 +131,10 @@ class AgentMetrics:
 
 
 class Agent:
-    def __init__(self, kernel: Kernel, cache: ClusterCache, options: AgentOptions, metrics: AgentMetrics):
-        self.kernel, self.cache, self.options, self.metrics = kernel, cache, options, metrics
+    def __init__(
+        self, kernel: Kernel, backend: Backend, cache: ClusterCache, options: AgentOptions, metrics: AgentMetrics
+    ):
+        self.kernel, self.backend, self.cache, self.options, self.metrics = kernel, backend, cache, options, metrics
         self.meter = Meter()
         self.last: PassResult | None = None
         self.reported: tuple[str, ...] = ()
@@ -191,7 +193,7 @@ class Agent:
         if found and not (found.get("metadata") or {}).get("deletionTimestamp"):
             return
         loop = asyncio.get_running_loop()
-        removed = await loop.run_in_executor(self._worker, self.kernel.cleanup)
+        removed = await loop.run_in_executor(self._worker, self.backend.cleanup)
         logger.info("node %s: DaemonSet %s is gone; removed %s", self.options.node, self.options.daemonset, removed)
 
     async def once(self, api: Any, measure: bool) -> PassResult | None:
@@ -201,7 +203,7 @@ class Agent:
             return None
         started = time.perf_counter()
         result = await asyncio.get_running_loop().run_in_executor(
-            self._worker, lambda: enforce(self.kernel, planner, self.options.dry_run)
+            self._worker, lambda: self.backend.enforce(planner, self.options.dry_run)
         )
         self.metrics.passes.observe(time.perf_counter() - started)
         self.metrics.operations.inc(result.operations)
@@ -210,9 +212,9 @@ class Agent:
         self.metrics.pods.set(len(next(iter(result.plan.directions.values())).pods) if result.plan.directions else 0)
         self.last = result
         if result.operations:
-            logger.info("node %s: %d kernel changes", self.options.node, result.operations)
+            logger.info("node %s: %d changes made", self.options.node, result.operations)
         await self._report(api, tuple(result.problems))
-        if measure:
+        if measure and self.backend.measures:
             await self._measure(api, result)
         if self.options.publish_capacity and not self.capacity_checked:
             await self._publish_capacity(api)

@@ -18,6 +18,21 @@ from operators.cli.common import CommandError, bandwidth_value, load
     "--ifb", default="netaware-ifb", show_default=True, help="The ifb device the interface's ingress goes through."
 )
 @click.option(
+    "--backend",
+    type=click.Choice(["tc", "terway-qos"]),
+    default="tc",
+    show_default=True,
+    help="tc: HTB classes, nftables and u32 in the kernel (measured); terway-qos: write the files the terway-qos "
+    "eBPF dataplane reads (bytes/s) and measure nothing.",
+)
+@click.option(
+    "--terway-qos-dir",
+    default="/var/lib/terway/qos",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where the terway-qos backend writes global_bps_config and pod.json.",
+)
+@click.option(
     "-f",
     "--filename",
     "filenames",
@@ -69,6 +84,8 @@ def agent_command(
     node_name: str | None,
     interface: str | None,
     ifb: str,
+    backend: str,
+    terway_qos_dir: str,
     filenames: tuple[str, ...],
     once: bool,
     dry_run: bool,
@@ -87,9 +104,12 @@ def agent_command(
     """Enforce this node's NodeSLO network QoS in the kernel and measure it: HTB classes system/LSR/LS/BE (rate =
     request, ceil = limit, bits/s by the NodeSLO status rule) on the interface for egress and on an ifb for
     ingress, one leaf per pod (its kubernetes.io/*-bandwidth as ceiling), pods classified by IP; per-class and
-    per-pod rates as metrics and in the NodeSLO's status.networkUsage. Stops gracefully on SIGTERM and leaves
-    the shaping in place (--cleanup removes it)."""
+    per-pod rates as metrics and in the NodeSLO's status.networkUsage (--backend terway-qos: the same plan as
+    terway-qos's files, unmeasured). Stops gracefully on SIGTERM and leaves the shaping in place (--cleanup
+    removes it)."""
+    from operators.agent.enforce import Backend, TcBackend
     from operators.agent.kernel import Kernel, KernelError
+    from operators.agent.terway import TerwayBackend
 
     try:
         kernel = Kernel(interface or "", ifb, netns)
@@ -103,8 +123,9 @@ def agent_command(
             kernel.interface = found
         if kernel.index(kernel.interface) is None:
             raise CommandError(f"--interface: device {kernel.interface!r} does not exist")
+        enforcer: Backend = TcBackend(kernel) if backend == "tc" else TerwayBackend(terway_qos_dir)
         if cleanup:
-            removed = kernel.cleanup()
+            removed = enforcer.cleanup()
             click.echo(json.dumps({"interface": kernel.interface, "removed": removed}, indent=2))
             return
         if not node_name:
@@ -112,7 +133,7 @@ def agent_command(
         if filenames:
             if not (once or dry_run):
                 raise CommandError("-f: enforcing from a snapshot is one pass: add --once (or --dry-run)")
-            _once_from_snapshot(kernel, node_name, filenames, default_node_bandwidth, dry_run)
+            _once_from_snapshot(kernel, enforcer, node_name, filenames, default_node_bandwidth, dry_run)
             return
         if daemonset and "/" not in daemonset:
             raise CommandError(f"--cleanup-on-uninstall: {daemonset!r} is not NAMESPACE/NAME")
@@ -128,7 +149,7 @@ def agent_command(
             dry_run=dry_run,
             daemonset=daemonset,
         )
-        _live(kernel, options, health_port, listen_address, kubeconfig, server)
+        _live(kernel, enforcer, options, health_port, listen_address, kubeconfig, server)
     except KernelError as error:
         raise CommandError(str(error)) from None
     finally:
@@ -136,18 +157,23 @@ def agent_command(
 
 
 def _once_from_snapshot(
-    kernel: Any, node_name: str, filenames: tuple[str, ...], default: Quantity | None, dry_run: bool
+    kernel: Any, backend: Any, node_name: str, filenames: tuple[str, ...], default: Quantity | None, dry_run: bool
 ) -> None:
-    from operators.agent.enforce import enforce
     from operators.agent.live import snapshot_planner
 
     snapshot = load(filenames)
     planner = snapshot_planner(snapshot, node_name, default)
     if planner is None:
         raise CommandError(f"--node-name: node {node_name!r} is not in the snapshot")
-    result = enforce(kernel, planner, dry_run=dry_run)
+    result = backend.enforce(planner, dry_run)
+    from operators.agent.terway import TerwayBackend
+    from operators.engine.enforcement.terway import terway_files
+
     document = (
-        result.plan.to_json()
+        {
+            **result.plan.to_json(),
+            **({"files": terway_files(result.plan)} if isinstance(backend, TerwayBackend) else {}),
+        }
         if dry_run
         else {
             "node": node_name,
@@ -161,7 +187,13 @@ def _once_from_snapshot(
 
 
 def _live(
-    kernel: Any, options: Any, health_port: int, listen_address: str, kubeconfig: str | None, server: str | None
+    kernel: Any,
+    backend: Any,
+    options: Any,
+    health_port: int,
+    listen_address: str,
+    kubeconfig: str | None,
+    server: str | None,
 ) -> None:
     from operators import compose
     from operators.cli.signals import run_until_signal
@@ -169,7 +201,9 @@ def _live(
 
     source = compose.ClusterSource(None, server, kubeconfig)
     try:
-        run_until_signal(lambda stop: compose.agent(source, kernel, options, health_port, listen_address, stop))
+        run_until_signal(
+            lambda stop: compose.agent(source, kernel, backend, options, health_port, listen_address, stop)
+        )
     except NoCredentials as error:
         raise CommandError(str(error)) from None
     except OSError as error:

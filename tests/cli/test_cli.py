@@ -17,6 +17,7 @@ from operators.cli.main import cli
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = str(ROOT / "hack" / "examples")
 NOW = "2026-11-22T12:00:00Z"
+KOORD_BANDWIDTH = "node.koordinator.sh/network-bandwidth"
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -387,3 +388,40 @@ spec:
     assert document["free"]["egress"] == 600_000_000
     egress = document["extendedResources"]["netaware.io/egress-bandwidth"]
     assert egress == {"allocatable": 900_000_000, "requested": 300_000_000}
+
+
+def test_agent_terway_backend_writes_the_files_once_from_a_snapshot(tmp_path: pathlib.Path) -> None:
+    """`netaware agent --backend terway-qos -f SNAPSHOT --once`: the two files, bytes/s; again: nothing written;
+    --dry-run prints them; --cleanup removes them (the interface is only looked up: loopback)."""
+    snapshot = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "annotations": {KOORD_BANDWIDTH: "80M"}}},
+        {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": "NodeSLO",
+            "metadata": {"name": "n1"},
+            "spec": {"resourceQOSStrategy": {"beClass": {"networkQOS": {"enable": True, "egressLimit": 50}}}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "batch", "namespace": "ns", "uid": "u1", "labels": {"koordinator.sh/qosClass": "BE"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.3"},
+        },
+    ]
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(snapshot))
+    qos = tmp_path / "qos"
+    common = ("agent", "--backend", "terway-qos", "--terway-qos-dir", str(qos), "--interface", "lo")
+    once = (*common, "--node-name", "n1", "-f", str(tmp_path / "cluster.yaml"), "--once")
+    code, out, err = run(*once)
+    assert code == 0, err
+    assert json.loads(out) == {"node": "n1", "interface": "lo", "operations": 2, "applied": True, "problems": []}
+    config = (qos / "global_bps_config").read_text()
+    assert "hw_tx_bps_max 10000000\n" in config and "offline_l2_tx_bps_max 5000000\n" in config  # 80M, 40M
+    assert json.loads((qos / "pod.json").read_text())[0]["podUID"] == "u1"
+    assert json.loads(run(*once)[1])["operations"] == 0
+    code, out, _ = run(*once[:-1], "--dry-run")
+    assert code == 0 and json.loads(out)["files"]["global_bps_config"] == config
+    code, out, _ = run(*common, "--cleanup")
+    assert code == 0 and json.loads(out)["removed"] == [f"file {qos}/global_bps_config", f"file {qos}/pod.json"]
+    assert list(qos.iterdir()) == []

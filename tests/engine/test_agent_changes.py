@@ -20,10 +20,10 @@ from operators.engine.enforcement.plan import DirectionPlan, PodTraffic, Traffic
 
 M = 1_000_000
 CLASSES = (
-    TrafficClass("system", 0x10, 0, 20 * M, 100 * M),
-    TrafficClass("lsr", 0x20, 1, 8_000, 100 * M),
-    TrafficClass("ls", 0x30, 2, 60 * M, 100 * M),
-    TrafficClass("be", 0x40, 3, 20 * M, 100 * M),
+    TrafficClass("system", 0x10, 0, 20 * M, 100 * M, 20 * M),
+    TrafficClass("lsr", 0x20, 1, 8_000, 100 * M, 0),
+    TrafficClass("ls", 0x30, 2, 60 * M, 100 * M, 60 * M),
+    TrafficClass("be", 0x40, 3, 20 * M, 100 * M, 20 * M),
 )
 WEB = PodTraffic("ns/web", "10.0.0.2", "ls", 0x100, 8_000, 100 * M)
 BATCH = PodTraffic("ns/batch", "10.0.0.3", "be", 0x101, 8_000, 30 * M, limited=True)

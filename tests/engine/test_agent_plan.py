@@ -64,11 +64,11 @@ def test_classes_take_the_nodeslo_rule_rate_is_the_request_and_ceil_the_limit() 
     assert egress.total == 1000 * M
     assert egress.classes == (
         # system: what ls (300M) and be (100M) do not request; may use the whole node
-        TrafficClass("system", 0x10, 0, 600 * M, 1000 * M),
+        TrafficClass("system", 0x10, 0, 600 * M, 1000 * M, 600 * M),
         # lsr requests nothing: HTB's smallest rate, the whole node as ceil
-        TrafficClass("lsr", 0x20, 1, MIN_RATE, 1000 * M),
-        TrafficClass("ls", 0x30, 2, 300 * M, 800 * M),  # 30 % and 80 % of 1G
-        TrafficClass("be", 0x40, 3, 100 * M, 500 * M),  # 10 % and 50 %
+        TrafficClass("lsr", 0x20, 1, MIN_RATE, 1000 * M, 0),
+        TrafficClass("ls", 0x30, 2, 300 * M, 800 * M, 300 * M),  # 30 % and 80 % of 1G
+        TrafficClass("be", 0x40, 3, 100 * M, 500 * M, 100 * M),  # 10 % and 50 %
     )
     ingress = {c.name: (c.rate, c.ceil) for c in plan.directions["ingress"].classes}
     assert ingress == {

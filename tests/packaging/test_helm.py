@@ -36,6 +36,7 @@ VARIANTS = {
         "grafanaDashboard.enabled=true",
     ],
     "agent": ["--set", "agent.enabled=true", "--set", "agent.publishCapacity=true", "--set", "agent.interface=eth1"],
+    "agent-terway": ["--set", "agent.enabled=true", "--set", "agent.backend=terway-qos"],
 }
 
 
@@ -365,3 +366,27 @@ def test_the_agent_is_off_by_default_runs_with_net_admin_only_and_reads_only_its
     without = render(helm, "--set", "agent.enabled=true")
     nodes = next(d for d in without if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "t-netaware-agent")
     assert nodes["rules"][0]["verbs"] == ["list", "watch"]  # nodes: patch only with publishCapacity
+
+
+def test_the_terway_agent_writes_the_hosts_terway_directory_with_no_capability_and_no_usage_rights(helm: str) -> None:
+    documents = render(helm, *VARIANTS["agent-terway"])
+    (daemonset,) = [d for d in documents if d["kind"] == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert "--backend=terway-qos" in container["args"] and "--terway-qos-dir=/var/lib/terway/qos" in container["args"]
+    assert container["volumeMounts"] == [{"name": "terway-qos", "mountPath": "/var/lib/terway/qos"}]
+    assert pod["volumes"] == [
+        {"name": "terway-qos", "hostPath": {"path": "/var/lib/terway/qos", "type": "DirectoryOrCreate"}}
+    ]
+    (role,) = [d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "t-netaware-agent"]
+    assert {"apiGroups": ["slo.koordinator.sh"], "resources": ["nodeslos/status"], "verbs": ["patch"]} not in role[
+        "rules"
+    ]  # it measures nothing, so writes no usage
+    refused = subprocess.run(
+        [helm, "template", "t", str(CHART), "--set", "agent.enabled=true", "--set", "agent.backend=ebpf"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode != 0 and "/agent/backend': value must be one of 'tc', 'terway-qos'" in refused.stderr

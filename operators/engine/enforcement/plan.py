@@ -57,6 +57,7 @@ class TrafficClass:
     priority: int
     rate: int  # bits/s
     ceil: int
+    request: int  # what the NodeSLO asks (0 allowed; ``rate`` is at least HTB's MIN_RATE)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class PodTraffic:
     rate: int
     ceil: int
     limited: bool = False
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -170,17 +172,17 @@ def node_plan(
             for name, (minor, priority) in CLASSES.items()
         )
         ceilings = {c.name: c.ceil for c in classes}
-        wanted: list[tuple[str, str, str, int, int, bool]] = []
+        wanted: list[tuple[str, str, str, int, int, bool, str]] = []
         for pod, ip, klass in members:
             limit = _pod_bandwidth(pod, f"kubernetes.io/{direction}-bandwidth", problems)
             request = _pod_bandwidth(pod, f"kubernetes.io/{direction}-request", problems)
             ceil = limit if limit is not None else ceilings[klass]
             rate = max(MIN_RATE, min(request or MIN_RATE, ceil))
-            wanted.append((pod.key, ip, klass, rate, max(ceil, rate), limit is not None))
+            wanted.append((pod.key, ip, klass, rate, max(ceil, rate), limit is not None, pod.uid))
         minors = _leaf_minors([(key, ip) for key, ip, *_ in sorted(wanted)], (previous or {}).get(direction, {}))
         pods_here = [
-            PodTraffic(key, ip, klass, minors[key], rate, ceil, limited)
-            for key, ip, klass, rate, ceil, limited in wanted
+            PodTraffic(key, ip, klass, minors[key], rate, ceil, limited, uid)
+            for key, ip, klass, rate, ceil, limited, uid in wanted
         ]
         directions[direction] = DirectionPlan(total.value(), classes, tuple(sorted(pods_here, key=lambda p: p.key)))
     return NodePlan(node.name, directions, tuple(problems))
@@ -221,10 +223,11 @@ def _unusable_ip(ip: str, seen: set[str]) -> str:
     return ""
 
 
-def _rate_ceil(bandwidth: Any, name: str, direction: str) -> tuple[int, int]:
+def _rate_ceil(bandwidth: Any, name: str, direction: str) -> tuple[int, int, int]:
     found = getattr(bandwidth, name)
-    rate = max(MIN_RATE, getattr(found, f"{direction}_request").value())
-    return rate, max(rate, getattr(found, f"{direction}_limit").value())
+    request = getattr(found, f"{direction}_request").value()
+    rate = max(MIN_RATE, request)
+    return rate, max(rate, getattr(found, f"{direction}_limit").value()), request
 
 
 def _pod_bandwidth(pod: Pod, key: str, problems: list[str]) -> int | None:
