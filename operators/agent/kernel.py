@@ -87,10 +87,21 @@ class Kernel:
 
     def speed(self) -> int | None:
         """The interface's speed in bits/s from ``/sys/class/net/<if>/speed`` (None: no speed, a virtual NIC)."""
+        path = f"/sys/class/net/{self.interface}/speed"
         try:
-            with open(f"/sys/class/net/{self.interface}/speed") as handle:
-                megabits = int(handle.read().strip())
-        except (OSError, ValueError):
+            if self.netns:  # that namespace's sysfs (``ip netns exec`` mounts it)
+                text = subprocess.run(
+                    ["ip", "netns", "exec", self.netns, "cat", path],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                    check=False,
+                ).stdout
+            else:
+                with open(path) as handle:
+                    text = handle.read()
+            megabits = int(text.strip())
+        except (OSError, ValueError, subprocess.SubprocessError):
             return None
         return megabits * 1_000_000 if megabits > 0 else None
 

@@ -154,12 +154,14 @@ PROBE_NAMESPACE = "probe-e2e"  # the NetworkTopology's namespace, where the prob
 
 
 def chart_rbac_yaml() -> str:
-    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler and the probe on (the
-    probe's DaemonSet left out: its pods would run on every KWOK node)."""
+    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler, the probe and the agent
+    on (their DaemonSets left out: their pods would run on every KWOK node)."""
     command = ["template", "netaware", str(ROOT / "helm" / "netaware"), "--namespace", RELEASE_NAMESPACE]
     command += ["--set", "descheduler.enabled=true", "--set", "probe.enabled=true"]
     command += ["--set", f"probe.topologyNamespace={PROBE_NAMESPACE}"]
+    command += ["--set", "agent.enabled=true", "--set", "agent.publishCapacity=true"]
     command += ["--show-only", "templates/rbac.yaml", "--show-only", "templates/probe.yaml"]
+    command += ["--show-only", "templates/agent.yaml"]
     helm = control_plane.BIN / "helm"
     rendered = subprocess.run([str(helm), *command], capture_output=True, text=True, check=True).stdout
     documents = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] != "DaemonSet"]
@@ -175,7 +177,7 @@ def chart_rbac(cluster: Any) -> dict[str, pathlib.Path]:
     cluster.kubectl("create", "namespace", PROBE_NAMESPACE, check=False)
     cluster.kubectl("apply", "-f", "-", stdin=rendered)
     configs = {}
-    for component in ("operator", "webhook", "extender", "probe"):
+    for component in ("operator", "webhook", "extender", "probe", "agent"):
         token = cluster.kubectl("create", "token", f"netaware-{component}", "-n", RELEASE_NAMESPACE, "--duration=2h")
         configs[component] = cluster.token_kubeconfig(component, token.stdout.strip())
     return configs

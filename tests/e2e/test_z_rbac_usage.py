@@ -50,7 +50,7 @@ def used(cluster: Any, component: str) -> set[tuple[str, str, str]]:
     return seen
 
 
-@pytest.mark.parametrize("component", ["operator", "webhook", "extender", "probe"])
+@pytest.mark.parametrize("component", ["operator", "webhook", "extender", "probe", "agent"])
 def test_every_permission_is_used_and_none_is_missing(cluster: Any, component: str) -> None:
     requests = used(cluster, component)
     if not requests:

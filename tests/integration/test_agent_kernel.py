@@ -465,3 +465,43 @@ async def test_the_live_agent_follows_changes_incrementally_and_publishes_measur
         _, stderr = await process.communicate()
         assert exited is None, f"the agent exited early ({exited}): {stderr.decode()[-2000:]}"
         assert process.returncode == 0, stderr.decode()[-2000:]
+
+
+async def test_publish_capacity_gives_an_unannotated_node_its_nics_speed_and_shapes_to_it(
+    node: None, emulator: Any, api: Any
+) -> None:
+    """--publish-capacity: the uplink veth's speed (10000 Mbit/s) becomes the node's annotation, once, and the tree
+    follows it; a node that has the annotation keeps its own."""
+    docs = documents(capped=False)
+    del docs[0]["metadata"]["annotations"]["node.koordinator.sh/network-bandwidth"]
+    for doc in docs:
+        plural = {"Node": "/api/v1/nodes", "NodeSLO": "/apis/slo.koordinator.sh/v1alpha1/nodeslos"}.get(
+            doc["kind"], "/api/v1/namespaces/default/pods"
+        )
+        status, created = await api.call("POST", plural, doc)
+        assert status == 201, created
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "operators.cli", "agent", "--server", emulator.base_url, "--node-name", "n1"),
+        *("--netns", NODE, "--interface", "up0", "--publish-capacity", "--health-port", "0"),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+
+        async def annotated() -> bool:
+            _, found = await api.call("GET", "/api/v1/nodes/n1")
+            return bool(found["metadata"].get("annotations", {}).get("node.koordinator.sh/network-bandwidth"))
+
+        await until(annotated, 20)
+        _, found = await api.call("GET", "/api/v1/nodes/n1")
+        assert found["metadata"]["annotations"]["node.koordinator.sh/network-bandwidth"] == str(10_000 * M)
+
+        async def shaped() -> bool:
+            return class_rate("up0", "1") == "10Gbit"
+
+        await until(shaped, 10)
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        _, stderr = await process.communicate()
+        assert process.returncode == 0, stderr.decode()[-2000:]
