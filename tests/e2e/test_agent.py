@@ -88,10 +88,16 @@ def test_the_agent_enforces_publishes_and_reports_with_least_privilege(
                 "the NIC's speed published",
             )
             assert annotated == str(10_000 * M)
-            eventually(lambda: root_rate() == "10Gbit", 30, f"the tree at the node's 10G: {process.text()[-1500:]}")
+
+            def alive() -> bool:
+                if process.handle.poll() is not None:
+                    raise AssertionError(f"the agent exited ({process.handle.returncode}): {process.text()[-2000:]}")
+                return True
+
+            eventually(lambda: alive() and root_rate() == "10Gbit", 30, "the tree at the node's 10G")
             # the operator's own figure wins over the published one: the tree follows the node
             cluster.kubectl("annotate", "node", NAME, f"{BANDWIDTH}=100M", "--overwrite")
-            eventually(lambda: root_rate() == "100Mbit", 30, "the tree at 100M")
+            eventually(lambda: alive() and root_rate() == "100Mbit", 30, "the tree at 100M")
             events = kubectl_json(cluster, "get", "events", "-A", "--field-selector", f"involvedObject.name={NAME}")
             warnings = [e["message"] for e in events["items"] if e["reason"] == "NetworkQOSNotEnforced"]
             assert any(f"pod {NAMESPACE}/waiting has no IP of its own" in message for message in warnings), warnings
