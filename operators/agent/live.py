@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import datetime
 import logging
+import signal
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -141,7 +142,9 @@ class Agent:
         self.usage_written: NetworkUsage | None = None
         self.capacity_checked = False
         self._dirty = asyncio.Event()
-        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="netlink")
+        self._worker = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="netlink", initializer=_without_stop_signals
+        )
 
     @property
     def ready(self) -> bool:
@@ -287,6 +290,14 @@ class Agent:
             return
         patch = {"metadata": {"annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: str(speed)}}}
         await send_json(api, "PATCH", f"/api/v1/nodes/{self.options.node}", patch, MERGE_PATCH)
+
+
+def _without_stop_signals() -> None:
+    """The netlink thread blocks SIGTERM and SIGINT (the main thread still gets them). pyroute2 opens a socket per
+    thread, and in a network namespace (``--netns``) it forks a child to make it, then stops the child with
+    SIGTERM: a child that caught it would write it to the event loop's wakeup fd, which it shares with this
+    process — the agent stopped itself, now and then, just after starting. The child inherits the mask."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 async def _first(*waits: Any) -> None:
