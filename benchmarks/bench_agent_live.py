@@ -3,11 +3,11 @@
 
     python benchmarks/bench_agent_live.py [--pods 100 --rate 50 --seconds 20 --runs 3]
 
-The API emulator in a process of its own holds node ``n1`` (10G), its NodeSLO and ``--pods`` pods with
+The API emulator in a process of its own holds node ``n1`` (10G), its NodeSLO and ``--pods`` + 10 pods with
 addresses; `netaware agent` (its own process, the same command the DaemonSet runs) shapes an uplink veth in the
 namespace. Then, open loop, ``--rate`` pod changes per second for ``--seconds`` (a new pod, or the oldest new
-one deleted, alternating; each sent at its scheduled time whatever the previous one's fate). Measured, from
-``/proc/<pid>``, min/median/max over ``--runs``:
+one deleted, alternating, so a pod lives about 20 changes; each sent at its scheduled time whatever the previous
+one's fate). Measured, from ``/proc/<pid>``, min/median/max over ``--runs``:
 
 * **idle**: the agent's CPU (% of one core) over 10 s with nothing changing (report interval 10 s), its RSS;
 * **churn**: its CPU while following the changes, its peak RSS, passes made, kernel operations per change;
@@ -41,6 +41,7 @@ from benchmarks.bench_live import emulator  # noqa: E402
 
 NETNS = "naw-live-bench"
 TICKS = os.sysconf("SC_CLK_TCK")
+SPARE = 10  # pods beyond --pods that the changes delete and replace
 
 
 def sh(*args: str, check: bool = True) -> str:
@@ -103,8 +104,8 @@ def map_addresses() -> set[str]:
     listed = json.loads(sh("ip", "netns", "exec", NETNS, "nft", "-j", "list", "map", "ip", "netaware", "egress"))
     found = set()
     for item in listed["nftables"]:
-        for element in item.get("map", {}).get("elem", []):
-            found.add(str(element[0]))
+        for key, _ in item.get("map", {}).get("elem", []):
+            found.add(str(key["elem"]["val"] if isinstance(key, dict) else key))  # with a counter: {"elem": {...}}
     return found
 
 
@@ -163,7 +164,7 @@ async def _measure(cluster: Cluster, url: str, pods: int, rate: float, seconds: 
     slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n1"},
            "spec": {"resourceQOSStrategy": strategy}}  # fmt: skip
     await cluster.create(slo, "/apis/slo.koordinator.sh/v1alpha1/nodeslos")
-    for index in range(pods):
+    for index in range(pods + SPARE):
         await cluster.create(pod(index), "/api/v1/namespaces/default/pods")
     port = 19107
     agent = subprocess.Popen(  # noqa: ASYNC220 (started once, outside the measured window)
@@ -173,7 +174,7 @@ async def _measure(cluster: Cluster, url: str, pods: int, rate: float, seconds: 
     )  # fmt: skip
     try:
         started = time.monotonic()
-        while len(map_addresses() if _has_map() else ()) < pods:
+        while len(map_addresses() if _has_map() else ()) < pods + SPARE:
             if agent.poll() is not None or time.monotonic() - started > 60:
                 raise RuntimeError(f"the agent did not enforce: {agent.stderr.read().decode() if agent.stderr else ''}")
             await asyncio.sleep(0.1)
@@ -187,8 +188,8 @@ async def _measure(cluster: Cluster, url: str, pods: int, rate: float, seconds: 
         passes0 = await cluster.metric(port, "netaware_agent_pass_seconds_count")
         created: dict[str, float] = {}  # address -> when its creation was answered
         seen: dict[str, float] = {}
-        live: list[int] = []
-        next_index = pods
+        live = list(range(pods, pods + SPARE))  # the oldest is deleted next
+        next_index = pods + SPARE
         sends: list[asyncio.Task[None]] = []
         stop_sampling = asyncio.Event()
 
@@ -210,7 +211,7 @@ async def _measure(cluster: Cluster, url: str, pods: int, rate: float, seconds: 
         changes = int(rate * seconds)
         for step in range(changes):
             await asyncio.sleep(max(0.0, begun + step / rate - time.monotonic()))
-            if step % 2 == 0 or not live:
+            if step % 2 == 0:
                 live.append(next_index)
                 sends.append(asyncio.create_task(add(next_index)))
                 next_index += 1
@@ -221,7 +222,10 @@ async def _measure(cluster: Cluster, url: str, pods: int, rate: float, seconds: 
         wanted = {pod(i)["status"]["podIP"] for i in [*range(pods), *live]}
         while await asyncio.to_thread(map_addresses) != wanted:
             if time.monotonic() - ended > 30:
-                raise RuntimeError("the agent did not converge within 30 s of the last change")
+                found = await asyncio.to_thread(map_addresses)
+                raise RuntimeError(
+                    f"not converged 30 s after the last change: missing {wanted - found}, extra {found - wanted}"
+                )
             await asyncio.sleep(0.05)
         converged = time.monotonic() - ended
         churn_cpu = cpu_seconds(agent.pid) - cpu1
