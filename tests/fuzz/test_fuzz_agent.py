@@ -5,6 +5,7 @@ parent, rate <= ceil, positive rates), and applying it twice changes nothing."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pydantic
@@ -15,6 +16,7 @@ from operators.api.nodeslo import NodeSLO
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.enforcement.changes import DeviceState, changes, wanted_classes
 from operators.engine.enforcement.plan import ROOT_MINOR, node_plan
+from operators.engine.enforcement.terway import terway_files
 from tests.fuzz.strategies import json_values, maybe, node_annotations, pods, quantities
 
 addresses = st.one_of(
@@ -89,3 +91,19 @@ def test_the_plan_is_made_or_refused_never_raised_and_the_kernel_would_accept_it
         held = DeviceState(tree, {pod.ip: pod.minor for pod in direction.pods})
         assert len(built) == len(tree) + len(direction.pods)
         assert changes(direction, held) == []
+    # the terway-qos backend's files from the same plan: every figure a non-negative integer of bytes/s at most
+    # the node's, minima within maxima; pod.json the array terway-qos parses, one entry per pod
+    files = terway_files(plan)
+    figures = {key: int(value) for key, value in (line.split(" ") for line in files["global_bps_config"].splitlines())}
+    assert len(figures) == 10 and all(value >= 0 for value in figures.values())
+    for line in ("tx", "rx"):
+        assert all(
+            figures[f"offline_{level}_{line}_bps_max"] <= figures[f"hw_{line}_bps_max"] for level in ("l1", "l2")
+        )
+        assert all(
+            figures[f"offline_{level}_{line}_bps_min"] <= figures[f"offline_{level}_{line}_bps_max"]
+            for level in ("l1", "l2")
+        )
+    entries = json.loads(files["pod.json"])
+    assert isinstance(entries, list) and len(entries) == len(plan.directions["egress"].pods)
+    assert all(entry["prio"] in (0, 1, 2) for entry in entries)
