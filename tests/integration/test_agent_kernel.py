@@ -505,3 +505,48 @@ async def test_publish_capacity_gives_an_unannotated_node_its_nics_speed_and_sha
             process.terminate()
         _, stderr = await process.communicate()
         assert process.returncode == 0, stderr.decode()[-2000:]
+
+
+async def test_publish_capacity_on_a_nic_without_a_speed_is_an_event_never_zero(
+    node: None, emulator: Any, api: Any
+) -> None:
+    """A bridge without ports reports no speed (-1): the node gets no annotation (not 0), an Event says why, nothing
+    is shaped."""
+    docs = documents(capped=False)
+    del docs[0]["metadata"]["annotations"]["node.koordinator.sh/network-bandwidth"]
+    for doc in docs[:2]:
+        plural = {"Node": "/api/v1/nodes", "NodeSLO": "/apis/slo.koordinator.sh/v1alpha1/nodeslos"}[doc["kind"]]
+        status, created = await api.call("POST", plural, doc)
+        assert status == 201, created
+    sh("ip", "-n", NODE, "link", "add", "nospeed0", "type", "bridge")
+    sh("ip", "-n", NODE, "link", "set", "nospeed0", "up")
+    assert sh("cat", "/sys/class/net/nospeed0/speed", netns=NODE).stdout.strip() == "-1"
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "operators.cli", "agent", "--server", emulator.base_url, "--node-name", "n1"),
+        *("--netns", NODE, "--interface", "nospeed0", "--publish-capacity", "--health-port", "0"),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+
+        async def reasons() -> list[str]:
+            _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+            return [event["message"] for event in events["items"] if event["reason"] == "NetworkSpeedUnknown"]
+
+        async def reported() -> bool:
+            return bool(await reasons())
+
+        await until(reported, 20)
+        (message,) = await reasons()
+        assert message == (
+            "--publish-capacity: /sys/class/net/nospeed0/speed gives no speed (a virtual NIC); "
+            "set node.koordinator.sh/network-bandwidth on the node"
+        )
+        _, found = await api.call("GET", "/api/v1/nodes/n1")
+        assert "node.koordinator.sh/network-bandwidth" not in found["metadata"].get("annotations", {})
+        assert "4e41" not in sh("tc", "qdisc", "show", "dev", "nospeed0", netns=NODE).stdout
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        _, stderr = await process.communicate()
+        assert process.returncode == 0, stderr.decode()[-2000:]
