@@ -10,7 +10,8 @@ process of its own, min/median/max over ``--runs``:
 
 * **netaware reconcile -f DUMP** (what every offline command pays to read a cluster): seconds and peak RSS;
 * **floor**: the bare parser in a fresh process — PyYAML's libyaml ``CSafeLoader`` for YAML, ``json.loads``
-  for JSON — seconds and peak RSS (the parsed objects held);
+  for JSON — seconds and peak RSS (the parsed objects held); and the same with the garbage collector paused, as
+  netaware reads a dump (without it, two thirds of libyaml's time are collections);
 * the ratios of the two.
 """
 
@@ -32,7 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 
 FLOOR = """
-import json, resource, sys, time, yaml
+import gc, json, resource, sys, time, yaml
+if sys.argv[2] == "paused":
+    gc.disable()
 started = time.perf_counter()
 text = open(sys.argv[1], encoding="utf-8").read()
 held = json.loads(text) if sys.argv[1].endswith(".json") else yaml.load(text, Loader=yaml.CSafeLoader)
@@ -73,8 +76,9 @@ def pod(index: int, nodes: int) -> dict[str, Any]:
     }
 
 
-def floor(path: Path) -> tuple[float, float]:
-    done = subprocess.run([sys.executable, "-c", FLOOR, str(path)], capture_output=True, text=True, check=True)
+def floor(path: Path, collector: str = "on") -> tuple[float, float]:
+    command = [sys.executable, "-c", FLOOR, str(path), collector]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
     seconds, rss = done.stdout.split()
     return float(seconds), float(rss)
 
@@ -120,15 +124,18 @@ def main() -> None:
         for form, path in paths.items():
             size = path.stat().st_size / 1e6
             floors = [floor(path) for _ in range(args.runs)]
+            paused = [floor(path, "paused") for _ in range(args.runs)]
             ours = [reconcile(path) for _ in range(args.runs)]
             print(f"  {form} ({size:.1f} MB)")
             rows = {
                 "floor seconds (bare parser)": [f[0] for f in floors],
                 "floor peak RSS MiB": [f[1] for f in floors],
+                "floor, collector paused, seconds": [p[0] for p in paused],
                 "reconcile seconds": [o[0] for o in ours],
                 "reconcile peak RSS MiB": [o[1] for o in ours],
                 "reconcile / floor seconds": [o[0] / f[0] for o, f in zip(ours, floors, strict=True)],
                 "reconcile / floor RSS": [o[1] / f[1] for o, f in zip(ours, floors, strict=True)],
+                "reconcile / paused floor seconds": [o[0] / p[0] for o, p in zip(ours, paused, strict=True)],
             }
             for key, values in rows.items():
                 ordered = sorted(values)
