@@ -386,9 +386,10 @@ class ControlPlane:
             "extenders": extenders,
         }
 
-    def start_scheduler(self, name: str, config: pathlib.Path) -> None:
-        """Another kube-scheduler (e.g. a profile that calls the extender), stopped with the cluster."""
-        self._start(name, self._scheduler_args(config), binary="kube-scheduler")
+    def start_scheduler(self, name: str, config: pathlib.Path, binary: str = "kube-scheduler") -> None:
+        """Another scheduler (a profile that calls the extender; ``binary`` scheduler-plugins: the upstream peer),
+        stopped with the cluster."""
+        self._start(name, self._scheduler_args(config), binary=binary)
         self._save()
 
     def stop_component(self, name: str) -> None:
