@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""netaware beside the upstream plugins on the same real control plane (slow: not a test).
+
+    python benchmarks/bench_peers.py [--runs 3 --settle 8]
+
+One loopback control plane (hack/control-plane; the peer from ``hack/control-plane/build-peer.sh``) with 48
+KWOK nodes in 2 regions x 4 zones (32 cpu, 256Gi, 110 pods), a NetworkTopology ``net-topology-test``
+(UserDefined: 20 between the regions, 5 between zones of a region) and netaware's operator keeping the AppGroups'
+``status.topologyOrder`` (the order upstream's TopologicalSort reads). The same pods, created at once, scheduled
+in turn by:
+
+(a) ``kube-scheduler`` v1.37 alone (its default profile);
+(b) ``netaware``: a kube-scheduler v1.37 profile calling `netaware extender` (NetworkOverhead 5,
+    NetworkBandwidth 2, NodeResourcesAllocatable 1 — hack/scheduler-config.yaml's profile; extender weight 20,
+    nodeCacheCapable, TLS);
+(c) ``sp-network``: scheduler-plugins v0.34.7's own scheduler with upstream's sample configuration
+    (manifests/networktopology/scheduler-config.yaml: NetworkOverhead 5 at every point, NodeResourcesFit off,
+    TopologicalSort as queue sort);
+(d) ``sp-default``: the same binary with only the default profile (what separates the 1.34 version from the
+    plugins).
+
+Scenarios: Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
+maxNetworkCost 10, 3 replicas each). Figures per scheduler, min / median / max over ``--runs``: pods/s (pods
+bound / seconds from the creation to the last binding), pending, mean and p90 network cost per dependency
+edge's pod pair (``netaware explain appgroup`` on a dump: the same cost model for all four), the fraction of
+pairs within ``maxNetworkCost``, and the p99 time from creation to binding (polled every 0.2 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import pathlib
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_real_scheduler import control_plane  # noqa: E402
+
+NAMESPACE = "bench"
+AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace only
+ZONES = {"us-west-1": ("Z1", "Z2", "Z3", "Z4"), "us-east-1": ("Z5", "Z6", "Z7", "Z8")}
+
+
+def network_args(namespace: str) -> dict[str, Any]:
+    return {"namespaces": [namespace], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}
+
+
+GROUP_LABEL, WORKLOAD_LABEL = "appgroup.diktyo.x-k8s.io", "appgroup.diktyo.x-k8s.io.workload"
+
+
+def nodes_yaml() -> str:
+    nodes = []
+    for region, zones in ZONES.items():
+        for zone in zones:
+            for index in range(6):
+                name = f"{zone.lower()}-{index}"
+                labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/region": region,
+                          "topology.kubernetes.io/zone": zone}  # fmt: skip
+                nodes.append({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": labels,
+                                 "annotations": {"node.koordinator.sh/network-bandwidth": "10G"}},
+                    "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                               "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+                })  # fmt: skip
+    return yaml.safe_dump_all(nodes)
+
+
+def network_topology(namespace: str) -> dict[str, Any]:
+    regions = list(ZONES)
+    region_costs = [
+        {"origin": origin, "costList": [{"destination": d, "networkCost": 20} for d in regions if d != origin]}
+        for origin in regions
+    ]
+    zone_costs = [
+        {"origin": origin, "costList": [{"destination": d, "networkCost": 5} for d in zones if d != origin]}
+        for zones in ZONES.values()
+        for origin in zones
+    ]
+    return {
+        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
+        "kind": "NetworkTopology",
+        "metadata": {"name": "net-topology-test", "namespace": namespace},
+        "spec": {"configmapName": "netperf-none", "weights": [{"name": "UserDefined", "topologyList": [
+            {"topologyKey": "topology.kubernetes.io/region", "originList": region_costs},
+            {"topologyKey": "topology.kubernetes.io/zone", "originList": zone_costs},
+        ]}]},
+    }  # fmt: skip
+
+
+def workload(selector: str) -> dict[str, Any]:
+    return {"kind": "Deployment", "name": selector, "selector": selector, "apiVersion": "apps/v1",
+            "namespace": "default"}  # fmt: skip
+
+
+def appgroups(namespace: str, seed: int = 7) -> list[dict[str, Any]]:
+    """Online Boutique and a seeded random DAG in ``namespace`` (netaware's copies opt in to ordered scheduling)."""
+    boutique = yaml.safe_load((ROOT / "hack" / "examples" / "appgroup-onlineboutique.yaml").read_text())
+    rng = random.Random(seed)
+    names = [f"w{i}" for i in range(12)]
+    dag = []
+    for index, name in enumerate(names):
+        later = names[index + 1 :]
+        targets = rng.sample(later, min(len(later), rng.randint(0, 3)))
+        dependencies = [{"workload": workload(t), "maxNetworkCost": 10, "minBandwidth": "10M"} for t in targets]
+        dag.append({"workload": workload(name), "dependencies": dependencies})
+    random_dag = {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": "random-dag", "namespace": "default"},
+        "spec": {"numMembers": len(names), "topologySortingAlgorithm": "KahnSort", "workloads": dag},
+    }
+    out = []
+    for group in (boutique, random_dag):
+        moved = json.loads(json.dumps(group).replace('"namespace": "default"', f'"namespace": "{namespace}"'))
+        if namespace == AWARE:
+            moved["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": "true"}
+        out.append(moved)
+    return out
+
+
+def pods(group: dict[str, Any], scheduler: str, run: int, replicas: int = 3) -> list[dict[str, Any]]:
+    name, namespace = group["metadata"]["name"], group["metadata"]["namespace"]
+    out = []
+    for entry in group["spec"]["workloads"]:
+        selector = entry["workload"]["selector"]
+        for replica in range(replicas):
+            out.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{name}-{selector}-{run}-{replica}", "namespace": namespace,
+                             "labels": {GROUP_LABEL: name, WORKLOAD_LABEL: selector, "run": str(run)}},
+                "spec": {"schedulerName": scheduler, "containers": [{"name": "app", "image": "registry.example/a:1",
+                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
+            })  # fmt: skip
+    return out
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
+
+
+def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
+            ) -> dict[str, float]:  # fmt: skip
+    items = pods(group, scheduler, run)
+    namespace = group["metadata"]["namespace"]
+    created = time.monotonic()
+    plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    bound_at: dict[str, float] = {}
+    last_change = time.monotonic()
+    while time.monotonic() - last_change < settle and len(bound_at) < len(items):
+        listing = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)
+        now = time.monotonic()
+        for pod in listing["items"]:
+            if pod["spec"].get("nodeName") and pod["metadata"]["name"] not in bound_at:
+                bound_at[pod["metadata"]["name"]] = now
+                last_change = now
+        time.sleep(0.2)
+    dump = folder / "dump.yaml"
+    dump.write_text(
+        plane.kubectl("get", "nodes,pods,appgroups,networktopologies,namespaces", "-A", "-o", "yaml").stdout
+    )
+    config = folder / "explain-config.yaml"
+    profiles = [{"pluginConfig": [{"name": "NetworkOverhead", "args": network_args(namespace)}]}]
+    kind = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    config.write_text(yaml.safe_dump({**kind, "profiles": profiles}))
+    reference = f"{namespace}/{group['metadata']['name']}"
+    done = subprocess.run(
+        [sys.executable, "-m", "operators.cli", "explain", "appgroup", reference, "-f", str(dump),
+         "--config", str(config), "-o", "json"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    edges = json.loads(done.stdout)["edges"]
+    costs: list[float] = []
+    within = pairs = 0
+    for edge in edges:
+        pairs += edge["pairs"]
+        within += edge["pairs"] - edge["pairsOverMaxNetworkCost"]
+        costs += [edge["meanCost"]] * edge["pairs"]  # each pair weighs the same
+    seconds = (max(bound_at.values()) - created) if bound_at else 0.0
+    plane.kubectl("delete", "pods", "-n", namespace, "-l", f"run={run}", "--wait=false", "--grace-period=0", "--force")
+    return {
+        "pods/s": len(bound_at) / seconds if seconds > 0 else 0.0,
+        "pending": float(len(items) - len(bound_at)),
+        "mean cost per pair": statistics.fmean(costs) if costs else float("nan"),
+        "p90 edge mean cost": percentile(costs, 0.9),
+        "pairs within maxNetworkCost": within / pairs if pairs else float("nan"),
+        "p99 creation to binding s": percentile([at - created for at in bound_at.values()], 0.99),
+    }
+
+
+def wait_empty(plane: Any) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        listed = [json.loads(plane.kubectl("get", "pods", "-n", ns, "-o", "json").stdout) for ns in (NAMESPACE, AWARE)]
+        if not any(listing["items"] for listing in listed):
+            return
+        time.sleep(0.5)
+
+
+def admit_through_webhook(plane: Any, folder: pathlib.Path, ca_data: str) -> subprocess.Popen[bytes]:
+    """`netaware webhook` (bandwidth annotations and the topology-order gate) for the AWARE namespace."""
+    from webhooks.configuration import mutating_webhook_configuration
+
+    port = control_plane.free_port()
+    command = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--kubeconfig", str(plane.kubeconfig)]
+    command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+    process = subprocess.Popen([sys.executable, "-m", "operators.cli", *command], cwd=ROOT,
+                               stdout=(folder / "webhook.log").open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    configuration = mutating_webhook_configuration("bench", "unused", "netaware-system", ca_data)
+    for entry in configuration["webhooks"]:
+        entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_data}
+        entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": AWARE}}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.3)
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+    return process
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
+    args = parser.parse_args()
+    subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-peers-"))
+    plane = control_plane.ControlPlane(folder / "plane")
+    (folder / "nodes.yaml").write_text(nodes_yaml())
+    plane.start([folder / "nodes.yaml"])
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        import trustme
+
+        plane.kubectl("apply", "-f", str(ROOT / "crds"))
+        plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, AWARE)}
+        for namespace, documents in groups.items():
+            plane.kubectl("create", "namespace", namespace)
+            for document in [network_topology(namespace), *documents]:
+                plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
+        operator = ["run", "--components", "appgroup,networktopology", "--no-leader-elect", "--health-port", "0"]
+        ca = trustme.CA()
+        leaf = ca.issue_cert("127.0.0.1")
+        leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
+        leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
+        profile = yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text())
+        for entry in profile["profiles"][0]["pluginConfig"]:
+            if entry["name"] == "NetworkOverhead":
+                entry["args"] = network_args(AWARE)
+        (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
+        port = control_plane.free_port()
+        extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
+        extender += ["--config", str(folder / "netaware-config.yaml")]
+        extender += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+        for command in (operator, extender):
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "operators.cli", *command, "--kubeconfig", str(plane.kubeconfig)],
+                cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
+            ))  # fmt: skip
+        ca_data = base64.b64encode(ca.cert_pem.bytes()).decode()
+        processes.append(admit_through_webhook(plane, folder, ca_data))
+        extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
+                          "prioritizeVerb": "prioritize", "weight": 20, "enableHTTPS": True,
+                          "tlsConfig": {"caData": ca_data}, "nodeCacheCapable": True, "ignorable": False,
+                          "httpTimeout": "10s"}  # fmt: skip
+        netaware = plane.scheduler_config([{"schedulerName": "netaware"}], [extender_entry])
+        (folder / "netaware-scheduler.yaml").write_text(json.dumps(netaware))
+        plane.start_scheduler("netaware", folder / "netaware-scheduler.yaml")
+        upstream = {
+            "schedulerName": "sp-network",
+            "plugins": {"multiPoint": {"enabled": [{"name": "NetworkOverhead", "weight": 5}],
+                                       "disabled": [{"name": "NodeResourcesFit"}]},
+                        "queueSort": {"enabled": [{"name": "TopologicalSort"}], "disabled": [{"name": "*"}]}},
+            "pluginConfig": [{"name": "TopologicalSort", "args": {"namespaces": [NAMESPACE]}},
+                             {"name": "NetworkOverhead", "args": network_args(NAMESPACE)}],
+        }  # fmt: skip
+        (folder / "sp-network.yaml").write_text(json.dumps(plane.scheduler_config([upstream], [])))
+        plane.start_scheduler("sp-network", folder / "sp-network.yaml", binary="scheduler-plugins")
+        (folder / "sp-default.yaml").write_text(
+            json.dumps(plane.scheduler_config([{"schedulerName": "sp-default"}], []))
+        )
+        plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
+        time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
+        modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
+                 "sp-network": ("sp-network", NAMESPACE), "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
+        names = [group["metadata"]["name"] for group in groups[NAMESPACE]]
+        results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in names}
+        run = 0
+        for _ in range(args.runs):
+            for index, name in enumerate(names):
+                for mode, (scheduler, namespace) in modes.items():
+                    run += 1
+                    group = groups[namespace][index]
+                    results[name][mode].append(measure(plane, group, scheduler, run, args.settle, folder))
+                    wait_empty(plane)
+        version = json.loads(
+            subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/scheduler-plugins@v0.34.7"],
+                           cwd=ROOT / "hack" / "control-plane" / "scheduler-plugins", capture_output=True,
+                           text=True, check=False).stdout or "{}"
+        ).get("Origin", {}).get("Hash", "")  # fmt: skip
+        print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 KWOK nodes, "
+              f"{args.runs} runs (min / median / max)")  # fmt: skip
+        for name, per_mode in results.items():
+            print(f"  {name}")
+            for key in next(iter(per_mode.values()))[0]:
+                print(f"    {key}")
+                for mode, rows in per_mode.items():
+                    values = sorted(row[key] for row in rows)
+                    shown = " / ".join(f"{v:.3g}" for v in (values[0], statistics.median(values), values[-1]))
+                    print(f"      {mode:15s} {shown}")
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=30)
+        plane.stop()
+
+
+if __name__ == "__main__":
+    main()
