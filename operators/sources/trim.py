@@ -13,6 +13,7 @@ trim drops.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,8 @@ Trim = Callable[[dict[str, Any]], dict[str, Any]]
 # owners, containers' resources, tolerations and status, and 100,000 pods repeat a few hundred of each. The
 # trimmed objects are never changed after the trim, so one copy serves them all. Bounded: cleared when full
 # (sharing then starts again from the objects that arrive next).
+# Keyed by a 16-byte digest of the value's JSON, not the JSON itself: the texts of 26,000 distinct node and pod
+# parts held 101 MiB at 20,000 nodes (their digests: 1.3 MiB). A hit is compared with the value before it is used.
 _SHARED_KEPT = 200_000
 _shared: dict[bytes, Any] = {}
 
@@ -36,15 +39,15 @@ def shared(value: Any) -> Any:
     if not value:
         return value
     try:
-        text = orjson.dumps(value)
+        key = hashlib.blake2b(orjson.dumps(value), digest_size=16).digest()
     except (TypeError, orjson.JSONEncodeError):
         return value
-    held = _shared.get(text)
+    held = _shared.get(key)
     if held is not None:
-        return held
+        return held if held == value else value
     if len(_shared) >= _SHARED_KEPT:
         _shared.clear()
-    _shared[text] = value
+    _shared[key] = value
     return value
 
 
