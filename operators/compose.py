@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from operators.agent.enforce import Backend
 from operators.agent.kernel import Kernel
@@ -111,26 +112,39 @@ async def following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
         await api.close()
 
 
+@contextlib.asynccontextmanager
+async def health_endpoints(
+    ready: Callable[[], bool], not_ready: str, registry: CollectorRegistry, address: str, port: int
+) -> AsyncIterator[None]:
+    """``/healthz``, ``/readyz`` (``ready()``, else ``not_ready``) and ``/metrics`` of ``registry`` on
+    ``address:port`` while inside (port 0: none)."""
+    app = web.Application()
+    add_probes(app, ready, not_ready, registry)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        if port:
+            await web.TCPSite(runner, address, port).start()
+        yield
+    finally:
+        await runner.cleanup()
+
+
 async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, stop: asyncio.Event) -> None:
     """`netaware probe` until ``stop``: the endpoint, the measurer and publisher, and ``/healthz``, ``/readyz``
     (peers listed) and ``/metrics`` on ``health_port`` (0: none)."""
     cache = probe_cache(options)
     metrics = ProbeMetrics()
     endpoint = await serve_endpoint(options.listen_address, options.port, options.delay)
-    app = web.Application()
-    add_probes(app, lambda: cache.ready, "peers not listed yet", metrics.registry)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
+    ready = lambda: cache.ready  # noqa: E731
+    health = health_endpoints(ready, "peers not listed yet", metrics.registry, options.listen_address, health_port)
     try:
-        if health_port:
-            await web.TCPSite(runner, options.listen_address, health_port).start()
-        async with following(source, cache.follow) as api:
+        async with health, following(source, cache.follow) as api:
             await Prober(options, cache, metrics).run(api, stop)
     finally:
         endpoint.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(endpoint.wait_closed(), 2.0)
-        await runner.cleanup()
 
 
 async def agent(
@@ -147,17 +161,11 @@ async def agent(
     cache = ClusterCache(agent_kinds(options.node))
     metrics = AgentMetrics()
     worker = Agent(kernel, backend, cache, options, metrics)
-    app = web.Application()
-    add_probes(app, lambda: worker.ready, "not listed or enforced yet", metrics.registry)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        if health_port:
-            await web.TCPSite(runner, address, health_port).start()
-        async with following(source, cache.follow) as api:
-            await worker.run(api, stop)
-    finally:
-        await runner.cleanup()
+    async with (
+        health_endpoints(lambda: worker.ready, "not listed or enforced yet", metrics.registry, address, health_port),
+        following(source, cache.follow) as api,
+    ):
+        await worker.run(api, stop)
 
 
 async def snapshot_of(source: ClusterSource, kinds: tuple[Kind, ...]) -> Snapshot:
