@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import spread
 from operators.agent.enforce import enforce
 from operators.agent.kernel import Kernel
 from operators.engine.cluster.objects import Node, Pod
@@ -109,9 +109,7 @@ def main() -> None:
     runs = [one_run(args.pods, args.changes) for _ in range(args.runs)]
     print(f"node agent, {args.pods} pods, {args.runs} runs (min / median / max)")
     for key in runs[0]:
-        values = sorted(run[key] for run in runs)
-        shown = " / ".join(f"{v:.4g}" for v in (values[0], statistics.median(values), values[-1]))
-        print(f"  {key:32} {shown}")
+        print(f"  {key:32} {spread((run[key] for run in runs), '.4g')}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  {'max RSS MiB (whole process)':32} {rss:.0f}")
 

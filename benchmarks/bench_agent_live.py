@@ -25,7 +25,6 @@ import asyncio
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_live import emulator  # noqa: E402
+from benchmarks.figures import percentile, spread  # noqa: E402
 
 NETNS = "naw-live-bench"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -131,11 +131,6 @@ def floor_cpu_per_change() -> float:
     sh("ip", "netns", "exec", NETNS, "tc", "qdisc", "del", "dev", "up0p", "root")
     spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return spent / changes
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
 
 
 def one_run(pods: int, rate: float, seconds: float) -> dict[str, float]:
@@ -274,9 +269,7 @@ def main() -> None:
     print(f"live node agent, {args.pods} pods, {args.rate:g} changes/s for {args.seconds:g} s, {args.runs} runs "
           "(min / median / max)")  # fmt: skip
     for key in runs[0]:
-        values = sorted(run[key] for run in runs)
-        shown = " / ".join(f"{v:.4g}" for v in (values[0], statistics.median(values), values[-1]))
-        print(f"  {key:38} {shown}")
+        print(f"  {key:38} {spread((run[key] for run in runs), '.4g')}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.figures import spread  # noqa: E402
 
 FLOOR = """
 import gc, json, resource, sys, time, yaml
@@ -138,9 +138,7 @@ def main() -> None:
                 "reconcile / paused floor seconds": [o[0] / p[0] for o, p in zip(ours, paused, strict=True)],
             }
             for key, values in rows.items():
-                ordered = sorted(values)
-                shown = " / ".join(f"{v:.3g}" for v in (ordered[0], statistics.median(ordered), ordered[-1]))
-                print(f"    {key:30} {shown}")
+                print(f"    {key:30} {spread(values, '.3g')}")
 
 
 if __name__ == "__main__":

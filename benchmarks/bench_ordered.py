@@ -26,7 +26,6 @@ import dataclasses
 import importlib.util
 import json
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.figures import spread  # noqa: E402
 from operators.engine.cluster.objects import Pod  # noqa: E402
 from operators.engine.simulation import ordered  # noqa: E402
 from webhooks.configuration import mutating_webhook_configuration  # noqa: E402
@@ -128,10 +128,6 @@ def measure(plane: Any, scenario: ordered.AppScenario, replicas: int, gated: boo
     while listed(plane) and time.monotonic() < deadline:
         time.sleep(0.5)
     return {**costs.to_json(), "seconds": round(seconds, 2), "stillGated": gates}
-
-
-def spread(values: list[float]) -> str:
-    return f"{min(values):g} / {statistics.median(values):g} / {max(values):g}"
 
 
 def main() -> None:

@@ -47,6 +47,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_real_scheduler import control_plane  # noqa: E402
+from benchmarks.figures import percentile, spread  # noqa: E402
 
 NAMESPACE = "bench"
 AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace only
@@ -145,11 +146,6 @@ def pods(group: dict[str, Any], scheduler: str, run: int, replicas: int = 3) -> 
                          "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
             })  # fmt: skip
     return out
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
 
 
 def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
@@ -323,9 +319,7 @@ def main() -> None:
             for key in next(iter(per_mode.values()))[0]:
                 print(f"    {key}")
                 for mode, rows in per_mode.items():
-                    values = sorted(row[key] for row in rows)
-                    shown = " / ".join(f"{v:.3g}" for v in (values[0], statistics.median(values), values[-1]))
-                    print(f"      {mode:15s} {shown}")
+                    print(f"      {mode:15s} {spread((row[key] for row in rows), '.3g')}")
     finally:
         for process in processes:
             process.terminate()

@@ -39,6 +39,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.figures import spread  # noqa: E402
 from operators.engine.simulation.cluster import Cluster  # noqa: E402
 from operators.engine.simulation.scenarios import scenario  # noqa: E402
 from operators.engine.simulation.simulate import Options, expand, report, run_scheduler  # noqa: E402
@@ -173,10 +174,6 @@ def start_guarantee(plane: Any, folder: pathlib.Path, ca: Any, nodes: int) -> li
         pass
     plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
     return processes
-
-
-def spread(values: list[float]) -> str:
-    return f"{min(values):g} / {statistics.median(values):g} / {max(values):g}"
 
 
 def main() -> None:
