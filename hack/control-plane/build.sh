@@ -6,12 +6,7 @@
 # go.mod/go.sum changed since the last build (a stamp per module in .tools/stamps), so a second run
 # is a no-op. First build on a 2-core machine: see the README ("The real control plane").
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-BIN="$ROOT/.tools/bin"
-STAMPS="$ROOT/.tools/stamps"
-mkdir -p "$BIN" "$STAMPS"
-command -v go >/dev/null || { echo "build.sh: go is not installed (needs Go >= 1.26)" >&2; exit 1; }
+source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 # The version each binary reports (kube-apiserver's feature gates and Helm's kubeVersion checks read it):
 # the module versions of go.mod, stamped in with -X as Kubernetes' own build does.
@@ -33,27 +28,6 @@ k8s_ldflags() {
 LDFLAGS_kubernetes="$(k8s_ldflags)"
 LDFLAGS_kwok="-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK#v}"
 LDFLAGS_etcd="-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD}"
-
-# build MODULE_DIR OUTPUT PACKAGE [OUTPUT PACKAGE ...]
-build() {
-  local dir="$HERE/$1"; shift
-  local stamp="$STAMPS/$(basename "$dir")"
-  local flags_var="LDFLAGS_$(basename "$dir")"
-  local ldflags="-s -w ${!flags_var}"
-  local want; want="$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$ldflags") | sha256sum | cut -c1-16)"
-  local missing=0 out pkg
-  for ((i = 1; i <= $#; i += 2)); do [[ -x "$BIN/${!i}" ]] || missing=1; done
-  if [[ $missing == 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    echo "up to date: $(basename "$dir")"; return
-  fi
-  while (($#)); do
-    out="$1"; pkg="$2"; shift 2
-    echo "building $out ($pkg)"
-    (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags="$ldflags" -o "$BIN/$out.tmp" "$pkg")
-    mv "$BIN/$out.tmp" "$BIN/$out"
-  done
-  echo "$want" >"$stamp"
-}
 
 start=$SECONDS
 build etcd etcd go.etcd.io/etcd/server/v3
