@@ -58,6 +58,7 @@ class Kernel:
     def __init__(self, interface: str, ifb: str, netns: str | None = None):
         self.interface, self.ifb, self.netns = interface, ifb, netns
         self.operations = 0
+        self._table_read: list[dict[str, Any]] | None = None  # read_map's listing, for this pass's ensure_table
         # pyroute2 is untyped and builds its methods at run time
         iproute: Any = getattr(pyroute2, "IPRoute")  # noqa: B009
         self._ipr: Any = iproute(netns=netns) if netns else iproute()
@@ -258,7 +259,7 @@ class Kernel:
     def ensure_table(self) -> None:
         """The nftables table, map and chain (created when absent; the chain's interface kept current)."""
         chain = f'oifname "{self.interface}" meta priority set ip saddr map @egress'
-        listed = self._nft_json(["list", "table", "ip", TABLE], missing_ok=True)
+        listed, self._table_read = self._table_read or self._list_table(), None
         if listed is not None:
             rules = [item["rule"] for item in listed if "rule" in item]
             if len(rules) == 1 and _rule_interface(rules[0]) == self.interface:
@@ -274,10 +275,11 @@ class Kernel:
         )
 
     def read_map(self) -> dict[str, int]:
-        """Source address -> leaf minor of the egress map (its per-element counters are for `nft list map`)."""
-        listed = self._nft_json(["list", "map", "ip", TABLE, "egress"], missing_ok=True) or []
+        """Source address -> leaf minor of the egress map (its per-element counters are for `nft list map`). The
+        whole table is listed, once per pass: :meth:`ensure_table` checks the chain from the same listing."""
+        listed = self._table_read = self._list_table()
         members = {}
-        for item in listed:
+        for item in listed or []:
             for key, value in (item.get("map") or {}).get("elem") or []:
                 element = key.get("elem", {}) if isinstance(key, dict) else {}
                 address = element.get("val", key) if isinstance(key, dict) else key
@@ -285,6 +287,10 @@ class Kernel:
                 if ":" in classid:
                     members[str(address)] = int(classid.split(":")[1], 16)
         return members
+
+    def _list_table(self) -> list[dict[str, Any]] | None:
+        """The agent's nftables table, map elements and chain included (None: there is none)."""
+        return self._nft_json(["list", "table", "ip", TABLE], missing_ok=True)
 
     def apply_map(self, changes: Sequence[Change]) -> None:
         lines = []
@@ -310,6 +316,7 @@ class Kernel:
 
     def cleanup(self) -> list[str]:
         """Remove everything the agent made; what was removed, one line each."""
+        self._table_read = None
         removed = []
         index = self.index(self.interface)
         if index is not None:
@@ -336,7 +343,7 @@ class Kernel:
         if ifb is not None and self._ipr.get_links(ifb)[0].get_attr("IFLA_IFALIAS") == IFB_ALIAS:
             self._call("link", "del", index=ifb)
             removed.append(f"device {self.ifb}")
-        if self._nft_json(["list", "table", "ip", TABLE], missing_ok=True) is not None:
+        if self._list_table() is not None:
             self._nft(f"delete table ip {TABLE}\n", 1)
             removed.append(f"nftables table ip {TABLE}")
         return removed
