@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Build the real control plane from the Go module proxy into .tools/bin:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes as a module),
-#   kwok (fake nodes and pods), plus kubectl and helm (PyPI wheel, hack/install-k8s-tools.sh).
+#   kwok (fake nodes and pods), plus kubectl and helm (PyPI wheel, hack/install-k8s-tools.sh);
+# and the real node tier: kubelet and kube-proxy (the same module), containerd 2.x and its runc shim, the CNI
+# plugins (bridge, host-local, loopback, portmap, bandwidth), CoreDNS, the pause program, runc and buildah from
+# Debian, and the images (images.sh: the project's Dockerfile on a debootstrap'd base).
 # The versions are the go.mod files next to this script. A binary is rebuilt only when its module's
 # go.mod/go.sum changed since the last build (a stamp per module in .tools/stamps), so a second run
 # is a no-op. First build on a 2-core machine: see the README ("The real control plane").
@@ -35,7 +38,23 @@ build kwok kwok sigs.k8s.io/kwok/cmd/kwok
 build kubernetes \
   kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
   kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
-  kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+  kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
+  kubelet k8s.io/kubernetes/cmd/kubelet \
+  kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+# The real node tier (realnode.py). containerd without the snapshotters that need cgo (overlayfs and native stay).
+TAGS_containerd="no_btrfs no_devmapper no_zfs"
+build containerd \
+  containerd github.com/containerd/containerd/v2/cmd/containerd \
+  containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+  ctr github.com/containerd/containerd/v2/cmd/ctr
+build cni-plugins \
+  cni/bridge github.com/containernetworking/plugins/plugins/main/bridge \
+  cni/host-local github.com/containernetworking/plugins/plugins/ipam/host-local \
+  cni/loopback github.com/containernetworking/plugins/plugins/main/loopback \
+  cni/portmap github.com/containernetworking/plugins/plugins/meta/portmap \
+  cni/bandwidth github.com/containernetworking/plugins/plugins/meta/bandwidth
+build coredns coredns github.com/coredns/coredns
+build pause pause netaware.local/control-plane/pause
 # KWOK's own "fast" stages (nodes become Ready, pods Running, Completed and deleted), from the module source.
 STAGES="$ROOT/.tools/kwok-stages.yaml"
 if [[ ! -s "$STAGES" || "$STAMPS/kwok" -nt "$STAGES" ]]; then
@@ -46,12 +65,16 @@ if [[ ! -s "$STAGES" || "$STAMPS/kwok" -nt "$STAGES" ]]; then
   mv "$STAGES.tmp" "$STAGES"
 fi
 bash "$ROOT/hack/install-k8s-tools.sh" "$BIN" >/dev/null
-# The node agent's real-kernel tests: nft (the egress classifier), iperf3 (traffic), ip/tc (iproute2).
+# The node agent's real-kernel tests: nft (the egress classifier), iperf3 (traffic), ip/tc (iproute2); the real
+# node tier: runc, iptables and conntrack (kube-proxy, portmap), socat (the API server's port on the host),
+# buildah and debootstrap (images.sh).
 missing=()
-for tool in nft:nftables iperf3:iperf3 ip:iproute2; do command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}"); done
+for tool in nft:nftables iperf3:iperf3 ip:iproute2 runc:runc iptables:iptables conntrack:conntrack socat:socat \
+  buildah:buildah debootstrap:debootstrap; do command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}"); done
 if ((${#missing[@]})); then
-  echo "installing ${missing[*]} (Debian) for the node agent's kernel tests"
+  echo "installing ${missing[*]} (Debian) for the kernel tests and the real node tier"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
 fi
+bash "$HERE/images.sh"
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"

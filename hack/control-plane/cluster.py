@@ -32,6 +32,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import realnode  # noqa: E402  (beside this file, which runs as a script and is loaded by path by the tests)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".tools" / "bin"
 DEFAULT_DIR = ROOT / ".tools" / "cluster"
@@ -61,7 +64,9 @@ class Certificates:
     def path(self, name: str) -> pathlib.Path:
         return self.folder / name
 
-    def create(self) -> None:
+    def create(self, addresses: Sequence[str] = (), clients: dict[str, tuple[str, str | None]] | None = None) -> None:
+        """``addresses``: more IP addresses the API server answers on; ``clients``: more client pairs, file name ->
+        (user, group)."""
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
         from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -121,6 +126,7 @@ class Certificates:
         sans = [
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
             x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+            *(x509.IPAddress(ipaddress.ip_address(address)) for address in addresses),
             x509.DNSName("localhost"),
             x509.DNSName("kubernetes"),
             x509.DNSName("kubernetes.default"),
@@ -128,6 +134,8 @@ class Certificates:
         ]
         leaf("apiserver", name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
         leaf("admin", name("netaware-e2e-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
+        for file, (user, group) in (clients or {}).items():
+            leaf(file, name(user, group), ExtendedKeyUsageOID.CLIENT_AUTH)
         service_accounts = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         write_key(service_accounts, "sa.key")
         self.path("sa.pub").write_bytes(
@@ -154,10 +162,28 @@ class Certificates:
 
 @dataclass
 class ControlPlane:
+    """The control plane, with KWOK for fake nodes; with ``real_nodes`` > 0, that many real nodes as well
+    (realnode.py), the control plane then running in node 1's network namespace beside CoreDNS."""
+
     folder: pathlib.Path
     bin_dir: pathlib.Path = BIN
     ports: dict[str, int] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
+    real_nodes: int = 0
+    host_sysctls: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[realnode.RealNode]:
+        return [realnode.RealNode(index) for index in range(1, self.real_nodes + 1)]
+
+    @property
+    def netns(self) -> str | None:
+        return self.nodes[0].netns if self.real_nodes else None
+
+    @property
+    def address(self) -> str:
+        """Where the nodes and the pods reach the API server (the kubernetes Service's endpoint)."""
+        return self.nodes[0].address if self.real_nodes else "127.0.0.1"
 
     @property
     def certs(self) -> Certificates:
@@ -184,9 +210,15 @@ class ControlPlane:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "logs").mkdir(exist_ok=True)
         self.ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver")}
-        self.certs.create()
+        clients: dict[str, tuple[str, str | None]] = {"kubelet-client": ("kube-apiserver-kubelet-client", "system:masters")}
+        if self.real_nodes:
+            clients["kube-proxy"] = ("system:kube-proxy", None)
+            clients.update({node.name: (f"system:node:{node.name}", "system:nodes") for node in self.nodes})
+        self.certs.create(addresses=[self.address] if self.real_nodes else [], clients=clients)
         self._write_kubeconfigs()
         try:
+            if self.real_nodes:
+                self._start_network()
             self._start_etcd()
             self._start_apiserver()
             self._start("kube-controller-manager", self._controller_manager_args())
@@ -205,11 +237,15 @@ class ControlPlane:
             self._wait_for_default_service_account()
             for file in node_files:
                 self.add_nodes(file)
+            if self.real_nodes:
+                self._start_real_nodes()
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
+        for node in self.nodes:  # kubelet, kube-proxy, containerd and the pods first, while the API server runs
+            node.remove()
         for name in reversed(list(self.pids)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pids[name], signal.SIGTERM)
@@ -231,26 +267,57 @@ class ControlPlane:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             self.pids.pop(name, None)
+        if self.real_nodes:
+            realnode.remove_network(self.real_nodes)
+            realnode.write_host_sysctls(self.host_sysctls)
         self.state_file.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, folder: pathlib.Path) -> ControlPlane:
         state = json.loads((folder / "state.json").read_text())
-        return cls(folder, pathlib.Path(state["bin"]), state["ports"], state["pids"])
+        return cls(
+            folder,
+            pathlib.Path(state["bin"]),
+            state["ports"],
+            state["pids"],
+            state.get("real_nodes", 0),
+            state.get("host_sysctls", {}),
+        )
 
     def _save(self) -> None:
-        self.state_file.write_text(json.dumps({"bin": str(self.bin_dir), "ports": self.ports, "pids": self.pids}))
+        state = {
+            "bin": str(self.bin_dir),
+            "ports": self.ports,
+            "pids": self.pids,
+            "real_nodes": self.real_nodes,
+            "host_sysctls": self.host_sysctls,
+        }
+        self.state_file.write_text(json.dumps(state))
 
-    def _start(self, name: str, args: list[str], binary: str | None = None) -> None:
+    def _start(
+        self,
+        name: str,
+        args: Sequence[str],
+        binary: str | None = None,
+        netns: str | None = None,
+        env: dict[str, str] | None = None,
+        host: bool = False,
+    ) -> int:
+        """Start a component with its log; in the control plane's network namespace (``netns``: another one;
+        ``host``: the host's)."""
         log = (self.folder / "logs" / f"{name}.log").open("ab")
+        command = [binary if binary and binary.startswith("/") else str(self.bin_dir / (binary or name)), *args]
+        netns = None if host else (netns or self.netns)
         process = subprocess.Popen(
-            [str(self.bin_dir / (binary or name)), *args],
+            realnode.in_netns(netns, *command) if netns else command,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **env} if env else None,
             start_new_session=True,  # a Ctrl-C in the terminal reaches only the script, which stops them in order
         )
         self.pids[name] = process.pid
+        return process.pid
 
     def _write_kubeconfigs(self) -> None:
         admin = {
@@ -264,6 +331,69 @@ class ControlPlane:
         path = self.folder / f"{name}.kubeconfig"
         path.write_text(json.dumps(self.certs.kubeconfig(self.server, {"token": token})))
         return path
+
+    # -- real nodes --
+
+    @property
+    def api_socket(self) -> pathlib.Path:
+        return self.folder / "apiserver.sock"
+
+    def _start_network(self) -> None:
+        """The nodes' namespaces and links, and the API server's port on the host's loopback: a forwarder pair
+        through a Unix socket (the one thing both namespaces see), so that one kubeconfig serves both sides."""
+        self.host_sysctls = realnode.read_host_sysctls()
+        realnode.remove_network(self.real_nodes)  # what a crashed run left
+        realnode.create_network(self.nodes)
+        self._save()
+        port = self.ports["apiserver"]
+        self.api_socket.unlink(missing_ok=True)
+        self._start("forward-in", [f"UNIX-LISTEN:{self.api_socket},fork", f"TCP:127.0.0.1:{port}"], "/usr/bin/socat")
+        self._start(
+            "forward-host",
+            [f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork", f"UNIX-CONNECT:{self.api_socket}"],
+            "/usr/bin/socat",
+            host=True,
+        )
+
+    def _start_real_nodes(self) -> None:
+        corefile = self.folder / "Corefile"
+        corefile.write_text(
+            f""".:53 {{
+    bind {self.address}
+    errors
+    kubernetes {realnode.CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {self.kubeconfig}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 5
+}}
+"""
+        )
+        self._start("coredns", ["-conf", str(corefile)])
+        node_server = f"https://{self.address}:{self.ports['apiserver']}"
+        proxy = self.folder / "kube-proxy.kubeconfig"
+        proxy.write_text(json.dumps(self.certs.kubeconfig(node_server, self._client("kube-proxy"))))
+        for node in self.nodes:
+            kubelet = self.folder / f"{node.name}.kubeconfig"
+            kubelet.write_text(json.dumps(self.certs.kubeconfig(node_server, self._client(node.name))))
+            credentials = realnode.NodeCredentials(self.certs.path("ca.crt"), kubelet, proxy, self.address)
+
+            node.start(self.folder / node.name, self.bin_dir, self._start_saved, credentials)
+        for node in self.nodes:
+            self._wait(lambda: self._node_ready(node.name), f"node {node.name}", 120)
+
+    def _node_ready(self, name: str) -> bool:
+        query = '{.status.conditions[?(@.type=="Ready")].status}'
+        return self.kubectl("get", "node", name, "-o", f"jsonpath={query}", check=False).stdout == "True"
+
+    def _start_saved(self, name: str, binary: str, args: Sequence[str], netns: str, env: dict[str, str]) -> int:
+        pid = self._start(name, args, binary=binary, netns=netns, env=env)
+        self._save()
+        return pid
+
+    def _client(self, name: str) -> dict[str, str]:
+        return {"client-certificate": str(self.certs.path(f"{name}.crt")), "client-key": str(self.certs.path(f"{name}.key"))}
 
     def _start_etcd(self) -> None:
         client = f"http://127.0.0.1:{self.ports['etcd']}"
@@ -280,7 +410,8 @@ class ControlPlane:
                 "--quota-backend-bytes=4294967296",
             ],
         )
-        self._wait(lambda: _http_ok(f"{client}/health"), "etcd", 30)
+        if not self.netns:  # else not reachable from here: the API server's readiness covers it
+            self._wait(lambda: _http_ok(f"{client}/health"), "etcd", 30)
 
     @property
     def audit_log(self) -> pathlib.Path:
@@ -322,9 +453,12 @@ class ControlPlane:
             "kube-apiserver",
             [
                 f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={'0.0.0.0' if self.real_nodes else '127.0.0.1'}",
+                f"--advertise-address={self.address}",
                 f"--secure-port={self.ports['apiserver']}",
+                f"--kubelet-client-certificate={certs.path('kubelet-client.crt')}",
+                f"--kubelet-client-key={certs.path('kubelet-client.key')}",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",  # nodes have no DNS names here
                 f"--tls-cert-file={certs.path('apiserver.crt')}",
                 f"--tls-private-key-file={certs.path('apiserver.key')}",
                 f"--client-ca-file={certs.path('ca.crt')}",
@@ -338,7 +472,8 @@ class ControlPlane:
                 "--enable-priority-and-fairness=false",
                 "--event-ttl=30m",
                 "--profiling=false",
-                "--endpoint-reconciler-type=none",  # a loopback advertise address cannot back the kubernetes Service
+                # a loopback advertise address cannot back the kubernetes Service; a real node's address does
+                f"--endpoint-reconciler-type={'lease' if self.real_nodes else 'none'}",
                 f"--audit-policy-file={policy}",
                 f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json",
@@ -494,7 +629,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=("up", "down"))
     parser.add_argument("--dir", type=pathlib.Path, default=DEFAULT_DIR, help=f"state folder (default {DEFAULT_DIR})")
     parser.add_argument("--nodes", type=pathlib.Path, action="append", default=[], help="YAML with Node objects")
+    parser.add_argument(
+        "--real-nodes", type=int, default=0, help="real nodes (kubelet, containerd) beside the KWOK nodes (0-9)"
+    )
     args = parser.parse_args(argv)
+    if not 0 <= args.real_nodes <= 9:
+        parser.error(f"--real-nodes: {args.real_nodes} is not within 0-9")
     if args.command == "down":
         if not (args.dir / "state.json").exists():
             print(f"no cluster in {args.dir}", file=sys.stderr)
@@ -505,7 +645,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (args.dir / "state.json").exists():
         print(f"a cluster already runs in {args.dir} (down first)", file=sys.stderr)
         return 1
-    plane = ControlPlane(args.dir)
+    plane = ControlPlane(args.dir, real_nodes=args.real_nodes)
     started = time.monotonic()
     try:
         plane.start(args.nodes)

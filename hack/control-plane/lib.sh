@@ -7,13 +7,16 @@ STAMPS="$ROOT/.tools/stamps"
 mkdir -p "$BIN" "$STAMPS"
 command -v go >/dev/null || { echo "$(basename "$0"): go is not installed (needs Go >= 1.26)" >&2; exit 1; }
 
-# build MODULE_DIR OUTPUT PACKAGE [OUTPUT PACKAGE ...]   (link flags: $LDFLAGS_<module_dir>, when set)
+# build MODULE_DIR OUTPUT PACKAGE [OUTPUT PACKAGE ...]
+#   (link flags: $LDFLAGS_<module_dir>, build tags: $TAGS_<module_dir>, when set; OUTPUT may name a sub-folder)
 build() {
   local dir="$HERE/$1"; shift
   local stamp="$STAMPS/$(basename "$dir")"
   local flags_var; flags_var="LDFLAGS_$(basename "$dir" | tr - _)"
   local ldflags="-s -w ${!flags_var:-}"
-  local want; want="$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$ldflags") | sha256sum | cut -c1-16)"
+  local tags_var; tags_var="TAGS_$(basename "$dir" | tr - _)"
+  local tags="${!tags_var:-}"
+  local want; want="$( (cat "$dir"/*.go "$dir/go.mod" "$dir/go.sum" 2>/dev/null; echo "$ldflags $tags") | sha256sum | cut -c1-16)"
   local missing=0 out pkg
   for ((i = 1; i <= $#; i += 2)); do [[ -x "$BIN/${!i}" ]] || missing=1; done
   if [[ $missing == 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -22,7 +25,8 @@ build() {
   while (($#)); do
     out="$1"; pkg="$2"; shift 2
     echo "building $out ($pkg)"
-    (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags="$ldflags" -o "$BIN/$out.tmp" "$pkg")
+    mkdir -p "$(dirname "$BIN/$out")"
+    (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags="$tags" -ldflags="$ldflags" -o "$BIN/$out.tmp" "$pkg")
     mv "$BIN/$out.tmp" "$BIN/$out"
   done
   echo "$want" >"$stamp"
