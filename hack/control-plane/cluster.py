@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import realnode  # noqa: E402  (beside this file, which runs as a script and is loaded by path by the tests)
+import realnode
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".tools" / "bin"
@@ -210,7 +210,9 @@ class ControlPlane:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "logs").mkdir(exist_ok=True)
         self.ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver")}
-        clients: dict[str, tuple[str, str | None]] = {"kubelet-client": ("kube-apiserver-kubelet-client", "system:masters")}
+        clients: dict[str, tuple[str, str | None]] = {
+            "kubelet-client": ("kube-apiserver-kubelet-client", "system:masters")
+        }
         if self.real_nodes:
             clients["kube-proxy"] = ("system:kube-proxy", None)
             clients.update({node.name: (f"system:node:{node.name}", "system:nodes") for node in self.nodes})
@@ -378,10 +380,9 @@ class ControlPlane:
             kubelet = self.folder / f"{node.name}.kubeconfig"
             kubelet.write_text(json.dumps(self.certs.kubeconfig(node_server, self._client(node.name))))
             credentials = realnode.NodeCredentials(self.certs.path("ca.crt"), kubelet, proxy, self.address)
-
             node.start(self.folder / node.name, self.bin_dir, self._start_saved, credentials)
-        for node in self.nodes:
-            self._wait(lambda: self._node_ready(node.name), f"node {node.name}", 120)
+        for name in [node.name for node in self.nodes]:
+            self._wait(lambda name=name: self._node_ready(name), f"node {name}", 120)
 
     def _node_ready(self, name: str) -> bool:
         query = '{.status.conditions[?(@.type=="Ready")].status}'
@@ -393,7 +394,10 @@ class ControlPlane:
         return pid
 
     def _client(self, name: str) -> dict[str, str]:
-        return {"client-certificate": str(self.certs.path(f"{name}.crt")), "client-key": str(self.certs.path(f"{name}.key"))}
+        return {
+            "client-certificate": str(self.certs.path(f"{name}.crt")),
+            "client-key": str(self.certs.path(f"{name}.key")),
+        }
 
     def _start_etcd(self) -> None:
         client = f"http://127.0.0.1:{self.ports['etcd']}"

@@ -261,8 +261,16 @@ imports = []
         for archive in images:
             if archive.name == "base.tar":
                 continue
-            run(str(bin_dir / "ctr"), f"--address={self.containerd_socket}", "-n", "k8s.io", "images", "import",
-                "--local", str(archive))
+            run(
+                str(bin_dir / "ctr"),
+                f"--address={self.containerd_socket}",
+                "-n",
+                "k8s.io",
+                "images",
+                "import",
+                "--local",
+                str(archive),
+            )
 
     def remove(self) -> None:
         """Stop and remove everything of this node that exists (idempotent)."""
@@ -315,12 +323,11 @@ class NodeCredentials:
 
 
 def cgroup_hierarchies() -> list[pathlib.Path]:
-    """The cgroup v1 hierarchies kubelet uses (cgroup v2 would be one folder)."""
+    """The cgroup hierarchies kubelet and runc use: every v1 hierarchy, and the hybrid layout's v2 one (unified),
+    where runc makes each container's cgroup too (cgroup v2 alone would be one folder)."""
     if (CGROUP_ROOT / "cgroup.controllers").exists():
         return [CGROUP_ROOT]
-    return sorted(
-        path for path in CGROUP_ROOT.iterdir() if path.is_dir() and not path.is_symlink() and path.name != "unified"
-    )
+    return sorted(path for path in CGROUP_ROOT.iterdir() if path.is_dir() and not path.is_symlink())
 
 
 def remove_cgroup(path: pathlib.Path) -> None:
@@ -353,8 +360,21 @@ def create_network(nodes: Sequence[RealNode]) -> None:
     run("ip", "-n", FABRIC, "link", "set", "br0", "up")
     for node in nodes:
         run("ip", "netns", "add", node.netns)
-        run("ip", "link", "add", "eth0", "netns", node.netns, "type", "veth", "peer", "name", f"n{node.index}",
-            "netns", FABRIC)
+        run(
+            "ip",
+            "link",
+            "add",
+            "eth0",
+            "netns",
+            node.netns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            f"n{node.index}",
+            "netns",
+            FABRIC,
+        )
         run("ip", "-n", FABRIC, "link", "set", f"n{node.index}", "master", "br0", "up")
         run("ip", "-n", node.netns, "link", "set", "lo", "up")
         run("ip", "-n", node.netns, "addr", "add", f"{node.address}/24", "dev", "eth0")
@@ -372,6 +392,22 @@ def remove_network(count: int) -> None:
         RealNode(index).remove()
     if pathlib.Path(netns_path(FABRIC)).exists():
         subprocess.run(["ip", "netns", "delete", FABRIC], check=False)
+    remove_dead_shim_sockets()
+
+
+def remove_dead_shim_sockets() -> None:
+    """containerd's shims bind their sockets under a fixed /run/containerd/s whatever containerd's state folder;
+    a shim killed with its node leaves its file: remove the files no process listens on (and the folders, empty)."""
+    folder = pathlib.Path("/run/containerd/s")
+    if not folder.is_dir():
+        return
+    bound = {line.split()[-1] for line in pathlib.Path("/proc/net/unix").read_text().splitlines()[1:]}
+    for socket_file in folder.iterdir():
+        if str(socket_file) not in bound:
+            socket_file.unlink(missing_ok=True)
+    for empty in (folder, folder.parent):
+        with contextlib.suppress(OSError):
+            empty.rmdir()
 
 
 def read_host_sysctls() -> dict[str, str]:

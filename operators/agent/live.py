@@ -183,14 +183,16 @@ class Agent:
 
     async def _cleanup_if_uninstalled(self, api: Any) -> None:
         """On stop: when the agent's DaemonSet is gone or being deleted (``helm uninstall``), remove what the
-        agent made; on a rolling update or a restart (the DaemonSet is there), leave shaping in place."""
+        agent made; on a rolling update or a restart (the DaemonSet is there), leave shaping in place. An agent
+        whose ServiceAccount (401) or permission (403) is already gone is being uninstalled as well: Helm deletes
+        the release's RBAC and ServiceAccounts right after the DaemonSet, before its pods have stopped."""
         if not self.options.daemonset or self.options.dry_run:
             return
         namespace, name = self.options.daemonset.split("/", 1)
         try:
             found = await send_json(api, "GET", f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", None)
         except ApiException as error:
-            if error.status != 404:
+            if error.status not in (401, 403, 404):
                 raise
             found = None
         if found and not (found.get("metadata") or {}).get("deletionTimestamp"):

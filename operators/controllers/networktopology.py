@@ -3,7 +3,9 @@
 * Pods, nodes and AppGroups come from the process's cluster cache (:mod:`operators.sources.cache`):
   changes of AppGroup pods, of AppGroups and of a node's region or zone mark the topologies dirty; so do
   the topology's ConfigMaps and the NetworkTopology itself (kopf; no writes, no annotations on them).
-* One daemon per NetworkTopology recomputes at most once per ``debounce`` seconds (default 10)
+* One task per NetworkTopology (started by its events, not a kopf daemon: a daemon puts kopf's finalizer on the
+  object, and a finalizer nobody removes, once the operator is gone, blocks ``helm uninstall`` deleting the CRD and
+  every namespace holding a NetworkTopology) recomputes at most once per ``debounce`` seconds (default 10)
   after something changed, and at least every ``resync`` seconds (default 300); it reads the
   NetworkTopology and its ConfigMaps, takes nodes, AppGroups and pods from the cache, computes, and writes
   ``spec.weights`` and ``status`` only when they changed (the weights with the resourceVersion
@@ -48,6 +50,7 @@ class _State:
 
     cache: ClusterCache
     dirty: dict[tuple[str, str], asyncio.Event] = dataclasses.field(default_factory=dict)
+    loops: dict[tuple[str, str], asyncio.Task[None]] = dataclasses.field(default_factory=dict)
     config_maps: dict[tuple[str, str], set[str]] = dataclasses.field(default_factory=dict)
     reported: dict[tuple[str, str], tuple[str, ...]] = dataclasses.field(default_factory=dict)
     writes: int = 0
@@ -148,8 +151,15 @@ def register(
         memo.networktopology = _State(cache)
         cache.subscribe(memo.networktopology.on_changes, asyncio.get_running_loop())
 
+    @kopf.on.cleanup(id="networktopology_loops", registry=registry)
+    async def stop_loops(memo: kopf.Memo, **_: Any) -> None:
+        loops = list(memo.networktopology.loops.values())
+        for task in loops:
+            task.cancel()
+        await asyncio.gather(*loops, return_exceptions=True)
+
     @kopf.on.event("configmaps", id="networktopology_configmaps", registry=registry)  # type: ignore[arg-type]
-    def configmap_event(namespace: str, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
+    async def configmap_event(namespace: str, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
         state: _State = memo.networktopology
         owner = labels.get(keys.NETPERF_CONFIGMAP_LABEL)
         if owner is not None and (namespace, owner) in state.dirty:
@@ -159,23 +169,30 @@ def register(
                 state.dirty[key].set()
 
     @kopf.on.event(*RESOURCE, id="networktopology_changed", registry=registry)  # type: ignore[arg-type]
-    def topology_event(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
-        state: _State = memo.networktopology
-        if (namespace, name) in state.dirty:
-            state.dirty[(namespace, name)].set()
-
-    @kopf.daemon(*RESOURCE, id="networktopology", cancellation_timeout=2.0, registry=registry)  # type: ignore[arg-type]
-    async def networktopology_daemon(
-        namespace: str, name: str, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any
+    async def topology_event(
+        event: Mapping[str, Any], namespace: str, name: str, memo: kopf.Memo, logger: logging.Logger, **_: Any
     ) -> None:
         state: _State = memo.networktopology
-        dirty = state.dirty.setdefault((namespace, name), asyncio.Event())
+        key = (namespace, name)
+        if event.get("type") == "DELETED":
+            task = state.loops.pop(key, None)
+            if task is not None:
+                task.cancel()
+        elif key not in state.loops or state.loops[key].done():
+            state.dirty[key] = asyncio.Event()
+            state.loops[key] = asyncio.create_task(topology_loop(namespace, name, memo, logger))
+        else:
+            state.dirty[key].set()
+
+    async def topology_loop(namespace: str, name: str, memo: kopf.Memo, logger: logging.Logger) -> None:
+        state: _State = memo.networktopology
+        dirty = state.dirty[(namespace, name)]
         dirty.set()
         await state.cache.wait_synced()  # allocated bandwidth from half-listed pods would be wrong
         loop = asyncio.get_running_loop()
         last_run = -settings.debounce_seconds
         try:
-            while not stopped:
+            while True:
                 with contextlib.suppress(TimeoutError):  # a timeout is the periodic resync
                     await asyncio.wait_for(dirty.wait(), timeout=settings.resync_seconds)
                 pause = last_run + settings.debounce_seconds - loop.time()
@@ -195,5 +212,6 @@ def register(
                     dirty.set()
                 last_run = loop.time()  # the interval runs from the end of one computation
         finally:
-            state.dirty.pop((namespace, name), None)
-            state.config_maps.pop((namespace, name), None)
+            if state.dirty.get((namespace, name)) is dirty:  # not a newer loop's (deleted and created again)
+                state.dirty.pop((namespace, name), None)
+                state.config_maps.pop((namespace, name), None)

@@ -111,6 +111,16 @@ async def test_networktopology_lifecycle(api: Api, emulator: ApiEmulator) -> Non
         await asyncio.sleep(DEBOUNCE * 2.5)
         assert len(emulator.writes) == before
 
+        # No finalizer: with the operator gone (helm uninstall), nothing would remove it, and the CRD's deletion
+        # would hang on every NetworkTopology (a kopf daemon puts one on each object).
+        assert "finalizers" not in topology(emulator)["metadata"]
+
+        # 7. deleted and created again: the new object gets a computation of its own
+        await api.call("DELETE", NT + "/net-topology-test")
+        await api.call("POST", CM, {"metadata": {"name": "netperf-metrics"}, "data": seeds_matrix()})
+        await api.call("POST", NT, documents("networktopology.yaml")[0])
+        await eventually(lambda: "status" in topology(emulator))
+
 
 async def test_skipped_entries_are_one_capped_event(api: Api, emulator: ApiEmulator) -> None:
     await emulator.seed(documents("cluster.yaml"))

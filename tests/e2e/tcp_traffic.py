@@ -1,0 +1,41 @@
+"""A TCP sender and receiver for the real node tier's pods (mounted from a ConfigMap, run by the image's Python).
+
+python3 tcp_traffic.py receive PORT              # one connection; prints [[seconds, bytes], ...] then waits
+python3 tcp_traffic.py send HOST PORT SECONDS    # sends as fast as the socket takes it
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+
+
+def receive(port: int) -> None:
+    server = socket.create_server(("0.0.0.0", port))
+    connection, _ = server.accept()
+    start = time.monotonic()
+    marks: list[tuple[float, int]] = []
+    total = 0
+    while data := connection.recv(1 << 16):
+        total += len(data)
+        marks.append((time.monotonic() - start, total))
+    print(json.dumps(marks[:: max(1, len(marks) // 500)] + marks[-1:]), flush=True)
+    time.sleep(3600)  # stay Running: the log is read while the pod lives
+
+
+def send(host: str, port: int, seconds: float) -> None:
+    connection = socket.create_connection((host, port), timeout=10)
+    chunk = b"x" * (1 << 16)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        connection.sendall(chunk)
+    connection.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "receive":
+        receive(int(sys.argv[2]))
+    else:
+        send(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))

@@ -1,0 +1,379 @@
+"""The real node tier: netaware's image and chart on real nodes (kubelet 1.37, containerd 2, runc, the CNI plugins
+bridge/host-local/portmap/bandwidth), beside a KWOK node, on a control plane of their own (hack/control-plane
+realnode.py: each node a network namespace, the control plane in node 1's).
+
+What only a real node shows: the image built from the Dockerfile starts under the chart's securityContext; the
+API server reaches the webhook through its Service (kube-proxy, a ClusterIP); the second scheduler reaches the
+extender by its Service DNS name over TLS (CoreDNS); the CNI bandwidth plugin enforces the annotation the webhook
+wrote; the probes measure pod-to-pod round trips; the agent shapes the node's NIC; `helm uninstall` and the
+cluster's stop leave nothing behind. Under CI a node that cannot start fails the tier instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ROOT, ControlPlane, control_plane, eventually, kubectl_json
+
+pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
+
+CHART = ROOT / "helm" / "netaware"
+NAMESPACE = "netaware-system"
+IMAGES = ROOT / ".tools" / "node" / "images"
+NODES = ("real-node-1", "real-node-2")
+TCP = pathlib.Path(__file__).with_name("tcp_traffic.py")
+EGRESS_LIMIT = 20_000_000  # bits/s: the namespace default the webhook writes into kubernetes.io/egress-bandwidth
+
+
+def not_built() -> str | None:
+    missing = control_plane.missing_binaries() + [
+        name for name in ("kubelet", "kube-proxy", "containerd", "coredns") if not (control_plane.BIN / name).exists()
+    ]
+    if not (IMAGES / "netaware.tar").exists():
+        missing.append("images")
+    return (
+        f"the real node tier is not built ({', '.join(missing)}): run bash hack/control-plane/build.sh"
+        if missing
+        else None
+    )
+
+
+def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}")
+    return done
+
+
+def values() -> dict[str, Any]:
+    version = subprocess.run(
+        [str(control_plane.BIN / "kube-scheduler"), "--version"], capture_output=True, text=True, check=True
+    )
+    scheduler = "localhost/kube-scheduler:" + version.stdout.split()[-1]  # images.sh tags it with the version
+    return {
+        "image": {"repository": "localhost/netaware", "tag": "dev", "pullPolicy": "Never"},
+        "nodeSelector": {"type": "real"},  # the Deployments; the DaemonSets go to every node, the KWOK one too
+        "operator": {"replicas": 1, "components": ["appgroup", "networktopology", "nodeslo"]},
+        "webhook": {"replicas": 1},
+        "extender": {"replicas": 1},
+        "secondScheduler": {"enabled": True, "image": scheduler},
+        "descheduler": {"enabled": True},
+        "bandwidth": {"defaultNodeBandwidth": "1G"},
+        "probe": {"enabled": True, "interval": 1, "reportInterval": 2},
+        "agent": {"enabled": True, "defaultNodeBandwidth": "1G", "reportInterval": 2},
+    }
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    reason = not_built()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("real-node-plane")
+    kwok = folder / "kwok-node.yaml"
+    labels = {"topology.kubernetes.io/region": "real", "topology.kubernetes.io/zone": "kwok"}
+    kwok.write_text(json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "kwok-1", "labels": labels}}))
+    plane = ControlPlane(folder, real_nodes=len(NODES))
+    plane.start([kwok])  # fails (never skips) when a node does not become Ready
+    try:
+        (folder / "values.yaml").write_text(json.dumps(values()))
+        helm(
+            plane,
+            "install",
+            "netaware",
+            str(CHART),
+            "-n",
+            NAMESPACE,
+            "--create-namespace",
+            "-f",
+            str(folder / "values.yaml"),
+            "--wait",
+            "--timeout",
+            "180s",
+        )
+        yield plane
+    finally:
+        plane.stop()
+
+
+def pods(plane: Any, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+    args = ["get", "pods", "-n", namespace] + (["-l", selector] if selector else [])
+    return list(kubectl_json(plane, *args)["items"])
+
+
+def raw(plane: Any, path: str) -> str:
+    return str(plane.kubectl("get", "--raw", path).stdout)
+
+
+def netns(node: str, *command: str) -> str:
+    index = node.rsplit("-", 1)[-1]
+    return subprocess.run(
+        ["nsenter", f"--net=/run/netns/naw-node-{index}", "--", *command],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout
+
+
+def test_the_charts_pods_run_the_image_on_the_real_nodes_ready_without_restarts(real: Any) -> None:
+    found = {
+        pod["metadata"]["labels"]["app.kubernetes.io/component"]: pod
+        for pod in pods(real, NAMESPACE)
+        if pod["spec"]["nodeName"] in NODES
+    }
+    assert set(found) == {"operator", "webhook", "extender", "scheduler", "probe", "agent"}
+    for component, pod in found.items():
+        statuses = pod["status"]["containerStatuses"]
+        assert all(s["ready"] and s["restartCount"] == 0 for s in statuses), (component, statuses)
+        if component != "scheduler":
+            assert statuses[0]["image"].endswith("localhost/netaware:dev"), statuses[0]["image"]
+    # the image's user and the chart's securityContext hold in the running container, not only in the spec
+    operator = found["operator"]["metadata"]["name"]
+    ids = real.kubectl(
+        "exec",
+        "-n",
+        NAMESPACE,
+        operator,
+        "--",
+        "python3",
+        "-c",
+        "import os; print(os.getuid(), os.getgid()); open('/x', 'w')",
+        check=False,
+    )
+    assert ids.stdout.split() == ["65532", "65532"]
+    assert "Read-only file system" in ids.stderr
+    # probes and metrics answered, through the API server's proxy to the pods' addresses
+    metrics = raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{operator}:8080/proxy/metrics")
+    assert "netaware_" in metrics
+    # the agent is on the host network, where the API server does not proxy: from the node's namespace
+    for node in NODES:
+        index = node.rsplit("-", 1)[-1]
+        fetch = f"import urllib.request; print(urllib.request.urlopen('http://10.201.0.{index}:9103/metrics').read().decode())"
+        assert "netaware_agent_pods" in netns(node, sys.executable, "-c", fetch)
+
+
+def test_a_deployment_gets_its_bandwidth_through_the_webhooks_service_and_the_second_scheduler(real: Any) -> None:
+    real.kubectl("create", "namespace", "bw-deploy")
+    real.kubectl("annotate", "namespace", "bw-deploy", "netaware.io/default-egress-bandwidth=20M")
+    deployment = workload("app", "bw-deploy", scheduler="network-aware-scheduler")
+    real.kubectl("apply", "-f", "-", stdin=json.dumps(deployment))
+    pod = eventually(
+        lambda: next((p for p in pods(real, "bw-deploy") if p["status"].get("phase") == "Running"), None),
+        90,
+        "the Deployment's pod Running",
+    )
+    assert pod["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
+    assert pod["spec"]["containers"][0]["resources"]["requests"]["netaware.io/egress-bandwidth"] == "20M"
+    assert pod["spec"]["nodeName"] in NODES
+    events = kubectl_json(real, "get", "events", "-n", "bw-deploy", "--field-selector", "reason=Scheduled")["items"]
+    assert {event.get("reportingComponent") for event in events} == {"network-aware-scheduler"}
+    # the webhook is configured by Service (no URL): the API server resolved it through kube-proxy
+    webhooks = kubectl_json(real, "get", "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/instance=netaware")
+    assert all("service" in hook["clientConfig"] for config in webhooks["items"] for hook in config["webhooks"])
+    # the second scheduler called the extender (by its Service's DNS name, over TLS)
+    extender = pods(real, NAMESPACE, "app.kubernetes.io/component=extender")[0]["metadata"]["name"]
+    metrics = raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/https:{extender}:8443/proxy/metrics")
+    served = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("netaware_extender_latency_seconds_count") and 'verb="filter"' in line
+    ]
+    assert served and sum(float(line.rsplit(" ", 1)[1]) for line in served) >= 1, served
+
+
+def workload(
+    name: str,
+    namespace: str,
+    scheduler: str = "default-scheduler",
+    command: list[str] | None = None,
+    node: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [
+            {
+                "name": name,
+                "image": "localhost/netaware:dev",
+                "imagePullPolicy": "Never",
+                "command": command or ["python3", "-c", "import time; time.sleep(3600)"],
+                "volumeMounts": [{"name": "tcp", "mountPath": "/tcp"}],
+            }
+        ],
+        "volumes": [{"name": "tcp", "configMap": {"name": "tcp", "optional": True}}],
+    }
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def pod_of(plane: Any, namespace: str, app: str, phase: str = "Running") -> dict[str, Any]:
+    found: dict[str, Any] = eventually(
+        lambda: next((p for p in pods(plane, namespace, f"app={app}") if p["status"].get("phase") == phase), None),
+        90,
+        f"{app} {phase}",
+    )
+    return found
+
+
+def received_rate(log: str) -> float:
+    """Bits/s the receiver counted after the first second (the shaper's initial burst left out)."""
+    marks = json.loads(log.strip().splitlines()[-1])
+    start = next(mark for mark in marks if mark[0] >= 1.0)
+    end = marks[-1]
+    return float((end[1] - start[1]) * 8 / (end[0] - start[0]))
+
+
+def test_the_cni_bandwidth_plugin_holds_the_egress_limit_the_webhook_wrote(real: Any) -> None:
+    """Sender and receiver on one node: the traffic stays on the node's bridge, so only the CNI bandwidth plugin
+    (not the agent, which shapes the NIC) can hold it to the limit."""
+    real.kubectl("create", "namespace", "bw-cni")
+    real.kubectl("annotate", "namespace", "bw-cni", "netaware.io/default-egress-bandwidth=20M")
+    real.kubectl("create", "configmap", "tcp", "-n", "bw-cni", f"--from-file=tcp_traffic.py={TCP}")
+    receive = workload(
+        "receiver", "bw-cni", command=["python3", "/tcp/tcp_traffic.py", "receive", "5001"], node="real-node-2"
+    )
+    real.kubectl("apply", "-f", "-", stdin=json.dumps(receive))
+    address = pod_of(real, "bw-cni", "receiver")["status"]["podIP"]
+    send = workload(
+        "sender",
+        "bw-cni",
+        "network-aware-scheduler",
+        ["sh", "-c", f"python3 /tcp/tcp_traffic.py send {address} 5001 6; sleep 3600"],
+        "real-node-2",
+    )
+    real.kubectl("apply", "-f", "-", stdin=json.dumps(send))
+    sender = pod_of(real, "bw-cni", "sender")
+    assert sender["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
+    receiver = pod_of(real, "bw-cni", "receiver")["metadata"]["name"]
+
+    def measured() -> float | None:
+        log = real.kubectl("logs", "-n", "bw-cni", receiver, check=False).stdout
+        return received_rate(log) if log.strip().startswith("[") or "\n[" in log else None
+
+    rate = eventually(measured, 60, "the receiver's count")
+    print(f"CNI bandwidth plugin: {rate / 1e6:.2f} Mbit/s received for a {EGRESS_LIMIT / 1e6:.0f} Mbit/s egress limit")
+    assert abs(rate - EGRESS_LIMIT) <= 0.10 * EGRESS_LIMIT, rate
+
+
+def test_the_probes_measure_pod_to_pod_and_the_topology_gets_costs_from_them(real: Any) -> None:
+    key = "netperf.p90.latency.milliseconds.origin.{}.destination.{}"
+
+    def rows() -> dict[str, dict[str, str]]:
+        found = {}
+        for node in NODES:
+            done = real.kubectl(
+                "get", "configmap", f"netperf-nt-default-{node}", "-n", NAMESPACE, "-o", "json", check=False
+            )
+            found[node] = (json.loads(done.stdout).get("data") or {}) if done.returncode == 0 else {}
+        return found
+
+    measured = eventually(
+        lambda: all(key.format(a, b) in rows()[a] for a in NODES for b in NODES if a != b) and rows(),
+        60,
+        "both nodes' rows",
+    )
+    for a, b in ((NODES[0], NODES[1]), (NODES[1], NODES[0])):
+        assert 0 <= int(measured[a][key.format(a, b)]) < 1000  # a round trip across the fabric, in ms
+    topology = {
+        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
+        "kind": "NetworkTopology",
+        "metadata": {"name": "nt-default", "namespace": NAMESPACE},
+        "spec": {"configmapName": "netperf-none", "weights": [{"name": "UserDefined", "topologyList": []}]},
+    }
+    real.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
+
+    def costs() -> dict[tuple[str, str], int]:
+        spec = kubectl_json(real, "get", "networktopology", "nt-default", "-n", NAMESPACE)["spec"]
+        weight = next((w for w in spec["weights"] if w["name"] == "NetperfCosts"), {"topologyList": []})
+        return {
+            (origin["origin"], cost["destination"]): cost["networkCost"]
+            for entry in weight["topologyList"]
+            for origin in entry["originList"]
+            for cost in origin.get("costList", [])
+        }
+
+    found = eventually(lambda: {("real-1", "real-2"), ("real-2", "real-1")} <= set(costs()) and costs(), 60, "costs")
+    rows_now = rows()
+    assert found[("real-1", "real-2")] == int(rows_now[NODES[0]][key.format(*NODES)])
+    assert found[("real-2", "real-1")] == int(rows_now[NODES[1]][key.format(NODES[1], NODES[0])])
+
+
+def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
+    """Traffic from a pod with an egress limit to another node: the agent's HTB leaf for that pod on the node's NIC
+    has the pod's rate and counts the pod's bytes."""
+    real.kubectl("create", "namespace", "bw-agent")
+    real.kubectl("annotate", "namespace", "bw-agent", "netaware.io/default-egress-bandwidth=30M")
+    real.kubectl("create", "configmap", "tcp", "-n", "bw-agent", f"--from-file=tcp_traffic.py={TCP}")
+    receive = workload(
+        "receiver", "bw-agent", command=["python3", "/tcp/tcp_traffic.py", "receive", "5001"], node="real-node-1"
+    )
+    real.kubectl("apply", "-f", "-", stdin=json.dumps(receive))
+    address = pod_of(real, "bw-agent", "receiver")["status"]["podIP"]
+    send = workload(
+        "sender",
+        "bw-agent",
+        "network-aware-scheduler",
+        ["sh", "-c", f"python3 /tcp/tcp_traffic.py send {address} 5001 4; sleep 3600"],
+        "real-node-2",
+    )
+    real.kubectl("apply", "-f", "-", stdin=json.dumps(send))
+    pod_of(real, "bw-agent", "sender")
+
+    def leaf() -> tuple[str, int] | None:
+        for block in netns("real-node-2", "tc", "-s", "class", "show", "dev", "eth0").split("\nclass "):
+            if "rate 30Mbit ceil 30Mbit" in block:
+                sent = int(block.split("Sent ", 1)[1].split(" ", 1)[0])
+                return (block.split()[1], sent) if sent > 5_000_000 else None
+        return None
+
+    classid, sent = eventually(leaf, 60, "the sender's leaf class on eth0, counting its traffic")
+    print(f"agent: leaf {classid} on real-node-2's eth0 sent {sent} bytes")
+    slo = kubectl_json(real, "get", "nodeslo", "real-node-2")
+    assert "networkUsage" in slo.get("status", {})
+
+
+def test_helm_uninstall_leaves_nothing_and_the_agents_undo_their_shaping(real: Any) -> None:
+    helm(real, "uninstall", "netaware", "-n", NAMESPACE, "--wait", "--timeout", "120s")
+    eventually(lambda: not pods(real, NAMESPACE), 90, "the release's pods gone")
+    for node in NODES:
+        assert "htb" not in netns(node, "tc", "qdisc", "show", "dev", "eth0")
+        assert "netaware-ifb" not in netns(node, "ip", "link", "show")
+        assert "netaware" not in netns(node, "nft", "list", "tables")
+    left = real.kubectl(
+        "get",
+        "all,configmaps,secrets,serviceaccounts,roles,rolebindings",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/instance=netaware",
+        "-o",
+        "name",
+    ).stdout.split()
+    assert left == []
