@@ -14,6 +14,7 @@ NODE="$ROOT/.tools/node"
 IMAGES="$NODE/images"
 mkdir -p "$IMAGES"
 B=(buildah --root "$NODE/storage" --runroot /run/netaware-buildah --storage-driver overlay)
+trap 'rm -rf /run/netaware-buildah' EXIT  # buildah's run-time state: nothing of it is needed after the build
 export BUILDAH_ISOLATION=chroot
 K8S_VERSION="$("$BIN/kube-scheduler" --version | awk '{print $2}')"
 
