@@ -380,7 +380,7 @@ class ControlPlane:
             kubelet = self.folder / f"{node.name}.kubeconfig"
             kubelet.write_text(json.dumps(self.certs.kubeconfig(node_server, self._client(node.name))))
             credentials = realnode.NodeCredentials(self.certs.path("ca.crt"), kubelet, proxy, self.address)
-            node.start(self.folder / node.name, self.bin_dir, self._start_saved, credentials)
+            node.start(self.folder / node.name, self.bin_dir, self._start_saved, self._wait, credentials)
         for name in [node.name for node in self.nodes]:
             self._wait(lambda name=name: self._node_ready(name), f"node {name}", 120)
 

@@ -44,6 +44,8 @@ HOST_SYSCTLS = (
 
 # (name, binary, args, netns, env) -> pid: how cluster.py starts a process with its log
 Starter = Callable[[str, str, Sequence[str], str, dict[str, str]], int]
+# (check, what, seconds): cluster.py's wait, which also reports a started process that exited, with its log
+Waiter = Callable[[Callable[[], bool], str, float], None]
 
 
 def netns_path(netns: str) -> str:
@@ -213,7 +215,9 @@ imports = []
                 for file in ("cpuset.cpus", "cpuset.mems"):
                     (path / file).write_text((hierarchy / file).read_text())
 
-    def start(self, folder: pathlib.Path, bin_dir: pathlib.Path, start: Starter, certs: NodeCredentials) -> None:
+    def start(
+        self, folder: pathlib.Path, bin_dir: pathlib.Path, start: Starter, wait: Waiter, certs: NodeCredentials
+    ) -> None:
         """Start containerd (with the images of .tools/node/images), kubelet and kube-proxy; returns when the
         runtime answers. The caller waits for the Node to be Ready."""
         folder.mkdir(parents=True, exist_ok=True)
@@ -225,7 +229,7 @@ imports = []
         path = f"{bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         env = {"PATH": path}
         start(f"{self.name}-containerd", "containerd", ["--config", str(folder / "containerd.toml")], self.netns, env)
-        wait_for(self.containerd_socket.exists, f"containerd of {self.name}", 30)
+        wait(self.containerd_socket.exists, f"containerd of {self.name}", 30)
         self.import_images(bin_dir)
         (folder / "kubelet.yaml").write_text(json.dumps(self.kubelet_config(certs.ca, certs.dns)))
         start(
@@ -422,15 +426,6 @@ def write_host_sysctls(values: dict[str, str]) -> None:
     for name, value in values.items():
         with contextlib.suppress(OSError):
             (pathlib.Path("/proc/sys") / name).write_text(value)
-
-
-def wait_for(check: Callable[[], bool], what: str, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{what} not ready within {seconds:g} s")
 
 
 def _alive(pid: int) -> bool:

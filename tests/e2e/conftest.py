@@ -66,6 +66,31 @@ def kubectl_json(cluster: Any, *args: str) -> Any:
     return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
 
 
+def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}")
+    return done
+
+
+def netperf_costs(cluster: Any, namespace: str, name: str) -> dict[tuple[str, str], int]:
+    """(origin, destination) -> networkCost of a NetworkTopology's NetperfCosts weight (what netaware computed)."""
+    spec = kubectl_json(cluster, "get", "networktopology", name, "-n", namespace)["spec"]
+    weight = next((w for w in spec["weights"] if w["name"] == "NetperfCosts"), {"topologyList": []})
+    return {
+        (origin["origin"], cost["destination"]): cost["networkCost"]
+        for entry in weight["topologyList"]
+        for origin in entry["originList"]
+        for cost in origin.get("costList", [])
+    }
+
+
 def eventually(check: Callable[[], Any], within: float = 30.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + within
     last: Any = None

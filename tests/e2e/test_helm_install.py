@@ -4,13 +4,21 @@ uninstall, on a control plane of its own (the chart owns the CRDs here)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import EXAMPLES, RELEASE_NAMESPACE, ROOT, ControlPlane, control_plane, eventually, kubectl_json
+from tests.e2e.conftest import (
+    EXAMPLES,
+    RELEASE_NAMESPACE,
+    ROOT,
+    ControlPlane,
+    control_plane,
+    eventually,
+    helm,
+    kubectl_json,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -39,19 +47,6 @@ def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield plane
     finally:
         plane.stop()
-
-
-def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}")
-    return done
 
 
 def release_objects(plane: Any, release: str) -> list[str]:

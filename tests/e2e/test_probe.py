@@ -17,6 +17,7 @@ from tests.e2e.conftest import (
     forbidden,
     free_port,
     kubectl_json,
+    netperf_costs,
     running,
     service_account,
 )
@@ -114,14 +115,7 @@ def test_two_probes_measure_each_other_and_the_controller_computes_the_costs(
         return found
 
     def costs() -> dict[tuple[str, str], int]:
-        spec = kubectl_json(cluster, "get", "networktopology", "nt-pair", "-n", PROBE_NAMESPACE)["spec"]
-        weight = next((w for w in spec["weights"] if w["name"] == "NetperfCosts"), {"topologyList": []})
-        return {
-            (origin["origin"], cost["destination"]): cost["networkCost"]
-            for entry in weight["topologyList"]
-            for origin in entry["originList"]
-            for cost in origin.get("costList", [])
-        }
+        return netperf_costs(cluster, PROBE_NAMESPACE, "nt-pair")
 
     operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "networktopology"]
     operator += ["--health-port", "0", "--leader-election-namespace", RELEASE_NAMESPACE]

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ROOT, ControlPlane, control_plane, eventually, kubectl_json
+from tests.e2e.conftest import ROOT, ControlPlane, control_plane, eventually, helm, kubectl_json, netperf_costs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
 
@@ -44,19 +44,6 @@ def not_built() -> str | None:
         if missing
         else None
     )
-
-
-def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}")
-    return done
 
 
 def values() -> dict[str, Any]:
@@ -250,28 +237,31 @@ def received_rate(log: str) -> float:
     return float((end[1] - start[1]) * 8 / (end[0] - start[0]))
 
 
+def stream(
+    plane: Any, namespace: str, limit: str, receiver_node: str, sender_node: str, seconds: float
+) -> tuple[dict[str, Any], str]:
+    """A namespace whose pods get ``limit`` of egress from the webhook, a receiver on ``receiver_node`` and a
+    sender on ``sender_node`` (through the second scheduler) streaming to it for ``seconds``: the sender pod and
+    the receiver pod's name."""
+    plane.kubectl("create", "namespace", namespace)
+    plane.kubectl("annotate", "namespace", namespace, f"netaware.io/default-egress-bandwidth={limit}")
+    plane.kubectl("create", "configmap", "tcp", "-n", namespace, f"--from-file=tcp_traffic.py={TCP}")
+    receive = workload(
+        "receiver", namespace, command=["python3", "/tcp/tcp_traffic.py", "receive", "5001"], node=receiver_node
+    )
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(receive))
+    receiver = pod_of(plane, namespace, "receiver")
+    command = f"python3 /tcp/tcp_traffic.py send {receiver['status']['podIP']} 5001 {seconds:g}; sleep 3600"
+    send = workload("sender", namespace, "network-aware-scheduler", ["sh", "-c", command], sender_node)
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(send))
+    return pod_of(plane, namespace, "sender"), receiver["metadata"]["name"]
+
+
 def test_the_cni_bandwidth_plugin_holds_the_egress_limit_the_webhook_wrote(real: Any) -> None:
     """Sender and receiver on one node: the traffic stays on the node's bridge, so only the CNI bandwidth plugin
     (not the agent, which shapes the NIC) can hold it to the limit."""
-    real.kubectl("create", "namespace", "bw-cni")
-    real.kubectl("annotate", "namespace", "bw-cni", "netaware.io/default-egress-bandwidth=20M")
-    real.kubectl("create", "configmap", "tcp", "-n", "bw-cni", f"--from-file=tcp_traffic.py={TCP}")
-    receive = workload(
-        "receiver", "bw-cni", command=["python3", "/tcp/tcp_traffic.py", "receive", "5001"], node="real-node-2"
-    )
-    real.kubectl("apply", "-f", "-", stdin=json.dumps(receive))
-    address = pod_of(real, "bw-cni", "receiver")["status"]["podIP"]
-    send = workload(
-        "sender",
-        "bw-cni",
-        "network-aware-scheduler",
-        ["sh", "-c", f"python3 /tcp/tcp_traffic.py send {address} 5001 6; sleep 3600"],
-        "real-node-2",
-    )
-    real.kubectl("apply", "-f", "-", stdin=json.dumps(send))
-    sender = pod_of(real, "bw-cni", "sender")
+    sender, receiver = stream(real, "bw-cni", "20M", "real-node-2", "real-node-2", seconds=6)
     assert sender["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
-    receiver = pod_of(real, "bw-cni", "receiver")["metadata"]["name"]
 
     def measured() -> float | None:
         log = real.kubectl("logs", "-n", "bw-cni", receiver, check=False).stdout
@@ -310,14 +300,7 @@ def test_the_probes_measure_pod_to_pod_and_the_topology_gets_costs_from_them(rea
     real.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
 
     def costs() -> dict[tuple[str, str], int]:
-        spec = kubectl_json(real, "get", "networktopology", "nt-default", "-n", NAMESPACE)["spec"]
-        weight = next((w for w in spec["weights"] if w["name"] == "NetperfCosts"), {"topologyList": []})
-        return {
-            (origin["origin"], cost["destination"]): cost["networkCost"]
-            for entry in weight["topologyList"]
-            for origin in entry["originList"]
-            for cost in origin.get("costList", [])
-        }
+        return netperf_costs(real, NAMESPACE, "nt-default")
 
     found = eventually(lambda: {("real-1", "real-2"), ("real-2", "real-1")} <= set(costs()) and costs(), 60, "costs")
     rows_now = rows()
@@ -328,23 +311,7 @@ def test_the_probes_measure_pod_to_pod_and_the_topology_gets_costs_from_them(rea
 def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
     """Traffic from a pod with an egress limit to another node: the agent's HTB leaf for that pod on the node's NIC
     has the pod's rate and counts the pod's bytes."""
-    real.kubectl("create", "namespace", "bw-agent")
-    real.kubectl("annotate", "namespace", "bw-agent", "netaware.io/default-egress-bandwidth=30M")
-    real.kubectl("create", "configmap", "tcp", "-n", "bw-agent", f"--from-file=tcp_traffic.py={TCP}")
-    receive = workload(
-        "receiver", "bw-agent", command=["python3", "/tcp/tcp_traffic.py", "receive", "5001"], node="real-node-1"
-    )
-    real.kubectl("apply", "-f", "-", stdin=json.dumps(receive))
-    address = pod_of(real, "bw-agent", "receiver")["status"]["podIP"]
-    send = workload(
-        "sender",
-        "bw-agent",
-        "network-aware-scheduler",
-        ["sh", "-c", f"python3 /tcp/tcp_traffic.py send {address} 5001 4; sleep 3600"],
-        "real-node-2",
-    )
-    real.kubectl("apply", "-f", "-", stdin=json.dumps(send))
-    pod_of(real, "bw-agent", "sender")
+    stream(real, "bw-agent", "30M", "real-node-1", "real-node-2", seconds=4)
 
     def leaf() -> tuple[str, int] | None:
         for block in netns("real-node-2", "tc", "-s", "class", "show", "dev", "eth0").split("\nclass "):
