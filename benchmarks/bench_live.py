@@ -13,7 +13,9 @@ process of its own, fresh for every run. Per run:
   emulator; then AppGroups created one by one on the synced cluster: create -> status.
 * **extender**: ``netaware extender`` until ready, its peak RSS against the floor (nodes and all pods), then
   ``/filter`` + ``/prioritize`` (all node names, replicas of a Deployment one after another, as
-  kube-scheduler sends them) open loop at 10 pods/s while pods are created and deleted at 50/s.
+  kube-scheduler sends them) open loop at 10 pods/s while pods are created and deleted at 50/s; then the same
+  load, churn included, on the protocol floor (``benchmarks/extender_floor.py``: parses the bodies and answers
+  every node, deciding nothing) on the same cluster.
 * **descheduler**: a full cycle (snapshot of the cache included, dry run) on a synced cache after a pod
   changed, so the pods' part of the snapshot is derived again.
 * **static20k**: the extender on 20,000 nodes (and as many pods), no churn.
@@ -289,6 +291,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def wait_ready(http: aiohttp.ClientSession, base: str, process: asyncio.subprocess.Process) -> None:
+    while True:
+        with contextlib.suppress(aiohttp.ClientError):
+            async with http.get(f"{base}/readyz") as response:
+                if response.status == 200:
+                    return
+        if process.returncode is not None:
+            raise RuntimeError(f"the server on {base} exited")
+        await asyncio.sleep(0.2)
+
+
+async def loaded(
+    args: argparse.Namespace, http: aiohttp.ClientSession, url: str, base: str, nodes: int, churn_rate: float
+) -> tuple[list[float], int]:
+    """Warm up, then the scheduling load on ``base`` (with ``churn_rate`` pod changes/s on the cluster meanwhile):
+    the latencies and the number of changes."""
+    names = [f"node-{index:05d}" for index in range(nodes)]
+    await scheduling_load(http, base, names, args.groups, 10, 2)
+    stop = asyncio.Event()
+    churner = asyncio.create_task(churn(http, url, churn_rate, nodes, stop)) if churn_rate else None
+    latencies = await scheduling_load(http, base, names, args.groups, 10, args.seconds)
+    stop.set()
+    return latencies, await churner if churner else 0
+
+
+async def floor_latencies(
+    args: argparse.Namespace, http: aiohttp.ClientSession, url: str, nodes: int, churn_rate: float
+) -> list[float]:
+    """The same load on the protocol floor (``benchmarks/extender_floor.py``) on the same cluster."""
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        PYTHON, str(ROOT / "benchmarks" / "extender_floor.py"), str(port), stdout=asyncio.subprocess.DEVNULL
+    )
+    try:
+        await wait_ready(http, f"http://127.0.0.1:{port}", process)
+        return (await loaded(args, http, url, f"http://127.0.0.1:{port}", nodes, churn_rate))[0]
+    finally:
+        process.terminate()
+        await process.wait()
+
+
 async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_rate: float) -> dict[str, float]:
     async with emulator(nodes, pods, args.groups) as url, aiohttp.ClientSession() as http:
         floor_mib = await floor(url)
@@ -306,29 +349,16 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
             "--config", str(config_path),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
-        extender = f"http://127.0.0.1:{port}"
         try:
-            while True:
-                with contextlib.suppress(aiohttp.ClientError):
-                    async with http.get(f"{extender}/readyz") as response:
-                        if response.status == 200:
-                            break
-                if process.returncode is not None:
-                    raise RuntimeError("netaware extender exited")
-                await asyncio.sleep(0.2)
+            await wait_ready(http, f"http://127.0.0.1:{port}", process)
             ready = time.perf_counter() - started
             peak_at_ready, _ = memory(process.pid)
-            names = [f"node-{index:05d}" for index in range(nodes)]
-            await scheduling_load(http, extender, names, args.groups, 10, 2)  # warm up
-            stop = asyncio.Event()
-            churner = asyncio.create_task(churn(http, url, churn_rate, nodes, stop)) if churn_rate else None
-            latencies = await scheduling_load(http, extender, names, args.groups, 10, args.seconds)
-            stop.set()
-            changes = await churner if churner else 0
+            latencies, changes = await loaded(args, http, url, f"http://127.0.0.1:{port}", nodes, churn_rate)
             peak, rss = memory(process.pid)
         finally:
             process.terminate()
             await process.wait()
+        floor_ms = p99(await floor_latencies(args, http, url, nodes, churn_rate)) * 1000
     return {
         "ready_s": ready,
         "peak_at_ready_mib": peak_at_ready,
@@ -338,6 +368,7 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": p99(latencies) * 1000,
         "max_ms": max(latencies) * 1000,
+        "floor_p99_ms": floor_ms,
         "changes_per_s": changes / args.seconds,
     }
 
@@ -402,6 +433,9 @@ def report_extender(title: str, runs: list[dict[str, float]]) -> None:
     print(f"  /filter+/prioritize p50: {spread([r['p50_ms'] for r in runs], ' ms', 1)}")
     print(f"  /filter+/prioritize p99: {spread([r['p99_ms'] for r in runs], ' ms', 1)}"
           f"   (budget < {BUDGETS['extender_p99_ms']:.0f} ms)")  # fmt: skip
+    floor_p99 = spread([r["floor_p99_ms"] for r in runs], " ms", 1)
+    print(f"  protocol floor p99 (benchmarks/extender_floor.py, same load): {floor_p99}")
+    print(f"  p99 ratio to the floor:  {spread([r['p99_ms'] / r['floor_p99_ms'] for r in runs], 'x')}")
     print(f"  /filter+/prioritize max: {spread([r['max_ms'] for r in runs], ' ms', 1)}")
     print(f"  pod changes applied per second: {spread([r['changes_per_s'] for r in runs], '', 0)}")
 

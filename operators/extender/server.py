@@ -10,6 +10,7 @@ body over 10 MiB is refused (413); an unknown node name is a ``FailedNodes`` ent
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import logging
@@ -30,6 +31,7 @@ from operators.engine.scheduling.framework import CycleState, filter_table, merg
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import weighted_totals
 from operators.engine.scheduling.table import Ints, NodeTable
+from operators.extender.wire import NameListMemo, PriorityTemplate
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
@@ -71,6 +73,7 @@ class ExtenderState:
     _resolved: tuple[dict[str, int], list[str], Resolved] | None = None
     _answers: dict[tuple[str, Candidates, Any], bytes] = field(default_factory=dict)
     _nowhere: dict[tuple[str, Candidates, Any], tuple[str, ...]] = field(default_factory=dict)  # why, per answer
+    names_memo: NameListMemo = field(default_factory=NameListMemo)
     answers_reused: int = 0
 
     def index(self) -> ClusterIndex:
@@ -120,11 +123,12 @@ class ExtenderState:
     ) -> Candidates:
         if names is None:
             return _object_candidates(index, items or [], self.config)
-        if self._last_names is not None and self._last_names[0] is index and self._last_names[1] == names:
-            self._last_names = (index, names, self._last_names[2])  # held by this very list from now on
+        last = self._last_names
+        if last is not None and last[0] is index and (last[1] is names or last[1] == names):
+            self._last_names = (index, names, last[2])  # held by this very list from now on
             if self._resolved is not None:
                 self._resolved = (self._resolved[0], names, self._resolved[2])
-            return self._last_names[2]
+            return last[2]
         # The rows of a name list hold while the nodes do (an index derived by a pod change keeps them).
         position = index.position
         if self._resolved is None or self._resolved[0] is not position or self._resolved[1] != names:
@@ -182,24 +186,41 @@ def _json_response(payload: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(payload), status=status, content_type="application/json")
 
 
-def _parse_args(body: bytes) -> tuple[Pod, list[str] | None, list[dict[str, Any]] | None]:
-    """ExtenderArgs: the pod, and the candidates as names or as Node objects; ``BadArgs`` names the field."""
+def _decode(body: bytes, memo: NameListMemo) -> tuple[Any, list[str] | None]:
+    """The ExtenderArgs document, and the memo's names when the body ends with them."""
+    split = memo.split(body)
+    if split is not None:
+        with contextlib.suppress(orjson.JSONDecodeError, RecursionError):
+            head = orjson.loads(split[0])
+            if isinstance(head, dict) and head:
+                return head, split[1]
     try:
-        args = orjson.loads(body)
+        return orjson.loads(body), None
     except (orjson.JSONDecodeError, RecursionError) as error:
         raise BadArgs(f"not JSON: {error}") from None
+
+
+def _parse_args(
+    body: bytes, memo: NameListMemo | None = None
+) -> tuple[Pod, list[str] | None, list[dict[str, Any]] | None]:
+    """ExtenderArgs: the pod, and the candidates as names or as Node objects; ``BadArgs`` names the field."""
+    memo = memo if memo is not None else NameListMemo()
+    args, known = _decode(body, memo)
     if not isinstance(args, dict) or not isinstance(args.get("Pod"), dict):
         raise BadArgs("ExtenderArgs.Pod must be a Pod object")
     try:
         pod = Pod.parse(args["Pod"])
     except (ValueError, TypeError, AttributeError, OverflowError) as error:
         raise BadArgs(f"ExtenderArgs.Pod: {error}") from None
+    if known is not None:
+        return pod, known, None
     names, nodes = args.get("NodeNames"), args.get("Nodes")
     if names is not None:
         if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise BadArgs("ExtenderArgs.NodeNames must be a list of names")
         if len(names) > MAX_NODES:
             raise BadArgs(f"ExtenderArgs.NodeNames: {len(names)} nodes, more than the {MAX_NODES} allowed")
+        memo.learn(body, names)
         return pod, names, None
     if not isinstance(nodes, dict):
         raise BadArgs("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes (a NodeList)")
@@ -230,9 +251,9 @@ class Resolved:
     failed: dict[str, str]
 
     @functools.cached_property
-    def host_prefixes(self) -> list[bytes]:
-        """``{"Host":"<name>","Score":`` per name, encoded once per list: /prioritize answers thousands."""
-        return [b'{"Host":' + orjson.dumps(name) + b',"Score":' for name in self.names]
+    def priorities(self) -> PriorityTemplate:
+        """The /prioritize answer's template for these names, encoded once per list."""
+        return PriorityTemplate(self.names)
 
     @classmethod
     def of(cls, index: ClusterIndex, names: list[str]) -> Resolved:
@@ -278,14 +299,14 @@ class Call:
 
 async def _call(request: web.Request) -> Call | web.Response:
     """Read and check ExtenderArgs: a ``Call``, or the 400/413 answer."""
+    state = request.app[STATE_KEY]
     try:
         body = await read_json_body(request, MAX_BODY, oversize_status=413)
-        pod, names, items = _parse_args(body)
+        pod, names, items = _parse_args(body, state.names_memo)
     except BadBody as error:
         return _json_response({"Error": str(error)}, status=error.status)
     except BadArgs as error:
         return _json_response({"Error": str(error)}, status=400)
-    state = request.app[STATE_KEY]
     if not state.ready():
         # Never place pods on a partial view of the cluster (its bandwidth would read as free): kube-scheduler
         # skips an ignorable extender that fails, and retries the pod later with one that is not ignorable.
@@ -320,7 +341,7 @@ def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], 
     by_plugin = filter_table(state, candidates.table, call.state.config)
     rejected = merge_reasons(by_plugin)
     failed = {**candidates.failed, **rejected}
-    passing = [name for name in candidates.table.names if name not in rejected]
+    passing = [name for name in candidates.table.names if name not in rejected] if rejected else candidates.table.names
     answer: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
     if call.names is not None:
         answer.update(NodeNames=passing, Nodes=None)
@@ -374,21 +395,16 @@ def extender_scores(totals: Mapping[str, int], config: SchedulerConfig) -> dict[
     return {node: extender_scale(total, config) for node, total in totals.items()}
 
 
-_SCORE_TAILS = [str(score).encode() + b"}" for score in range(MAX_EXTENDER_PRIORITY + 1)]
-
-
 def _host_priorities(call: Call, candidates: Candidates, requested: list[str]) -> bytes:
     """The HostPriorityList of the score half of the cycle (the cycle state is shared with the pod's /filter),
     on the extender's 0..10 scale; nodes the extender could not score get 0."""
     state = call.state.cycle(call.pod, call.index)
-    scores = extender_scale(weighted_totals(state, candidates.table, call.state.config), call.state.config).tolist()
-    table_names = candidates.table.names
+    scaled = extender_scale(weighted_totals(state, candidates.table, call.state.config), call.state.config)
     resolved = call.state.resolved(requested)
-    if resolved is not None and resolved.rows is None and scores and 0 <= min(scores) <= max(scores) <= 10:
-        # the common case (every node known, in the order sent): the answer is joined from encoded pieces
-        pieces = map(bytes.__add__, resolved.host_prefixes, map(_SCORE_TAILS.__getitem__, scores))
-        return b"[" + b",".join(pieces) + b"]"
-    by_name = dict(zip(table_names, scores, strict=True))
+    if resolved is not None and resolved.rows is None and scaled.size and 0 <= scaled.min() <= scaled.max() <= 10:
+        # the common case (every node known, in the order sent): the list's template with the scores written in
+        return resolved.priorities.encode(scaled)
+    by_name = dict(zip(candidates.table.names, scaled.tolist(), strict=True))
     return orjson.dumps([{"Host": name, "Score": by_name.get(name, 0)} for name in requested])
 
 

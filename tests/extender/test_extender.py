@@ -7,6 +7,7 @@ import pathlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
@@ -158,6 +159,27 @@ async def test_answers_follow_the_current_snapshot_for_a_repeated_node_list() ->
                 response = await test_client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
                 answers.append((await response.json())["NodeNames"])
     assert answers == [["n-1", "n-2"]] * 2 + [["n-5", "n-6"]] * 2
+
+
+async def test_bodies_as_kube_scheduler_encodes_them_get_the_answers_of_any_other_encoding() -> None:
+    """kube-scheduler's encoding (Go's field order, no spaces) takes the NodeNames memo and the priority template
+    from the second pod on; another encoding takes neither: the answers are the same."""
+    snapshot = build_snapshot(documents())
+    other = p1_pod()
+    other["metadata"].update(name="p1-other", labels={**other["metadata"]["labels"], "pod-template-hash": "b"})
+    other["metadata"]["annotations"]["kubernetes.io/egress-request"] = "900M"
+    answers: dict[str, list[Any]] = {"go": [], "spaced": []}
+    for encoding, got in answers.items():
+        async with TestClient(TestServer(build_app(ExtenderState(lambda: snapshot, CONFIG)))) as test_client:
+            for pod in (p1_pod(), other, p1_pod()):
+                for verb in ("/filter", "/prioritize"):
+                    args = {"Pod": pod, "Nodes": None, "NodeNames": NODES}
+                    body = orjson.dumps(args) if encoding == "go" else json.dumps(args, indent=1).encode()
+                    response = await test_client.post(verb, data=body, headers={"Content-Type": "application/json"})
+                    got.append(await response.json())
+    assert answers["go"] == answers["spaced"]
+    assert answers["go"][0]["NodeNames"] == NODES and answers["go"][2]["NodeNames"] != NODES  # 900M fits fewer
+    assert [entry["Host"] for entry in answers["go"][3]] == NODES
 
 
 async def test_extender_serves_over_tls(tmp_path: pathlib.Path) -> None:
