@@ -1,29 +1,33 @@
 #!/usr/bin/env python3
 """netaware beside the upstream plugins on the same real control plane (slow: not a test).
 
-    python benchmarks/bench_peers.py [--runs 3 --settle 8]
+    python benchmarks/bench_peers.py [--runs 3 --settle 8 --scenarios thesis-1,onlineboutique,random-dag]
 
 One loopback control plane (hack/control-plane; the peer from ``hack/control-plane/build-peer.sh``) with 48
-KWOK nodes in 2 regions x 4 zones (32 cpu, 256Gi, 110 pods), a NetworkTopology ``net-topology-test``
+KWOK nodes in 2 regions x 4 zones (32 cpu, 256Gi, 110 pods, 10G), a NetworkTopology ``net-topology-test``
 (UserDefined: 20 between the regions, 5 between zones of a region) and netaware's operator keeping the AppGroups'
-``status.topologyOrder`` (the order upstream's TopologicalSort reads). The same pods, created at once, scheduled
-in turn by:
+``status.topologyOrder`` (the order upstream's TopologicalSort reads); beside them the thesis' 200 nodes of 1Gi,
+tainted so that only the thesis' pods go there. The same pods, created at once, scheduled in turn by:
 
 (a) ``kube-scheduler`` v1.37 alone (its default profile);
-(b) ``netaware``: a kube-scheduler v1.37 profile calling `netaware extender` (NetworkOverhead 5,
-    NetworkBandwidth 2, NodeResourcesAllocatable 1 — hack/scheduler-config.yaml's profile; extender weight 20,
-    nodeCacheCapable, TLS);
+(b) ``netaware`` as the chart deploys it: a kube-scheduler v1.37 profile calling `netaware extender`
+    (NetworkOverhead 5, NetworkBandwidth 2, NodeResourcesAllocatable 1 — hack/scheduler-config.yaml's profile;
+    extender weight 20, nodeCacheCapable, TLS), the webhook (bandwidth resources, dependencies-first gates) and
+    the nodebandwidth controller (``bandwidth.guarantee: resources``), accounting ``combined`` as in the thesis;
 (c) ``sp-network``: scheduler-plugins v0.34.7's own scheduler with upstream's sample configuration
     (manifests/networktopology/scheduler-config.yaml: NetworkOverhead 5 at every point, NodeResourcesFit off,
     TopologicalSort as queue sort);
 (d) ``sp-default``: the same binary with only the default profile (what separates the 1.34 version from the
     plugins).
 
-Scenarios: Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
+Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 nodes of 1Gi: 1,000 fit),
+Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
 maxNetworkCost 10, 3 replicas each). Figures per scheduler, min / median / max over ``--runs``: pods/s (pods
-bound / seconds from the creation to the last binding), pending, mean and p90 network cost per dependency
-edge's pod pair (``netaware explain appgroup`` on a dump: the same cost model for all four), the fraction of
-pairs within ``maxNetworkCost``, and the p99 time from creation to binding (polled every 0.2 s).
+bound / seconds from the creation to the last binding), pending, the p99 time from creation to binding (polled
+every 0.2 s); for the thesis, overcommitted nodes (in + out asked above 1Gi) and the worst overcommit; for the
+AppGroups (whose pods ask no bandwidth, so no node can be overcommitted), the mean and p90 over the dependency
+edges of an edge's network cost (the mean over its placed pod pairs; ``netaware explain appgroup`` on a dump:
+the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ def network_args(namespace: str) -> dict[str, Any]:
 
 
 GROUP_LABEL, WORKLOAD_LABEL = "appgroup.diktyo.x-k8s.io", "appgroup.diktyo.x-k8s.io.workload"
+POOL = "bench.netaware.io/pool"
+THESIS_NODES, THESIS_PODS = 200, 1500
+THESIS_CAPACITY = 1024**3  # bits/s per node, in + out (the thesis' ``combined`` accounting)
+THESIS_ASK = 100_000_000  # bits/s per direction, per pod
 
 
 def nodes_yaml() -> str:
@@ -76,6 +84,15 @@ def nodes_yaml() -> str:
                     "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
                                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
                 })  # fmt: skip
+    for index in range(THESIS_NODES):  # the thesis' nodes, kept apart by a taint the thesis' pods alone tolerate
+        nodes.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"thesis-{index:03d}", "labels": {POOL: "thesis"},
+                         "annotations": {"node.kubernetes.io/network-limit": "1Gi"}},
+            "spec": {"taints": [{"key": POOL, "value": "thesis", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                       "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"}},
+        })  # fmt: skip
     return yaml.safe_dump_all(nodes)
 
 
@@ -148,22 +165,72 @@ def pods(group: dict[str, Any], scheduler: str, run: int, replicas: int = 3) -> 
     return out
 
 
-def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
-            ) -> dict[str, float]:  # fmt: skip
-    items = pods(group, scheduler, run)
-    namespace = group["metadata"]["namespace"]
+def thesis_pods(scheduler: str, namespace: str, run: int) -> list[dict[str, Any]]:
+    """The thesis' scenario 1: pods of 100M in + 100M out, nothing else asked, on the thesis' nodes only."""
+    annotations = {"kubernetes.io/ingress-bandwidth": "100M", "kubernetes.io/egress-bandwidth": "100M"}
+    return [{
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"thesis-{run}-{index:04d}", "namespace": namespace, "labels": {"run": str(run)},
+                     "annotations": annotations},
+        "spec": {"schedulerName": scheduler, "nodeSelector": {POOL: "thesis"},
+                 "tolerations": [{"key": POOL, "operator": "Equal", "value": "thesis", "effect": "NoSchedule"}],
+                 "containers": [{"name": "app", "image": "registry.example/app:1"}]},
+    } for index in range(THESIS_PODS)]  # fmt: skip
+
+
+def bind(plane: Any, items: list[dict[str, Any]], namespace: str, run: int, settle: float
+         ) -> tuple[float, dict[str, float], list[dict[str, Any]]]:  # fmt: skip
+    """Create ``items`` at once and poll until all are bound or none was for ``settle`` s: the creation time, when
+    each pod was seen bound, and the pods as last listed."""
     created = time.monotonic()
     plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     bound_at: dict[str, float] = {}
     last_change = time.monotonic()
+    listed: list[dict[str, Any]] = []
     while time.monotonic() - last_change < settle and len(bound_at) < len(items):
-        listing = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)
+        listed = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)[
+            "items"
+        ]
         now = time.monotonic()
-        for pod in listing["items"]:
+        for pod in listed:
             if pod["spec"].get("nodeName") and pod["metadata"]["name"] not in bound_at:
                 bound_at[pod["metadata"]["name"]] = now
                 last_change = now
         time.sleep(0.2)
+    return created, bound_at, listed
+
+
+def common_figures(items: list[dict[str, Any]], created: float, bound_at: dict[str, float]) -> dict[str, float]:
+    seconds = (max(bound_at.values()) - created) if bound_at else 0.0
+    return {
+        "pods/s": len(bound_at) / seconds if seconds > 0 else 0.0,
+        "pending": float(len(items) - len(bound_at)),
+        "p99 creation to binding s": percentile([at - created for at in bound_at.values()], 0.99),
+    }
+
+
+def measure_thesis(plane: Any, scheduler: str, namespace: str, run: int, settle: float) -> dict[str, float]:
+    items = thesis_pods(scheduler, namespace, run)
+    created, bound_at, listed = bind(plane, items, namespace, run, settle)
+    asked: dict[str, int] = {}
+    for pod in listed:
+        if pod["spec"].get("nodeName"):
+            asked[pod["spec"]["nodeName"]] = asked.get(pod["spec"]["nodeName"], 0) + 2 * THESIS_ASK
+    over = [total - THESIS_CAPACITY for total in asked.values() if total > THESIS_CAPACITY]
+    plane.kubectl("delete", "pods", "-n", namespace, "-l", f"run={run}", "--wait=false", "--grace-period=0", "--force")
+    return {
+        "scheduled": float(len(bound_at)),
+        **common_figures(items, created, bound_at),
+        "overcommitted nodes": float(len(over)),
+        "worst overcommit Mbit/s": max(over, default=0) / 1e6,
+    }
+
+
+def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
+            ) -> dict[str, float]:  # fmt: skip
+    items = pods(group, scheduler, run)
+    namespace = group["metadata"]["namespace"]
+    created, bound_at, _ = bind(plane, items, namespace, run, settle)
     dump = folder / "dump.yaml"
     dump.write_text(
         plane.kubectl("get", "nodes,pods,appgroups,networktopologies,namespaces", "-A", "-o", "yaml").stdout
@@ -178,22 +245,16 @@ def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle:
          "--config", str(config), "-o", "json"],
         capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
-    edges = json.loads(done.stdout)["edges"]
-    costs: list[float] = []
-    within = pairs = 0
-    for edge in edges:
-        pairs += edge["pairs"]
-        within += edge["pairs"] - edge["pairsOverMaxNetworkCost"]
-        costs += [edge["meanCost"]] * edge["pairs"]  # each pair weighs the same
-    seconds = (max(bound_at.values()) - created) if bound_at else 0.0
+    edges = [edge for edge in json.loads(done.stdout)["edges"] if edge["pairs"]]
+    costs = [edge["meanCost"] for edge in edges]  # an edge's cost: the mean over its placed pod pairs
+    pairs = sum(edge["pairs"] for edge in edges)
+    within = pairs - sum(edge["pairsOverMaxNetworkCost"] for edge in edges)
     plane.kubectl("delete", "pods", "-n", namespace, "-l", f"run={run}", "--wait=false", "--grace-period=0", "--force")
     return {
-        "pods/s": len(bound_at) / seconds if seconds > 0 else 0.0,
-        "pending": float(len(items) - len(bound_at)),
-        "mean cost per pair": statistics.fmean(costs) if costs else float("nan"),
-        "p90 edge mean cost": percentile(costs, 0.9),
+        **common_figures(items, created, bound_at),
+        "mean cost per edge": statistics.fmean(costs) if costs else float("nan"),
+        "p90 cost per edge": percentile(costs, 0.9),
         "pairs within maxNetworkCost": within / pairs if pairs else float("nan"),
-        "p99 creation to binding s": percentile([at - created for at in bound_at.values()], 0.99),
     }
 
 
@@ -207,15 +268,19 @@ def wait_empty(plane: Any) -> None:
 
 
 def admit_through_webhook(plane: Any, folder: pathlib.Path, ca_data: str) -> subprocess.Popen[bytes]:
-    """`netaware webhook` (bandwidth annotations and the topology-order gate) for the AWARE namespace."""
+    """`netaware webhook` for the AWARE namespace as the chart deploys it (``bandwidth.guarantee: resources``):
+    bandwidth annotations and resources (``combined``, the thesis' accounting), the topology-order gate."""
     from webhooks.configuration import mutating_webhook_configuration
 
     port = control_plane.free_port()
     command = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--kubeconfig", str(plane.kubeconfig)]
+    command += ["--bandwidth-resources", "combined"]
     command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
     process = subprocess.Popen([sys.executable, "-m", "operators.cli", *command], cwd=ROOT,
                                stdout=(folder / "webhook.log").open("w"), stderr=subprocess.STDOUT)  # fmt: skip
-    configuration = mutating_webhook_configuration("bench", "unused", "netaware-system", ca_data)
+    configuration = mutating_webhook_configuration(
+        "bench", "unused", "netaware-system", ca_data, bandwidth_failure_policy="Fail"
+    )
     for entry in configuration["webhooks"]:
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_data}
         entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": AWARE}}
@@ -230,10 +295,22 @@ def admit_through_webhook(plane: Any, folder: pathlib.Path, ca_data: str) -> sub
     return process
 
 
+def wait_advertised(plane: Any, nodes: int) -> None:
+    """Until the nodebandwidth controller has advertised ``netaware.io/bandwidth`` on every node."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        listing = json.loads(plane.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+        if sum(1 for n in listing if "netaware.io/bandwidth" in (n["status"].get("allocatable") or {})) >= nodes:
+            return
+        time.sleep(1)
+    raise SystemExit("the nodes were not advertised within 120 s (see the operator's log)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
+    parser.add_argument("--scenarios", default="thesis-1,onlineboutique,random-dag", help="comma-separated")
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
@@ -252,7 +329,8 @@ def main() -> None:
             plane.kubectl("create", "namespace", namespace)
             for document in [network_topology(namespace), *documents]:
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
-        operator = ["run", "--components", "appgroup,networktopology", "--no-leader-elect", "--health-port", "0"]
+        operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
+                    "--no-leader-elect", "--health-port", "0"]  # fmt: skip
         ca = trustme.CA()
         leaf = ca.issue_cert("127.0.0.1")
         leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
@@ -261,6 +339,8 @@ def main() -> None:
         for entry in profile["profiles"][0]["pluginConfig"]:
             if entry["name"] == "NetworkOverhead":
                 entry["args"] = network_args(AWARE)
+            if entry["name"] == "NetworkBandwidth":
+                entry["args"]["accountingMode"] = "combined"
         (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
         port = control_plane.free_port()
         extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
@@ -294,26 +374,32 @@ def main() -> None:
             json.dumps(plane.scheduler_config([{"schedulerName": "sp-default"}], []))
         )
         plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
+        wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES)
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
                  "sp-network": ("sp-network", NAMESPACE), "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
         names = [group["metadata"]["name"] for group in groups[NAMESPACE]]
-        results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in names}
+        chosen = [name for name in ["thesis-1", *names] if name in args.scenarios.split(",")]
+        results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in chosen}
         run = 0
         for _ in range(args.runs):
-            for index, name in enumerate(names):
+            for name in chosen:
                 for mode, (scheduler, namespace) in modes.items():
                     run += 1
-                    group = groups[namespace][index]
-                    results[name][mode].append(measure(plane, group, scheduler, run, args.settle, folder))
+                    if name == "thesis-1":
+                        figures = measure_thesis(plane, scheduler, namespace, run, args.settle)
+                    else:
+                        group = groups[namespace][names.index(name)]
+                        figures = measure(plane, group, scheduler, run, args.settle, folder)
+                    results[name][mode].append(figures)
                     wait_empty(plane)
         version = json.loads(
             subprocess.run(["go", "mod", "download", "-json", "sigs.k8s.io/scheduler-plugins@v0.34.7"],
                            cwd=ROOT / "hack" / "control-plane" / "scheduler-plugins", capture_output=True,
                            text=True, check=False).stdout or "{}"
         ).get("Origin", {}).get("Hash", "")  # fmt: skip
-        print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 KWOK nodes, "
-              f"{args.runs} runs (min / median / max)")  # fmt: skip
+        print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 + {THESIS_NODES} "
+              f"KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
         for name, per_mode in results.items():
             print(f"  {name}")
             for key in next(iter(per_mode.values()))[0]:

@@ -3,20 +3,28 @@
 
     python benchmarks/check_initial_sync.py [--nodes 5000 --pods 100000 --groups 500]
                                             [--components appgroup,networktopology,nodeslo]
+                                            [--api emulator,real]
 
-The API emulator in a process of its own (``live_cluster.py``: nodes in 50 zones, AppGroups of 4 workloads,
-pods with bandwidth annotations); ``netaware run --components ...`` started; every AppGroup then polled **one by
-one** (GET each, 8 at a time, as a script with kubectl would) for ``status.topologyOrder``, and the NodeSLOs
-counted. Prints when the first and the last AppGroup had their order,
-when all NodeSLOs existed, and the operator's peak RSS.
+The cluster of ``live_cluster.py`` (nodes in 50 zones, AppGroups of 4 workloads, pods with bandwidth
+annotations), served by the API emulator in a process of its own (``emulator``) and/or loaded into the real
+control plane (``real``: hack/control-plane's kube-apiserver, etcd and KWOK, which keeps the nodes Ready and
+sets the pods Running; the load is done, and KWOK has set every pod Running, before the operator starts).
+Then ``netaware run --components ...`` started; every AppGroup polled **one by one** (GET each, 8 at a time, as
+a script with kubectl would) for ``status.topologyOrder``, and the NodeSLOs counted. Prints when the first and
+the last AppGroup had their order, when all NodeSLOs existed, and the operator's peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ssl
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +32,8 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_live import APPGROUPS, PYTHON, emulator, memory
+from benchmarks import live_cluster
+from benchmarks.bench_live import APPGROUPS, PYTHON, ROOT, emulator, memory
 
 NODESLOS = "/apis/slo.koordinator.sh/v1alpha1/nodeslos"
 
@@ -34,45 +43,120 @@ async def get(http: aiohttp.ClientSession, url: str) -> Any:
         return await response.json(content_type=None)
 
 
-async def check(url: str, nodes: int, components: str) -> dict[str, float]:
-    async with aiohttp.ClientSession() as http:
-        names = [
-            (g["metadata"]["namespace"], g["metadata"]["name"]) for g in (await get(http, url + APPGROUPS))["items"]
-        ]
-        started = time.perf_counter()
-        process = await asyncio.create_subprocess_exec(
-            PYTHON, "-m", "operators.cli", "run", "--server", url, "--no-leader-elect", "--health-port", "0",
-            "--components", components,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        ordered: dict[tuple[str, str], float] = {}
-        slos_at: float | None = None
-        gate = asyncio.Semaphore(8)
+COLLECTIONS = {  # where each kind of live_cluster.py is created
+    "Namespace": "/api/v1/namespaces",
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/namespaces/{namespace}/pods",
+    "AppGroup": "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/{namespace}/appgroups",
+    "NetworkTopology": "/apis/networktopology.diktyo.x-k8s.io/v1alpha1/namespaces/{namespace}/networktopologies",
+}
 
-        async def one(namespace: str, name: str) -> None:
-            async with gate:
-                found = await get(
-                    http, f"{url}/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/{namespace}/appgroups/{name}"
-                )
-            if (found.get("status") or {}).get("topologyOrder"):
-                ordered.setdefault((namespace, name), time.perf_counter() - started)
 
-        try:
-            while time.perf_counter() - started < 900:
-                if process.returncode is not None:
-                    raise RuntimeError("netaware run exited")
-                await asyncio.gather(*(one(ns, name) for ns, name in names if (ns, name) not in ordered))
-                if "nodeslo" in components and slos_at is None:
-                    count = len((await get(http, url + NODESLOS)).get("items") or [])
-                    if count >= nodes:
-                        slos_at = time.perf_counter() - started
-                if len(ordered) == len(names) and ("nodeslo" not in components or slos_at is not None):
-                    break
-                await asyncio.sleep(0.5)
-            peak, _ = memory(process.pid)
-        finally:
-            process.terminate()
-            await process.wait()
+SERVER_WRITES = ("uid", "ownerReferences", "managedFields", "resourceVersion", "creationTimestamp")
+
+
+def creatable(document: dict[str, Any]) -> dict[str, Any]:
+    """The object as a client creates it: no uid, no owner (the garbage collector would delete a pod whose
+    ReplicaSet does not exist), no managedFields (the API server writes its own), no pod status (KWOK writes it)."""
+    metadata = {key: value for key, value in document["metadata"].items() if key not in SERVER_WRITES}
+    created = {**document, "metadata": metadata}
+    if document["kind"] in ("Pod", "Namespace"):
+        created.pop("status", None)
+    return created
+
+
+async def load(http: aiohttp.ClientSession, url: str, documents: list[dict[str, Any]]) -> None:
+    """Create ``documents`` in order of kind (namespaces first), 32 at a time; any refusal stops the check."""
+    gate = asyncio.Semaphore(32)
+
+    async def create(document: dict[str, Any]) -> None:
+        path = COLLECTIONS[document["kind"]].format(namespace=document["metadata"].get("namespace", ""))
+        async with gate, http.post(url + path, json=creatable(document)) as response:
+            if response.status != 201:
+                raise RuntimeError(f"create {document['kind']} {document['metadata']['name']}: "
+                                   f"{response.status} {await response.text()}")  # fmt: skip
+
+    for kind in ("Namespace", "Node", "NetworkTopology", "AppGroup", "Pod"):
+        await asyncio.gather(*(create(d) for d in documents if d["kind"] == kind))
+
+
+async def all_running(http: aiohttp.ClientSession, url: str, deadline_s: float = 1800) -> None:
+    """Until KWOK has set every pod Running (so that the operator starts on a quiet cluster)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        waiting = await get(http, f"{url}/api/v1/pods?fieldSelector=status.phase!%3DRunning&limit=1")
+        if not waiting.get("items"):
+            return
+        await asyncio.sleep(2)
+    raise RuntimeError("KWOK did not set every pod Running in time")
+
+
+@contextlib.asynccontextmanager
+async def real_api(nodes: int, pods: int, groups: int) -> AsyncIterator[tuple[aiohttp.ClientSession, str, list[str]]]:
+    """hack/control-plane with live_cluster.py's objects loaded: a session as its admin, its URL, and how
+    ``netaware run`` reaches it."""
+    from benchmarks.bench_real_scheduler import control_plane
+
+    build = ["bash", str(ROOT / "hack" / "control-plane" / "build.sh")]
+    subprocess.run(build, check=True, stdout=subprocess.DEVNULL)  # noqa: ASYNC221 (before anything is measured)
+    folder = Path(tempfile.mkdtemp(prefix="netaware-sync-"))
+    plane = control_plane.ControlPlane(folder / "plane")
+    plane.start()
+    try:
+        plane.kubectl("apply", "-f", str(ROOT / "crds"))
+        plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
+        context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=64)) as http:
+            started = time.perf_counter()
+            await load(http, plane.server, live_cluster.cluster(nodes, pods, groups))
+            loaded = time.perf_counter() - started
+            await all_running(http, plane.server)
+            print(f"real API server: loaded in {loaded:.0f} s, every pod Running after "
+                  f"{time.perf_counter() - started:.0f} s")  # fmt: skip
+            yield http, plane.server, ["--kubeconfig", str(plane.kubeconfig)]
+    finally:
+        plane.stop()
+
+
+async def check(http: aiohttp.ClientSession, url: str, connect: list[str], nodes: int, components: str
+                ) -> dict[str, float]:  # fmt: skip
+    """``netaware run`` (``connect``: how it reaches ``url``) from its start until every AppGroup has its order."""
+    names = [(g["metadata"]["namespace"], g["metadata"]["name"]) for g in (await get(http, url + APPGROUPS))["items"]]
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        PYTHON, "-m", "operators.cli", "run", *connect, "--no-leader-elect", "--health-port", "0",
+        "--components", components,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    ordered: dict[tuple[str, str], float] = {}
+    slos_at: float | None = None
+    gate = asyncio.Semaphore(8)
+
+    async def one(namespace: str, name: str) -> None:
+        async with gate:
+            found = await get(
+                http, f"{url}/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/{namespace}/appgroups/{name}"
+            )
+        if (found.get("status") or {}).get("topologyOrder"):
+            ordered.setdefault((namespace, name), time.perf_counter() - started)
+
+    try:
+        while time.perf_counter() - started < 900:
+            if process.returncode is not None:
+                raise RuntimeError("netaware run exited")
+            await asyncio.gather(*(one(ns, name) for ns, name in names if (ns, name) not in ordered))
+            if "nodeslo" in components and slos_at is None:
+                count = len((await get(http, url + NODESLOS)).get("items") or [])
+                if count >= nodes:
+                    slos_at = time.perf_counter() - started
+            if len(ordered) == len(names) and ("nodeslo" not in components or slos_at is not None):
+                break
+            await asyncio.sleep(0.5)
+        peak, _ = memory(process.pid)
+    finally:
+        process.terminate()
+        await process.wait()
     times = sorted(ordered.values())
     return {
         "first AppGroup ordered s": times[0] if times else float("nan"),
@@ -88,13 +172,21 @@ async def main() -> None:
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--components", default="appgroup,networktopology,nodeslo")
+    parser.add_argument("--api", default="emulator", help="emulator, real, or both (comma-separated)")
     args = parser.parse_args()
-    async with emulator(args.nodes, args.pods, args.groups) as url:
-        figures = await check(url, args.nodes, args.components)
-    print(f"initial sync seen from outside: {args.nodes} nodes, {args.pods} pods, {args.groups} AppGroups, "
-          f"components {args.components}")  # fmt: skip
-    for key, value in figures.items():
-        print(f"  {key:28} {value:.1f}")
+    for api in args.api.split(","):
+        if api == "emulator":
+            async with emulator(args.nodes, args.pods, args.groups) as url, aiohttp.ClientSession() as http:
+                figures = await check(http, url, ["--server", url], args.nodes, args.components)
+        elif api == "real":
+            async with real_api(args.nodes, args.pods, args.groups) as (http, url, connect):
+                figures = await check(http, url, connect, args.nodes, args.components)
+        else:
+            raise SystemExit(f"--api: {api!r} is neither emulator nor real")
+        print(f"initial sync seen from outside ({api} API server): {args.nodes} nodes, {args.pods} pods, "
+              f"{args.groups} AppGroups, components {args.components}")  # fmt: skip
+        for key, value in figures.items():
+            print(f"  {key:28} {value:.1f}")
 
 
 if __name__ == "__main__":
