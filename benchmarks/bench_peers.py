@@ -76,7 +76,7 @@ def nodes_yaml() -> str:
             for index in range(6):
                 name = f"{zone.lower()}-{index}"
                 labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/region": region,
-                          "topology.kubernetes.io/zone": zone}  # fmt: skip
+                          "topology.kubernetes.io/zone": zone, POOL: "zones"}  # fmt: skip
                 nodes.append({
                     "apiVersion": "v1", "kind": "Node",
                     "metadata": {"name": name, "labels": labels,
@@ -159,7 +159,8 @@ def pods(group: dict[str, Any], scheduler: str, run: int, replicas: int = 3) -> 
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"{name}-{selector}-{run}-{replica}", "namespace": namespace,
                              "labels": {GROUP_LABEL: name, WORKLOAD_LABEL: selector, "run": str(run)}},
-                "spec": {"schedulerName": scheduler, "containers": [{"name": "app", "image": "registry.example/a:1",
+                "spec": {"schedulerName": scheduler, "nodeSelector": {POOL: "zones"},
+                         "containers": [{"name": "app", "image": "registry.example/a:1",
                          "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
             })  # fmt: skip
     return out

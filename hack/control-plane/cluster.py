@@ -591,8 +591,8 @@ class ControlPlane:
 
 
 def kwok_nodes(text: str) -> list[dict[str, Any]]:
-    """The Node objects of a YAML text as KWOK nodes: the KWOK annotation, the status' capacity and allocatable
-    kept (the API server keeps a Node's status on create, as a kubelet's registration does)."""
+    """The Node objects of a YAML text as KWOK nodes: the KWOK annotation, the taints, the status' capacity and
+    allocatable kept (the API server keeps a Node's status on create, as a kubelet's registration does)."""
     import yaml
 
     nodes = []
@@ -613,7 +613,7 @@ def kwok_nodes(text: str) -> list[dict[str, Any]]:
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {key: metadata[key] for key in ("name", "labels", "annotations")},
-                "spec": {"taints": []},
+                "spec": {"taints": (document.get("spec") or {}).get("taints") or []},
                 "status": {"allocatable": allocatable, "capacity": status.get("capacity") or allocatable},
             }
         )
