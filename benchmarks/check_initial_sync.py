@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shutil
 import ssl
 import subprocess
 import sys
@@ -121,6 +122,7 @@ async def real_api(
             yield http, plane.server, ["--kubeconfig", str(plane.kubeconfig)]
     finally:
         plane.stop()
+        shutil.rmtree(folder, ignore_errors=True)  # etcd's data: gigabytes at 100,000 pods
 
 
 async def check(http: aiohttp.ClientSession, url: str, connect: list[str], nodes: int, components: str,
