@@ -37,6 +37,7 @@ import base64
 import json
 import pathlib
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -412,6 +413,8 @@ def main() -> None:
             process.terminate()
             process.wait(timeout=30)
         plane.stop()
+        shutil.rmtree(folder / "plane" / "etcd", ignore_errors=True)  # hundreds of MB; the logs stay
+        print(f"logs in {folder}", file=sys.stderr)
 
 
 if __name__ == "__main__":

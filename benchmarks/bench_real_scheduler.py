@@ -28,6 +28,7 @@ import argparse
 import importlib.util
 import json
 import pathlib
+import shutil
 import socket
 import statistics
 import subprocess
@@ -296,6 +297,8 @@ def main() -> None:
             extender.terminate()
             extender.wait(timeout=30)
         plane.stop()
+        shutil.rmtree(folder / "plane" / "etcd", ignore_errors=True)  # hundreds of MB; the logs stay
+        print(f"logs in {folder}", file=sys.stderr)
 
 
 if __name__ == "__main__":
