@@ -38,7 +38,6 @@ import json
 import pathlib
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,7 +50,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_real_scheduler import control_plane  # noqa: E402
+from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised  # noqa: E402
 from benchmarks.figures import percentile, spread  # noqa: E402
 
 NAMESPACE = "bench"
@@ -269,45 +268,6 @@ def wait_empty(plane: Any) -> None:
         time.sleep(0.5)
 
 
-def admit_through_webhook(plane: Any, folder: pathlib.Path, ca_data: str) -> subprocess.Popen[bytes]:
-    """`netaware webhook` for the AWARE namespace as the chart deploys it (``bandwidth.guarantee: resources``):
-    bandwidth annotations and resources (``combined``, the thesis' accounting), the topology-order gate."""
-    from webhooks.configuration import mutating_webhook_configuration
-
-    port = control_plane.free_port()
-    command = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--kubeconfig", str(plane.kubeconfig)]
-    command += ["--bandwidth-resources", "combined"]
-    command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
-    process = subprocess.Popen([sys.executable, "-m", "operators.cli", *command], cwd=ROOT,
-                               stdout=(folder / "webhook.log").open("w"), stderr=subprocess.STDOUT)  # fmt: skip
-    configuration = mutating_webhook_configuration(
-        "bench", "unused", "netaware-system", ca_data, bandwidth_failure_policy="Fail"
-    )
-    for entry in configuration["webhooks"]:
-        entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_data}
-        entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": AWARE}}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.3)
-    plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
-    return process
-
-
-def wait_advertised(plane: Any, nodes: int) -> None:
-    """Until the nodebandwidth controller has advertised ``netaware.io/bandwidth`` on every node."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        listing = json.loads(plane.kubectl("get", "nodes", "-o", "json").stdout)["items"]
-        if sum(1 for n in listing if "netaware.io/bandwidth" in (n["status"].get("allocatable") or {})) >= nodes:
-            return
-        time.sleep(1)
-    raise SystemExit("the nodes were not advertised within 120 s (see the operator's log)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
@@ -354,7 +314,7 @@ def main() -> None:
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
         ca_data = base64.b64encode(ca.cert_pem.bytes()).decode()
-        processes.append(admit_through_webhook(plane, folder, ca_data))
+        processes.append(start_webhook(plane, folder, ca_data, AWARE))  # bandwidth resources, gates
         extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
                           "prioritizeVerb": "prioritize", "weight": 20, "enableHTTPS": True,
                           "tlsConfig": {"caData": ca_data}, "nodeCacheCapable": True, "ignorable": False,

@@ -134,46 +134,60 @@ def wait_empty(plane: Any) -> None:
         time.sleep(0.5)
 
 
-def start_guarantee(plane: Any, folder: pathlib.Path, ca: Any, nodes: int) -> list[subprocess.Popen[bytes]]:
-    """The webhook (--bandwidth-resources combined, admitting the GUARANTEED namespace) and the nodebandwidth
-    controller (combined), until every node advertises netaware.io/bandwidth."""
-    import base64
-
+def start_webhook(plane: Any, folder: pathlib.Path, ca_bundle: str, namespace: str) -> subprocess.Popen[bytes]:
+    """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``) admitting ``namespace`` only, as the
+    chart deploys it for ``bandwidth.guarantee: resources``; its configuration is applied once it listens."""
     from webhooks.configuration import mutating_webhook_configuration
 
     port = control_plane.free_port()
-    webhook = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--bandwidth-resources", "combined"]
-    webhook += ["--kubeconfig", str(plane.kubeconfig)]
-    webhook += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
-    operator = ["run", "--components", "nodebandwidth", "--accounting-mode", "combined", "--no-leader-elect"]
-    operator += ["--health-port", "0", "--kubeconfig", str(plane.kubeconfig)]
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "operators.cli", *command],
-            cwd=ROOT,
-            stdout=(folder / f"{command[0]}.log").open("w"),
-            stderr=subprocess.STDOUT,
-        )
-        for command in (webhook, operator)
-    ]
-    ca_bundle = base64.b64encode(ca.cert_pem.bytes()).decode()
+    command = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--kubeconfig", str(plane.kubeconfig)]
+    command += ["--bandwidth-resources", "combined"]
+    command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+    process = subprocess.Popen([sys.executable, "-m", "operators.cli", *command], cwd=ROOT,
+                               stdout=(folder / "webhook.log").open("w"), stderr=subprocess.STDOUT)  # fmt: skip
     configuration = mutating_webhook_configuration(
         "bench", "unused", "netaware-system", ca_bundle, bandwidth_failure_policy="Fail"
     )
     for entry in configuration["webhooks"]:
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_bundle}
-        entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": GUARANTEED}}
+        entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise SystemExit(f"the webhook did not listen within 60 s (see {folder / 'webhook.log'})") from None
+            time.sleep(0.3)
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+    return process
+
+
+def wait_advertised(plane: Any, nodes: int) -> None:
+    """Until the nodebandwidth controller has advertised ``netaware.io/bandwidth`` on ``nodes`` nodes."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         listing = json.loads(plane.kubectl("get", "nodes", "-o", "json").stdout)["items"]
         if sum(1 for n in listing if "netaware.io/bandwidth" in (n["status"].get("allocatable") or {})) >= nodes:
-            break
+            return
         time.sleep(1)
-    else:
-        raise SystemExit("the nodes were not advertised within 120 s (see nodebandwidth's log)")
-    with socket.create_connection(("127.0.0.1", port), timeout=30):
-        pass
-    plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+    raise SystemExit("the nodes were not advertised within 120 s (see the operator's log)")
+
+
+def start_guarantee(plane: Any, folder: pathlib.Path, ca: Any, nodes: int) -> list[subprocess.Popen[bytes]]:
+    """The webhook (admitting the GUARANTEED namespace) and the nodebandwidth controller (combined), until every
+    node advertises netaware.io/bandwidth."""
+    import base64
+
+    operator = ["run", "--components", "nodebandwidth", "--accounting-mode", "combined", "--no-leader-elect"]
+    operator += ["--health-port", "0", "--kubeconfig", str(plane.kubeconfig)]
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "operators.cli", *operator], cwd=ROOT,
+                         stdout=(folder / "run.log").open("w"), stderr=subprocess.STDOUT),
+    ]  # fmt: skip
+    processes.append(start_webhook(plane, folder, base64.b64encode(ca.cert_pem.bytes()).decode(), GUARANTEED))
+    wait_advertised(plane, nodes)
     return processes
 
 

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import live_cluster
 from benchmarks.bench_live import APPGROUPS, PYTHON, ROOT, emulator, memory
+from benchmarks.raw_floor import list_all
 
 NODESLOS = "/apis/slo.koordinator.sh/v1alpha1/nodeslos"
 
@@ -132,14 +132,7 @@ async def check(http: aiohttp.ClientSession, url: str, connect: list[str], nodes
     pods takes from the same server (500 a page, as the operator's cache lists)."""
     floor_started = time.perf_counter()
     for collection in ("/api/v1/nodes", "/api/v1/pods"):
-        query = f"{url}{collection}?limit=500"
-        while True:
-            async with http.get(query) as response:
-                page = orjson.loads(await response.read())
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                break
-            query = f"{url}{collection}?limit=500&continue={token}"
+        await list_all(http, url + collection, {})
     list_floor = time.perf_counter() - floor_started
     names = [(g["metadata"]["namespace"], g["metadata"]["name"]) for g in (await get(http, url + APPGROUPS))["items"]]
     started = time.perf_counter()
