@@ -79,6 +79,18 @@ def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProc
     return done
 
 
+def apply_netperf_topology(cluster: Any, namespace: str, name: str) -> None:
+    """A NetworkTopology with no user-defined costs, whose ``NetperfCosts`` netaware computes from the probes'
+    rows (read back with :func:`netperf_costs`)."""
+    topology = {
+        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
+        "kind": "NetworkTopology",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"configmapName": "netperf-none", "weights": [{"name": "UserDefined", "topologyList": []}]},
+    }
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
+
+
 def netperf_costs(cluster: Any, namespace: str, name: str) -> dict[tuple[str, str], int]:
     """(origin, destination) -> networkCost of a NetworkTopology's NetperfCosts weight (what netaware computed)."""
     spec = kubectl_json(cluster, "get", "networktopology", name, "-n", namespace)["spec"]

@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.conftest import (
     PROBE_NAMESPACE,
     RELEASE_NAMESPACE,
+    apply_netperf_topology,
     eventually,
     forbidden,
     free_port,
@@ -92,13 +93,7 @@ def test_two_probes_measure_each_other_and_the_controller_computes_the_costs(
         status = {"status": {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}]}}
         cluster.kubectl("patch", "pod", f"probe-{node}", "-n", RELEASE_NAMESPACE, "--subresource=status",
                         "--type=merge", "-p", json.dumps(status))  # fmt: skip
-    topology = {
-        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
-        "kind": "NetworkTopology",
-        "metadata": {"name": "nt-pair", "namespace": PROBE_NAMESPACE},
-        "spec": {"configmapName": "netperf-none", "weights": [{"name": "UserDefined", "topologyList": []}]},
-    }
-    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
+    apply_netperf_topology(cluster, PROBE_NAMESPACE, "nt-pair")
 
     def probe(node: str) -> list[str]:
         args = ["probe", "--kubeconfig", str(chart_rbac["probe"]), "--node-name", node, "--topology", "nt-pair"]

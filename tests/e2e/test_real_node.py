@@ -21,7 +21,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ROOT, ControlPlane, control_plane, eventually, helm, kubectl_json, netperf_costs
+from tests.e2e.conftest import (
+    ROOT,
+    ControlPlane,
+    apply_netperf_topology,
+    control_plane,
+    eventually,
+    helm,
+    kubectl_json,
+    netperf_costs,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
 
@@ -291,13 +300,7 @@ def test_the_probes_measure_pod_to_pod_and_the_topology_gets_costs_from_them(rea
     )
     for a, b in ((NODES[0], NODES[1]), (NODES[1], NODES[0])):
         assert 0 <= int(measured[a][key.format(a, b)]) < 1000  # a round trip across the fabric, in ms
-    topology = {
-        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
-        "kind": "NetworkTopology",
-        "metadata": {"name": "nt-default", "namespace": NAMESPACE},
-        "spec": {"configmapName": "netperf-none", "weights": [{"name": "UserDefined", "topologyList": []}]},
-    }
-    real.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
+    apply_netperf_topology(real, NAMESPACE, "nt-default")
 
     def costs() -> dict[tuple[str, str], int]:
         return netperf_costs(real, NAMESPACE, "nt-default")
