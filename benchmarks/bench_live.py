@@ -46,6 +46,7 @@ import live_cluster  # type: ignore[import-not-found]
 import orjson
 import yaml
 
+from benchmarks.figures import percentile
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.appgroup import appgroup_status
 
@@ -76,11 +77,6 @@ def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
         return "n/a"
     low, mid, high = min(values), statistics.median(values), max(values)
     return f"min {low:.{digits}f}{unit} / median {mid:.{digits}f}{unit} / max {high:.{digits}f}{unit}"
-
-
-def p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
 @contextlib.asynccontextmanager
@@ -204,7 +200,7 @@ async def operator_run(args: argparse.Namespace, expected: dict[str, dict[str, A
         "settled_mib": rss,
         "floor_mib": floor_mib,
         "create_p50_s": statistics.median(latencies),
-        "create_p99_s": p99(latencies),
+        "create_p99_s": percentile(latencies, 0.99),
         "during_sync_max_s": max(waited_during) if waited_during else float("nan"),
     }
 
@@ -358,7 +354,7 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
         finally:
             process.terminate()
             await process.wait()
-        floor_ms = p99(await floor_latencies(args, http, url, nodes, churn_rate)) * 1000
+        floor_ms = percentile(await floor_latencies(args, http, url, nodes, churn_rate), 0.99) * 1000
     return {
         "ready_s": ready,
         "peak_at_ready_mib": peak_at_ready,
@@ -366,7 +362,7 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
         "settled_mib": rss,
         "floor_mib": floor_mib,
         "p50_ms": statistics.median(latencies) * 1000,
-        "p99_ms": p99(latencies) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
         "max_ms": max(latencies) * 1000,
         "floor_p99_ms": floor_ms,
         "changes_per_s": changes / args.seconds,
