@@ -27,7 +27,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.explain import summary
-from operators.engine.scheduling.framework import CycleState, filter_table, merge_reasons
+from operators.engine.scheduling.framework import CycleState, PodInputs, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import weighted_totals
 from operators.engine.scheduling.table import Ints, NodeTable
@@ -68,11 +68,11 @@ class ExtenderState:
     ready: Callable[[], bool] = lambda: True
     indexes: Callable[[], ClusterIndex] | None = None
     _index: tuple[Snapshot | None, ClusterIndex] | None = None
-    _cycle: tuple[str, ClusterIndex, CycleState] | None = None
+    _cycle: tuple[PodInputs, ClusterIndex, CycleState] | None = None
     _last_names: tuple[ClusterIndex, list[str], Candidates] | None = None
     _resolved: tuple[dict[str, int], list[str], Resolved] | None = None
-    _answers: dict[tuple[str, Candidates, Any], bytes] = field(default_factory=dict)
-    _nowhere: dict[tuple[str, Candidates, Any], tuple[str, ...]] = field(default_factory=dict)  # why, per answer
+    _answers: dict[tuple[str, Candidates, PodInputs], bytes] = field(default_factory=dict)
+    _nowhere: dict[tuple[str, Candidates, PodInputs], tuple[str, ...]] = field(default_factory=dict)  # why, per answer
     names_memo: NameListMemo = field(default_factory=NameListMemo)
     answers_reused: int = 0
 
@@ -95,16 +95,16 @@ class ExtenderState:
         self._answers.clear()
 
     def answer(
-        self, verb: str, candidates: Candidates, pod: Pod, compute: Callable[[], tuple[bytes, tuple[str, ...]]]
+        self,
+        verb: str,
+        candidates: Candidates,
+        inputs: PodInputs,
+        compute: Callable[[], tuple[bytes, tuple[str, ...]]],
     ) -> tuple[bytes, tuple[str, ...]]:
-        """The encoded answer of ``verb`` for ``pod`` on ``candidates`` (a NodeNames list of the current index),
-        computed once per pod shape: namespace, labels and annotations are all the plugins read of a pod; with it,
-        why the pod fits no node (empty when one fits)."""
-        key = (
-            verb,
-            candidates,
-            (pod.namespace, tuple(sorted(pod.labels.items())), tuple(sorted(pod.annotations.items()))),
-        )
+        """The encoded answer of ``verb`` for a pod on ``candidates`` (a NodeNames list of the current index),
+        computed once per :class:`PodInputs` (all the plugins read of a pod); with it, why the pod fits no node
+        (empty when one fits)."""
+        key = (verb, candidates, inputs)
         found = self._answers.get(key)
         if found is not None:
             self.answers_reused += 1
@@ -143,11 +143,11 @@ class ExtenderState:
         held = self._resolved
         return held[2] if held is not None and held[1] is names else None
 
-    def cycle(self, pod: Pod, index: ClusterIndex) -> CycleState:
-        """The pod's cycle state, shared by its /filter and /prioritize calls on the same snapshot."""
-        key = f"{pod.key}/{pod.uid}"
-        if self._cycle is None or self._cycle[0] != key or self._cycle[1] is not index:
-            self._cycle = (key, index, CycleState.of(pod, index, self.config))
+    def cycle(self, inputs: PodInputs, index: ClusterIndex) -> CycleState:
+        """The cycle state of a pod with these inputs, shared by its /filter and /prioritize calls on the same
+        snapshot."""
+        if self._cycle is None or self._cycle[0] != inputs or self._cycle[1] is not index:
+            self._cycle = (inputs, index, CycleState.of_inputs(inputs, index, self.config))
         return self._cycle[2]
 
 
@@ -206,6 +206,8 @@ def _parse_args(
     """ExtenderArgs: the pod, and the candidates as names or as Node objects; ``BadArgs`` names the field."""
     memo = memo if memo is not None else NameListMemo()
     args, known = _decode(body, memo)
+    if isinstance(args, dict):
+        args = _go_fields(args, EXTENDER_ARGS_FIELDS)
     if not isinstance(args, dict) or not isinstance(args.get("Pod"), dict):
         raise BadArgs("ExtenderArgs.Pod must be a Pod object")
     try:
@@ -224,7 +226,7 @@ def _parse_args(
         return pod, names, None
     if not isinstance(nodes, dict):
         raise BadArgs("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes (a NodeList)")
-    items = nodes.get("items")
+    items = _go_fields(nodes, ("items",)).get("items")
     if items is None:  # Go marshals an empty slice of a NodeList as null
         items = []
     if not isinstance(items, list):
@@ -232,6 +234,21 @@ def _parse_args(
     if len(items) > MAX_NODES:
         raise BadArgs(f"ExtenderArgs.Nodes.items: {len(items)} nodes, more than the {MAX_NODES} allowed")
     return pod, None, items
+
+
+EXTENDER_ARGS_FIELDS = ("Pod", "Nodes", "NodeNames")  # the Go struct's field names (it has no json tags)
+
+
+def _go_fields(document: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """``document`` with its keys as Go's ``encoding/json`` matches them to ``fields``: case-insensitively (Unicode
+    case folding), the last of several matching keys winning; other keys are dropped, as Go ignores them."""
+    by_fold = {name.casefold(): name for name in fields}
+    matched: dict[str, Any] = {}
+    for key, value in document.items():
+        name = by_fold.get(key.casefold())
+        if name is not None:
+            matched[name] = value
+    return matched
 
 
 def _item_name(item: Any, position: int) -> str:
@@ -296,6 +313,10 @@ class Call:
     names: list[str] | None
     items: list[dict[str, Any]] | None
 
+    @functools.cached_property
+    def inputs(self) -> PodInputs:
+        return PodInputs.of(self.pod)
+
 
 async def _call(request: web.Request) -> Call | web.Response:
     """Read and check ExtenderArgs: a ``Call``, or the 400/413 answer."""
@@ -319,25 +340,28 @@ async def filter_handler(request: web.Request) -> web.Response:
     call = await _call(request)
     if isinstance(call, web.Response):
         return call
-    candidates = call.state.candidates(call.index, call.names, call.items)
-
-    def compute() -> tuple[bytes, tuple[str, ...]]:
-        answer, nowhere = _filter_answer(call, candidates)
-        return orjson.dumps(answer), nowhere
-
-    if call.names is not None:
-        body, nowhere = call.state.answer("filter", candidates, call.pod, compute)
-    else:
-        body, nowhere = compute()
+    body, nowhere = filter_body(call)
     if nowhere:
         request.app[NOTIFIER_KEY].unschedulable(call.pod, nowhere)
     request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
     return web.Response(body=body, content_type="application/json")
 
 
+def filter_body(call: Call) -> tuple[bytes, tuple[str, ...]]:
+    """The encoded ExtenderFilterResult of ``call`` (an answer shared by pods of equal inputs on a NodeNames list),
+    and why the pod fits none of the nodes (empty when one passes)."""
+    candidates = call.state.candidates(call.index, call.names, call.items)
+
+    def compute() -> tuple[bytes, tuple[str, ...]]:
+        answer, nowhere = _filter_answer(call, candidates)
+        return orjson.dumps(answer), nowhere
+
+    return call.state.answer("filter", candidates, call.inputs, compute) if call.names is not None else compute()
+
+
 def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The ExtenderFilterResult, and why the pod fits none of the nodes (empty when one passes)."""
-    state = call.state.cycle(call.pod, call.index)
+    state = call.state.cycle(call.inputs, call.index)
     by_plugin = filter_table(state, candidates.table, call.state.config)
     rejected = merge_reasons(by_plugin)
     failed = {**candidates.failed, **rejected}
@@ -398,7 +422,7 @@ def extender_scores(totals: Mapping[str, int], config: SchedulerConfig) -> dict[
 def _host_priorities(call: Call, candidates: Candidates, requested: list[str]) -> bytes:
     """The HostPriorityList of the score half of the cycle (the cycle state is shared with the pod's /filter),
     on the extender's 0..10 scale; nodes the extender could not score get 0."""
-    state = call.state.cycle(call.pod, call.index)
+    state = call.state.cycle(call.inputs, call.index)
     scaled = extender_scale(weighted_totals(state, candidates.table, call.state.config), call.state.config)
     resolved = call.state.resolved(requested)
     if resolved is not None and resolved.rows is None and scaled.size and 0 <= scaled.min() <= scaled.max() <= 10:
@@ -408,11 +432,8 @@ def _host_priorities(call: Call, candidates: Candidates, requested: list[str]) -
     return orjson.dumps([{"Host": name, "Score": by_name.get(name, 0)} for name in requested])
 
 
-async def prioritize_handler(request: web.Request) -> web.Response:
-    started = time.perf_counter()
-    call = await _call(request)
-    if isinstance(call, web.Response):
-        return call
+def prioritize_body(call: Call) -> bytes:
+    """The encoded HostPriorityList of ``call`` (shared by pods of equal inputs on a NodeNames list)."""
     names, items = call.names, call.items
     candidates = call.state.candidates(call.index, names, items)
 
@@ -422,7 +443,15 @@ async def prioritize_handler(request: web.Request) -> web.Response:
         )
         return _host_priorities(call, candidates, requested), ()
 
-    body = (call.state.answer("prioritize", candidates, call.pod, compute) if names is not None else compute())[0]
+    return (call.state.answer("prioritize", candidates, call.inputs, compute) if names is not None else compute())[0]
+
+
+async def prioritize_handler(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    call = await _call(request)
+    if isinstance(call, web.Response):
+        return call
+    body = prioritize_body(call)
     request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)
     return web.Response(body=body, content_type="application/json")
 

@@ -69,7 +69,7 @@ SEEDS = {
 def test_seeds_network_overhead_by_hand(selector: str) -> None:
     raw, normalized = SEEDS[selector]
     index = seeds_index()
-    result = network_overhead(pending(selector), index, ARGS)
+    result = network_overhead(pending(selector).labels, index, ARGS)
     satisfied, violated, costs = result.totals(index.table(None))
     assert costs.tolist() == raw
     assert satisfied.tolist() == [1] * 8 and violated.tolist() == [0] * 8
@@ -95,8 +95,8 @@ def test_max_network_cost_zero_rejects_with_upstreams_message() -> None:
 
 def test_pods_without_appgroup_or_placed_dependencies_score_equally() -> None:
     plain = Pod.parse({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "default"}})
-    assert network_overhead(plain, seeds_index(), ARGS).score_equally
-    assert network_overhead(pending("p3"), seeds_index(), ARGS).score_equally  # p3 has no dependencies
+    assert network_overhead(plain.labels, seeds_index(), ARGS).score_equally
+    assert network_overhead(pending("p3").labels, seeds_index(), ARGS).score_equally  # p3 has no dependencies
 
 
 def test_missing_appgroup_or_topology_is_a_reason_not_a_crash() -> None:
@@ -369,7 +369,7 @@ def test_array_path_agrees_with_the_per_node_path(seed: int) -> None:
         assert arrays.failed == per_node.failed
         assert arrays.total == per_node.total
         for node, reason in arrays.failed.items():
-            result = network_overhead(pod, index, ARGS)
+            result = network_overhead(pod.labels, index, ARGS)
             good, bad, _ = result.totals(index.table(None).rows(index.rows_of([node])))
             assert reason == overhead_reason(node, int(good[0]), int(bad[0]))
 

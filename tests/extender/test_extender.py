@@ -182,6 +182,33 @@ async def test_bodies_as_kube_scheduler_encodes_them_get_the_answers_of_any_othe
     assert [entry["Host"] for entry in answers["go"][3]] == NODES
 
 
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ("Pod", "NodeNames", "Nodes"),
+        ("pod", "nodeNames", "nodes"),
+        ("POD", "NODENAMES", "NODES"),
+        ("pod", "nodenames", "nodes"),
+    ],
+)
+async def test_field_names_match_as_gos_decoder_matches_them(
+    client: TestClient[Any, Any], keys: tuple[str, ...]
+) -> None:
+    """ExtenderArgs has no json tags: Go's decoder matches its keys to Pod, NodeNames and Nodes in any case, so
+    kube-scheduler's own test doubles send either; the answer is the same."""
+    pod_key, names_key, nodes_key = keys
+    pod = p1_pod()
+    pod["metadata"]["annotations"]["kubernetes.io/egress-request"] = "900M"  # fits fewer nodes than all
+    expected = await (await client.post("/filter", json={"Pod": pod, "NodeNames": NODES})).json()
+    by_names = await (await client.post("/filter", json={pod_key: pod, names_key: NODES})).json()
+    assert by_names == expected and by_names["NodeNames"] != NODES
+    nodes = [d for d in documents() if d["kind"] == "Node"]
+    by_objects = await (await client.post("/filter", json={pod_key: pod, nodes_key: {"Items": nodes}})).json()
+    assert [item["metadata"]["name"] for item in by_objects["Nodes"]["items"]] == expected["NodeNames"]
+    scores = await (await client.post("/prioritize", json={pod_key: pod, names_key: NODES})).json()
+    assert [entry["Host"] for entry in scores] == NODES
+
+
 async def test_extender_serves_over_tls(tmp_path: pathlib.Path) -> None:
     import asyncio
     import socket

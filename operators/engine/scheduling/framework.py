@@ -12,6 +12,7 @@ import numpy as np
 
 from operators.api.config.scheduler import ALLOCATABLE, NETWORK_BANDWIDTH, NETWORK_OVERHEAD, SchedulerConfig
 from operators.api.errors import FieldError
+from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling import allocatable, network_bandwidth, network_overhead
@@ -21,22 +22,46 @@ from operators.engine.scheduling.table import Ints, NodeTable
 
 
 @dataclass(frozen=True)
-class CycleState:
-    """What the cycle computes once per pod (upstream's CycleState): its demand, or why it is unreadable, and
-    NetworkOverhead's PreFilter result."""
+class PodInputs:
+    """Everything a cycle reads of a pod, and nothing else: the plugins are handed this, never the pod, so two
+    pods with equal inputs get the same answer from every plugin on the same nodes. That makes it the key under
+    which the extender shares an answer between pods (a Deployment's replicas), complete by construction: a
+    plugin that needs more of a pod must add it here."""
 
-    pod: Pod
+    labels: tuple[tuple[str, str], ...]
+    annotations: tuple[tuple[str, str], ...]
+    requests: tuple[tuple[str, Quantity], ...]  # the pod's effective requests: the bandwidth resources come first
+
+    @classmethod
+    def of(cls, pod: Pod) -> PodInputs:
+        return cls(
+            tuple(sorted(pod.labels.items())),
+            tuple(sorted(pod.annotations.items())),
+            tuple(sorted(pod.requests.items())),
+        )
+
+
+@dataclass(frozen=True)
+class CycleState:
+    """What the cycle computes once per pod (upstream's CycleState) from the pod's :class:`PodInputs`: its demand,
+    or why it is unreadable, and NetworkOverhead's PreFilter result."""
+
+    inputs: PodInputs
     demand: tuple[int, int]
     demand_problem: str
     overhead: OverheadState
 
     @classmethod
     def of(cls, pod: Pod, index: ClusterIndex, config: SchedulerConfig) -> CycleState:
+        return cls.of_inputs(PodInputs.of(pod), index, config)
+
+    @classmethod
+    def of_inputs(cls, inputs: PodInputs, index: ClusterIndex, config: SchedulerConfig) -> CycleState:
         try:
-            demand, problem = pod_demand(pod.annotations, pod.requests), ""
+            demand, problem = pod_demand(dict(inputs.annotations), dict(inputs.requests)), ""
         except FieldError as error:
-            demand, problem = (0, 0), f"pod {pod.key} bandwidth unreadable: {error}"
-        return cls(pod, demand, problem, network_overhead.prefilter(pod, index, config.overhead))
+            demand, problem = (0, 0), f"bandwidth unreadable: {error}"
+        return cls(inputs, demand, problem, network_overhead.prefilter(dict(inputs.labels), index, config.overhead))
 
 
 def filter_table(state: CycleState, table: NodeTable, config: SchedulerConfig) -> dict[str, dict[str, str]]:

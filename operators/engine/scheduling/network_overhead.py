@@ -29,7 +29,6 @@ import numpy as np
 from operators.api import keys
 from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.engine.cluster.appgroups import workload_namespaces
-from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable, Place
 
@@ -83,9 +82,9 @@ class OverheadState:
         return rows[:, 0], rows[:, 1], rows[:, 2]
 
 
-def prefilter(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -> OverheadState:
-    """Upstream's PreFilter for ``pod`` (see the module docstring)."""
-    name = pod.labels.get(keys.APPGROUP_LABEL)
+def prefilter(labels: Mapping[str, str], index: ClusterIndex, args: NetworkOverheadArgs) -> OverheadState:
+    """Upstream's PreFilter for a pod with these ``labels``, all it reads of a pod (see the module docstring)."""
+    name = labels.get(keys.APPGROUP_LABEL)
     if not name:
         return OverheadState()
     group = next(
@@ -99,7 +98,7 @@ def prefilter(pod: Pod, index: ClusterIndex, args: NetworkOverheadArgs) -> Overh
         return OverheadState(
             error=f"NetworkTopology {args.network_topology_name} not found in namespaces {', '.join(args.namespaces)}"
         )
-    selector = pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, "")
+    selector = labels.get(keys.APPGROUP_WORKLOAD_LABEL, "")
     dependencies = [
         dependency
         for entry in group.spec.workloads
