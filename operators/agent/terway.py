@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from operators.agent.enforce import PassResult, Planner
-from operators.engine.enforcement.terway import GLOBAL_CONFIG, POD_CONFIG, terway_files
+from operators.engine.enforcement.terway import GLOBAL_CONFIG, POD_CONFIG, CgroupLayout, terway_files
 
 DEFAULT_DIRECTORY = "/var/lib/terway/qos"
 
@@ -21,13 +21,14 @@ DEFAULT_DIRECTORY = "/var/lib/terway/qos"
 class TerwayBackend:
     measures = False
 
-    def __init__(self, directory: str | Path = DEFAULT_DIRECTORY):
+    def __init__(self, directory: str | Path = DEFAULT_DIRECTORY, layout: CgroupLayout | None = None):
         self.directory = Path(directory)
+        self.layout = layout or CgroupLayout()
 
     def enforce(self, planner: Planner, dry_run: bool) -> PassResult:
         plan = planner({})  # no leaf ids: terway-qos knows pods by address and UID
-        problems = list(plan.problems)
-        wanted = terway_files(plan)
+        wanted, refused = terway_files(plan, self.layout)
+        problems = [*plan.problems, *refused]
         if dry_run or not wanted:
             return PassResult(plan, 0, problems)
         written = 0

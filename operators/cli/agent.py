@@ -33,6 +33,20 @@ from operators.cli.common import CommandError, bandwidth_value, load
     help="Where the terway-qos backend writes global_bps_config and pod.json.",
 )
 @click.option(
+    "--terway-qos-cgroup-driver",
+    type=click.Choice(["systemd", "cgroupfs"]),
+    default="systemd",
+    show_default=True,
+    help="The kubelet's cgroupDriver: how the pods' cgroup directories in pod.json are named (terway-qos finds a "
+    "pod by its net_cls cgroup).",
+)
+@click.option(
+    "--terway-qos-cgroup-root",
+    default="/sys/fs/cgroup/net_cls",
+    show_default=True,
+    help="Where the host mounts the net_cls cgroup hierarchy (the root of the cgroupDir paths in pod.json).",
+)
+@click.option(
     "-f",
     "--filename",
     "filenames",
@@ -86,6 +100,8 @@ def agent_command(
     ifb: str,
     backend: str,
     terway_qos_dir: str,
+    terway_qos_cgroup_driver: str,
+    terway_qos_cgroup_root: str,
     filenames: tuple[str, ...],
     once: bool,
     dry_run: bool,
@@ -110,6 +126,7 @@ def agent_command(
     from operators.agent.enforce import Backend, TcBackend
     from operators.agent.kernel import Kernel, KernelError
     from operators.agent.terway import TerwayBackend
+    from operators.engine.enforcement.terway import CgroupLayout
 
     try:
         kernel = Kernel(interface or "", ifb, netns)
@@ -123,7 +140,8 @@ def agent_command(
             kernel.interface = found
         if kernel.index(kernel.interface) is None:
             raise CommandError(f"--interface: device {kernel.interface!r} does not exist")
-        enforcer: Backend = TcBackend(kernel) if backend == "tc" else TerwayBackend(terway_qos_dir)
+        layout = CgroupLayout(terway_qos_cgroup_driver, terway_qos_cgroup_root)
+        enforcer: Backend = TcBackend(kernel) if backend == "tc" else TerwayBackend(terway_qos_dir, layout)
         if cleanup:
             removed = enforcer.cleanup()
             click.echo(json.dumps({"interface": kernel.interface, "removed": removed}, indent=2))
@@ -172,7 +190,8 @@ def _once_from_snapshot(
     document = (
         {
             **result.plan.to_json(),
-            **({"files": terway_files(result.plan)} if isinstance(backend, TerwayBackend) else {}),
+            "problems": result.problems,
+            **({"files": terway_files(result.plan, backend.layout)[0]} if isinstance(backend, TerwayBackend) else {}),
         }
         if dry_run
         else {

@@ -399,7 +399,12 @@ def test_agent_terway_backend_writes_the_files_once_from_a_snapshot(tmp_path: pa
             "apiVersion": "slo.koordinator.sh/v1alpha1",
             "kind": "NodeSLO",
             "metadata": {"name": "n1"},
-            "spec": {"resourceQOSStrategy": {"beClass": {"networkQOS": {"enable": True, "egressLimit": 50}}}},
+            "spec": {
+                "resourceQOSStrategy": {
+                    name: {"networkQOS": {"enable": True, "egressLimit": 50, "ingressLimit": 50}}
+                    for name in ("lsClass", "beClass")
+                }
+            },
         },
         {
             "apiVersion": "v1",
@@ -418,10 +423,18 @@ def test_agent_terway_backend_writes_the_files_once_from_a_snapshot(tmp_path: pa
     assert json.loads(out) == {"node": "n1", "interface": "lo", "operations": 2, "applied": True, "problems": []}
     config = (qos / "global_bps_config").read_text()
     assert "hw_tx_bps_max 10000000\n" in config and "offline_l2_tx_bps_max 5000000\n" in config  # 80M, 40M
-    assert json.loads((qos / "pod.json").read_text())[0]["podUID"] == "u1"
+    assert json.loads((qos / "pod.json").read_text())["u1"]["podUID"] == "u1"
     assert json.loads(run(*once)[1])["operations"] == 0
     code, out, _ = run(*once[:-1], "--dry-run")
     assert code == 0 and json.loads(out)["files"]["global_bps_config"] == config
+    # a NodeSLO terway-qos would refuse (ls 50 % + be 100 % of ingress): --dry-run says why, --once writes nothing
+    snapshot[1]["spec"]["resourceQOSStrategy"]["beClass"]["networkQOS"].pop("ingressLimit")
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(snapshot))
+    code, out, _ = run(*once[:-1], "--dry-run")
+    assert code == 0 and json.loads(out)["files"] == {}
+    assert "NodeSLO n1 cannot be expressed for terway-qos" in json.loads(out)["problems"][0]
+    code, out, _ = run(*once)
+    assert json.loads(out)["operations"] == 0 and (qos / "global_bps_config").read_text() == config
     code, out, _ = run(*common, "--cleanup")
     assert code == 0 and json.loads(out)["removed"] == [f"file {qos}/global_bps_config", f"file {qos}/pod.json"]
     assert list(qos.iterdir()) == []

@@ -5,7 +5,6 @@ parent, rate <= ceil, positive rates), and applying it twice changes nothing."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pydantic
@@ -16,7 +15,8 @@ from operators.api.nodeslo import NodeSLO
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.enforcement.changes import DeviceState, changes, wanted_classes
 from operators.engine.enforcement.plan import ROOT_MINOR, node_plan
-from operators.engine.enforcement.terway import terway_files
+from operators.engine.enforcement.terway import CgroupLayout, terway_files
+from tests.engine.terway_qos_reference import applied_priority, read_global_config, read_pod_config
 from tests.fuzz.strategies import json_values, maybe, node_annotations, pods, quantities
 
 addresses = st.one_of(
@@ -91,19 +91,14 @@ def test_the_plan_is_made_or_refused_never_raised_and_the_kernel_would_accept_it
         held = DeviceState(tree, {pod.ip: pod.minor for pod in direction.pods})
         assert len(built) == len(tree) + len(direction.pods)
         assert changes(direction, held) == []
-    # the terway-qos backend's files from the same plan: every figure a non-negative integer of bytes/s at most
-    # the node's, minima within maxima; pod.json the array terway-qos parses, one entry per pod
-    files = terway_files(plan)
-    figures = {key: int(value) for key, value in (line.split(" ") for line in files["global_bps_config"].splitlines())}
-    assert len(figures) == 10 and all(value >= 0 for value in figures.values())
-    for line in ("tx", "rx"):
-        assert all(
-            figures[f"offline_{level}_{line}_bps_max"] <= figures[f"hw_{line}_bps_max"] for level in ("l1", "l2")
-        )
-        assert all(
-            figures[f"offline_{level}_{line}_bps_min"] <= figures[f"offline_{level}_{line}_bps_max"]
-            for level in ("l1", "l2")
-        )
-    entries = json.loads(files["pod.json"])
-    assert isinstance(entries, list) and len(entries) == len(plan.directions["egress"].pods)
-    assert all(entry["prio"] in (0, 1, 2) for entry in entries)
+    # the terway-qos backend's files from the same plan, read by terway-qos's own rules: written only when
+    # terway-qos accepts them (else the reason is reported), one pod.json entry per pod with a UID
+    files, problems = terway_files(plan, CgroupLayout())
+    if not files:
+        assert problems and all("cannot be expressed for terway-qos" in problem for problem in problems)
+        return
+    levels = read_global_config(files["global_bps_config"])
+    assert all(level.l0_min <= level.hw_guaranteed for level in levels.values())
+    entries = read_pod_config(files["pod.json"])
+    assert len(entries) + len(problems) == len(plan.directions["egress"].pods)
+    assert all(applied_priority(entry) is not None for entry in entries.values())

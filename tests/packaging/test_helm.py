@@ -375,6 +375,8 @@ def test_the_terway_agent_writes_the_hosts_terway_directory_with_no_capability_a
     (container,) = pod["containers"]
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert "--backend=terway-qos" in container["args"] and "--terway-qos-dir=/var/lib/terway/qos" in container["args"]
+    assert "--terway-qos-cgroup-driver=systemd" in container["args"]
+    assert "--terway-qos-cgroup-root=/sys/fs/cgroup/net_cls" in container["args"]
     assert container["volumeMounts"] == [{"name": "terway-qos", "mountPath": "/var/lib/terway/qos"}]
     assert pod["volumes"] == [
         {"name": "terway-qos", "hostPath": {"path": "/var/lib/terway/qos", "type": "DirectoryOrCreate"}}

@@ -28,3 +28,24 @@ def allocatable_amounts(node: Node) -> dict[str, int | None]:
         "memory": allocatable["memory"].value() if "memory" in allocatable else None,
         "pods": allocatable["pods"].value() if "pods" in allocatable else 110,
     }
+
+
+KUBERNETES_QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
+
+
+def kubernetes_qos_class(pod: Pod) -> str:
+    """The pod's Kubernetes QoS class: ``status.qosClass`` when the API server set it, else computed from the
+    containers as the API server does (cpu and memory limited, requests equal to limits: Guaranteed)."""
+    status = pod.raw.get("status") or {}
+    if status.get("qosClass") in KUBERNETES_QOS_CLASSES:
+        return str(status["qosClass"])
+    containers = [c or {} for c in (pod.raw.get("spec") or {}).get("containers") or []]
+    resources = [(c.get("resources") or {}) for c in containers]
+    if not any((r.get("requests") or r.get("limits")) for r in resources):
+        return "BestEffort"
+    for r in resources:
+        limits, requests = r.get("limits") or {}, r.get("requests") or {}
+        for name in ("cpu", "memory"):
+            if name not in limits or str(requests.get(name, limits[name])) != str(limits[name]):
+                return "Burstable"
+    return "Guaranteed"

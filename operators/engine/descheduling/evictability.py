@@ -14,6 +14,7 @@ from typing import Any
 from operators.api import keys
 from operators.api.selectors import from_label_selector
 from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.resources import kubernetes_qos_class
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
@@ -63,23 +64,6 @@ def koord_priority_rank(pod: Pod) -> int:
     return 4
 
 
-def qos_class(pod: Pod) -> str:
-    """``status.qosClass`` when the API server set it, else computed from the containers."""
-    status = pod.raw.get("status") or {}
-    if status.get("qosClass") in _K8S_QOS_RANK:
-        return str(status["qosClass"])
-    containers = [c or {} for c in (pod.raw.get("spec") or {}).get("containers") or []]
-    resources = [(c.get("resources") or {}) for c in containers]
-    if not any((r.get("requests") or r.get("limits")) for r in resources):
-        return "BestEffort"
-    for r in resources:
-        limits, requests = r.get("limits") or {}, r.get("requests") or {}
-        for name in ("cpu", "memory"):
-            if name not in limits or str(requests.get(name, limits[name])) != str(limits[name]):
-                return "Burstable"
-    return "Guaranteed"
-
-
 def _cost(pod: Pod, annotation: str) -> int:
     try:
         return int(pod.annotations.get(annotation, "0"))
@@ -93,7 +77,7 @@ def order_key(pod: Pod, usage_score: float) -> tuple[Any, ...]:
     return (
         koord_priority_rank(pod),
         pod.priority,
-        _K8S_QOS_RANK[qos_class(pod)],
+        _K8S_QOS_RANK[kubernetes_qos_class(pod)],
         _KOORD_QOS_RANK.get(pod.labels.get(keys.KOORD_QOS_CLASS_LABEL, ""), 4),
         _cost(pod, keys.POD_DELETION_COST),
         _cost(pod, keys.KOORD_EVICTION_COST),

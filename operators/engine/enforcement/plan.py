@@ -35,6 +35,7 @@ from operators.api.errors import FieldError
 from operators.api.nodeslo import NodeSLO
 from operators.api.quantity import Quantity, parse_bandwidth
 from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.resources import kubernetes_qos_class
 from operators.engine.status.nodeslo import class_bandwidth, node_total
 
 QOS_LABEL = "koordinator.sh/qosClass"
@@ -72,6 +73,7 @@ class PodTraffic:
     ceil: int
     limited: bool = False
     uid: str = ""
+    kubernetes_qos: str = ""  # Guaranteed, Burstable or BestEffort: where its cgroup is (the terway-qos backend)
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,7 @@ def qos_class(pod: Pod) -> str:
     labelled = _LABELS.get(pod.labels.get(QOS_LABEL, "").upper())
     if labelled is not None:
         return labelled
-    kubernetes = str(((pod.raw.get("status") or {}).get("qosClass")) or "")
-    if not kubernetes:  # not reported yet: BestEffort asks for neither cpu nor memory
-        kubernetes = "Burstable" if {"cpu", "memory"} & set(pod.requests) else "BestEffort"
-    return "be" if kubernetes == "BestEffort" else "ls"
+    return "be" if kubernetes_qos_class(pod) == "BestEffort" else "ls"
 
 
 def pod_ip(pod: Pod) -> str:
@@ -172,17 +171,19 @@ def node_plan(
             for name, (minor, priority) in CLASSES.items()
         )
         ceilings = {c.name: c.ceil for c in classes}
-        wanted: list[tuple[str, str, str, int, int, bool, str]] = []
+        wanted: list[tuple[str, str, str, int, int, bool, str, str]] = []
         for pod, ip, klass in members:
             limit = _pod_bandwidth(pod, f"kubernetes.io/{direction}-bandwidth", problems)
             request = _pod_bandwidth(pod, f"kubernetes.io/{direction}-request", problems)
             ceil = limit if limit is not None else ceilings[klass]
             rate = max(MIN_RATE, min(request or MIN_RATE, ceil))
-            wanted.append((pod.key, ip, klass, rate, max(ceil, rate), limit is not None, pod.uid))
+            wanted.append(
+                (pod.key, ip, klass, rate, max(ceil, rate), limit is not None, pod.uid, kubernetes_qos_class(pod))
+            )
         minors = _leaf_minors([(key, ip) for key, ip, *_ in sorted(wanted)], (previous or {}).get(direction, {}))
         pods_here = [
-            PodTraffic(key, ip, klass, minors[key], rate, ceil, limited, uid)
-            for key, ip, klass, rate, ceil, limited, uid in wanted
+            PodTraffic(key, ip, klass, minors[key], rate, ceil, limited, uid, kube_qos)
+            for key, ip, klass, rate, ceil, limited, uid, kube_qos in wanted
         ]
         directions[direction] = DirectionPlan(total.value(), classes, tuple(sorted(pods_here, key=lambda p: p.key)))
     return NodePlan(node.name, directions, tuple(problems))
