@@ -31,11 +31,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from operators.agent.enforce import Backend, Meter, PassResult, Planner
 from operators.agent.kernel import Kernel
 from operators.api import keys
+from operators.api.config.controllers import NodeSLOOptions
 from operators.api.nodeslo import NetworkUsage
 from operators.api.quantity import Quantity
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.enforcement.plan import node_plan
 from operators.engine.enforcement.report import usage_report, worth_writing
+from operators.engine.status.reconcile import node_slo_as_written
 from operators.kube import MERGE_PATCH, post_event, send_json
 from operators.sources.cache import NODES, NODESLOS, PODS, ClusterCache, Kind
 from operators.sources.trim import trim_agent_pod
@@ -69,12 +71,17 @@ def agent_kinds(node: str) -> tuple[Kind, ...]:
     )
 
 
-def snapshot_planner(snapshot: Snapshot, node_name: str, default: Quantity | None) -> Planner | None:
-    """The plan for ``node_name`` from ``snapshot`` given the leaf ids the kernel holds; None: no such node."""
+def snapshot_planner(
+    snapshot: Snapshot, node_name: str, default: Quantity | None, now: datetime.datetime | None = None
+) -> Planner | None:
+    """The plan for ``node_name`` from ``snapshot`` given the leaf ids the kernel holds; None: no such node. The
+    node's NodeSLO is the one ``netaware reconcile`` would write (the live agent reads what the controller wrote):
+    the snapshot's ``slo-controller-config`` applied."""
     node = snapshot.node_by_name.get(node_name)
     if node is None:
         return None
-    slo = next((s for s in snapshot.node_slos if s.metadata.name == node_name), None)
+    when = now or datetime.datetime.now(datetime.UTC)
+    slo = node_slo_as_written(snapshot, node, NodeSLOOptions(default_total=default), when)
     pods = snapshot.pods_by_node.get(node_name, ())
     return lambda previous: node_plan(node, slo, pods, default, previous)
 

@@ -438,3 +438,36 @@ def test_agent_terway_backend_writes_the_files_once_from_a_snapshot(tmp_path: pa
     code, out, _ = run(*common, "--cleanup")
     assert code == 0 and json.loads(out)["removed"] == [f"file {qos}/global_bps_config", f"file {qos}/pod.json"]
     assert list(qos.iterdir()) == []
+
+
+def test_agent_dry_run_renders_the_nodeslo_from_the_snapshots_configuration(tmp_path: pathlib.Path) -> None:
+    """`netaware agent --dry-run -f SNAPSHOT` with the slo-controller-config and no NodeSLO plans the classes of the
+    NodeSLO `netaware reconcile` renders (offline = live): n-1 (west, 1G from system-config) has lsClass 30 % of
+    1G = 300M requested, 80 % = 800M as limit, beClass 10 % / 50 %. Without the ConfigMap it says the node has no
+    NodeSLO."""
+    snapshot = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n-1", "labels": {"topology.kubernetes.io/region": "us-west-1"}},
+        },
+    ]
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(snapshot))
+    config = str(ROOT / "hack" / "examples" / "slo-controller-config.yaml")
+    common = ("agent", "--interface", "lo", "--node-name", "n-1", "--dry-run", "-f", str(tmp_path / "cluster.yaml"))
+    code, out, err = run(*common, "-f", config)
+    assert code == 0, err
+    plan = json.loads(out)
+    classes = {c["name"]: c for c in plan["egress"]["classes"]}
+    assert plan["egress"]["total"] == 1_000_000_000
+    assert (classes["ls"]["request"], classes["ls"]["ceil"]) == (300_000_000, 800_000_000)
+    assert (classes["be"]["request"], classes["be"]["ceil"]) == (100_000_000, 500_000_000)
+    assert plan["problems"] == []
+    reconciled = json.loads(run("reconcile", "-f", str(tmp_path / "cluster.yaml"), "-f", config, "-o", "json")[1])
+    (slo,) = [item for item in reconciled["items"] if item["kind"] == "NodeSLO"]
+    assert slo["status"]["networkQOS"]["classes"]["ls"]["egressRequest"] == "300M"
+    code, out, _ = run(*common, "--default-node-bandwidth", "1G")
+    assert code == 0
+    assert json.loads(out)["problems"] == [
+        "node n-1 has no NodeSLO: every class requests nothing and may use the whole total"
+    ]

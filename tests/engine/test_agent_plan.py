@@ -187,7 +187,10 @@ def test_more_pods_than_leaf_ids_change_nothing_and_say_so() -> None:
     crowd = [make_pod(f"p{i}", ip=f"10.{i // 250}.{i % 250}.1") for i in range(0xF00 + 1)]  # 3,841 > 0x100..0xFFF
     plan = node_plan(node, None, crowd)
     assert plan.directions == {}
-    assert plan.problems == ("nothing changed: 3841 pods with addresses, more than the 3840 leaf ids a direction has",)
+    assert plan.problems == (
+        "node n1 has no NodeSLO: every class requests nothing and may use the whole total",
+        "nothing changed: 3841 pods with addresses, more than the 3840 leaf ids a direction has",
+    )
 
 
 @pytest.mark.parametrize("total", ["0", "7"])

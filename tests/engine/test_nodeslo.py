@@ -139,6 +139,21 @@ def test_unknown_total_is_a_condition_not_zeros() -> None:
     assert known["status"] == "False" and "node.koordinator.sh/network-bandwidth" in known["message"]
 
 
+@pytest.mark.parametrize("annotation", ["node.koordinator.sh/network-bandwidth", "node.kubernetes.io/network-limit"])
+def test_a_bandwidth_annotation_that_does_not_parse_gives_one_answer_in_spec_and_status(annotation: str) -> None:
+    """system-config says 1G, the node's annotation says "fast": the status says the total is unknown, and the spec
+    carries no system strategy (Koordinator's controller writes none when the annotation does not parse), not
+    system-config's 1G."""
+    state = update_config(ConfigState(), {QOS: qos(ls={"ingressRequest": 10}), SYSTEM: system("1G")}, [node("a")])
+    wire = render_nodeslo(node("b", **{annotation: "fast"}), state, None, NodeSLOOptions(), NOW).to_wire()
+    assert "networkQOS" not in wire["status"]
+    assert "totalNetworkBandwidth" not in (wire["spec"].get("systemStrategy") or {})
+    assert wire["spec"]["resourceQOSStrategy"]["lsClass"]["networkQOS"]["ingressRequest"] == 10  # the rest stays
+    good = render_nodeslo(node("c"), state, None, NodeSLOOptions(), NOW).to_wire()
+    assert good["spec"]["systemStrategy"]["totalNetworkBandwidth"] == "1G"
+    assert good["status"]["networkQOS"]["totalNetworkBandwidth"] == "1G"
+
+
 GOOD = {QOS: qos(ls={"ingressRequest": 30, "ingressLimit": 80}, be={"ingressRequest": 10}), SYSTEM: system("1G")}
 TWO = [
     {"name": "east", "nodeSelector": {"matchLabels": {"topology.kubernetes.io/region": "east"}}},

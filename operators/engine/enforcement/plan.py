@@ -146,6 +146,8 @@ def node_plan(
     if invalid:
         return NodePlan(node.name, {}, tuple(f"invalid NodeSLO {node.name}: {why}" for why in invalid))
     problems: list[str] = []
+    if slo is None:
+        problems.append(f"node {node.name} has no NodeSLO: every class requests nothing and may use the whole total")
     members: list[tuple[Pod, str, str]] = []
     seen: set[str] = set()
     for pod in sorted(pods, key=lambda p: p.key):

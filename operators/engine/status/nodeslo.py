@@ -7,7 +7,9 @@
    has never been valid renders what the existing NodeSLO already has (no silent reset).
 2. **Spec** (unless ``spec_owner`` is ``koordinator``): ``resourceQOSStrategy`` is the strategy,
    ``systemStrategy`` the system strategy with the node annotation
-   ``node.koordinator.sh/network-bandwidth`` as ``totalNetworkBandwidth`` when present (as Koordinator).
+   ``node.koordinator.sh/network-bandwidth`` as ``totalNetworkBandwidth`` when present (as Koordinator); none
+   when a bandwidth annotation does not parse (as Koordinator, whose controller then writes no system strategy;
+   the status says why the total is unknown).
 3. **Node total**, first found: annotation ``node.koordinator.sh/network-bandwidth``, annotation
    ``node.kubernetes.io/network-limit``, the system strategy's ``totalNetworkBandwidth`` (non-zero),
    the configured default. None of them (or an annotation that is not a quantity) gives
@@ -151,11 +153,15 @@ def render_nodeslo(
     annotated = node.annotations.get(keys.NODE_BANDWIDTH_KOORDINATOR)
     if annotated is not None and _is_bandwidth(annotated):  # a bad one is reported by NetworkBandwidthKnown
         system_strategy["totalNetworkBandwidth"] = annotated
+    total, source, problem = node_total(node, system_strategy, options.default_total)
+    if total is None and source in CAPACITY_ANNOTATIONS:
+        # A bandwidth annotation that does not parse: Koordinator's controller then writes no system strategy, and
+        # the status says the total is unknown; the spec must not carry a total the status denies.
+        system_strategy = {}
     if options.spec_owner == "koordinator" and existing is not None:
         spec = existing.spec
     else:
         spec = NodeSLOSpec.model_validate({"resourceQOSStrategy": qos_strategy, "systemStrategy": system_strategy})
-    total, source, problem = node_total(node, system_strategy, options.default_total)
     refused = [str(state.problems[key]) for key in sorted(state.problems)]
     previous = existing.status.conditions if existing and existing.status else None
     conditions = [
