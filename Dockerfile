@@ -13,6 +13,10 @@ RUN pip download --no-cache-dir --require-hashes --dest /wheels -r image.lock
 COPY pyproject.toml README.md ./
 COPY operators ./operators
 COPY webhooks ./webhooks
+# bundled as data (operators.bundled): the CRDs, the example cluster and the default configurations
+COPY crds ./crds
+COPY hack/examples ./hack/examples
+COPY hack/configs ./hack/configs
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${BASE}

@@ -332,7 +332,7 @@ async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_ra
     async with emulator(nodes, pods, args.groups) as url, aiohttp.ClientSession() as http:
         floor_mib = await floor(url)
         port = free_port()
-        config = yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text())
+        config = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
         for plugin in config["profiles"][0]["pluginConfig"]:
             if plugin["name"] == "NetworkOverhead":  # the AppGroups live in the teams' namespaces
                 plugin["args"]["namespaces"] = ["default", *(f"team-{i}" for i in range(20))]
@@ -375,7 +375,7 @@ async def descheduler_run(args: argparse.Namespace) -> list[float]:
     from operators.kube import url_api_client
     from operators.sources.cache import ClusterCache
 
-    document = yaml.safe_load((ROOT / "hack" / "descheduler-policy.yaml").read_text())
+    document = yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-policy.yaml").read_text())
     document["dryRun"] = True
     policy = parse_policy(document)
     async with emulator(args.nodes, args.pods, args.groups) as url, aiohttp.ClientSession() as http:

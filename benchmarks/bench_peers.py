@@ -11,7 +11,7 @@ tainted so that only the thesis' pods go there. The same pods, created at once, 
 
 (a) ``kube-scheduler`` v1.37 alone (its default profile);
 (b) ``netaware`` as the chart deploys it: a kube-scheduler v1.37 profile calling `netaware extender`
-    (NetworkOverhead 5, NetworkBandwidth 2, NodeResourcesAllocatable 1 — hack/scheduler-config.yaml's profile;
+    (NetworkOverhead 5, NetworkBandwidth 2, NodeResourcesAllocatable 1 — hack/configs/scheduler-config.yaml's profile;
     extender weight 20, nodeCacheCapable, TLS), the webhook (bandwidth resources, dependencies-first gates) and
     the nodebandwidth controller (``bandwidth.guarantee: resources``), accounting ``combined`` as in the thesis;
 (c) ``sp-network``: scheduler-plugins v0.34.7's own scheduler with upstream's sample configuration
@@ -297,7 +297,7 @@ def main() -> None:
         leaf = ca.issue_cert("127.0.0.1")
         leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
         leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
-        profile = yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text())
+        profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
         for entry in profile["profiles"][0]["pluginConfig"]:
             if entry["name"] == "NetworkOverhead":
                 entry["args"] = network_args(AWARE)

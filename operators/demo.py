@@ -1,8 +1,8 @@
 """``netaware demo``: the whole suite against the in-process API emulator and the example cluster.
 
-Starts the emulator (CRDs and ``hack/examples/`` loaded), the three kopf controllers, the webhook
-and the extender (real aiohttp servers on loopback, fed by watches of the emulator); creates new
-pods through the webhook, schedules them through the extender and binds them; runs one descheduling
+Starts the emulator (the bundled CRDs and example cluster loaded: ``crds/``, ``hack/examples/``), the three kopf
+controllers, the webhook and the extender (real aiohttp servers on loopback, fed by watches of the emulator);
+creates new pods through the webhook, schedules them through the extender and binds them; runs one descheduling
 cycle (planning only); then prints what converged and returns 0, or the first thing that did not.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import pathlib
+import io
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -19,7 +19,7 @@ import jsonpatch
 import yaml
 from aiohttp import ClientSession
 
-from operators import compose
+from operators import bundled, compose
 from operators.api import keys
 from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.api.config.scheduler import parse_config
@@ -28,23 +28,22 @@ from operators.kube import read_json, send_json
 from operators.runtime import RunOptions
 from operators.serving import listening
 from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
-from operators.sources.files import expand_paths, read_documents
+from operators.sources.files import read_documents
 from operators.text import table
 from operators.waiting import NotConverged, until
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONTROLLERS = ("appgroup", "networktopology", "nodeslo")
 # New pods of the a1 AppGroup and of Online Boutique, created through the webhook and scheduled by the extender.
 # (AppGroup, workload selector): Online Boutique's selectors are upstream's p1 (frontend), p2 (cartservice)...
 NEW_PODS = (("a1", "p1"), ("a1", "p1"), ("onlineboutique", "p2"), ("onlineboutique", "p1"))
 
 
-def _documents(folder: pathlib.Path) -> list[dict[str, Any]]:
-    """Every document of the folder's YAML/JSON files, as the offline commands read them."""
+def _documents(folder: str) -> list[dict[str, Any]]:
+    """Every document of the bundled folder's YAML files (:mod:`operators.bundled`), as the offline commands read
+    them."""
     documents: list[dict[str, Any]] = []
-    for path in expand_paths([str(folder)]):
-        with open(path, encoding="utf-8") as stream:
-            documents.extend(document for _, document in read_documents(path, stream))
+    for item in bundled.yaml_files(folder):
+        documents.extend(document for _, document in read_documents(item.name, io.StringIO(item.read_text("utf-8"))))
     return documents
 
 
@@ -56,7 +55,7 @@ async def _emulator() -> AsyncIterator[str]:
 
     async with ApiEmulator() as emulator, kmock.Server(emulator) as server:
         emulator.base_url = str(server.url).rstrip("/")
-        await emulator.seed(_documents(ROOT / "crds") + _documents(ROOT / "hack" / "examples"))
+        await emulator.seed(_documents("crds") + _documents("examples"))
         yield emulator.base_url
 
 
@@ -97,7 +96,9 @@ async def _converge(url: str, echo: Callable[[str], None], within: float) -> Non
     """Every component as ``netaware run``, ``webhook`` and ``extender`` build it (the composition root), fed by
     watches of the emulator; the demo watches what they write with a cache of its own."""
     live = ClusterCache((NODES, PODS, APPGROUPS, NETWORKTOPOLOGIES, NODESLOS))
-    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text(encoding="utf-8")))
+    config = parse_config(
+        yaml.safe_load(bundled.folder("configs").joinpath("scheduler-config.yaml").read_text("utf-8"))
+    )
     source = compose.ClusterSource(server=url)
     async with (
         compose.following(source, live.follow) as api,

@@ -75,7 +75,7 @@ if ! stamp_matches kube-scheduler "$BIN/kube-scheduler"; then
 fi
 
 # The project's image from its own Dockerfile: every file the build context copies is an input.
-mapfile -t sources < <(cd "$ROOT" && git ls-files Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks | sort)
+mapfile -t sources < <(cd "$ROOT" && git ls-files Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks crds hack/examples hack/configs | sort)
 if ! stamp_matches netaware "$IMAGES/base.tar" "${sources[@]/#/$ROOT/}"; then
   echo "buildah bud: the Dockerfile on $BASE"
   # The build steps trust what this machine trusts (its egress may present its own CA): the host's bundle is

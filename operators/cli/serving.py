@@ -193,8 +193,14 @@ def demo_command(timeout: float) -> None:
     Exits 0 when every component converged, 1 with the reason when one did not.
     """
     import asyncio
+    import importlib.util
     import logging
 
+    if importlib.util.find_spec("kmock") is None:
+        raise CommandError(
+            "netaware demo runs on the embedded API emulator, which needs the emulator extra: "
+            "pip install 'netaware[emulator]'"
+        )
     from operators.demo import run_demo
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -153,7 +153,7 @@ def test_deschedule_prints_the_engines_plan(tmp_path: pathlib.Path) -> None:
     from tests.engine.test_lownodeload import hot_cluster
 
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(hot_cluster()))
-    document = yaml.safe_load((ROOT / "hack" / "descheduler-policy.yaml").read_text())
+    document = yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-policy.yaml").read_text())
     args = document["profiles"][0]["pluginConfig"][0]["args"]
     args.update(accountingMode="combined", anomalyCondition={"consecutiveAbnormalities": 1})
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
@@ -174,7 +174,7 @@ def test_deschedule_prints_the_engines_plan(tmp_path: pathlib.Path) -> None:
 
 
 def test_deschedule_bad_policy_is_one_line_naming_the_field(tmp_path: pathlib.Path) -> None:
-    document = yaml.safe_load((ROOT / "hack" / "descheduler-policy.yaml").read_text())
+    document = yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-policy.yaml").read_text())
     document["profiles"][0]["pluginConfig"][0]["args"]["lowThresholds"]["cpu"] = 90
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
     code, out, err = run("deschedule", "-f", EXAMPLES, "--policy", str(tmp_path / "policy.yaml"))
@@ -306,7 +306,7 @@ def test_topology_shows_the_costs_the_controller_computes_and_plots(tmp_path: pa
 
 def test_explain_pod_from_a_snapshot_agrees_with_schedule() -> None:
     pod = str(ROOT / "hack" / "pod-p1.yaml")
-    config = str(ROOT / "hack" / "scheduler-config.yaml")
+    config = str(ROOT / "hack" / "configs" / "scheduler-config.yaml")
     code, out, err = run("schedule", "-f", EXAMPLES, "--pod", pod, "--config", config, "-o", "json")
     assert code == 0, err
     scheduled = json.loads(out)
@@ -335,7 +335,7 @@ def test_explain_pod_from_a_snapshot_agrees_with_schedule() -> None:
 
 
 def test_explain_appgroup_and_node_from_a_snapshot() -> None:
-    config = str(ROOT / "hack" / "scheduler-config.yaml")
+    config = str(ROOT / "hack" / "configs" / "scheduler-config.yaml")
     code, out, err = run("explain", "appgroup", "default/a1", "-f", EXAMPLES, "--config", config, "-o", "json")
     assert code == 0, err
     document = json.loads(out)

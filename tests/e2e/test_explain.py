@@ -17,7 +17,7 @@ from tests.e2e.conftest import EXAMPLES, ROOT, control_plane
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = str(ROOT / "hack" / "scheduler-config.yaml")
+CONFIG = str(ROOT / "hack" / "configs" / "scheduler-config.yaml")
 
 
 def netaware(*args: str) -> Any:

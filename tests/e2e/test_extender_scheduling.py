@@ -54,7 +54,7 @@ def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> s
     dump.write_text(listing)
     pod_file = folder / "pod.yaml"
     pod_file.write_text(yaml.safe_dump(pod))
-    config = ROOT / "hack" / "scheduler-config.yaml"
+    config = ROOT / "hack" / "configs" / "scheduler-config.yaml"
     command = ["schedule", "-f", str(dump), "--pod", str(pod_file), "--config", str(config), "-o", "json"]
     done = subprocess.run(
         [sys.executable, "-m", "operators.cli", *command],
@@ -65,7 +65,7 @@ def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> s
     )
     totals = json.loads(done.stdout)["totalScore"]
     # kube-scheduler sees the extender's 0..10 scale: the weighted total over 100 x the weights (5 + 2 + 1 in
-    # hack/scheduler-config.yaml), truncated; nodes that tie there are told apart by its in-tree scores.
+    # hack/configs/scheduler-config.yaml), truncated; nodes that tie there are told apart by its in-tree scores.
     scale = {node: total * 10 // (100 * 8) for node, total in totals.items()}
     best = max(scale.values())
     return {node for node, score in scale.items() if score == best}
@@ -136,7 +136,7 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
         str(chart_rbac["extender"]),
     ]
     args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
-    args += ["--config", str(ROOT / "hack" / "scheduler-config.yaml")]
+    args += ["--config", str(ROOT / "hack" / "configs" / "scheduler-config.yaml")]
     cluster.start_scheduler(SCHEDULER, config)
     try:
         with running(args, tmp_path / "extender.log") as process:

@@ -254,7 +254,7 @@ def test_kube_schedulers_own_settings_are_accepted() -> None:
 
 
 def test_config_file_weights_and_errors() -> None:
-    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+    config = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
     assert config.weights == {"NetworkOverhead": 5, "NetworkBandwidth": 2, "NodeResourcesAllocatable": 1}
     assert config.overhead.network_topology_name == "net-topology-test"
     with pytest.raises(ValueError, match="accountingMode"):

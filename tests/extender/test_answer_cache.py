@@ -28,7 +28,7 @@ BANDWIDTH_CONFIG = {
         }
     ],
 }
-EXAMPLE_CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+EXAMPLE_CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
 AMOUNTS = ["0", "10M", "90M", "100M", "400M", "900M", "2G"]
 
 

@@ -24,7 +24,7 @@ from operators.serving import ReloadingTLS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
-CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
 NODES = [f"n-{i}" for i in range(1, 9)]
 
 
@@ -76,7 +76,7 @@ async def test_prioritize_agrees_with_netaware_schedule(client: TestClient[Any, 
             "--pod",
             str(ROOT / "hack" / "pod-p1.yaml"),
             "--config",
-            str(ROOT / "hack" / "scheduler-config.yaml"),
+            str(ROOT / "hack" / "configs" / "scheduler-config.yaml"),
         ],
     )
     offline = json.loads(result.stdout)

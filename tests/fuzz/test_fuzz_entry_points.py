@@ -304,7 +304,7 @@ def serve_in_thread(app: Any) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def extender() -> Iterator[Served]:
     snapshot = build_snapshot(example_documents())
-    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+    config = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
     yield from serve_in_thread(extender_app(ExtenderState(lambda: snapshot, config)))
 
 

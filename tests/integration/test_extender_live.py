@@ -26,7 +26,7 @@ from tests.integration.test_kopf_operator import documents, eventually, labelled
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+CONFIG = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
 POD = yaml.safe_load((ROOT / "hack" / "pod-p1.yaml").read_text())
 NAMES = [f"n-{i}" for i in range(1, 9)]
 PODS = "/api/v1/namespaces/default/pods"

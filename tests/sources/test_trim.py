@@ -158,9 +158,9 @@ def run_engine(objects: list[dict[str, Any]]) -> None:
     """Every engine entry point a live component runs over a cluster cache's pods and nodes."""
     snapshot = build_snapshot(objects)
     reconcile(snapshot, NOW)
-    policy = parse_policy(yaml.safe_load((ROOT / "hack" / "descheduler-policy.yaml").read_text()))
+    policy = parse_policy(yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-policy.yaml").read_text()))
     plan(snapshot, policy, NOW)
-    config = parse_config(yaml.safe_load((ROOT / "hack" / "scheduler-config.yaml").read_text()))
+    config = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
     index = ClusterIndex.build(snapshot)
     for pod in snapshot.pods:
         schedule(pod, index, config)

@@ -1,0 +1,1 @@
+"""Data, not code: bundled in the wheel as a package of netaware (see operators/bundled)."""
