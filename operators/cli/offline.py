@@ -56,9 +56,10 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
 def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
     """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON).
 
-    Only netaware's plugins run (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable, as the
-    configuration enables them); kube-scheduler's in-tree plugins (NodeResourcesFit, taints, affinity,
-    BalancedAllocation, ...) do not, so a node shown as passing may still be refused by kube-scheduler.
+    netaware's plugins run (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable, as the configuration
+    enables them), and kube-scheduler's NodeResourcesFit filter when the configuration does not disable it (with
+    no --config, netaware's plugins alone); the other in-tree plugins (taints, affinity, BalancedAllocation, ...)
+    do not, so a node shown as passing may still be refused by kube-scheduler.
     """
     from operators.engine.cluster.objects import Pod
     from operators.engine.scheduling.index import ClusterIndex

@@ -8,8 +8,9 @@ The whole document is validated when it is loaded, with errors naming the field 
    (a typo would otherwise be ignored silently). kube-scheduler's own settings (``extenders``,
    ``leaderElection``, ...) are accepted and not interpreted: the same file can serve both.
 3. The first profile's ``plugins`` (``multiPoint``, ``filter``, ``score``) enable netaware's plugins
-   with a weight of at least 1 (upstream: "resource weight ... should be a positive value"); in-tree
-   plugins are kube-scheduler's business and are skipped.
+   with a weight of at least 1 (upstream: "resource weight ... should be a positive value"); of the in-tree
+   plugins, only NodeResourcesFit's filter is modelled (on unless disabled, as in kube-scheduler's default
+   profile): ``netaware schedule`` applies it, the extender never does (kube-scheduler ran it before asking).
 4. ``pluginConfig`` args of ``NetworkOverhead``, ``NetworkBandwidth`` and ``NodeResourcesAllocatable``
    are read with their upstream defaults; unknown args are errors.
 """
@@ -31,6 +32,7 @@ from operators.api.quantity import BandwidthField, Quantity
 NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE = "NetworkOverhead", "NetworkBandwidth", "NodeResourcesAllocatable"
 PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE)
 FILTER_PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH)
+RESOURCES_FIT = "NodeResourcesFit"  # kube-scheduler's own filter, applied by `netaware schedule` (never the extender)
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -188,6 +190,8 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
                 weights[entry.name] = entry.weight or 1
     if plugins is None:
         filters, weights = list(FILTER_PLUGINS), dict.fromkeys(PLUGINS, 1)
+    if _in_tree_enabled(plugins, RESOURCES_FIT):
+        filters.insert(0, RESOURCES_FIT)  # kube-scheduler runs it before any extender
     args: dict[str, Any] = {}
     for index, entry in enumerate(profile.plugin_config):
         if entry.name in ARGS:
@@ -213,6 +217,22 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
             or NodeResourcesAllocatableArgs.resources,
         ),
     )
+
+
+def _in_tree_enabled(plugins: Plugins | None, name: str) -> bool:
+    """Whether kube-scheduler runs the default filter plugin ``name`` with these ``plugins``: on by default, off when
+    disabled (by name or ``*``) at ``multiPoint`` or ``filter`` and not enabled again there."""
+    if plugins is None:
+        return True
+    enabled = True
+    for point in (plugins.multi_point, plugins.filter):
+        if point is None:
+            continue
+        if any(entry.name in (name, "*") for entry in point.disabled):
+            enabled = False
+        if any(entry.name == name for entry in point.enabled):
+            enabled = True
+    return enabled
 
 
 def _validated(model: type[ModelT], document: Any, path: str) -> ModelT:

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from operators.api import keys
-from operators.api.selectors import from_label_selector
-from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.resources import kubernetes_qos_class
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
@@ -105,39 +104,3 @@ def usage_score(pod_usage: Mapping[str, int], excess: Mapping[str, int], weights
 
 
 # --- where a pod may go (nodeFit) ----------------------------------------------------------------------
-
-
-def tolerates(pod: Pod, node: Node) -> bool:
-    """The pod tolerates every NoSchedule/NoExecute taint of the node."""
-    taints = (node.raw.get("spec") or {}).get("taints") or []
-    tolerations = (pod.raw.get("spec") or {}).get("tolerations") or []
-    for taint in taints:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_tolerates(toleration, taint) for toleration in tolerations):
-            return False
-    return True
-
-
-def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    key = toleration.get("key")
-    if toleration.get("operator", "Equal") == "Exists":
-        return not key or key == taint.get("key")
-    return bool(key == taint.get("key") and toleration.get("value", "") == taint.get("value", ""))
-
-
-def placement_allows(pod: Pod, node: Node) -> bool:
-    """The pod's nodeSelector and required node affinity (any of its terms) accept the node."""
-    spec = pod.raw.get("spec") or {}
-    labels = node.labels
-    if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
-        return False
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = affinity.get("nodeSelectorTerms") or []
-    return not terms or any(
-        from_label_selector({"matchExpressions": term.get("matchExpressions") or []}).matches(labels) for term in terms
-    )

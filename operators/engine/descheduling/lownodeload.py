@@ -23,9 +23,10 @@ from typing import Any
 
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.selectors import Selector, from_label_selector, parse_selector
+from operators.engine.cluster.fit import placement_allows, tolerates
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.descheduling.evictability import order_key, placement_allows, protection, tolerates, usage_score
+from operators.engine.descheduling.evictability import order_key, protection, usage_score
 from operators.engine.descheduling.usage import Amounts, Loads, NodeLoad, node_loads, requested
 
 LOW, HIGH, NORMAL = "low", "high", "normal"

@@ -1,9 +1,7 @@
-"""NodeResourcesAllocatable (seed 001): the weighted sum of a node's allocatable cpu (millicores) and memory
-(bytes), negated in ``Least`` mode; min-max normalised to 0..100.
-
-Departure from upstream, documented: upstream divides the weighted sum by the total weight (truncating);
-here the sum is not divided — min-max normalisation over the candidates makes the two orderings and the
-normalised scores the same except for truncation at the last unit.
+"""NodeResourcesAllocatable (seed 001), as upstream computes it: per node, the weighted sum of its allocatable
+resources (cpu in millicores, memory in bytes), negated in ``Least`` mode, divided by the sum of the weights and
+truncated toward zero (Go's integer division); then min-max normalised to 0..100 (``(s - min) * 100 // (max -
+min)``, all equal: 0).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
+from operators.engine.cluster.fit import requested_on_nodes
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
@@ -53,6 +54,11 @@ class ClusterIndex:
     @property
     def node_by_name(self) -> Mapping[str, Node]:
         return self.snapshot.node_by_name
+
+    @functools.cached_property
+    def requested_resources(self) -> dict[str, tuple[dict[str, int], int]]:
+        """node -> what its pods request per resource, and how many they are (NodeResourcesFit's counts)."""
+        return requested_on_nodes(self.snapshot.pods)
 
     @functools.cached_property
     def used(self) -> dict[str, tuple[int, int]]:

@@ -6,9 +6,10 @@ every filter), ``normalizedScore`` (0..100), ``finalScore`` (normalised x weight
 ``selectedNode`` (the highest total; ties go to the first node name). The cycle itself is
 :mod:`operators.engine.scheduling.framework`; the configuration :mod:`operators.api.config.scheduler`.
 
-Only netaware's plugins run here (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable): the
-in-tree plugins kube-scheduler adds (NodeResourcesFit, BalancedAllocation, ...) are kube-scheduler's, so a
-real placement also weighs those.
+netaware's plugins run here (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable), and of the in-tree
+plugins kube-scheduler adds, NodeResourcesFit's filter when the configuration enables it (a pod that fits only the
+big node is never placed on a small one); the in-tree scores (NodeResourcesFit's, BalancedAllocation, ...) are
+kube-scheduler's, so a real placement also weighs those.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from operators.api.config.scheduler import SchedulerConfig
+from operators.api.config.scheduler import RESOURCES_FIT, SchedulerConfig
+from operators.engine.cluster.fit import amount, insufficient
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.framework import (
     CycleState,
@@ -98,6 +100,8 @@ def schedule(
     passing = candidates
     if "filter" in stages:
         failed = filter_table(state, candidates, config)
+        if RESOURCES_FIT in config.filters:
+            failed = {RESOURCES_FIT: resources_fit(pod, candidates, index), **failed}
         rejected = set().union(*failed.values()) if failed else set()
         if rejected:
             keep = np.ones(len(candidates), dtype=np.bool_)
@@ -127,6 +131,25 @@ def schedule(
         normalized=_by_node(names, normalized),
         final=_by_node(names, {plugin: values * config.weights[plugin] for plugin, values in normalized.items()}),
     )
+
+
+def resources_fit(pod: Pod, table: NodeTable, index: ClusterIndex) -> dict[str, str]:
+    """kube-scheduler's NodeResourcesFit over the rows of ``table``: the rejected nodes with the reasons. A pod already
+    bound (``explain`` of a placed pod) is not counted against itself."""
+    held = index.requested_resources
+    failed = {}
+    for node in table.nodes:
+        requested, count = held.get(node.name, ({}, 0))
+        if node.name == pod.node_name and not pod.is_terminal:
+            requested = {
+                name: used - amount(name, pod.requests[name]) if name in pod.requests else used
+                for name, used in requested.items()
+            }
+            count -= 1
+        reasons = insufficient(pod.requests, node, requested, count)
+        if reasons:
+            failed[node.name] = ", ".join(reasons)
+    return failed
 
 
 def _by_node(names: list[str], per_plugin: Mapping[str, Ints]) -> ByNode:

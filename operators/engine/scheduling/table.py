@@ -17,6 +17,7 @@ import numpy.typing as npt
 from operators.api.config.scheduler import NodeResourcesAllocatableArgs
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import capacity_or_problem
+from operators.engine.cluster.fit import amount
 from operators.engine.cluster.objects import Node
 
 Ints = npt.NDArray[np.int64]
@@ -24,14 +25,28 @@ Place = tuple[str, str]  # (region, zone)
 
 
 def allocatable_score(node: Node, args: NodeResourcesAllocatableArgs) -> int:
-    """Seed 001: the weighted sum of the node's allocatable resources (cpu in millicores), negated for Least."""
-    total = 0
+    """Seed 001, as upstream's integer arithmetic: the sum over the configured resources of the node's allocatable
+    amount (cpu in millicores; a resource kube-scheduler does not count, such as ``pods``, is 0), negated for
+    Least, times its weight; divided by the sum of the weights, truncated toward zero (Go's division)."""
+    total = weights = 0
     for resource, weight in args.resources:
         quantity = node.allocatable.get(resource)
-        if quantity is None:
-            continue
-        total += weight * (quantity.milli_value() if resource == "cpu" else quantity.value())
-    return -total if args.mode == "Least" else total
+        counted = quantity is not None and _counted_by_allocatable(resource)
+        total += weight * (amount(resource, quantity) if counted and quantity is not None else 0)
+        weights += weight
+    signed = -total if args.mode == "Least" else total
+    quotient = abs(signed) // weights if weights else 0
+    return quotient if signed >= 0 else -quotient
+
+
+def _counted_by_allocatable(resource: str) -> bool:
+    """The resources upstream's allocatable reads: cpu, memory, ephemeral-storage and scalar resources (extended,
+    hugepages, attachable volumes, prefixed native ones); any other counts 0."""
+    return (
+        resource in ("cpu", "memory", "ephemeral-storage")
+        or "/" in resource
+        or resource.startswith(("hugepages-", "attachable-volumes-"))
+    )
 
 
 @dataclass(frozen=True)
