@@ -46,11 +46,11 @@ def test_version_and_help() -> None:
         assert command in out
 
 
-def test_schedule_help_says_only_netawares_plugins_run() -> None:
+def test_schedule_help_says_which_plugins_run() -> None:
     code, out, _ = run("schedule", "--help")
     assert code == 0
     flat = " ".join(out.split())
-    assert "Only netaware's plugins run" in flat and "NodeResourcesFit" in flat
+    assert "NodeResourcesFit filter when the configuration does not disable it" in flat and "taints" in flat
 
 
 def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:
