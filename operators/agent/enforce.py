@@ -15,7 +15,7 @@ from typing import Protocol
 
 from operators.agent.kernel import Kernel, KernelError
 from operators.engine.enforcement.changes import DeleteClass, DeleteMember, DeviceState, SetClass, SetMember, changes
-from operators.engine.enforcement.plan import DIRECTIONS, HOST_LEAF, NodePlan
+from operators.engine.enforcement.plan import DIRECTIONS, HOST_LEAF, ROOT_MINOR, NodePlan
 from operators.engine.enforcement.report import Rates
 
 Planner = Callable[[Mapping[str, Mapping[str, int]]], NodePlan]
@@ -121,7 +121,7 @@ class Meter:
 
         node, classes, pods = {}, {}, {}
         for direction, directed in plan.directions.items():
-            node[direction] = rate(direction, 0x1)
+            node[direction] = rate(direction, ROOT_MINOR)
             classes[direction] = {klass.name: rate(direction, klass.minor) for klass in directed.classes}
             classes[direction]["host"] = rate(direction, HOST_LEAF)
             pods[direction] = {pod.key: rate(direction, pod.minor) for pod in directed.pods}

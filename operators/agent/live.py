@@ -184,8 +184,15 @@ class Agent:
                         await _first(self._dirty.wait(), stop.wait())
                 await asyncio.sleep(BATCH_SECONDS)
         finally:
-            with contextlib.suppress(Exception):  # the stop path must finish whatever the API says
+            try:
                 await self._cleanup_if_uninstalled(api)
+            except Exception as error:  # the stop path must finish whatever the API or the kernel says
+                logger.warning(
+                    "node %s: the cleanup on stop did not complete: %s: %s",
+                    self.options.node,
+                    type(error).__name__,
+                    error,
+                )
             self._worker.shutdown(wait=True)
 
     async def _cleanup_if_uninstalled(self, api: Any) -> None:
@@ -251,7 +258,10 @@ class Agent:
                 continue
             for klass in directed.classes:
                 self.metrics.class_bytes.labels(direction, klass.name).set(counted.get(klass.minor, 0))
-            for pod in directed.pods:
+        self.metrics.pod_bytes.clear()  # a deleted pod's series goes with it
+        for direction, counted in result.counters.items():
+            directed = result.plan.directions.get(direction)
+            for pod in directed.pods if directed is not None else ():
                 self.metrics.pod_bytes.labels(direction, pod.key).set(counted.get(pod.minor, 0))
         if rates is None:
             return
@@ -288,7 +298,8 @@ class Agent:
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         if keys.NODE_BANDWIDTH_KOORDINATOR in annotations:
             return
-        speed = self.kernel.speed()
+        # sysfs (or, with --netns, a subprocess of up to 10 s): in the netlink thread, never on the event loop
+        speed = await asyncio.get_running_loop().run_in_executor(self._worker, self.kernel.speed)
         involved = {"apiVersion": "v1", "kind": "Node", "name": self.options.node}
         if speed is None:
             message = (

@@ -1,0 +1,105 @@
+"""The live agent's loop, without a kernel: what it publishes on /metrics, what it says when its cleanup fails,
+and where it reads the NIC's speed (never on the event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+
+from operators.agent.enforce import PassResult
+from operators.agent.live import Agent, AgentMetrics, AgentOptions
+from operators.engine.cluster.objects import Node, Pod
+from operators.engine.enforcement.plan import node_plan
+
+
+def pod(name: str, ip: str) -> Pod:
+    return Pod.parse(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "podIP": ip, "qosClass": "Burstable"},
+        }
+    )
+
+
+def result(pods: list[Pod]) -> PassResult:
+    node = Node.parse({"metadata": {"name": "n1", "annotations": {"node.koordinator.sh/network-bandwidth": "1G"}}})
+    plan = node_plan(node, None, pods)
+    counters = {d: {p.minor: 1000 for p in plan.directions[d].pods} for d in plan.directions}
+    return PassResult(plan, 0, [], counters, applied=True)
+
+
+class Kernel:
+    interface = "eth0"
+
+    def __init__(self) -> None:
+        self.speed_thread = ""
+
+    def speed(self) -> int | None:
+        self.speed_thread = threading.current_thread().name
+        return None
+
+
+def agent(options: AgentOptions, backend: Any = None, kernel: Any = None) -> Agent:
+    return Agent(kernel or Kernel(), backend, None, options, AgentMetrics())  # type: ignore[arg-type]
+
+
+async def test_a_deleted_pods_byte_counter_leaves_metrics() -> None:
+    live = agent(AgentOptions("n1", dry_run=True))
+    await live._measure(None, result([pod("web", "10.0.0.2"), pod("gone", "10.0.0.3")]))
+    text = generate_latest(live.metrics.registry).decode()
+    assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/gone"} 1000.0' in text
+    await live._measure(None, result([pod("web", "10.0.0.2")]))
+    text = generate_latest(live.metrics.registry).decode()
+    assert 'pod="ns/gone"' not in text
+    assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/web"} 1000.0' in text
+
+
+class FailingCleanup:
+    measures = False
+
+    def cleanup(self) -> list[str]:
+        raise OSError("netlink: Operation not permitted")
+
+
+async def test_a_cleanup_that_fails_on_stop_is_logged(caplog: pytest.LogCaptureFixture, monkeypatch: Any) -> None:
+    live = agent(AgentOptions("n1", daemonset="ns/netaware-agent"), FailingCleanup())
+
+    async def gone(*_: Any) -> None:
+        return None  # the DaemonSet is gone: uninstall
+
+    monkeypatch.setattr("operators.agent.live.send_json", gone)
+
+    async def synced() -> None:
+        return None
+
+    live.cache = type("Cache", (), {"subscribe": lambda *_: None, "wait_synced": staticmethod(synced)})()
+    stop = asyncio.Event()
+    stop.set()
+    with caplog.at_level(logging.WARNING, logger="netaware.agent"):
+        await live.run(None, stop)
+    assert any(
+        "the cleanup on stop did not complete: OSError: netlink: Operation not permitted" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
+
+
+async def test_the_nics_speed_is_read_in_the_netlink_thread(monkeypatch: Any) -> None:
+    kernel = Kernel()
+    live = agent(AgentOptions("n1", publish_capacity=True), kernel=kernel)
+    events: list[str] = []
+
+    async def event(*args: Any) -> None:
+        events.append(args[3])
+
+    monkeypatch.setattr("operators.agent.live.post_event", event)
+    live.cache = type("Cache", (), {"raw": lambda *_: {"metadata": {"name": "n1"}}})()
+    await live._publish_capacity(None)
+    assert kernel.speed_thread.startswith("netlink")
+    assert events == ["NetworkSpeedUnknown"]
+    live._worker.shutdown(wait=True)
