@@ -197,10 +197,25 @@ async def test_watch_filters_by_label_and_streams_live_events(api: Api, emulator
 
 
 async def test_dropped_watch_streams_end_and_can_resume(api: Api, emulator: ApiEmulator) -> None:
+    """A dropped stream ends at once; resumed from the last resourceVersion it delivered, the watch gives exactly
+    what happened since (nothing replayed, nothing missed)."""
     reader = asyncio.create_task(read_watch(emulator, CM, timeoutSeconds="30"))
     await asyncio.sleep(0.2)
+    await api.call("POST", CM, {"metadata": {"name": "a"}})
+    await asyncio.sleep(0.2)
     await emulator.drop_watches()
-    await asyncio.wait_for(reader, timeout=5)  # ends long before its 30 s timeout
+    seen = await asyncio.wait_for(reader, timeout=5)  # ends long before its 30 s timeout
+    assert [(event["type"], event["object"]["metadata"]["name"]) for event in seen] == [("ADDED", "a")]
+    last = seen[-1]["object"]["metadata"]["resourceVersion"]
+    await api.call("POST", CM, {"metadata": {"name": "b"}})  # while no watch is open
+    await api.call("PATCH", CM + "/a", {"data": {"x": "1"}}, "application/merge-patch+json")
+    resumed = await read_watch(emulator, CM, resourceVersion=last)
+    assert [(event["type"], event["object"]["metadata"]["name"]) for event in resumed] == [
+        ("ADDED", "b"),
+        ("MODIFIED", "a"),
+    ]
+    assert resumed[-1]["object"]["data"] == {"x": "1"}
+    assert all(int(event["object"]["metadata"]["resourceVersion"]) > int(last) for event in resumed)
 
 
 async def test_finalizers_delay_deletion(api: Api) -> None:
