@@ -47,25 +47,33 @@ class TcBackend:
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
+        self.owners: dict[str, dict[int, str]] = {}  # direction -> leaf minor -> the pod (uid) it was made for
 
     def enforce(self, planner: Planner, dry_run: bool) -> PassResult:
-        return enforce(self.kernel, planner, dry_run)
+        return enforce(self.kernel, planner, dry_run, self.owners)
 
     def cleanup(self) -> list[str]:
         return self.kernel.cleanup()
 
 
-def enforce(kernel: Kernel, planner: Planner, dry_run: bool = False) -> PassResult:
-    """One pass: the plan for what the kernel holds now, and (unless ``dry_run``) the kernel made to match it."""
+def enforce(
+    kernel: Kernel, planner: Planner, dry_run: bool = False, owners: dict[str, dict[int, str]] | None = None
+) -> PassResult:
+    """One pass: the plan for what the kernel holds now, and (unless ``dry_run``) the kernel made to match it.
+    ``owners``: which pod each leaf was made for, as this process last applied it (empty after a restart: the
+    kernel does not know pods); updated here."""
+    owners = owners if owners is not None else {}
     before = kernel.operations
     problems: list[str] = []
     states: dict[str, DeviceState] = {}
     counters: dict[str, dict[int, int]] = {}
     for direction in DIRECTIONS:
         try:
-            states[direction], counters[direction] = kernel.state(direction)
+            held, counters[direction] = kernel.state(direction)
         except KernelError as error:
             problems.append(f"{direction}: {error}")
+            continue
+        states[direction] = DeviceState(held.classes, held.members, owners.get(direction, {}))
     plan = planner({direction: state.members for direction, state in states.items()})
     problems += plan.problems
     if dry_run or not plan.directions:
@@ -79,7 +87,10 @@ def enforce(kernel: Kernel, planner: Planner, dry_run: bool = False) -> PassResu
             _apply(kernel, direction, plan, states[direction])
         except KernelError as error:
             problems.append(f"{direction} not shaped: {error}")
+            owners.pop(direction, None)  # what the kernel holds is no longer known for sure
             applied = False
+            continue
+        owners[direction] = {pod.minor: pod.uid for pod in plan.directions[direction].pods}
     return PassResult(plan, kernel.operations - before, problems, counters, applied)
 
 

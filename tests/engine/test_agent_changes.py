@@ -75,11 +75,45 @@ def test_a_relabelled_pod_moves_its_leaf_and_a_reused_id_takes_the_new_address()
         SetClass(HtbClass(0x100, 0x40, 1_000, 12_500_000, 3), new=True),
         SetMember("10.0.0.2", 0x100),
     ]
-    newcomer = replace(WEB, key="ns/other", ip="10.0.0.9")  # web left, the next pod took its id
+    newcomer = replace(WEB, key="ns/other", ip="10.0.0.9")  # web left, the next pod took its id: a new leaf
     assert changes(plan(newcomer), applied(plan(WEB))) == [
         DeleteMember("10.0.0.2", 0x100),
+        DeleteClass(0x100),
+        SetClass(HtbClass(0x100, 0x30, 1_000, 12_500_000, 2), new=True),
         SetMember("10.0.0.9", 0x100),
     ]
+
+
+def test_a_leaf_whose_rate_changes_is_made_again_never_changed_in_place() -> None:
+    """HTB keeps a class's tokens across a change: a leaf raised from none to 40M (or lowered back) would start in
+    the old rate's debt. It is deleted and added (its address with it): full buckets."""
+    raised = replace(WEB, rate=40 * M)
+    recreated = [
+        DeleteMember("10.0.0.2", 0x100),
+        DeleteClass(0x100),
+        SetClass(HtbClass(0x100, 0x30, 5_000_000, 12_500_000, 2), new=True),
+        SetMember("10.0.0.2", 0x100),
+    ]
+    assert changes(plan(raised), applied(plan(WEB))) == recreated
+    lowered = changes(plan(WEB), applied(plan(raised)))
+    assert [type(c).__name__ for c in lowered] == ["DeleteMember", "DeleteClass", "SetClass", "SetMember"]
+    assert lowered[2] == SetClass(HtbClass(0x100, 0x30, 1_000, 12_500_000, 2), new=True)
+
+
+def test_a_reused_address_of_another_pod_gets_a_new_leaf() -> None:
+    """Same address, same numbers, another pod (the agent remembers which pod a leaf was made for): a new leaf, so
+    the newcomer does not inherit the old pod's debt. Without that memory (a restart) the leaf is kept."""
+    first, second = replace(WEB, uid="u-1"), replace(WEB, key="ns/web-2", uid="u-2")
+    held = applied(plan(first))
+    remembered = DeviceState(held.classes, held.members, {0x100: "u-1"})
+    assert changes(plan(second), remembered) == [
+        DeleteMember("10.0.0.2", 0x100),
+        DeleteClass(0x100),
+        SetClass(HtbClass(0x100, 0x30, 1_000, 12_500_000, 2), new=True),
+        SetMember("10.0.0.2", 0x100),
+    ]
+    assert changes(plan(first), remembered) == []
+    assert changes(plan(second), held) == []
 
 
 def test_a_nodeslo_change_is_one_change_in_place_per_class_that_moved() -> None:

@@ -63,8 +63,9 @@ def test_classes_take_the_nodeslo_rule_rate_is_the_request_and_ceil_the_limit() 
     egress = plan.directions["egress"]
     assert egress.total == 1000 * M
     assert egress.classes == (
-        # system: what ls (300M) and be (100M) do not request; may use the whole node
-        TrafficClass("system", 0x10, 0, 600 * M, 1000 * M, 600 * M),
+        # system: what lsr (HTB's smallest rate, 8k), ls (300M) and be (100M) leave; may use the whole node.
+        # Its NodeSLO request (Koordinator's remainder) is 600M: lsr's rate counts against the root too.
+        TrafficClass("system", 0x10, 0, 600 * M - MIN_RATE, 1000 * M, 600 * M),
         # lsr requests nothing: HTB's smallest rate, the whole node as ceil
         TrafficClass("lsr", 0x20, 1, MIN_RATE, 1000 * M, 0),
         TrafficClass("ls", 0x30, 2, 300 * M, 800 * M, 300 * M),  # 30 % and 80 % of 1G
@@ -72,7 +73,7 @@ def test_classes_take_the_nodeslo_rule_rate_is_the_request_and_ceil_the_limit() 
     )
     ingress = {c.name: (c.rate, c.ceil) for c in plan.directions["ingress"].classes}
     assert ingress == {
-        "system": (800 * M, 1000 * M),  # 1G - ls's absolute 200M
+        "system": (800 * M - 2 * MIN_RATE, 1000 * M),  # 1G - ls's absolute 200M - lsr's and be's smallest rates
         "lsr": (MIN_RATE, 1000 * M),
         "ls": (200 * M, 1000 * M),
         "be": (MIN_RATE, 1000 * M),

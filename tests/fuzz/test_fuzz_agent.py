@@ -67,6 +67,12 @@ def parsed(raw: Any, kind: Any) -> Any:
     node_annotations,
 )
 @example([], {}, {}, {"node.koordinator.sh/network-bandwidth": "0"})  # found by this test: a root of 0 bits/s
+@example(  # found by this test: a NodeSLO request out of a quantity's range raised
+    [],
+    {"lsrClass": {"networkQOS": {"ingressRequest": "9223372036854775808"}}},
+    {},
+    {"node.koordinator.sh/network-bandwidth": "10000"},
+)
 def test_the_plan_is_made_or_refused_never_raised_and_the_kernel_would_accept_it(
     raw_pods: list[Any], qos: Any, system: Any, annotations: dict[str, str]
 ) -> None:

@@ -34,8 +34,14 @@ from operators.engine.descheduling.lownodeload import plan as deschedule_plan
 pytestmark = pytest.mark.integration
 
 NODE, PEER = "naw-node", "naw-peer"
-PODS = {"ls": ("naw-ls", "10.244.9.2"), "be": ("naw-be", "10.244.9.3"), "capped": ("naw-capped", "10.244.9.4")}
+PODS = {
+    "ls": ("naw-ls", "10.244.9.2"),
+    "be": ("naw-be", "10.244.9.3"),
+    "capped": ("naw-capped", "10.244.9.4"),
+    "ls2": ("naw-ls2", "10.244.9.5"),
+}
 PEER_IP = "192.168.209.2"
+NODE_IP = "192.168.209.1"  # the node's own address on the uplink: its own traffic
 M = 1_000_000
 
 
@@ -79,7 +85,7 @@ def node() -> Iterator[None]:
             sh("ip", "-n", name, "link", "set", "eth0", "up")
             sh("ip", "-n", name, "route", "add", "default", "via", "10.244.9.1")
         sh("ip", "-n", NODE, "link", "add", "up0", "type", "veth", "peer", "name", "eth0", "netns", PEER)
-        sh("ip", "-n", NODE, "addr", "add", "192.168.209.1/24", "dev", "up0")
+        sh("ip", "-n", NODE, "addr", "add", f"{NODE_IP}/24", "dev", "up0")
         sh("ip", "-n", NODE, "link", "set", "up0", "up")
         sh("ip", "-n", PEER, "addr", "add", f"{PEER_IP}/24", "dev", "eth0")
         sh("ip", "-n", PEER, "link", "set", "eth0", "up")
@@ -231,6 +237,185 @@ def test_be_alone_borrows_up_to_its_limit_and_a_pod_limit_holds(node: None, tmp_
         assert 0.85 * 30 * M <= wire(capped) <= 1.03 * 30 * M  # kubernetes.io/*-bandwidth: 30M
 
 
+# ---- the guarantee held: the total, every request, no inherited debt (in-process passes: the agent's memory) ----
+
+
+def guarantee_documents(requests: dict[str, str | None], ls_class: str = "20M") -> list[dict[str, Any]]:
+    """Total 100M; the LS class asks ``ls_class`` (less than its pods may), BE 10M; one pod per entry of
+    ``requests`` (name -> its request in both directions, or None), LS but for "be"."""
+    out = documents(capped=False)[:2]
+    network = out[1]["spec"]["resourceQOSStrategy"]
+    network["lsClass"]["networkQOS"].update(ingressRequest=ls_class, egressRequest=ls_class)
+    network["beClass"]["networkQOS"].update(ingressRequest="10M", egressRequest="10M")
+    for name, request in requests.items():
+        pod_name, _, uid = name.partition("#")  # "ls#2": the pod ls again, another pod object (uid) at its address
+        asked = {f"kubernetes.io/{d}-request": request for d in ("ingress", "egress")} if request else {}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name.replace("#", "-"),
+                    "namespace": "default",
+                    "uid": f"uid-{pod_name}-{uid or 1}",
+                    "labels": {"koordinator.sh/qosClass": "BE" if pod_name == "be" else "LS"},
+                    "annotations": asked,
+                },
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+                "status": {"phase": "Running", "podIP": PODS[pod_name][1]},
+            }
+        )
+    return out
+
+
+class Passes:
+    """The agent's passes in this process (one TcBackend: it remembers which pod each leaf was made for, as the
+    live agent does)."""
+
+    def __init__(self) -> None:
+        from operators.agent.enforce import TcBackend
+        from operators.agent.kernel import Kernel
+
+        self.kernel = Kernel("up0", "netaware-ifb", NODE)
+        self.backend = TcBackend(self.kernel)
+
+    def apply(self, docs: list[dict[str, Any]]) -> Any:
+        from operators.agent.live import snapshot_planner
+        from operators.engine.cluster.snapshot import build_snapshot
+
+        planner = snapshot_planner(build_snapshot(docs), "n1", None)
+        assert planner is not None
+        result = self.backend.enforce(planner, dry_run=False)
+        assert result.applied, result.problems
+        return result
+
+    def close(self) -> None:
+        self.kernel.close()
+
+
+@contextlib.contextmanager
+def passes() -> Iterator[Passes]:
+    made = Passes()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+FLOWS = {  # who sends to whom, per direction: (client netns, server netns, server address)
+    "egress": lambda name: (NODE, PEER, PEER_IP) if name == "node" else (PODS[name][0], PEER, PEER_IP),
+    "ingress": lambda name: (PEER, NODE, NODE_IP) if name == "node" else (PEER, PODS[name][0], PODS[name][1]),
+}
+
+
+def start(direction: str, names: list[str], seconds: float, interval: float = 0.5) -> Any:
+    """iperf3 flows at once (the node's own flow runs from or to the node's namespace); call the result to wait
+    for their JSON reports, by name."""
+    servers, clients = [], {}
+    for index, name in enumerate(names):
+        client, server, address = FLOWS[direction](name)
+        port = str(5311 + index)
+        servers.append(subprocess.Popen(["ip", "netns", "exec", server, "iperf3", "-s", "-1", "-p", port]))
+        time.sleep(0.05)
+        clients[name] = (client, address, port)
+    time.sleep(0.3)
+    running = {
+        name: subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                client,
+                "iperf3",
+                "-c",
+                address,
+                "-p",
+                port,
+                "-t",
+                str(seconds),
+                "-i",
+                str(interval),
+                "-J",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name, (client, address, port) in clients.items()
+    }
+    started = time.monotonic()
+
+    def collect() -> tuple[float, dict[str, dict[str, Any]]]:
+        reports = {name: json.loads(run.communicate(timeout=seconds + 30)[0]) for name, run in running.items()}
+        for server in servers:
+            server.wait(timeout=10)
+        return started, reports
+
+    return collect
+
+
+def interval_wire(report: dict[str, Any], after: float) -> list[float]:
+    """The sender's per-interval rates on the wire from ``after`` seconds into the run on."""
+    mss = report["start"].get("tcp_mss_default") or 1448
+    return [
+        float(i["sum"]["bits_per_second"]) * (mss + 66) / mss for i in report["intervals"] if i["sum"]["start"] >= after
+    ]
+
+
+@pytest.mark.parametrize("direction", ["egress", "ingress"])
+def test_the_total_holds_with_the_nodes_own_traffic_busy_and_every_request_is_met(node: None, direction: str) -> None:
+    """LS pods asking 50M and 30M (their class asks only 20M), a BE pod and the node's own traffic, all flat out
+    through a 100M node: each LS pod gets its request and the four together stay within the total (before: the
+    system class's rate ignored the pods' requests, and the node carried 160M through a 100M root)."""
+    with passes() as agent_passes:
+        agent_passes.apply(guarantee_documents({"ls": "50M", "ls2": "30M", "be": None}))
+        _, reports = start(direction, ["ls", "ls2", "be", "node"], seconds=4)()
+    rates = {name: wire(report) for name, report in reports.items()}
+    assert rates["ls"] >= 0.97 * 50 * M, rates
+    assert rates["ls2"] >= 0.97 * 30 * M, rates
+    assert sum(rates.values()) <= 1.03 * 100 * M, rates
+    assert rates["node"] > 0 and rates["be"] > 0, rates  # no one starved
+
+
+@pytest.mark.parametrize("direction", ["egress", "ingress"])
+def test_a_request_raised_in_place_is_met_within_a_second(node: None, direction: str) -> None:
+    """ls has no request and borrows (its leaf runs above its rate); ls2 asks 50M, be and the node are busy. ls's
+    request raised to 40M under load: from one second after the pass, every half second carries 40M (before: a
+    leaf changed in place kept its debt and got 10M for 8-9 s)."""
+    with passes() as agent_passes:
+        agent_passes.apply(guarantee_documents({"ls": None, "ls2": "50M", "be": None}))
+        collect = start(direction, ["ls", "ls2", "be", "node"], seconds=7)
+        time.sleep(3)
+        agent_passes.apply(guarantee_documents({"ls": "40M", "ls2": "50M", "be": None}))
+        applied = time.monotonic()
+        started, reports = collect()
+    after = interval_wire(reports["ls"], applied - started + 1.0)
+    assert after and min(after) >= 0.9 * 40 * M, after
+    assert sum(after) / len(after) >= 0.97 * 40 * M, after
+
+
+@pytest.mark.parametrize("direction", ["egress", "ingress"])
+def test_a_removed_request_is_never_starved_and_a_reused_address_starts_afresh(node: None, direction: str) -> None:
+    """ls asks 40M under load (ls2 30M, be busy; the node's own traffic idle, so its class's rate is there to
+    borrow), then its request is removed: it borrows at once, at LS's priority (before: its leaf kept the debt of
+    its 40M rate and sent 0 bits/s for 20 s). Then the pod is replaced by another at the same address asking 40M:
+    met within a second (before: the newcomer inherited the old leaf's debt)."""
+    with passes() as agent_passes:
+        agent_passes.apply(guarantee_documents({"ls": "40M", "ls2": "30M", "be": None}))
+        collect = start(direction, ["ls", "ls2", "be"], seconds=10)
+        time.sleep(2.5)
+        agent_passes.apply(guarantee_documents({"ls": None, "ls2": "30M", "be": None}))
+        removed = time.monotonic()
+        time.sleep(3.5)
+        agent_passes.apply(guarantee_documents({"ls#2": "40M", "ls2": "30M", "be": None}))
+        replaced = time.monotonic()
+        started, reports = collect()
+    windows = interval_wire(reports["ls"], removed - started + 0.5)[: int((replaced - removed - 0.5) / 0.5)]
+    assert windows and min(windows) >= 10 * M, windows  # never starved: it borrows what system leaves idle
+    after = interval_wire(reports["ls"], replaced - started + 1.0)
+    assert after and min(after) >= 0.9 * 40 * M, after
+    assert sum(after) / len(after) >= 0.97 * 40 * M, after
+
+
 def test_a_restart_under_traffic_changes_nothing_and_cleanup_restores_the_interface(node: None, tmp_path: Path) -> None:
     before = kernel_objects()
     assert agent(tmp_path, docs=documents())["operations"] > 0
@@ -367,8 +552,9 @@ async def test_the_live_agent_follows_changes_incrementally_and_publishes_measur
             operations = await metric(session, port, "netaware_agent_netlink_operations_total")
             assert class_rate("up0", "30") == "60Mbit"
 
-            # a NodeSLO change: the classes whose numbers moved, changed in place — ls (60M -> 40M) and system (what
-            # ls and be leave: 20M -> 40M), in each direction: 4
+            # a NodeSLO change: the classes whose numbers moved, changed in place — ls (60M -> 40M), system (what
+            # ls and be leave: 20M -> 40M) and the host leaf under it (the node's own traffic: what system's pods
+            # leave), in each direction: 6
             slo_path = "/apis/slo.koordinator.sh/v1alpha1/nodeslos/n1"
             patch = {
                 "spec": {
@@ -386,7 +572,7 @@ async def test_the_live_agent_follows_changes_incrementally_and_publishes_measur
             assert took < 3
             await asyncio.sleep(0.3)
             after = await metric(session, port, "netaware_agent_netlink_operations_total")
-            assert after is not None and operations is not None and after - operations == 4
+            assert after is not None and operations is not None and after - operations == 6
 
             # a new pod: one leaf and one classifier entry per direction; deleted: the same four removed
             extra = documents()[-1]

@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ class DirectionPlan:
     total: int
     classes: tuple[TrafficClass, ...]
     pods: tuple[PodTraffic, ...]
+    host_rate: int = MIN_RATE  # the node's own leaf under system: what system's pods leave of its rate (rule 5)
 
     def klass(self, name: str) -> TrafficClass:
         return next(c for c in self.classes if c.name == name)
@@ -141,7 +143,10 @@ def node_plan(
     if total.value() < MIN_RATE:  # HTB cannot shape to less (a 0 would make every class's ceil 0)
         why = f"node {node.name}'s total is {total.value()} bits/s, below HTB's smallest rate {MIN_RATE}"
         return NodePlan(node.name, {}, (f"nothing shaped: {why}",))
-    bandwidth = class_bandwidth(spec.get("resourceQOSStrategy") or {}, total)
+    try:
+        bandwidth = class_bandwidth(spec.get("resourceQOSStrategy") or {}, total)
+    except FieldError as error:  # a NodeSLO written by hand, past the controller's checks
+        return NodePlan(node.name, {}, (f"invalid NodeSLO {node.name}: spec.resourceQOSStrategy: {error}",))
     invalid = _impossible(bandwidth, total.value())
     if invalid:
         return NodePlan(node.name, {}, tuple(f"invalid NodeSLO {node.name}: {why}" for why in invalid))
@@ -168,27 +173,68 @@ def node_plan(
         return NodePlan(node.name, {}, (*problems, f"nothing changed: {why}"))
     directions = {}
     for direction in DIRECTIONS:
-        classes = tuple(
-            TrafficClass(name, minor, priority, *_rate_ceil(bandwidth, name, direction))
-            for name, (minor, priority) in CLASSES.items()
-        )
-        ceilings = {c.name: c.ceil for c in classes}
-        wanted: list[tuple[str, str, str, int, int, bool, str, str]] = []
+        asked = {name: _rate_ceil(bandwidth, name, direction) for name in CLASSES}
+        wanted: list[PodTraffic] = []
         for pod, ip, klass in members:
             limit = _pod_bandwidth(pod, f"kubernetes.io/{direction}-bandwidth", problems)
             request = _pod_bandwidth(pod, f"kubernetes.io/{direction}-request", problems)
-            ceil = limit if limit is not None else ceilings[klass]
+            ceil = limit if limit is not None else asked[klass][1]
             rate = max(MIN_RATE, min(request or MIN_RATE, ceil))
             wanted.append(
-                (pod.key, ip, klass, rate, max(ceil, rate), limit is not None, pod.uid, kubernetes_qos_class(pod))
+                PodTraffic(
+                    pod.key, ip, klass, 0, rate, max(ceil, rate), limit is not None, pod.uid, kubernetes_qos_class(pod)
+                )
             )
-        minors = _leaf_minors([(key, ip) for key, ip, *_ in sorted(wanted)], (previous or {}).get(direction, {}))
-        pods_here = [
-            PodTraffic(key, ip, klass, minors[key], rate, ceil, limited, uid, kube_qos)
-            for key, ip, klass, rate, ceil, limited, uid, kube_qos in wanted
-        ]
-        directions[direction] = DirectionPlan(total.value(), classes, tuple(sorted(pods_here, key=lambda p: p.key)))
+        fitted, host_rate, overbooked = _fit_to_total(total.value(), asked, wanted, direction)
+        problems += overbooked
+        minors = _leaf_minors(sorted((p.key, p.ip) for p in wanted), (previous or {}).get(direction, {}))
+        leaves = sorted(
+            (dataclasses.replace(pod, minor=minors[pod.key], rate=fitted.leaves[pod.key]) for pod in wanted),
+            key=lambda p: p.key,
+        )
+        classes = tuple(
+            TrafficClass(
+                name, minor, priority, fitted.classes[name], max(asked[name][1], fitted.classes[name]), asked[name][2]
+            )
+            for name, (minor, priority) in CLASSES.items()
+        )
+        directions[direction] = DirectionPlan(total.value(), classes, tuple(leaves), host_rate)
     return NodePlan(node.name, directions, tuple(problems))
+
+
+@dataclass(frozen=True)
+class FittedRates:
+    classes: Mapping[str, int]  # class -> HTB rate
+    leaves: Mapping[str, int]  # pod key -> HTB rate
+
+
+def _fit_to_total(
+    total: int, asked: Mapping[str, tuple[int, int, int]], pods: Sequence[PodTraffic], direction: str
+) -> tuple[FittedRates, int, list[str]]:
+    """Rule 2's rates made to fit their parents (HTB guarantees a child its rate whatever its parent's, so children
+    whose rates add up to more than their parent's overrun the parent): each of lsr, ls and be gets at least the
+    sum of its pods' leaf rates, system gets what is left and at least its pods' leaves and the host leaf's
+    minimum, the host leaf what system's pods leave. When even that exceeds the total (the pods' requests alone
+    do), every rate is scaled down in proportion, with the reason, so the total holds (up to HTB's minimum rate
+    per leaf)."""
+    needs = {name: sum(p.rate for p in pods if p.qos_class == name) for name in CLASSES}
+    needs["system"] += MIN_RATE  # the host leaf
+    rates = {name: max(asked[name][0], needs[name]) for name in CLASSES if name != DEFAULT_CLASS}
+    demand = sum(rates.values()) + needs[DEFAULT_CLASS]
+    leaves = {p.key: p.rate for p in pods}
+    problems = []
+    if demand > total:
+        problems.append(
+            f"{direction}: the classes' requests and their pods' requests add up to {demand} bits/s, more than the "
+            f"node's {total}: every rate is scaled to {total * 100 // demand} % of what was asked"
+        )
+        leaves = {key: max(MIN_RATE, rate * total // demand) for key, rate in leaves.items()}
+        for name, rate in list(rates.items()):
+            own = sum(leaves[p.key] for p in pods if p.qos_class == name)
+            rates[name] = max(own, rate * total // demand, MIN_RATE)
+    system_pods = sum(leaves[p.key] for p in pods if p.qos_class == DEFAULT_CLASS)
+    system = max(total - sum(rates.values()), system_pods + MIN_RATE)
+    return FittedRates({**rates, DEFAULT_CLASS: system}, leaves), system - system_pods, problems
 
 
 def _impossible(bandwidth: Any, total: int) -> list[str]:
