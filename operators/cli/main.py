@@ -33,6 +33,7 @@ for command in (
     offline.deschedule_command,
     offline.simulate_command,
     offline.topology_command,
+    offline.plan_command,
     run.run_command,
     serving.webhook_command,
     serving.extender_command,

@@ -1,0 +1,225 @@
+"""One AppGroup's placement as a problem (pure): which pods to place, where each may go, what each node has left,
+and what every dependency edge costs between two places.
+
+1. **Members**: the AppGroup's pods (its label, in the namespaces its workloads name) whose workload is one of
+   its workloads; the bound ones are fixed where they are, the unbound ones (gated or not) are to be placed.
+2. **Edges**: per dependency ``A -> B`` of the spec, every (pod of A, pod of B) pair, with the dependency's
+   ``maxNetworkCost``. A pair costs what NetworkOverhead counts: 0 on one node, 1 in one zone, the
+   NetworkTopology's zone cost within a region, its region cost across, 100 when unknown or unlabelled.
+3. **Where a pod may go**: kube-scheduler's filters for that pod on that node, as the engine writes them once
+   (:mod:`operators.engine.cluster.fit`): NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector and
+   required affinity), NodeResourcesFit (the pods limit and every requested resource against what the node's
+   pods leave), and NetworkBandwidth (the pod's demand against the node's free bandwidth, under the accounting).
+4. **Objective**: the sum over pairs of their cost, plus :data:`OVER_LIMIT_PENALTY` per pair above its
+   ``maxNetworkCost`` (where the dependency sets one): ``maxNetworkCost`` is met wherever it can be.
+
+Everything the search needs is columns: node x resource free amounts, per-place pair costs, per pod its
+workload, its demand and its eligible nodes (pods of one spec shape share one mask).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.config.scheduler import SchedulerConfig
+from operators.api.errors import FieldError
+from operators.engine.cluster.appgroups import workload_namespaces
+from operators.engine.cluster.bandwidth import Accounting, pod_demand
+from operators.engine.cluster.fit import DEFAULT_PODS, amount, placement_reasons, requested_on_nodes
+from operators.engine.cluster.objects import Pod
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.scheduling.network_bandwidth import passing
+from operators.engine.scheduling.network_overhead import MAX_COST, place_costs
+
+Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+OVER_LIMIT_PENALTY = 1000  # per pod pair above its maxNetworkCost: far above any cost a pair can have (<= 10000)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A dependency ``source -> target`` between two workloads (indexes), with its ``maxNetworkCost`` (None: none)."""
+
+    source: int
+    target: int
+    max_cost: int | None
+
+
+@dataclass
+class Problem:
+    """The placement of one AppGroup's unbound pods (see the module docstring)."""
+
+    group: str  # namespace/name
+    workloads: list[str]  # selectors, in spec order
+    edges: list[Edge]
+    nodes: list[str]
+    place_of: Ints  # node -> place index
+    places: list[tuple[str, str]]  # (region, zone)
+    place_cost: Ints  # place x place: a pair's cost on two nodes of these places (same node: 0)
+    pods: list[Pod]  # to place
+    pod_workload: Ints  # pod -> workload index
+    eligible: list[Bools]  # pod -> node mask (taints, affinity, unschedulable)
+    requests: Ints  # pod x resource (kube-scheduler's units)
+    resources: list[str]
+    demand: Ints  # pod x (ingress, egress) bits/s
+    free: Ints  # node x resource still free
+    pods_free: Ints  # node -> pods it may still take
+    capacity: Ints  # node -> bandwidth capacity (-1 unknown)
+    used: Ints  # node x (ingress, egress) used bandwidth
+    bandwidth_unknown: Bools  # node -> its used bandwidth is unknown (a pod on it is unreadable)
+    accounting: Accounting
+    fixed: list[tuple[Pod, int, int]]  # (pod, workload, node) of the bound members
+    unplaceable: dict[str, str] = field(default_factory=dict)  # pod key -> why it fits no node, as it stands
+    notes: list[str] = field(default_factory=list)
+
+    def pair_cost(self, node_a: int, node_b: int) -> int:
+        return 0 if node_a == node_b else int(self.place_cost[self.place_of[node_a], self.place_of[node_b]])
+
+    def fits(self, pod: int, used: Ints, free: Ints, pods_free: Ints) -> Bools:
+        """The nodes pod ``pod`` fits on with ``free`` resources, ``pods_free`` and ``used`` bandwidth left."""
+        ok = self.eligible[pod] & (pods_free > 0) & np.all(free >= self.requests[pod], axis=1)
+        want = (int(self.demand[pod, 0]), int(self.demand[pod, 1]))
+        if want != (0, 0):
+            ok &= ~self.bandwidth_unknown & passing(want, self.capacity, used[:, 0], used[:, 1], self.accounting)
+        return np.asarray(ok)
+
+
+def members(group: AppGroup, pods: Sequence[Pod]) -> list[Pod]:
+    """The AppGroup's pods (rule 1): its label, in its workloads' namespaces, not terminal."""
+    covered = set(workload_namespaces(group))
+    name = group.metadata.name
+    return [
+        pod
+        for pod in pods
+        if pod.labels.get(keys.APPGROUP_LABEL) == name and pod.namespace in covered and not pod.is_terminal
+    ]
+
+
+def build_problem(index: ClusterIndex, group: AppGroup, config: SchedulerConfig) -> Problem:
+    """The problem of placing ``group``'s unbound pods on ``index``'s cluster (see the module docstring)."""
+    snapshot = index.snapshot
+    selectors = [entry.workload.selector for entry in group.spec.workloads]
+    by_selector = {selector: position for position, selector in enumerate(selectors)}
+    edges = [
+        Edge(
+            by_selector[entry.workload.selector], by_selector[dependency.workload.selector], dependency.max_network_cost
+        )
+        for entry in group.spec.workloads
+        for dependency in entry.dependencies or ()
+        if dependency.workload.selector in by_selector
+    ]
+    nodes = list(snapshot.nodes)
+    position = {node.name: row for row, node in enumerate(nodes)}
+    places = sorted({(node.region, node.zone) for node in nodes})
+    place_index = {place: i for i, place in enumerate(places)}
+    place_of = np.array([place_index[(node.region, node.zone)] for node in nodes], dtype=np.int64)
+    notes = []
+    costs = index.cost_map(config.overhead)
+    if costs is None:
+        notes.append(
+            f"NetworkTopology {config.overhead.network_topology_name} not found in namespaces "
+            f"{', '.join(config.overhead.namespaces)}: every pair across zones costs {MAX_COST}"
+        )
+        costs = {}
+    grid = place_costs(tuple(places), costs) if places else np.zeros((0, 0), dtype=np.int64)
+    belongs = [
+        pod for pod in members(group, snapshot.pods) if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in by_selector
+    ]
+    fixed = [
+        (pod, by_selector[pod.labels[keys.APPGROUP_WORKLOAD_LABEL]], position[pod.node_name])
+        for pod in belongs
+        if pod.node_name in position
+    ]
+    pending = sorted((pod for pod in belongs if not pod.node_name), key=lambda pod: pod.key)
+    resources = sorted({name for pod in pending for name in pod.requests})
+    held = requested_on_nodes(snapshot.pods)
+    free = np.zeros((len(nodes), len(resources)), dtype=np.int64)
+    pods_free = np.zeros(len(nodes), dtype=np.int64)
+    for row, node in enumerate(nodes):
+        requested, count = held.get(node.name, ({}, 0))
+        for column, resource in enumerate(resources):
+            offered = node.allocatable.get(resource)
+            free[row, column] = (amount(resource, offered) if offered is not None else 0) - requested.get(resource, 0)
+        allowed = node.allocatable.get("pods")
+        pods_free[row] = (allowed.value() if allowed is not None else DEFAULT_PODS) - count
+    table = index.table(config.bandwidth.default_node_bandwidth)
+    order = [table.row_of[node.name] for node in nodes]
+    capacity = np.asarray(table.capacity[order], dtype=np.int64)
+    used = np.stack([table.used_in[order], table.used_out[order]], axis=1).astype(np.int64)
+    unknown = np.asarray(table.usage_unknown[order], dtype=np.bool_)
+    requests = np.array(
+        [[amount(name, pod.requests[name]) if name in pod.requests else 0 for name in resources] for pod in pending],
+        dtype=np.int64,
+    ).reshape(len(pending), len(resources))
+    demand = np.zeros((len(pending), 2), dtype=np.int64)
+    unplaceable: dict[str, str] = {}
+    for row, pod in enumerate(pending):
+        try:
+            demand[row] = pod_demand(pod.annotations, pod.requests)
+        except FieldError as error:
+            unplaceable[pod.key] = f"bandwidth unreadable: {error}"
+    masks: dict[str, Bools] = {}
+    eligible = []
+    for pod in pending:
+        shape = _shape(pod)
+        if shape not in masks:
+            masks[shape] = np.array([not placement_reasons(pod, node) for node in nodes], dtype=np.bool_)
+        eligible.append(masks[shape] if pod.key not in unplaceable else np.zeros(len(nodes), dtype=np.bool_))
+    return Problem(
+        group=f"{group.metadata.namespace}/{group.metadata.name}",
+        workloads=selectors,
+        edges=edges,
+        nodes=[node.name for node in nodes],
+        place_of=place_of,
+        places=places,
+        place_cost=np.asarray(grid, dtype=np.int64),
+        pods=pending,
+        pod_workload=np.array(
+            [by_selector[pod.labels[keys.APPGROUP_WORKLOAD_LABEL]] for pod in pending], dtype=np.int64
+        ),
+        eligible=eligible,
+        requests=requests,
+        resources=resources,
+        demand=demand,
+        free=free,
+        pods_free=pods_free,
+        capacity=capacity,
+        used=used,
+        bandwidth_unknown=unknown,
+        accounting=Accounting(config.bandwidth.accounting_mode),
+        fixed=fixed,
+        unplaceable=unplaceable,
+        notes=notes,
+    )
+
+
+def _shape(pod: Pod) -> str:
+    """What kube-scheduler's placement filters read of a pod's spec: pods of one shape share a mask."""
+    spec = pod.raw.get("spec") or {}
+    return json.dumps(
+        [spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations")], sort_keys=True, default=str
+    )
+
+
+def penalized_costs(problem: Problem, edge: Edge) -> Ints:
+    """Place x place cost of a pair of ``edge`` with the penalty of rule 4 where it exceeds ``maxNetworkCost``."""
+    grid = problem.place_cost
+    if edge.max_cost is None:
+        return grid
+    return np.asarray(grid + OVER_LIMIT_PENALTY * (grid > edge.max_cost), dtype=np.int64)
+
+
+def incident(problem: Problem) -> Mapping[int, list[tuple[Edge, int]]]:
+    """workload -> (edge, the workload at its other end) for every edge touching it, both directions."""
+    out: dict[int, list[tuple[Edge, int]]] = {w: [] for w in range(len(problem.workloads))}
+    for edge in problem.edges:
+        out[edge.source].append((edge, edge.target))
+        out[edge.target].append((edge, edge.source))
+    return out
