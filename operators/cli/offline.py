@@ -416,7 +416,8 @@ def plan_command(
     click.echo(output.table(("pod", "workload", "node", "zone", "region"), rows), nl=False)
     edges = [(e.source, e.target, str(e.pairs), str(e.cost), f"{e.mean:.2f}", str(e.over_limit)) for e in result.edges]
     click.echo(output.table(("source", "target", "pairs", "cost", "mean", "over max"), edges), nl=False)
-    summary = f"cost {result.cost.cost} (greedy start {result.greedy.cost}), mean per edge {result.mean_edge_cost():.2f}"
+    summary = f"cost {result.cost.cost} (greedy start {result.greedy.cost})"
+    summary += f", mean per edge {result.mean_edge_cost():.2f}"
     if result.reference is not None:
         kind = "optimum" if result.reference.optimal else "best bound"
         summary += f"; {kind} {result.reference.bound:g}, ratio {result.ratio:.3f}"
