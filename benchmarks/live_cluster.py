@@ -312,23 +312,14 @@ async def serve(nodes: int, pods: int, groups: int, history: int) -> None:
     async with ApiEmulator(history_limit=history) as emulator, kmock.Server(emulator) as server:
         emulator.base_url = str(server.url).rstrip("/")
         emulator._store_objects(cluster(nodes, pods, groups))
-        emulator._requests.clear()  # the request log would grow without bound under load
-        emulator.store.writes.clear()
+        # The emulator as a user gets it: its request log is not cleared (it once was, every second, which hid
+        # that kmock's matching walked the whole log on every request).
         print(f"READY {emulator.base_url}", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-
-        async def trim_logs() -> None:
-            while not stop.is_set():
-                await asyncio.sleep(1)
-                emulator._requests.clear()
-                emulator.store.writes.clear()
-
-        trimming = asyncio.create_task(trim_logs())
         await stop.wait()
-        trimming.cancel()
 
 
 def main() -> None:

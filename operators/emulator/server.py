@@ -33,7 +33,7 @@ import aiohttp.web
 import attrs
 import kmock
 import orjson
-from kmock._internal import apps, enums, rendering
+from kmock._internal import dsl, enums, rendering
 from kmock._internal.k8s import KubernetesScaffold
 
 from operators.api.crd import ALL_CRDS
@@ -138,9 +138,38 @@ class ApiEmulator(kmock.KubernetesEmulator):
         return dict(SERVER_VERSION)
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
-        # Skip kmock's own state-changing interceptor: state changes happen in _dispatch only,
-        # so that user reactions (fault injection through the DSL) leave the state untouched.
-        return await apps.RawHandler._handle(self, request)
+        """kmock's reaction loop (apps.RawHandler._handle: by priority, the first reaction that sees the request
+        answers), minus kmock's own state-changing interceptor (state changes happen in _dispatch only, so that
+        user reactions of the DSL leave the state untouched), and with :meth:`_sees` for kmock's membership
+        test, which walked every request ever served for every reaction: the emulator slowed down with its
+        uptime (100,000 pods and 500 AppGroups: 4 status writes a second after two minutes)."""
+        payloads = list(self._payloads)
+        width = max((len(payload.priorities) for payload in payloads), default=0)
+        order = sorted(
+            range(len(payloads)),
+            key=lambda i: tuple(-p for p in payloads[i].priorities) + (0,) * (width - len(payloads[i].priorities)),
+        )
+        for payload in (payloads[i] for i in order):
+            if self._sees(payload._source, request) and not payload._disabled.is_set():
+                try:
+                    return await payload(request)
+                except rendering.ReactionMismatchError:  # a mismatch or a depleted reaction
+                    payload._disabled.set()
+                except NotImplementedError:  # matched, but nothing to respond with
+                    pass
+        raise NotImplementedError(f"no reaction for {request.method} {request.url}")
+
+    def _sees(self, view: kmock.View, request: rendering.Request) -> bool:
+        """Whether the request just received is in ``view``: along a chain of filters and priorities, each
+        filter's criteria on the request alone (O(1)); a view that depends on earlier requests (a slice, a
+        group, an exclusion) asks kmock, which walks the log."""
+        if view is self:
+            return True
+        if type(view) is dsl.Filter:
+            return self._sees(view._source, request) and bool(view.criteria(request))
+        if type(view) is dsl.Priority or type(view) is dsl.Reaction:
+            return self._sees(view._source, request)
+        return request in view
 
     @staticmethod
     def _is_object_request(request: rendering.Request) -> bool:
