@@ -279,7 +279,7 @@ def test_simulate_an_appgroup_scenario_with_and_without_ordering() -> None:
     assert code == 0
     document = json.loads(out)
     assert (document["scenario"], document["pods"], document["runs"]) == ("boutique", 22, 2)
-    assert list(document["results"]) == ["arrival", "topologyOrder", "gates"]
+    assert list(document["results"]) == ["arrival", "topologyOrder", "gates", "plan"]
     # Online Boutique's 15 dependencies (frontend 7, checkout 6, cart 1, recommendation 1), 2 x 2 pairs each
     assert {result["edgePairs"] for result in document["results"].values()} == {60}
     assert run("simulate", "--scenario", "boutique", "--replicas", "2", "--runs", "2", "-o", "json")[1] == out

@@ -1,19 +1,24 @@
 """The planner (pure but for its clock): a whole AppGroup's unbound pods placed at a low network cost, feasible
 first, better with time.
 
-1. **Greedy, dependencies first**: workloads in dependency order (a workload after those it depends on; ties and
-   cycles by spec order), each pod to the node where it adds the least (penalised) cost to the pairs already
-   placed — bound members and earlier pods of the plan — among the nodes it fits on now. Ties go to the node
-   holding most of the AppGroup (so later dependencies can join them on one node), then to a seeded order of the
-   nodes. This is already a feasible plan.
-2. **Local search**, until a sweep improves nothing or the budget is spent: each planned pod, in a seeded order,
-   moves to its best node given every other pod; when a node it would gain by is full, it swaps with a planned
-   pod there if that lowers the total. Every step keeps the plan feasible and lowers the objective, so the plan is
-   never worse than step 1's.
+1. **Greedy**: workloads most tied to what is placed first (the most pod pairs with bound members and the
+   workloads taken before; ties dependencies first, then the spec's order; workloads without edges last), each
+   pod to the node where it adds the least (penalised) cost, among the nodes it fits on now. Ties go to the node
+   with room for most of the pods still to place, then to the node holding most of the AppGroup (so that later
+   dependencies can join them), then to a seeded order of the nodes. This is already a feasible plan.
+2. **Local search**, until a sweep improves nothing: each planned pod, in a seeded order, moves to its best node
+   given every other pod, or swaps with a planned pod on the node it would gain most on when that node is full;
+   then groups move together (a node's pods onto one node, or spread over a zone holding AppGroup pods, or two
+   nodes' pods onto one), the steps single pods cannot take when each alone would pay more.
+3. **Tabu walk**: from that local optimum, steps that may cost more (the best move or swap of a pod not moved
+   lately), step 2 after each, the best plan kept.
+4. **Restarts** while the budget lasts (at most :data:`RESTARTS` searches): alternately a fresh greedy start under
+   another seeded order and the best plan with a fifth of its pods moved at random.
 
-One evaluation is O(pods + nodes x edges of the pod's workload) with numpy: the cost of a pod on every node at
-once from per-place and per-node counts of each workload (:func:`node_costs`). Deterministic for a seed when the
-search converges within the budget (``converged``), which it does on every instance of the tests.
+Every step keeps the plan feasible; the best plan seen is returned, so it is never worse than step 1's. One
+evaluation of a pod is O(nodes x edges of its workload) with numpy: its cost on every node at once from
+per-place and per-node counts of each workload (:func:`Search.node_costs`). Deterministic for a seed when every
+search ran to its end within the budget (``converged``).
 """
 
 from __future__ import annotations
@@ -88,6 +93,9 @@ class Search:
         nodes = len(problem.nodes)
         self.rank = self.rng.permutation(nodes).astype(np.int64)  # the seeded order of ties
         self.presence_scale = len(problem.pods) + len(problem.fixed) + 1
+        self.linked = np.zeros(len(problem.workloads), dtype=np.bool_)  # workload -> has a dependency edge
+        for edge in problem.edges:
+            self.linked[[edge.source, edge.target]] = True
 
     def empty(self) -> Assignment:
         problem = self.problem
@@ -139,16 +147,30 @@ class Search:
             total -= state.count_node[other] * self.diagonal[id(edge)]  # pairs on one node: 0, not the zone's cost
         return total
 
-    def best(self, state: Assignment, pod: int, fits: Bools) -> tuple[int, int]:
-        """(node, its added cost) for ``pod`` among the nodes in ``fits``; (-1, 0) when there is none."""
+    def best(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1) -> tuple[int, int]:
+        """(node, its added cost) for ``pod`` among the nodes in ``fits``; (-1, 0) when there is none. Ties go to
+        the node with room for most of the ``remaining`` pods to place (so that later dependencies can join),
+        then to the node holding most of the AppGroup, then to the seeded order."""
         if not fits.any():
             return -1, 0
         added = self.node_costs(state, pod)
+        room = np.minimum(self.room(state, pod), remaining)
         presence = state.count_node.sum(axis=0)
-        score = (added * self.presence_scale - presence) * len(self.rank) + self.rank
+        if not self.linked[self.problem.pod_workload[pod]]:
+            presence = -presence  # a pod without dependencies costs 0 anywhere: out of the group's way
+        scale = self.presence_scale
+        score = ((added * scale - room) * scale - presence) * len(self.rank) + self.rank
         score = np.where(fits, score, np.iinfo(np.int64).max)
         node = int(np.argmin(score))
         return node, int(added[node])
+
+    def room(self, state: Assignment, pod: int) -> Ints:
+        """How many pods like ``pod`` each node still takes (its pods limit, every resource it asks)."""
+        asks = self.problem.requests[pod]
+        room = state.pods_free.copy()
+        for column in np.nonzero(asks > 0)[0].tolist():
+            room = np.minimum(room, state.free[:, column] // asks[column])
+        return np.maximum(room, 0)
 
     def fits(self, state: Assignment, pod: int) -> Bools:
         return self.problem.fits(pod, state.used, state.free, state.pods_free)
@@ -159,17 +181,37 @@ class Search:
         """Step 1: a feasible plan, dependencies first."""
         problem, state = self.problem, self.empty()
         unplaceable = dict(problem.unplaceable)
-        for workload in dependency_order(problem):
+        remaining = len(problem.pods)
+        for workload in self.greedy_order(state):
             for pod in np.nonzero(problem.pod_workload == workload)[0].tolist():
+                remaining -= 1
                 if problem.pods[pod].key in unplaceable:
                     continue
                 fits = self.fits(state, pod)
-                node, _ = self.best(state, pod, fits)
+                node, _ = self.best(state, pod, fits, remaining + 1)
                 if node < 0:
                     unplaceable[problem.pods[pod].key] = why_nowhere(problem, pod, state)
                     continue
                 self.put(state, pod, node)
         return state, unplaceable
+
+    def greedy_order(self, state: Assignment) -> list[int]:
+        """Workloads, most tied to what is placed first: each time the one with the most pod pairs to bound
+        members and workloads already taken (ties: dependencies first, the spec's order); workloads without
+        edges last."""
+        problem = self.problem
+        order = dependency_order(problem)
+        placed = state.count_node.sum(axis=1).astype(np.int64)  # bound members per workload
+        size = np.bincount(problem.pod_workload, minlength=len(problem.workloads)) + placed
+        taken: list[int] = []
+        left = [w for w in order if self.linked[w]]
+        while left:
+            ties = [sum(int(placed[other] if other not in taken else size[other]) for _, other in self.incident[w])
+                    for w in left]  # fmt: skip
+            chosen = left[int(np.argmax(ties))]
+            taken.append(chosen)
+            left.remove(chosen)
+        return taken + [w for w in order if not self.linked[w]]
 
     def improve(self, state: Assignment, deadline: Callable[[], bool]) -> tuple[bool, int]:
         """Step 2 on ``state`` (in place): (converged, sweeps)."""
@@ -182,9 +224,78 @@ class Search:
                 if deadline():
                     return False, sweeps
                 moved |= self._move(state, pod) or self._swap(state, pod)
+            if deadline():
+                return False, sweeps
+            moved |= self._merge(state, deadline)
             if not moved:
                 return True, sweeps
         return True, sweeps
+
+    def tabu(self, state: Assignment, deadline: Callable[[], bool], tenure: int = 3) -> tuple[Assignment, bool]:
+        """Step 3, from a local optimum: twice as many steps as there are planned pods (at least 10), each the
+        best move or swap of a pod not moved in the last ``tenure`` steps, even when it costs more (the way out
+        of a local optimum that needs two or three steps), then step 2 again; the best plan seen, and whether
+        every step ran."""
+        best, best_cost = state.copy(), self.objective(state).objective
+        planned = np.nonzero(state.node >= 0)[0].tolist()
+        moved_at: dict[int, int] = {}
+        for step in range(max(10, 2 * len(planned))):
+            if deadline():
+                return best, False
+            current = self.objective(state).objective
+            choice: tuple[int, int, int, int] | None = None  # (objective, pod, node, other pod or -1)
+            for pod in planned:
+                if step - moved_at.get(pod, -tenure - 1) <= tenure:
+                    continue
+                for option in self._options(state, pod, current):
+                    if choice is None or option[0] < choice[0]:
+                        choice = option
+            if choice is None:
+                break
+            _, pod, node, other = choice
+            here = self.take(state, pod)
+            if other >= 0:
+                self.take(state, other)
+                self.put(state, other, here)
+                moved_at[other] = step
+            self.put(state, pod, node)
+            moved_at[pod] = step
+            self.improve(state, deadline)
+            cost = self.objective(state).objective
+            if cost < best_cost:
+                best, best_cost = state.copy(), cost
+        return best, True
+
+    def _options(self, state: Assignment, pod: int, current: int) -> list[tuple[int, int, int, int]]:
+        """The best move of ``pod`` to another node it fits on, and its best swap with a pod of another workload
+        on the node where it would add least: (objective after, pod, node, the other pod or -1)."""
+        problem = self.problem
+        here = self.take(state, pod)
+        added = self.node_costs(state, pod)
+        fits = self.fits(state, pod)
+        fits[here] = False
+        options = []
+        if fits.any():
+            node = int(np.argmin(np.where(fits, added, np.iinfo(np.int64).max)))
+            options.append((current + int(added[node] - added[here]), pod, node, -1))
+        target = int(np.argmin(np.where(problem.eligible[pod], added, np.iinfo(np.int64).max)))
+        self.put(state, pod, here)
+        if target != here:
+            for other in np.nonzero(state.node == target)[0].tolist():
+                if problem.pod_workload[other] == problem.pod_workload[pod]:
+                    continue
+                self.take(state, pod)
+                self.take(state, other)
+                if self.fits(state, pod)[target]:
+                    self.put(state, pod, target)
+                    if self.fits(state, other)[here]:
+                        self.put(state, other, here)
+                        options.append((self.objective(state).objective, pod, target, other))
+                        self.take(state, other)
+                    self.take(state, pod)
+                self.put(state, pod, here)
+                self.put(state, other, target)
+        return options
 
     def _move(self, state: Assignment, pod: int) -> bool:
         here = self.take(state, pod)
@@ -225,6 +336,111 @@ class Search:
             self.put(state, pod, here)
             self.put(state, other, target)
         return False
+
+    def _merge(self, state: Assignment, deadline: Callable[[], bool]) -> bool:
+        """Pods moved together, the move single pods cannot make when each alone would pay more (two halves of
+        a group apart, each holding the other's dependencies): the planned pods with dependencies on one node onto
+        the node where they all fit at the least cost, or spread over a zone holding AppGroup pods, or with
+        those of another node onto one node."""
+        improved = False
+        for source in self._holding(state):
+            pods = self._linked_on(state, source)
+            if not pods or deadline():
+                continue
+            before = self.objective(state).objective
+            if self._relocate(state, pods, self._cheapest(state, pods), before):
+                improved = True
+                continue
+            if any(self._spread(state, pods, place, before) for place in self._places_held(state)):
+                improved = True
+                continue
+            for target in self._holding(state):
+                if target == source or deadline():
+                    continue
+                both = pods + self._linked_on(state, target)
+                if len(both) > len(pods) and self._relocate(state, both, self._cheapest(state, both), before):
+                    improved = True
+                    break
+        return improved
+
+    def _places_held(self, state: Assignment) -> list[int]:
+        return np.nonzero(state.count_place.sum(axis=0))[0].tolist()
+
+    def _spread(self, state: Assignment, pods: list[int], place: int, before: int) -> bool:
+        """``pods`` moved into ``place`` (a zone holding AppGroup pods), each in turn to its cheapest node there
+        that it fits on, kept when the objective falls below ``before``, else back where they were."""
+        homes = [self.take(state, pod) for pod in pods]
+        inside = self.problem.place_of == place
+        moved = []
+        for pod in pods:
+            fits = self.fits(state, pod) & inside
+            if not fits.any():
+                break
+            node = int(np.argmin(np.where(fits, self.node_costs(state, pod), np.iinfo(np.int64).max)))
+            self.put(state, pod, node)
+            moved.append(pod)
+        if len(moved) == len(pods) and self.objective(state).objective < before:
+            return True
+        for pod in moved:
+            self.take(state, pod)
+        for pod, home in zip(pods, homes, strict=True):
+            self.put(state, pod, home)
+        return False
+
+    def _holding(self, state: Assignment) -> list[int]:
+        return np.nonzero(state.count_node.sum(axis=0))[0].tolist()
+
+    def _linked_on(self, state: Assignment, node: int) -> list[int]:
+        """The planned pods on ``node`` whose workload has a dependency edge (the others cost 0 anywhere)."""
+        workloads = self.problem.pod_workload
+        return [pod for pod in np.nonzero(state.node == node)[0].tolist() if self.linked[workloads[pod]]]
+
+    def _cheapest(self, state: Assignment, pods: list[int], tries: int = 3) -> list[int]:
+        """Up to ``tries`` nodes that could take all of ``pods`` at once, cheapest first (their pairs with
+        each other cost 0 there): computed with them taken out."""
+        problem = self.problem
+        homes = [self.take(state, pod) for pod in pods]
+        mask = np.ones(len(problem.nodes), dtype=np.bool_)
+        added = np.zeros(len(problem.nodes), dtype=np.int64)
+        for pod in pods:
+            mask &= problem.eligible[pod]
+            added += self.node_costs(state, pod)
+        mask &= state.pods_free >= len(pods)
+        mask &= np.all(state.free >= problem.requests[pods].sum(axis=0), axis=1)
+        for pod, home in zip(pods, homes, strict=True):
+            self.put(state, pod, home)
+        candidates = np.nonzero(mask)[0]
+        order = np.lexsort((self.rank[candidates], added[candidates]))
+        return [int(node) for node in candidates[order][:tries]]
+
+    def _relocate(self, state: Assignment, pods: list[int], targets: list[int], before: int) -> bool:
+        """``pods`` all onto the first of ``targets`` where they fit and the objective falls below ``before``
+        (kept), else back where they were."""
+        homes = [self.take(state, pod) for pod in pods]
+        for target in targets:
+            moved = []
+            for pod in pods:
+                if not self.fits(state, pod)[target]:
+                    break
+                self.put(state, pod, target)
+                moved.append(pod)
+            if len(moved) == len(pods) and self.objective(state).objective < before:
+                return True
+            for pod in moved:
+                self.take(state, pod)
+        for pod, home in zip(pods, homes, strict=True):
+            self.put(state, pod, home)
+        return False
+
+    def shake(self, state: Assignment, rng: np.random.Generator) -> None:
+        """A fifth of the planned pods (at least one) each moved to a random node it fits on."""
+        planned = np.nonzero(state.node >= 0)[0]
+        if not len(planned):
+            return
+        for pod in rng.choice(planned, size=max(1, len(planned) // 5), replace=False).tolist():
+            here = self.take(state, pod)
+            fits = np.nonzero(self.fits(state, pod))[0]
+            self.put(state, pod, int(rng.choice(fits)) if len(fits) else here)
 
     def objective(self, state: Assignment) -> PlacedCost:
         """The cost of ``state`` over every pair of the AppGroup (bound members included)."""
@@ -278,14 +494,42 @@ def why_nowhere(problem: Problem, pod: int, state: Assignment) -> str:
     return f"0/{len(problem.nodes)} nodes fit: " + ", ".join(r for r in reasons if not r.startswith("0 "))
 
 
+RESTARTS = 8  # searches per plan when time allows: the first from the greedy start, then alternately a fresh
+# greedy start under another seeded order and the best plan so far with a fifth of its pods moved at random
+
+
 def search(
     problem: Problem, seed: int = 0, budget_seconds: float = 0.1, clock: Callable[[], float] = time.perf_counter
 ) -> SearchResult:
-    """Steps 1 and 2 within ``budget_seconds`` (step 1 always runs to the end: a feasible plan first)."""
+    """Steps 1 and 2 within ``budget_seconds`` (step 1 always runs to the end: a feasible plan first), then up to
+    :data:`RESTARTS` - 1 more searches while the budget lasts, keeping the best plan. ``converged``: every search
+    ran to its local optimum, so the plan depends on the seed alone."""
     started = clock()
+
+    def deadline() -> bool:
+        return clock() - started > budget_seconds
+
     engine = Search(problem, seed)
-    state, unplaceable = engine.greedy()
-    greedy = engine.objective(state)
-    converged, sweeps = engine.improve(state, lambda: clock() - started > budget_seconds)
-    final = engine.objective(state)
-    return SearchResult(state.node.copy(), final, greedy, converged, sweeps, clock() - started, unplaceable)
+    best, unplaceable = engine.greedy()
+    greedy = engine.objective(best)
+    converged, sweeps = engine.improve(best, deadline)
+    best, walked = engine.tabu(best, deadline)
+    converged = converged and walked
+    best_cost = engine.objective(best)
+    rng = np.random.default_rng([seed, RESTARTS])
+    for restart in range(1, RESTARTS):
+        if not converged or deadline() or best_cost.objective == 0:
+            break
+        other = Search(problem, int(rng.integers(2**31)))
+        if restart % 2:
+            state, missing = other.greedy()
+        else:
+            state, missing = best.copy(), unplaceable
+            other.shake(state, rng)
+        done, more = other.improve(state, deadline)
+        state, walked = other.tabu(state, deadline)
+        converged, sweeps = converged and done and walked, sweeps + more
+        cost = other.objective(state)
+        if cost.objective < best_cost.objective:
+            best, best_cost, unplaceable = state, cost, missing
+    return SearchResult(best.node.copy(), best_cost, greedy, converged, sweeps, clock() - started, unplaceable)

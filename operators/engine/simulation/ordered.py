@@ -30,13 +30,14 @@ from operators.api.config.scheduler import NETWORK_OVERHEAD, NetworkOverheadArgs
 from operators.engine.admission.pod_bandwidth import admit_pod
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.planning.plan import plan_appgroup
 from operators.engine.scheduling.explain import dependency_pair_costs
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
 from operators.engine.status.appgroup import ordered_entries
 from operators.engine.status.gates import GATE, gate_plan
 
-ORDERS = ("arrival", "topologyOrder", "gates")
+ORDERS = ("arrival", "topologyOrder", "gates", "plan")
 TOPOLOGY = "nt-sim"
 NAMESPACE = "default"
 
@@ -229,6 +230,12 @@ def place(scenario: AppScenario, order: str, rng: random.Random) -> dict[str, st
             run([pod for pod in arrival if pod.name in released])
             for name in released:
                 gated.pop(name)
+    elif order == "plan":  # the whole group planned at once, each pod bound where the plan says
+        snapshot = replace(base, app_groups=(scenario.group,), pods=tuple(arrival))
+        seed = rng.randrange(2**31)
+        planned = plan_appgroup(ClusterIndex.build(snapshot), scenario.group, settings, seed=seed)
+        by_key = {pod.pod: pod.node for pod in planned.pods}
+        result.update({pod.name: by_key.get(pod.key) for pod in arrival})
     else:
         raise ValueError(f"order {order!r} is not one of {', '.join(ORDERS)}")
     return result
