@@ -28,6 +28,7 @@ class PassResult:
     problems: list[str]
     counters: dict[str, dict[int, int]] = field(default_factory=dict)  # direction -> class minor -> bytes sent
     applied: bool = False  # the plan is what the kernel now holds (both directions)
+    counted_at: float | None = None  # the monotonic clock when the counters were read (rates divide by its steps)
 
 
 class Backend(Protocol):
@@ -74,10 +75,11 @@ def enforce(
             problems.append(f"{direction}: {error}")
             continue
         states[direction] = DeviceState(held.classes, held.members, owners.get(direction, {}))
+    counted_at = time.monotonic()
     plan = planner({direction: state.members for direction, state in states.items()})
     problems += plan.problems
     if dry_run or not plan.directions:
-        return PassResult(plan, 0, problems, counters)
+        return PassResult(plan, 0, problems, counters, counted_at=counted_at)
     applied = True
     for direction in DIRECTIONS:
         if direction not in states:
@@ -91,7 +93,7 @@ def enforce(
             applied = False
             continue
         owners[direction] = {pod.minor: pod.uid for pod in plan.directions[direction].pods}
-    return PassResult(plan, kernel.operations - before, problems, counters, applied)
+    return PassResult(plan, kernel.operations - before, problems, counters, applied, counted_at)
 
 
 def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> None:
@@ -119,8 +121,11 @@ class Meter:
         self._clock = clock
         self._last: tuple[float, Mapping[str, Mapping[int, int]]] | None = None
 
-    def read(self, plan: NodePlan, counters: Mapping[str, Mapping[int, int]]) -> Rates | None:
-        now = self._clock()
+    def read(self, plan: NodePlan, counters: Mapping[str, Mapping[int, int]], at: float | None = None) -> Rates | None:
+        """Rates since the last read; ``at``: when ``counters`` were read (default: now). A pass posts Events
+        and writes to the API between reading the counters and measuring, so the time of the read, not of the
+        measurement, divides the bytes (a 1 s interval measured 7 % high once)."""
+        now = self._clock() if at is None else at
         last, self._last = self._last, (now, counters)
         if last is None or now <= last[0] or not plan.directions:
             return None

@@ -251,7 +251,7 @@ class Agent:
             await post_event(api, involved, "Warning", "NetworkQOSNotEnforced", message, COMPONENT)
 
     async def _measure(self, api: Any, result: PassResult) -> None:
-        rates = self.meter.read(result.plan, result.counters)
+        rates = self.meter.read(result.plan, result.counters, result.counted_at)
         for direction, counted in result.counters.items():
             directed = result.plan.directions.get(direction)
             if directed is None:

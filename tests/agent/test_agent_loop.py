@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from operators.agent.enforce import PassResult
+from operators.agent.enforce import Meter, PassResult
 from operators.agent.live import Agent, AgentMetrics, AgentOptions
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.enforcement.plan import node_plan
@@ -58,6 +58,24 @@ async def test_a_deleted_pods_byte_counter_leaves_metrics() -> None:
     text = generate_latest(live.metrics.registry).decode()
     assert 'pod="ns/gone"' not in text
     assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/web"} 1000.0' in text
+
+
+async def test_rates_divide_by_when_the_counters_were_read() -> None:
+    """The counters are read at the start of a pass; Events and API writes come before the measurement. Read at
+    t = 10 s and t = 11 s (1,000 then 126,000 bytes: 1 Mbit/s), measured 0.3 s and 0.1 s later: still 1 Mbit/s
+    (divided by the measurement times, 0.8 s: 1.25 Mbit/s, the error the e2e test once saw as 7 %)."""
+    clock = iter([10.3, 11.1])
+    live = agent(AgentOptions("n1", dry_run=True))
+    live.meter = Meter(clock=lambda: next(clock))
+    first = result([pod("web", "10.0.0.2")])
+    first.counted_at = 10.0
+    second = result([pod("web", "10.0.0.2")])
+    second.counters = {d: {minor: 126_000 for minor in counted} for d, counted in second.counters.items()}
+    second.counted_at = 11.0
+    await live._measure(None, first)
+    await live._measure(None, second)
+    text = generate_latest(live.metrics.registry).decode()
+    assert 'netaware_agent_pod_rate_bits_per_second{direction="egress",pod="ns/web"} 1e+06' in text
 
 
 class FailingCleanup:
