@@ -31,7 +31,7 @@ from operators.api.config.controllers import ControllerOptions
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.controllers import metrics as controller_metrics
 from operators.controllers.descheduler import DeschedulerMetrics, followed_kinds, run_descheduler
-from operators.controllers.registry import CACHED_KINDS, COMPONENTS, build_registry, configure
+from operators.controllers.registry import CACHED_KINDS, COMPONENTS, PLAN_KINDS, build_registry, configure
 from operators.election import LeaderElectionOptions, as_leader
 from operators.kube import ApiClientFactory, api_client_factory, read_json
 from operators.serving import HEADER_TIMEOUT, add_probes
@@ -78,18 +78,24 @@ class RunOptions:
         return api_client_factory(self.server, self.kubeconfig)
 
 
-def cached_kinds(components: tuple[str, ...], policy: DeschedulerPolicy | None) -> tuple[Kind, ...]:
-    """What the process's cluster cache follows: the union of what its components read."""
+def cached_kinds(
+    components: tuple[str, ...], policy: DeschedulerPolicy | None, plans: bool = False
+) -> tuple[Kind, ...]:
+    """What the process's cluster cache follows: the union of what its components read (with ``plans``, the
+    AppGroup controller's plans read every pod and the NetworkTopologies)."""
     kinds = [kind for name in components for kind in CACHED_KINDS.get(name, ())]
     if DESCHEDULER in components and policy is not None:
         kinds.extend(followed_kinds(policy))
+    if plans and "appgroup" in components:
+        kinds.extend(PLAN_KINDS)
     return tuple(kinds)
 
 
 @contextlib.asynccontextmanager
 async def cluster_cache(options: RunOptions, components: tuple[str, ...]) -> AsyncIterator[ClusterCache]:
     """The process's one cluster cache, following the cluster while inside (on this event loop)."""
-    cache = ClusterCache(cached_kinds(components, options.policy), namespaces=options.namespaces)
+    kinds = cached_kinds(components, options.policy, options.controllers.appgroup.plans)
+    cache = ClusterCache(kinds, namespaces=options.namespaces)
     api = await options.api_client_factory()()
     stop = asyncio.Event()
     task = asyncio.create_task(cache.follow(api, stop))

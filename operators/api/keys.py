@@ -69,6 +69,9 @@ TOPOLOGY_ORDER_GATE: Final = "netaware.io/topology-order"
 # seconds a gated pod waits at most (from its creation) before it is released whatever the order.
 ORDERED_SCHEDULING: Final = "netaware.io/ordered-scheduling"
 ORDERED_SCHEDULING_TIMEOUT: Final = "netaware.io/ordered-scheduling-timeout"
+# A pod released by a whole-AppGroup plan (ordered-scheduling "plan"): the node the plan gave it (it also carries
+# a required node affinity for that node; NetworkOverhead's filter leaves it to the plan).
+PLANNED_NODE: Final = "netaware.io/planned-node"
 
 # --- Condition types written by netaware -------------------------------------------------------------
 CONDITION_READY: Final = "Ready"

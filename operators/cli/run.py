@@ -14,6 +14,7 @@ from operators.cli.common import (
     bandwidth_value,
     descheduler_policy_option,
     load_descheduler_policy,
+    load_scheduler_config,
 )
 from operators.cli.signals import run_until_signal
 
@@ -121,6 +122,29 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="Release a pod held by the topology-order gate this long after its creation, whatever the order "
     "(an AppGroup's annotation netaware.io/ordered-scheduling-timeout overrides it).",
 )
+@click.option(
+    "--appgroup-plans/--no-appgroup-plans",
+    default=False,
+    show_default=True,
+    help="Release the gated pods of AppGroups annotated netaware.io/ordered-scheduling: plan by a whole-group "
+    "plan, each to its planned node (the cache then follows every pod and the NetworkTopologies); off, such "
+    "AppGroups are released dependencies first.",
+)
+@click.option(
+    "--plan-config",
+    "plan_config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The KubeSchedulerConfiguration whose NetworkOverhead and NetworkBandwidth arguments the plans follow "
+    "(the extender's; default: their defaults).",
+)
+@click.option(
+    "--plan-budget-ms",
+    type=click.IntRange(1, 60_000),
+    default=100,
+    show_default=True,
+    help="Each plan's search budget (the greedy start always completes first).",
+)
 @accounting_mode_option(
     "nodebandwidth: duplex advertises netaware.io/ingress-bandwidth and netaware.io/egress-bandwidth, each the "
     "node's capacity; combined advertises netaware.io/bandwidth for ingress + egress (match the webhook's)."
@@ -159,6 +183,9 @@ def run_command(
     nodeslo_spec_owner: str,
     appgroup_status_interval: float,
     ordered_scheduling_timeout: float,
+    appgroup_plans: bool,
+    plan_config_path: str | None,
+    plan_budget_ms: int,
     accounting_mode: str,
     default_node_bandwidth: Any,
     kubeconfig: str | None,
@@ -214,7 +241,11 @@ def run_command(
         kubeconfig=kubeconfig,
         controllers=ControllerOptions(
             appgroup=AppGroupOptions(
-                status_interval_seconds=appgroup_status_interval, gate_timeout_seconds=ordered_scheduling_timeout
+                status_interval_seconds=appgroup_status_interval,
+                gate_timeout_seconds=ordered_scheduling_timeout,
+                plans=appgroup_plans,
+                plan_config=load_scheduler_config(plan_config_path),
+                plan_budget_seconds=plan_budget_ms / 1000,
             ),
             nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner),
             nodebandwidth=NodeBandwidthOptions(

@@ -258,7 +258,7 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: AppG
         memo.appgroup = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
         memo.appgroup_writer = asyncio.create_task(write_marked(memo.api, state, lambda: False))
-        keeper = GateKeeper(cache, settings.gate_timeout_seconds, state.members)
+        keeper = GateKeeper(cache, settings.gate_timeout_seconds, state.members, options=settings)
         memo.appgroup_gates = keeper
         keeper.on_changes(cache.subscribe(keeper.on_changes, asyncio.get_running_loop()))
         memo.appgroup_gate_task = asyncio.create_task(keeper.run(memo.api))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -26,14 +27,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client import Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
+from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
-from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, release_patch, timeout_of
+from operators.engine.planning.plan import Plan
+from operators.engine.planning.release import UNPLACEABLE, plans_by_whole_group, release_by_plan
+from operators.engine.planning.release import release_patch as planned_release_patch
+from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, timeout_of
 from operators.kube import post_event, send_json
 from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, Change, ClusterCache
 
@@ -53,6 +58,25 @@ WAIT = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
 )
 
+PLANS = Histogram(
+    "netaware_plan_seconds",
+    "Seconds to plan an AppGroup's gated pods as a whole (ordered-scheduling: plan).",
+    registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+PLANNED_PODS = Counter(
+    "netaware_planned_pods_total",
+    "Gated pods released by a plan: to their planned node (placed) or without a place (unplaceable).",
+    ["result"],
+    registry=REGISTRY,
+)
+PLAN_COST = Gauge(
+    "netaware_plan_cost",
+    "The latest plan's network cost over the AppGroup's dependency pod pairs: the plan's, and its greedy start's.",
+    ["namespace", "appgroup", "kind"],
+    registry=REGISTRY,
+)
+
 PodKey = tuple[str, str]  # (namespace, name)
 
 
@@ -65,10 +89,13 @@ class GateKeeper:
         timeout: float,
         members: Mapping[tuple[str, str], Mapping[str, Pod]],
         clock: Callable[[], float] = time.time,
+        options: AppGroupOptions | None = None,
     ) -> None:
         self.cache = cache
         self.timeout = timeout
         self.clock = clock
+        self.options = options or AppGroupOptions()
+        self.arrived: dict[PodKey, float] = {}  # gated pod -> when this controller first saw it (plans batch by it)
         # (namespace, AppGroup label) -> its pods by name: the AppGroup controller's, kept by delta (its listener
         # runs before this one, so they are current when a change reaches here)
         self.members = members
@@ -78,6 +105,7 @@ class GateKeeper:
         self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
+        self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
 
@@ -91,9 +119,12 @@ class GateKeeper:
                     key = (pod.namespace, pod.name)
                     if add and is_gated(pod):
                         self.gated[name].add(key)
+                        self.arrived.setdefault(key, self.clock())
                     else:
                         self.gated[name].discard(key)
                         self.sent.discard(key)
+                        if add or change.new is None:  # released, or gone
+                            self.arrived.pop(key, None)
                     self._mark(name)
             elif change.kind == APPGROUP_SPECS.name:
                 group = change.new or change.old
@@ -122,8 +153,24 @@ class GateKeeper:
             else:
                 covered = set(workload_namespaces(group))
             members = [pod for namespace in covered for pod in self.members.get((namespace, name), {}).values()]
-            plans.append((group, gate_plan(group, members, now, self.timeout)))
+            if self.options.plans and plans_by_whole_group(group):
+                plans.append((group, self._by_plan(group, members, now)))
+            else:
+                plans.append((group, gate_plan(group, members, now, self.timeout)))
         return plans
+
+    def _by_plan(self, group: AppGroup | None, members: list[Pod], now: float) -> GatePlan:
+        """The release by a whole-group plan, as a :class:`GatePlan` whose releases carry their planned node."""
+        started = time.perf_counter()
+        decision = release_by_plan(
+            group, members, self.cache.snapshot(), self.options.plan_config, self.arrived, now, self.timeout,
+            self.options.plan_budget_seconds,
+        )  # fmt: skip
+        if decision.plan is not None and group is not None:
+            PLANS.observe(time.perf_counter() - started)
+            self.made.append((group, decision.plan))
+        releases = tuple(_Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
+        return GatePlan(releases, (), decision.next_deadline)
 
     def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
         named: dict[str, list[AppGroup]] = defaultdict(list)
@@ -164,6 +211,9 @@ class GateKeeper:
                 await self._warn(api, group_with_problem, problem)
             self.sent.update((item.pod.namespace, item.pod.name) for item in releases)
             await asyncio.gather(*(self._release(api, writing, item) for item in releases))
+            made, self.made = self.made, []
+            for group_planned, made_plan in made:
+                await self._announce_plan(api, group_planned, made_plan)
             GATED.set(sum(len(gated) for gated in self.gated.values()))
             for name, deadline in holding.items():
                 self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
@@ -182,7 +232,8 @@ class GateKeeper:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         async with writing:
             try:
-                written = await send_json(api, "PATCH", path, release_patch(pod), JSON_PATCH)
+                node = item.node if isinstance(item, _Placed) else None
+                written = await send_json(api, "PATCH", path, planned_release_patch(pod, node), JSON_PATCH)
             except ApiException as error:
                 self.sent.discard(key)
                 if error.status in (409, 422):  # changed meanwhile: its next version is evaluated
@@ -200,7 +251,10 @@ class GateKeeper:
                 return
         if written is None:
             return  # the pod is gone
+        self.arrived.pop(key, None)
         WAIT.labels(item.reason).observe(item.waited)
+        if isinstance(item, _Placed):
+            PLANNED_PODS.labels("placed" if item.node else "unplaceable").inc()
         logger.info("pod %s released (%s) after %.1f s", pod.key, item.reason, item.waited)
         if item.reason == TIMEOUT:
             involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
@@ -210,6 +264,31 @@ class GateKeeper:
                 "were placed"
             )
             await post_event(api, involved, "Normal", "TopologyOrderTimeout", message, COMPONENT)
+
+    async def _announce_plan(self, api: Any, group: AppGroup, plan: Plan) -> None:
+        """A Normal Event on the AppGroup for a plan made (pods, cost against its greedy start, time), a Warning
+        for the pods it could not place, and the cost gauges."""
+        meta = group.metadata
+        PLAN_COST.labels(meta.namespace, meta.name, "plan").set(plan.cost.cost)
+        PLAN_COST.labels(meta.namespace, meta.name, "greedy").set(plan.greedy.cost)
+        involved = {
+            "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
+            "kind": "AppGroup",
+            "name": meta.name,
+            "namespace": meta.namespace,
+            "uid": meta.uid,
+        }
+        message = (
+            f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
+            f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
+            f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
+        )
+        logger.info("AppGroup %s/%s: %s", meta.namespace, meta.name, message)
+        await post_event(api, involved, "Normal", "Planned", message, COMPONENT)
+        if plan.unplaceable:
+            why = "; ".join(f"{pod}: {reason}" for pod, reason in sorted(plan.unplaceable.items())[:5])
+            text = f"{len(plan.unplaceable)} pod(s) released without a place ({UNPLACEABLE}): {why}"
+            await post_event(api, involved, "Warning", "NotPlanned", text[:1000], COMPONENT)
 
     async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
         """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""
@@ -226,3 +305,10 @@ class GateKeeper:
     def _retry(self, pod: Pod) -> None:
         name = pod.labels.get(keys.APPGROUP_LABEL, "")
         self.deadlines[name] = min(self.deadlines.get(name, float("inf")), self.clock() + RETRY_SECONDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Placed(Release):
+    """A release of the plan mode: a :class:`Release` that also carries the planned node (None: no place)."""
+
+    node: str | None = None

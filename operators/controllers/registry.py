@@ -11,7 +11,16 @@ from operators.api import keys
 from operators.api.config.controllers import ControllerOptions
 from operators.controllers import appgroup, networktopology, nodebandwidth, nodeslo
 from operators.kube import ApiClientFactory, cluster_api_client
-from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, NODES, NODESLOS, PODS, ClusterCache, Kind
+from operators.sources.cache import (
+    APPGROUP_PODS,
+    APPGROUP_SPECS,
+    NETWORKTOPOLOGIES,
+    NODES,
+    NODESLOS,
+    PODS,
+    ClusterCache,
+    Kind,
+)
 
 COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions], None]] = {
     "appgroup": lambda registry, cache, options: appgroup.register(registry, cache, options.appgroup),
@@ -29,6 +38,7 @@ CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
     "nodeslo": (NODES, NODESLOS),
     "nodebandwidth": (NODES, NODESLOS, PODS),  # every bound pod: the unaccounted ones lower what a node advertises
 }
+PLAN_KINDS = (PODS, NETWORKTOPOLOGIES)  # the AppGroup controller's plans: what every node holds, the costs
 
 
 def build_registry(

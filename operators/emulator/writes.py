@@ -119,6 +119,7 @@ async def update(
     result = allowed_change(current, patched, "status" in info.subresources, request.subresource == "status")
     if request.resource.plural == "pods":
         check_scheduling_gates(current, result, request.name or "")
+        check_placement(current, result, request.name or "")
     if result == current:
         return copy.deepcopy(current)
     check_size(result)
@@ -150,6 +151,49 @@ def check_scheduling_gates(current: dict[str, Any], result: dict[str, Any], name
                 f'Pod "{name}" is invalid: spec.schedulingGates: Forbidden: only deletion is allowed, but found new '
                 f"scheduling gate '{gate}'",
             )
+
+
+def check_placement(current: dict[str, Any], result: dict[str, Any], name: str) -> None:
+    """As the API server (KEP-3838): a pod's nodeSelector and required node affinity are immutable, except while it
+    is gated, when they may be narrowed — nodeSelector keys added, required affinity set when it had none or
+    each of its terms given more requirements (422 Invalid otherwise)."""
+    before, after = current.get("spec") or {}, result.get("spec") or {}
+    old_selector, new_selector = before.get("nodeSelector") or {}, after.get("nodeSelector") or {}
+    old_required = ((before.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
+    new_required = ((after.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
+    if old_selector == new_selector and old_required == new_required:
+        return
+    gated = bool(before.get("schedulingGates"))
+    narrowed = all(new_selector.get(key) == value for key, value in old_selector.items()) and _narrowed(
+        old_required, new_required
+    )
+    if not (gated and narrowed):
+        what = "only additions" if gated else "no changes"
+        raise status_error(
+            422,
+            "Invalid",
+            f'Pod "{name}" is invalid: spec: Forbidden: pod updates may not change fields other than those '
+            f"allowed; nodeSelector and required node affinity allow {what} here",
+        )
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _narrowed(old: Any, new: Any) -> bool:
+    """Whether required node affinity ``new`` only adds to ``old``: anything when there was none; else as many
+    terms, each keeping its requirements in order and possibly adding some."""
+    if not old or not (old.get("nodeSelectorTerms") or []):
+        return True
+    old_terms, new_terms = old.get("nodeSelectorTerms") or [], (new or {}).get("nodeSelectorTerms") or []
+    if len(old_terms) != len(new_terms):
+        return False
+    for was, becomes in zip(old_terms, new_terms, strict=True):
+        for field in ("matchExpressions", "matchFields"):
+            kept = was.get(field) or []
+            if (becomes.get(field) or [])[: len(kept)] != kept:
+                return False
+    return True
 
 
 async def delete(store: ObjectStore, request: rendering.Request, info: kmock.ResourceInfo) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from operators.api import keys
+from operators.api.config.scheduler import SchedulerConfig
 from operators.api.quantity import Quantity
 
 
@@ -47,6 +48,13 @@ class AppGroupOptions(_Options):
     status_interval_seconds: float = Field(1.0, ge=0)
     # Topology-ordered scheduling: a gated pod is released this long after its creation whatever the order.
     gate_timeout_seconds: float = Field(60.0, gt=0, le=86400)
+    # Releases by whole-group plans (AppGroups annotated ordered-scheduling: plan): on, the cache follows every
+    # pod and the NetworkTopologies (a plan counts what each node has left); off, such AppGroups are released
+    # dependencies first. The KubeSchedulerConfiguration whose NetworkOverhead/NetworkBandwidth arguments the
+    # plans follow (the extender's), and each plan's search budget.
+    plans: bool = False
+    plan_config: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    plan_budget_seconds: float = Field(0.1, gt=0, le=60)
 
 
 class NodeBandwidthOptions(_Options):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from operators.api import keys
 from operators.api.config.scheduler import ALLOCATABLE, NETWORK_BANDWIDTH, NETWORK_OVERHEAD, SchedulerConfig
 from operators.api.errors import FieldError
 from operators.api.quantity import Quantity
@@ -61,7 +62,11 @@ class CycleState:
             demand, problem = pod_demand(dict(inputs.annotations), dict(inputs.requests)), ""
         except FieldError as error:
             demand, problem = (0, 0), f"bandwidth unreadable: {error}"
-        return cls(inputs, demand, problem, network_overhead.prefilter(dict(inputs.labels), index, config.overhead))
+        if any(key == keys.PLANNED_NODE for key, _ in inputs.annotations):
+            overhead = network_overhead.OverheadState()  # placed by a whole-group plan: maxNetworkCost was its job
+        else:
+            overhead = network_overhead.prefilter(dict(inputs.labels), index, config.overhead)
+        return cls(inputs, demand, problem, overhead)
 
 
 def filter_table(state: CycleState, table: NodeTable, config: SchedulerConfig) -> dict[str, dict[str, str]]:

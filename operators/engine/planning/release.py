@@ -1,0 +1,189 @@
+"""Releasing an AppGroup's gated pods by a whole-group plan (pure): the AppGroup controller's decision for an
+AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
+
+1. **Who is placed already**: bound members, and members released by an earlier plan that kube-scheduler has
+   not bound yet (annotation ``netaware.io/planned-node``: they are counted on that node, so a later plan does
+   not give their room away). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
+   neither planned nor counted.
+2. **When**: the gated pods are planned together once the group has arrived — every workload of the spec has
+   a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or :data:`BATCH_SECONDS` after the
+   first gated pod arrived, whichever comes first (``arrived``: when the controller first saw each gated
+   pod; the API's creation times have whole seconds). A pod created later (a scale-up, a replaced pod) is
+   planned against the placed ones the same way.
+3. **What**: the plan (:func:`~operators.engine.planning.plan.plan_appgroup`) of the gated pods; each planned
+   pod is released to its node (:func:`release_patch`: a required node affinity on ``metadata.name`` added in
+   the same patch that removes the gate, as Kubernetes allows on a gated pod, and the annotation of rule 1).
+   A pod the plan cannot place is released without a place, with the reason: kube-scheduler says what it
+   finds.
+4. **Timeout and spec**: a pod waiting past the ordered-scheduling timeout, every pod of an invalid AppGroup,
+   and a pod whose workload is not in the spec are released without a place (as in the dependencies-first
+   mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.status.dependencies import validate
+from operators.engine.status.gates import (
+    GATE,
+    INVALID_APPGROUP,
+    NO_APPGROUP,
+    NOT_A_WORKLOAD,
+    TIMEOUT,
+    Release,
+    is_gated,
+    timeout_of,
+)
+
+PLAN_MODE = "plan"
+BATCH_SECONDS = 1.0  # a group is planned at most this long after its first gated pod arrived
+SETTLE_SECONDS = 0.25  # ... or once every workload has a pod and none arrived for this long
+IN_PLAN = "InPlan"
+UNPLACEABLE = "Unplaceable"
+AFFINITY_KEY = "metadata.name"
+
+PodKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class PlannedRelease:
+    """A gated pod to release, to ``node`` (None: without a place), why, and how long it waited."""
+
+    pod: Pod
+    node: str | None
+    reason: str
+    waited: float
+
+
+@dataclass(frozen=True)
+class ReleaseDecision:
+    release: tuple[PlannedRelease, ...] = ()
+    plan: Plan | None = None  # the plan made now (None: none made)
+    next_deadline: float | None = None  # when to look again (seconds since the epoch)
+
+
+def plans_by_whole_group(group: AppGroup | None) -> bool:
+    """Whether ``group`` asked for releases by plan (``netaware.io/ordered-scheduling: plan``)."""
+    annotations = (group.metadata.annotations or {}) if group is not None else {}
+    return annotations.get(keys.ORDERED_SCHEDULING, "").strip().lower() == PLAN_MODE
+
+
+def planned_node(pod: Pod) -> str | None:
+    return pod.annotations.get(keys.PLANNED_NODE) or None
+
+
+def release_by_plan(
+    group: AppGroup | None,
+    members: Iterable[Pod],
+    cluster: Snapshot,
+    config: SchedulerConfig,
+    arrived: Mapping[PodKey, float],
+    now: float,
+    default_timeout: float,
+    budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+    seed: int = 0,
+) -> ReleaseDecision:
+    """What to release of ``members`` (the pods labelled for ``group``) at ``now``; ``cluster``: the nodes, the
+    NetworkTopologies and every pod (see the module docstring)."""
+    pods = list(members)
+    gated = sorted((pod for pod in pods if is_gated(pod)), key=lambda pod: pod.key)
+    if not gated:
+        return ReleaseDecision()
+
+    def waited(pod: Pod) -> float:
+        return max(now - pod.created, 0.0) if pod.created is not None else 0.0
+
+    if group is None or validate(group.spec):
+        reason = NO_APPGROUP if group is None else INVALID_APPGROUP
+        return ReleaseDecision(tuple(PlannedRelease(pod, None, reason, waited(pod)) for pod in gated))
+    selectors = {entry.workload.selector for entry in group.spec.workloads}
+    timeout, _ = timeout_of(group, default_timeout)
+    released = [
+        PlannedRelease(pod, None, NOT_A_WORKLOAD, waited(pod))
+        for pod in gated
+        if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) not in selectors
+    ]
+    released += [
+        PlannedRelease(pod, None, TIMEOUT, waited(pod))
+        for pod in gated
+        if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in selectors and pod.created is not None
+        and now - pod.created >= timeout
+    ]  # fmt: skip
+    done = {item.pod.key for item in released}
+    waiting = [pod for pod in gated if pod.key not in done]
+    if not waiting:
+        return ReleaseDecision(tuple(released))
+    times = [arrived.get((pod.namespace, pod.name), now) for pod in waiting]
+    present = {pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) for pod in pods}
+    first_due = min(times) + BATCH_SECONDS
+    settled = max(times) + SETTLE_SECONDS
+    if now < first_due and not (selectors <= present and now >= settled):
+        due = min(first_due, settled) if selectors <= present else first_due
+        timeouts = [pod.created + timeout for pod in waiting if pod.created is not None]
+        return ReleaseDecision(tuple(released), None, min([due, *timeouts]))
+    plan = plan_appgroup(ClusterIndex.build(_as_placed(cluster, pods, waiting)), group, config, seed, budget_seconds)
+    places = {planned.pod: planned.node for planned in plan.pods}
+    for pod in waiting:
+        node = places.get(pod.key)
+        released.append(PlannedRelease(pod, node, IN_PLAN if node else UNPLACEABLE, waited(pod)))
+    return ReleaseDecision(tuple(released), plan)
+
+
+def _as_placed(cluster: Snapshot, members: list[Pod], waiting: list[Pod]) -> Snapshot:
+    """``cluster`` as the plan sees it (rule 1): members released by a plan and not bound yet on their planned
+    node, other unbound members not released by a plan left out, the ``waiting`` pods unbound."""
+    nodes = cluster.node_by_name
+    waiting_keys = {pod.key for pod in waiting}
+    member_keys = {pod.key for pod in members}
+    pods = [pod for pod in cluster.pods if pod.key not in member_keys]
+    for pod in members:
+        if pod.node_name or pod.key in waiting_keys:
+            pods.append(pod)
+        elif not is_gated(pod) and (node := planned_node(pod)) in nodes:
+            pods.append(Pod.parse({**pod.raw, "spec": {**(pod.raw.get("spec") or {}), "nodeName": node}}))
+    return replace(cluster, pods=tuple(pods))
+
+
+def release_patch(pod: Pod, node: str | None) -> list[dict[str, Any]]:
+    """The JSON patch releasing ``pod``: a ``test`` of the gates as last seen, the gates without ours, and with a
+    ``node``, a required node affinity for it (added to every existing term: Kubernetes lets a gated pod's
+    required affinity be narrowed, never widened) and the ``netaware.io/planned-node`` annotation."""
+    current = [{"name": name} for name in pod.scheduling_gates]
+    operations: list[dict[str, Any]] = [
+        {"op": "test", "path": "/spec/schedulingGates", "value": current},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": [g for g in current if g["name"] != GATE]},
+    ]
+    if node is None:
+        return operations
+    spec = pod.raw.get("spec") or {}
+    affinity = dict(spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    field = {"key": AFFINITY_KEY, "operator": "In", "values": [node]}
+    terms = [dict(term) for term in required.get("nodeSelectorTerms") or ()] or [{}]
+    for term in terms:
+        term["matchFields"] = [*(term.get("matchFields") or ()), field]
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+    affinity["nodeAffinity"] = node_affinity
+    operations.append({"op": "add", "path": "/spec/affinity", "value": affinity})
+    annotation = keys.PLANNED_NODE.replace("~", "~0").replace("/", "~1")
+    if (pod.raw.get("metadata") or {}).get("annotations"):
+        operations.append({"op": "add", "path": f"/metadata/annotations/{annotation}", "value": node})
+    else:
+        operations.append({"op": "add", "path": "/metadata/annotations", "value": {keys.PLANNED_NODE: node}})
+    return operations
+
+
+def as_gate_release(item: PlannedRelease) -> Release:
+    """The dependencies-first mode's record of a release (its Events and metrics read this)."""
+    return Release(item.pod, item.reason, item.waited)

@@ -1,0 +1,117 @@
+"""Releases by whole-group plans on the emulator: the real AppGroup controller (``--appgroup-plans``) plans an
+AppGroup annotated ``netaware.io/ordered-scheduling: plan`` and releases each gated pod with one patch carrying
+its planned node (a required node affinity, the ``netaware.io/planned-node`` annotation) and the gate removed;
+a pod created later is planned against the placed ones. The emulator refuses, as the API server does, a
+required node affinity added to a pod that is not gated."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+import yaml
+
+from operators.api import keys
+from operators.api.config.controllers import AppGroupOptions, ControllerOptions
+from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
+from operators.emulator import ApiEmulator
+from operators.waiting import until
+from tests.integration.conftest import Api
+from tests.integration.kopf_harness import running_operator
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
+AG = "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/default/appgroups"
+PODS = "/api/v1/namespaces/default/pods"
+GATE = keys.TOPOLOGY_ORDER_GATE
+OPTIONS = ControllerOptions(
+    appgroup=AppGroupOptions(
+        plans=True,
+        plan_config=SchedulerConfig(overhead=NetworkOverheadArgs(("default",), "UserDefined", "net-topology-test")),
+    )
+)
+
+
+def appgroup() -> dict[str, Any]:
+    def workload(name: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": name, "selector": name}
+
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": "shop", "namespace": "default", "annotations": {keys.ORDERED_SCHEDULING: "plan"}},
+        "spec": {
+            "numMembers": 2,
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [
+                {"workload": workload("web"), "dependencies": [{"workload": workload("db"), "maxNetworkCost": 5}]},
+                {"workload": workload("db")},
+            ],
+        },
+    }
+
+
+def pod(name: str, selector: str, cpu: str, node: str = "", group: str = "shop") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec["schedulingGates"] = [{"name": GATE}]
+    labels = {keys.APPGROUP_LABEL: group, keys.APPGROUP_WORKLOAD_LABEL: selector} if selector else {}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": spec, "status": {"phase": "Running" if node else "Pending"}}  # fmt: skip
+
+
+def placed(emulator: ApiEmulator, name: str) -> tuple[list[Any], str | None, Any]:
+    """(its gates, its planned-node annotation, its required node affinity)."""
+    obj = emulator.get_object("v1/pods", "default", name) or {}
+    spec = obj.get("spec") or {}
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    annotation = ((obj.get("metadata") or {}).get("annotations") or {}).get(keys.PLANNED_NODE)
+    return spec.get("schedulingGates") or [], annotation, required
+
+
+def pinned(node: str) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+
+
+async def test_gated_pods_are_released_to_their_planned_nodes(api: Api, emulator: ApiEmulator) -> None:
+    documents = [d for name in ("cluster.yaml", "networktopology.yaml") for d in
+                 yaml.safe_load_all((EXAMPLES / name).read_text()) if d]  # fmt: skip
+    # db-0 runs on n-5 (zone Z3), where a filler leaves 1.5 of its 8 cpus: one web pod of 1 cpu beside db-0
+    # (cost 0), the other in db-0's zone on n-6 (cost 1, within maxNetworkCost 5; another zone costs more)
+    await emulator.seed([*documents, pod("db-0", "db", "500m", "n-5"), pod("filler", "", "6", "n-5")])
+    async with running_operator(emulator.base_url, options=OPTIONS):
+        await api.call("POST", AG, appgroup())
+        for name in ("web-0", "web-1"):
+            status, _ = await api.call("POST", PODS, pod(name, "web", "1"))
+            assert status == 201
+        await until("both web pods released", lambda: all(not placed(emulator, n)[0] for n in ("web-0", "web-1")), 10)
+        nodes = sorted(placed(emulator, name)[1] or "" for name in ("web-0", "web-1"))
+        assert nodes == ["n-5", "n-6"]
+        for name in ("web-0", "web-1"):
+            _, node, required = placed(emulator, name)
+            assert required == pinned(node or "")
+        events = [e for e in emulator.list_objects("v1/events", "default") if e.get("reason") == "Planned"]
+        assert events and events[0]["involvedObject"]["name"] == "shop"
+        assert "2 pod(s) planned" in events[0]["message"] and "network cost 1 " in events[0]["message"]
+        # a scale-up: web-2 is planned against the placed (and the released, not yet bound) pods: n-5 is full
+        # with web's claim, so n-6 beside its sibling (same zone as db-0, cost 1)
+        await api.call("POST", PODS, pod("web-2", "web", "1"))
+        await until("web-2 released", lambda: not placed(emulator, "web-2")[0], 10)
+        assert placed(emulator, "web-2")[1:] == ("n-6", pinned("n-6"))
+
+
+async def test_a_released_pods_required_affinity_cannot_be_changed(api: Api, emulator: ApiEmulator) -> None:
+    await api.call("POST", PODS, pod("free", "", "1"))
+    ungate = [{"op": "replace", "path": "/spec/schedulingGates", "value": []}]
+    status, _ = await api.call("PATCH", f"{PODS}/free", ungate, "application/json-patch+json")
+    assert status == 200
+    affinity = [{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": pinned("n-1")}}}]  # fmt: skip
+    status, body = await api.call("PATCH", f"{PODS}/free", affinity, "application/json-patch+json")
+    assert status == 422 and "required node affinity" in body["message"]
