@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import importlib.util
 import json
 import os
@@ -23,6 +24,8 @@ from typing import Any
 import pytest
 import trustme
 import yaml
+
+from tests.e2e import rbac
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
@@ -54,12 +57,44 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip(message)
     plane = ControlPlane(tmp_path_factory.mktemp("control-plane"))
     plane.start([EXAMPLES / "cluster.yaml"])
+    CLUSTERS.append(plane)
     try:
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         yield plane
     finally:
+        CLUSTERS.remove(plane)
         plane.stop()
+
+
+CLUSTERS: list[Any] = []  # the session's control plane once started (rbac_claims reads its audit log)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rbac_claims(request: pytest.FixtureRequest) -> Iterator[None]:
+    """When a module whose scenarios claim permissions (``rbac.CLAIMS``) ends, its ServiceAccounts used every
+    permission it claims during its own run, and none was refused; with NETAWARE_RBAC_RECORD=FILE, what each
+    module used is appended to FILE (one JSON line per module) to write the claims from."""
+    module = pathlib.Path(str(request.path)).stem
+    claims = rbac.CLAIMS.get(module, {})
+    record = os.environ.get("NETAWARE_RBAC_RECORD")
+    started = datetime.datetime.now(datetime.UTC)
+    failed_before = request.session.testsfailed
+    yield
+    if not CLUSTERS or not (claims or record) or request.session.testsfailed > failed_before:
+        return  # no cluster in this module, nothing claimed, or a failure already said what went wrong
+    plane = CLUSTERS[0]
+    usage = {
+        component: rbac.used(plane.audit_events(service_account(component)), started) for component in rbac.COMPONENTS
+    }
+    if record:
+        line = {component: sorted(seen) for component, (seen, _) in usage.items() if seen}
+        with open(record, "a") as out:
+            out.write(json.dumps({module: line}) + "\n")
+    for component, permissions in claims.items():
+        seen, refused = usage[component]
+        assert refused == [], f"{module}: the {component}'s ServiceAccount was refused {refused}"
+        assert permissions <= seen, f"{module}: the {component} never used {sorted(permissions - seen)}"
 
 
 def kubectl_json(cluster: Any, *args: str) -> Any:

@@ -5,6 +5,8 @@ the same seed gives the same plan, and small instances land within 1.10x of the 
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -147,6 +149,12 @@ def test_the_plan_cli_prints_the_placement_and_refuses_an_unknown_appgroup(tmp_p
     assert document["edges"] == [
         {"source": "a", "target": "b", "pairs": 1, "cost": 0, "meanCost": 0.0, "pairsOverMaxNetworkCost": 0}
     ]
+    exact = subprocess.run(  # a process of its own: HiGHS writes to file descriptor 1, not to sys.stdout
+        [sys.executable, "-m", "operators.cli", "plan", "-f", str(path), "--appgroup", f"{NAMESPACE}/pair",
+         "--exact", "10", "-o", "json"], capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    reference = json.loads(exact.stdout)["reference"]
+    assert (reference["optimal"], reference["objective"], reference["ratio"]) == (True, 0, 1.0)
     result = CliRunner().invoke(cli, ["plan", "-f", str(path), "--appgroup", f"{NAMESPACE}/nope"])
     assert result.exit_code == 1
     assert f"--appgroup {NAMESPACE}/nope: not an AppGroup of the snapshot (it has: {NAMESPACE}/pair)" in result.output

@@ -14,9 +14,13 @@ one node costs 0, in one zone ``C[a,a]``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -42,7 +46,8 @@ def solve(problem: Problem, seconds: float) -> Reference:
     model = _Model(problem)
     if not model.integers:  # nothing to place: the constant is the optimum
         return Reference(SOLVER, True, round(model.constant), model.constant, time.perf_counter() - started)
-    highs = highspy.Highs()  # type: ignore[no-untyped-call]
+    with _quiet_stdout():  # HiGHS prints a banner from C++ when made, whatever its options
+        highs = highspy.Highs()  # type: ignore[no-untyped-call]
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(seconds))
     highs.setOptionValue("mip_rel_gap", 0.0)
@@ -88,6 +93,21 @@ def solve(problem: Problem, seconds: float) -> Reference:
     else:
         bound = max(0.0, float(info.mip_dual_bound) + model.constant) if len(integers) else float(model.constant)
     return Reference(SOLVER, optimal, objective, bound, time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """File descriptor 1 to /dev/null inside (what C++ writes there bypasses ``sys.stdout``)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 class _Model:
