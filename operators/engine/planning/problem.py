@@ -90,6 +90,20 @@ class Problem:
             ok &= ~self.bandwidth_unknown & passing(want, self.capacity, used[:, 0], used[:, 1], self.accounting)
         return np.asarray(ok)
 
+    def fits_instead(self, pod: int, node: int, leaving: int, used: Ints, free: Ints) -> bool:
+        """Whether ``pod`` fits on ``node`` in the place of ``leaving`` (a pod there now): :meth:`fits` for one
+        node with ``leaving``'s requests and bandwidth given back (the pods limit is unchanged by a trade)."""
+        if not (self.eligible[pod][node] and bool(np.all(free[node] + self.requests[leaving] >= self.requests[pod]))):
+            return False
+        want = (int(self.demand[pod, 0]), int(self.demand[pod, 1]))
+        if want == (0, 0):
+            return True
+        if self.bandwidth_unknown[node]:
+            return False
+        window = slice(node, node + 1)
+        ingress, egress = used[window, 0] - self.demand[leaving, 0], used[window, 1] - self.demand[leaving, 1]
+        return bool(passing(want, self.capacity[window], ingress, egress, self.accounting)[0])
+
 
 def members(group: AppGroup, pods: Sequence[Pod]) -> list[Pod]:
     """The AppGroup's pods (rule 1): its label, in its workloads' namespaces, not terminal."""

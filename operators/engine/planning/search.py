@@ -93,6 +93,14 @@ class Search:
         nodes = len(problem.nodes)
         self.rank = self.rng.permutation(nodes).astype(np.int64)  # the seeded order of ties
         self.presence_scale = len(problem.pods) + len(problem.fixed) + 1
+        grid = problem.place_cost
+        self.cost_diagonal = np.diagonal(grid)[problem.place_of]
+        self.above = {  # edge -> (place x place: a pair above its maxNetworkCost, the same per node on its diagonal)
+            id(edge): (above, np.diagonal(above)[problem.place_of].astype(np.int64))
+            for edge in problem.edges
+            if edge.max_cost is not None
+            for above in [(grid > edge.max_cost).astype(np.int64)]
+        }
         self.linked = np.zeros(len(problem.workloads), dtype=np.bool_)  # workload -> has a dependency edge
         for edge in problem.edges:
             self.linked[[edge.source, edge.target]] = True
@@ -175,6 +183,7 @@ class Search:
     def fits(self, state: Assignment, pod: int) -> Bools:
         return self.problem.fits(pod, state.used, state.free, state.pods_free)
 
+
     # ---- the two steps -------------------------------------------------------------------------------------
 
     def greedy(self) -> tuple[Assignment, dict[str, str]]:
@@ -213,8 +222,8 @@ class Search:
             left.remove(chosen)
         return taken + [w for w in order if not self.linked[w]]
 
-    def improve(self, state: Assignment, deadline: Callable[[], bool]) -> tuple[bool, int]:
-        """Step 2 on ``state`` (in place): (converged, sweeps)."""
+    def improve(self, state: Assignment, deadline: Callable[[], bool], groups: bool = True) -> tuple[bool, int]:
+        """Step 2 on ``state`` (in place; ``groups``: with the group moves): (converged, sweeps)."""
         planned = [pod for pod in range(len(self.problem.pods)) if state.node[pod] >= 0]
         sweeps = 0
         while planned:
@@ -226,20 +235,21 @@ class Search:
                 moved |= self._move(state, pod) or self._swap(state, pod)
             if deadline():
                 return False, sweeps
-            moved |= self._merge(state, deadline)
+            if groups and not moved:
+                moved = self._merge(state, deadline)
             if not moved:
                 return True, sweeps
         return True, sweeps
 
     def tabu(self, state: Assignment, deadline: Callable[[], bool], tenure: int = 3) -> tuple[Assignment, bool]:
-        """Step 3, from a local optimum: twice as many steps as there are planned pods (at least 10), each the
+        """Step 3, from a local optimum: as many steps as there are planned pods (at least 10), each the
         best move or swap of a pod not moved in the last ``tenure`` steps, even when it costs more (the way out
         of a local optimum that needs two or three steps), then step 2 again; the best plan seen, and whether
         every step ran."""
         best, best_cost = state.copy(), self.objective(state).objective
         planned = np.nonzero(state.node >= 0)[0].tolist()
         moved_at: dict[int, int] = {}
-        for step in range(max(10, 2 * len(planned))):
+        for step in range(max(10, len(planned))):
             if deadline():
                 return best, False
             current = self.objective(state).objective
@@ -260,7 +270,7 @@ class Search:
                 moved_at[other] = step
             self.put(state, pod, node)
             moved_at[pod] = step
-            self.improve(state, deadline)
+            self.improve(state, deadline, groups=False)
             cost = self.objective(state).objective
             if cost < best_cost:
                 best, best_cost = state.copy(), cost
@@ -284,17 +294,9 @@ class Search:
             for other in np.nonzero(state.node == target)[0].tolist():
                 if problem.pod_workload[other] == problem.pod_workload[pod]:
                     continue
-                self.take(state, pod)
-                self.take(state, other)
-                if self.fits(state, pod)[target]:
-                    self.put(state, pod, target)
-                    if self.fits(state, other)[here]:
-                        self.put(state, other, here)
-                        options.append((self.objective(state).objective, pod, target, other))
-                        self.take(state, other)
-                    self.take(state, pod)
-                self.put(state, pod, here)
-                self.put(state, other, target)
+                delta = self.swap_delta(state, pod, other)
+                if delta is not None:
+                    options.append((current + delta, pod, target, other))
         return options
 
     def _move(self, state: Assignment, pod: int) -> bool:
@@ -322,20 +324,51 @@ class Search:
         for other in np.nonzero(state.node == target)[0].tolist():
             if problem.pod_workload[other] == problem.pod_workload[pod]:
                 continue  # the same workload: nothing to gain
-            before = self.objective(state).objective
-            self.take(state, pod)
-            self.take(state, other)
-            if self.fits(state, pod)[target] and self.fits(state, other)[here]:
-                self.put(state, pod, target)
-                if self.fits(state, other)[here]:
-                    self.put(state, other, here)
-                    if self.objective(state).objective < before:
-                        return True
-                    self.take(state, other)
+            delta = self.swap_delta(state, pod, other)
+            if delta is not None and delta < 0:
                 self.take(state, pod)
-            self.put(state, pod, here)
-            self.put(state, other, target)
+                self.take(state, other)
+                self.put(state, pod, target)
+                self.put(state, other, here)
+                return True
         return False
+
+    def swap_delta(self, state: Assignment, pod: int, other: int) -> int | None:
+        """What trading the nodes of ``pod`` and ``other`` (of two workloads, both planned) changes in the
+        objective; None when either does not fit in the other's place. Computed from each one's cost on every
+        node with the other's own pair taken out (a dependency graph has no edge from a workload to itself)."""
+        here, there = int(state.node[pod]), int(state.node[other])
+        problem = self.problem
+        if not (
+            problem.fits_instead(pod, there, other, state.used, state.free)
+            and problem.fits_instead(other, here, pod, state.used, state.free)
+        ):
+            return None
+        cost_pod, cost_other = self.node_costs(state, pod), self.node_costs(state, other)
+        before = int(cost_pod[here] + cost_other[there]) - self._pair(pod, here, other, there)
+        after = (
+            int(cost_pod[there] + cost_other[here])
+            - self._pair(pod, there, other, there)
+            - self._pair(other, here, pod, here)
+            + self._pair(pod, there, other, here)
+        )
+        return after - before
+
+    def _pair(self, pod: int, at: int, other: int, other_at: int) -> int:
+        """The penalised cost between ``pod`` on node ``at`` and ``other`` on node ``other_at`` over the edges
+        joining their workloads (either direction)."""
+        if at == other_at:
+            return 0
+        workload, other_workload = self.problem.pod_workload[pod], self.problem.pod_workload[other]
+        place, other_place = self.problem.place_of[at], self.problem.place_of[other_at]
+        total = 0
+        for edge, _ in self.incident[int(workload)]:
+            grid = self.penalized[id(edge)]
+            if edge.source == workload and edge.target == other_workload:
+                total += int(grid[place, other_place])
+            elif edge.source == other_workload and edge.target == workload:
+                total += int(grid[other_place, place])
+        return total
 
     def _merge(self, state: Assignment, deadline: Callable[[], bool]) -> bool:
         """Pods moved together, the move single pods cannot make when each alone would pay more (two halves of
@@ -354,7 +387,7 @@ class Search:
             if any(self._spread(state, pods, place, before) for place in self._places_held(state)):
                 improved = True
                 continue
-            for target in self._holding(state):
+            for target in self._neighbours(state, pods):
                 if target == source or deadline():
                     continue
                 both = pods + self._linked_on(state, target)
@@ -386,6 +419,11 @@ class Search:
         for pod, home in zip(pods, homes, strict=True):
             self.put(state, pod, home)
         return False
+
+    def _neighbours(self, state: Assignment, pods: list[int]) -> list[int]:
+        """The nodes holding pods of the workloads ``pods``'s workloads have edges with."""
+        workloads = {other for pod in pods for _, other in self.incident[int(self.problem.pod_workload[pod])]}
+        return np.nonzero(state.count_node[sorted(workloads)].sum(axis=0))[0].tolist() if workloads else []
 
     def _holding(self, state: Assignment) -> list[int]:
         return np.nonzero(state.count_node.sum(axis=0))[0].tolist()
@@ -444,17 +482,16 @@ class Search:
 
     def objective(self, state: Assignment) -> PlacedCost:
         """The cost of ``state`` over every pair of the AppGroup (bound members included)."""
-        problem = self.problem
+        grid = self.problem.place_cost
         cost = over = 0
-        for edge in problem.edges:
-            grid = problem.place_cost
+        for edge in self.problem.edges:
             source, target = state.count_place[edge.source], state.count_place[edge.target]
-            same_node = state.count_node[edge.source] * state.count_node[edge.target]
-            diagonal = np.diagonal(grid)[problem.place_of]
-            cost += int(source @ grid @ target) - int(same_node @ diagonal)
-            if edge.max_cost is not None:
-                above = grid > edge.max_cost
-                over += int(source @ above @ target) - int(same_node @ np.diagonal(above)[problem.place_of])
+            same_node = state.count_node[edge.source] @ (state.count_node[edge.target] * self.cost_diagonal)
+            cost += int(source @ grid @ target) - int(same_node)
+            if id(edge) in self.above:
+                above, diagonal = self.above[id(edge)]
+                same = state.count_node[edge.source] @ (state.count_node[edge.target] * diagonal)
+                over += int(source @ above @ target) - int(same)
         return PlacedCost(cost, over, int((state.node < 0).sum()))
 
 
