@@ -36,7 +36,13 @@ from operators.controllers.metrics import REGISTRY
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
-from operators.engine.planning.release import UNPLACEABLE, plans_by_whole_group, release_by_plan
+from operators.engine.planning.release import (
+    UNPLACEABLE,
+    planned_node,
+    plans_by_whole_group,
+    release_by_plan,
+    stranded,
+)
 from operators.engine.planning.release import release_patch as planned_release_patch
 from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, timeout_of
 from operators.kube import post_event, send_json
@@ -47,6 +53,7 @@ logger = logging.getLogger("netaware.gates")
 JSON_PATCH = "application/json-patch+json"
 WRITERS = 8
 RETRY_SECONDS = 2.0
+STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 COMPONENT = "netaware"
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
@@ -66,7 +73,8 @@ PLANS = Histogram(
 )
 PLANNED_PODS = Counter(
     "netaware_planned_pods_total",
-    "Gated pods released by a plan: to their planned node (placed) or without a place (unplaceable).",
+    "Pods of plans: released to their planned node (placed), released without a place (unplaceable), evicted "
+    "when their planned node could no longer take them (abandoned).",
     ["result"],
     registry=REGISTRY,
 )
@@ -100,12 +108,15 @@ class GateKeeper:
         # runs before this one, so they are current when a change reaches here)
         self.members = members
         self.gated: dict[str, set[PodKey]] = defaultdict(set)  # AppGroup name -> its gated pods
+        self.placing: dict[str, set[PodKey]] = defaultdict(set)  # ... its pods released by a plan, not bound yet
         self.sent: set[PodKey] = set()  # released, and the release not seen back yet: never patched twice
         self.marked: set[str] = set()
         self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
+        self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
+        self.evicted: set[PodKey] = set()  # evicted, never twice
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
 
@@ -117,6 +128,10 @@ class GateKeeper:
                     if not name:
                         continue
                     key = (pod.namespace, pod.name)
+                    if add and not is_gated(pod) and not pod.node_name and planned_node(pod):
+                        self.placing[name].add(key)
+                    else:
+                        self.placing[name].discard(key)
                     if add and is_gated(pod):
                         self.gated[name].add(key)
                         self.arrived.setdefault(key, self.clock())
@@ -132,7 +147,7 @@ class GateKeeper:
                     self._mark(group.metadata.name)
 
     def _mark(self, name: str) -> None:
-        if self.gated.get(name):
+        if self.gated.get(name) or self.placing.get(name):
             self.marked.add(name)
             self.wake.set()
 
@@ -145,7 +160,8 @@ class GateKeeper:
         covers make one more plan (without an AppGroup: released). ``named``: the AppGroups by name, when the
         caller has them (one pass over the cache for many names)."""
         groups = (named or self.appgroups_by_name()).get(name, [])
-        owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in self.gated.get(name, ())}
+        held = self.gated.get(name, set()) | self.placing.get(name, set())
+        owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in held}
         plans = []
         for group in {id(group): group for group in owners.values()}.values():
             if group is None:
@@ -169,8 +185,16 @@ class GateKeeper:
         if decision.plan is not None and group is not None:
             PLANS.observe(time.perf_counter() - started)
             self.made.append((group, decision.plan))
+        deadline = decision.next_deadline
+        if group is not None:
+            for pod, why in stranded(members, self.cache.snapshot()):
+                if (pod.namespace, pod.name) not in self.evicted:
+                    self.abandoned.append((group, pod, why))
+            if any(planned_node(pod) and not pod.node_name and not is_gated(pod) for pod in members):
+                due = now + STRAND_CHECK_SECONDS  # released, not bound yet: still bindable where planned?
+                deadline = due if deadline is None else min(deadline, due)
         releases = tuple(_Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
-        return GatePlan(releases, (), decision.next_deadline)
+        return GatePlan(releases, (), deadline)
 
     def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
         named: dict[str, list[AppGroup]] = defaultdict(list)
@@ -186,6 +210,7 @@ class GateKeeper:
         await self.cache.wait_synced()  # an AppGroup not listed yet is not a missing AppGroup
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)
+        self.marked.update(name for name, placing in self.placing.items() if placing)
         while not stopped():
             self.wake.clear()
             names, self.marked = self.marked, set()
@@ -214,6 +239,9 @@ class GateKeeper:
             made, self.made = self.made, []
             for group_planned, made_plan in made:
                 await self._announce_plan(api, group_planned, made_plan)
+            abandoned, self.abandoned = self.abandoned, []
+            for group_planned, pod, why in abandoned:
+                await self._abandon(api, group_planned, pod, why)
             GATED.set(sum(len(gated) for gated in self.gated.values()))
             for name, deadline in holding.items():
                 self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
@@ -289,6 +317,36 @@ class GateKeeper:
             why = "; ".join(f"{pod}: {reason}" for pod, reason in sorted(plan.unplaceable.items())[:5])
             text = f"{len(plan.unplaceable)} pod(s) released without a place ({UNPLACEABLE}): {why}"
             await post_event(api, involved, "Warning", "NotPlanned", text[:1000], COMPONENT)
+
+    async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
+        """A pod stranded by its plan: evicted (the Eviction API: its PodDisruptionBudget applies) so that its
+        owner's replacement is planned again; a Warning Event on the AppGroup says which and why."""
+        key = (pod.namespace, pod.name)
+        meta = {"name": pod.name, "namespace": pod.namespace}
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": meta}
+        try:
+            await send_json(api, "POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction", body)
+        except ApiException as error:
+            if error.status != 404:
+                logger.warning("pod %s: stranded, not evicted (%s %s); retrying", pod.key, error.status, error.reason)
+                self._retry(pod)
+            return
+        except (TimeoutError, OSError) as error:
+            logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, error)
+            self._retry(pod)
+            return
+        self.evicted.add(key)
+        PLANNED_PODS.labels("abandoned").inc()
+        message = f"plan abandoned for pod {pod.key}: {why}; evicted, its replacement is planned again"
+        logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, message)
+        involved = {
+            "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
+            "kind": "AppGroup",
+            "name": group.metadata.name,
+            "namespace": group.metadata.namespace,
+            "uid": group.metadata.uid,
+        }
+        await post_event(api, involved, "Warning", "PlanAbandoned", message[:1000], COMPONENT)
 
     async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
         """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""

@@ -1,7 +1,8 @@
 """Releases by whole-group plans on the emulator: the real AppGroup controller (``--appgroup-plans``) plans an
 AppGroup annotated ``netaware.io/ordered-scheduling: plan`` and releases each gated pod with one patch carrying
 its planned node (a required node affinity, the ``netaware.io/planned-node`` annotation) and the gate removed;
-a pod created later is planned against the placed ones. The emulator refuses, as the API server does, a
+a pod created later is planned against the placed ones; a released pod whose planned node fills before it is
+bound is evicted for its owner to replace. The emulator refuses, as the API server does, a
 required node affinity added to a pod that is not gated."""
 
 from __future__ import annotations
@@ -104,6 +105,19 @@ async def test_gated_pods_are_released_to_their_planned_nodes(api: Api, emulator
         await api.call("POST", PODS, pod("web-2", "web", "1"))
         await until("web-2 released", lambda: not placed(emulator, "web-2")[0], 10)
         assert placed(emulator, "web-2")[1:] == ("n-6", pinned("n-6"))
+        # n-6 fills before kube-scheduler binds them (7.5 of its 8 cpus bound to another pod): web-1 and web-2
+        # can never bind there (their affinity cannot change), so they are evicted for their owners to replace
+        await api.call("POST", PODS, pod("intruder", "", "7500m", "n-6"))
+
+        def gone() -> bool:
+            return all(emulator.get_object("v1/pods", "default", n) is None for n in ("web-1", "web-2"))
+
+        await until("the stranded pods evicted", gone, 10)
+        assert emulator.get_object("v1/pods", "default", "web-0") is not None  # n-5 still takes it
+        abandoned = [e["message"] for e in emulator.list_objects("v1/events", "default")
+                     if e.get("reason") == "PlanAbandoned"]  # fmt: skip
+        assert len(abandoned) == 2 and all("its planned node n-6 no longer fits it: Insufficient cpu" in m
+                                           for m in abandoned), abandoned  # fmt: skip
 
 
 async def test_a_released_pods_required_affinity_cannot_be_changed(api: Api, emulator: ApiEmulator) -> None:

@@ -18,6 +18,9 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
 4. **Timeout and spec**: a pod waiting past the ordered-scheduling timeout, every pod of an invalid AppGroup,
    and a pod whose workload is not in the spec are released without a place (as in the dependencies-first
    mode).
+5. **Stranded**: a released pod not bound yet whose planned node can no longer take it (:func:`stranded`: the
+   node gone, tainted or cordoned, or filled by pods bound meanwhile) is evicted, so that its owner's
+   replacement is gated and planned again against what the cluster holds then.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
@@ -152,6 +156,29 @@ def _as_placed(cluster: Snapshot, members: list[Pod], waiting: list[Pod]) -> Sna
         elif not is_gated(pod) and (node := planned_node(pod)) in nodes:
             pods.append(Pod.parse({**pod.raw, "spec": {**(pod.raw.get("spec") or {}), "nodeName": node}}))
     return replace(cluster, pods=tuple(pods))
+
+
+def stranded(members: Iterable[Pod], cluster: Snapshot) -> list[tuple[Pod, str]]:
+    """Members released by a plan and not bound whose planned node can no longer take them (rule 5): the node is
+    gone or refuses them now (unschedulable, an untolerated taint), or the pods bound there leave too little
+    for them — with why. Their required affinity cannot be changed once released, so only a replacement (the
+    pod evicted, its owner making a new one, gated and planned again) gets them placed."""
+    nodes = cluster.node_by_name
+    held = requested_on_nodes(pod for pod in cluster.pods if pod.node_name)
+    found = []
+    for pod in members:
+        node_name = planned_node(pod)
+        if pod.node_name or is_gated(pod) or pod.is_terminal or node_name is None:
+            continue
+        node = nodes.get(node_name)
+        if node is None:
+            found.append((pod, f"its planned node {node_name} is gone"))
+            continue
+        requested, count = held.get(node_name, ({}, 0))
+        reasons = placement_reasons(pod, node) + insufficient(pod.requests, node, requested, count)
+        if reasons:
+            found.append((pod, f"its planned node {node_name} no longer fits it: {', '.join(reasons)}"))
+    return found
 
 
 def release_patch(pod: Pod, node: str | None) -> list[dict[str, Any]]:

@@ -183,7 +183,6 @@ class Search:
     def fits(self, state: Assignment, pod: int) -> Bools:
         return self.problem.fits(pod, state.used, state.free, state.pods_free)
 
-
     # ---- the two steps -------------------------------------------------------------------------------------
 
     def greedy(self) -> tuple[Assignment, dict[str, str]]:

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Whole-AppGroup placement plans: planning time and cost against the exact optimum or the best bound (slow: not a
+test; no timed assertions anywhere).
+
+    python benchmarks/bench_plan.py [--budget-ms 100] [--exact-seconds 60] [--runs 3] [--record FILE.json]
+
+Instances (every pod pending, the NetworkTopology's costs, as ``netaware plan`` computes them):
+
+* ``boutique``: Online Boutique x 3 (33 pods) on the 16-node cluster of ``netaware simulate`` (2 regions x 2
+  zones, zone pairs 5, region pairs 20, 1G per node, every dependency 50M and maxNetworkCost 10);
+* ``random-dag``: 12 workloads x 3 on the same cluster (seed 3);
+* ``tight``: the boutique instance on nodes of 2 cpus and 4 pods each, every pod asking 500m — capacity binds;
+* ``large``: 300 pods (20 workloads x 15, a random DAG) on 5,000 nodes in 50 zones / 5 regions.
+
+Per instance: the problem's build time, the greedy start's time (the first feasible plan) and cost, the plan's
+cost at the budget (mean per dependency pair, pairs above maxNetworkCost), whether the search converged, and
+with an exact reference (HiGHS, the ``exact`` extra; skipped for ``large``, whose program has 1.5 million
+binaries) the optimum or the best bound and the plan's ratio to it. min / median / max over ``--runs`` seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from operators.api import keys
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.planning.plan import plan_appgroup
+from operators.engine.planning.problem import build_problem
+from operators.engine.planning.search import Search
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.simulation import ordered
+
+
+def scenario_snapshot(scenario: ordered.AppScenario) -> Snapshot:
+    return replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,), pods=scenario.pods)
+
+
+def tight() -> ordered.AppScenario:
+    cluster = []
+    for raw in ordered.zoned_cluster():
+        if raw["kind"] == "Node":
+            raw = {**raw, "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "4"}}}  # noqa: PLW2901
+        cluster.append(raw)
+    scenario = ordered.boutique(3, tuple(cluster))
+    pods = []
+    for pod in scenario.pods:
+        raw = {**pod.raw, "spec": {**pod.raw["spec"], "containers": [
+            {"name": "app", "resources": {"requests": {"cpu": "500m"}}}]}}  # fmt: skip
+        pods.append(type(pod).parse(raw))
+    return replace(scenario, pods=tuple(pods))
+
+
+def large(rng: random.Random) -> ordered.AppScenario:
+    zones, regions, nodes = 50, 5, 5000
+    objects: list[dict[str, Any]] = []
+    for index in range(nodes):
+        zone = index % zones
+        name = f"node-{index:05d}"
+        objects.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: f"z{zone}",
+                                                  keys.REGION_LABEL: f"r{zone % regions}"},
+                         "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "10G"}},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+        })  # fmt: skip
+    zone_list = [
+        {"origin": f"z{a}", "costList": [{"destination": f"z{b}", "networkCost": 2 + (a * 7 + b * 3) % 8}
+                                         for b in range(zones) if b != a and b % regions == a % regions]}
+        for a in range(zones)
+    ]  # fmt: skip
+    region_list = [
+        {"origin": f"r{a}", "costList": [{"destination": f"r{b}", "networkCost": 20 + a + b}
+                                         for b in range(regions) if b != a]}
+        for a in range(regions)
+    ]  # fmt: skip
+    objects.append({
+        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
+        "metadata": {"name": ordered.TOPOLOGY, "namespace": ordered.NAMESPACE},
+        "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": [
+            {"topologyKey": keys.REGION_LABEL, "originList": region_list},
+            {"topologyKey": keys.ZONE_LABEL, "originList": zone_list}]}]},
+    })  # fmt: skip
+    return ordered.app_scenario("large", ordered.random_dag(20, 0.15, rng), 15, tuple(objects))
+
+
+INSTANCES = {
+    "boutique": lambda: ordered.boutique(3),
+    "random-dag": lambda: ordered.app_scenario(
+        "dag", ordered.random_dag(12, 0.3, random.Random(3)), 3, ordered.zoned_cluster()
+    ),
+    "tight": tight,
+    "large": lambda: large(random.Random(7)),
+}
+
+
+def measure(name: str, budget: float, exact_seconds: float | None, seed: int) -> dict[str, Any]:
+    scenario = INSTANCES[name]()
+    snapshot = scenario_snapshot(scenario)
+    started = time.perf_counter()
+    index = ClusterIndex.build(snapshot)
+    problem = build_problem(index, scenario.group, ordered.config())
+    built = time.perf_counter() - started
+    started = time.perf_counter()
+    engine = Search(problem, seed)
+    state, _ = engine.greedy()
+    greedy_seconds = time.perf_counter() - started
+    greedy = engine.objective(state)
+    plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget,
+                         exact_seconds=None if name == "large" else exact_seconds)  # fmt: skip
+    pairs = sum(edge.pairs for edge in plan.edges)
+    figures: dict[str, Any] = {
+        "pods": len(problem.pods),
+        "nodes": len(problem.nodes),
+        "build s": built,
+        "greedy s": greedy_seconds,
+        "greedy cost": greedy.cost,
+        "plan s": plan.seconds,
+        "plan cost": plan.cost.cost,
+        "plan mean per pair": plan.cost.cost / pairs if pairs else 0.0,
+        "pairs above maxNetworkCost": plan.cost.over_limit,
+        "converged": plan.converged,
+    }
+    if plan.reference is not None:
+        figures["reference"] = "optimum" if plan.reference.optimal else "bound"
+        figures["reference objective"] = plan.reference.bound
+        figures["reference best plan"] = plan.reference.objective
+        figures["ratio"] = plan.ratio
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget-ms", type=int, default=100)
+    parser.add_argument("--exact-seconds", type=float, default=60.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default=",".join(INSTANCES))
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
+    args = parser.parse_args()
+    record: dict[str, Any] = {
+        "benchmark": "bench_plan",
+        "parameters": vars(args),
+        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "instances": {},
+    }
+    for name in args.only.split(","):
+        runs = [measure(name, args.budget_ms / 1000, args.exact_seconds, seed) for seed in range(args.runs)]
+        print(f"{name}: {runs[0]['pods']} pods, {runs[0]['nodes']} nodes, budget {args.budget_ms} ms")
+        summary = {}
+        for key in runs[0]:
+            values = [run.get(key) for run in runs]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                numbers = sorted(float(v) for v in values)  # type: ignore[arg-type]
+                summary[key] = {"min": numbers[0], "median": statistics.median(numbers), "max": numbers[-1]}
+                print(f"  {key:28} {numbers[0]:.4g} / {statistics.median(numbers):.4g} / {numbers[-1]:.4g}")
+            else:
+                summary[key] = values
+                print(f"  {key:28} {values}")
+        record["instances"][name] = summary
+    if args.record:
+        Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
