@@ -1,0 +1,162 @@
+"""Releases by whole-group plans on the real control plane: `netaware webhook` gates the pods of an AppGroup
+annotated ``netaware.io/ordered-scheduling: plan``, `netaware run --appgroup-plans` (the chart's operator
+ServiceAccount) plans them as a whole and releases each with its planned node as a required node affinity, and
+the real kube-scheduler binds every pod where the plan says; a replica added by a scale-up is planned against
+the placed ones."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import (
+    EXAMPLES,
+    RELEASE_NAMESPACE,
+    eventually,
+    forbidden,
+    free_port,
+    kubectl_json,
+    running,
+    wait_for_port,
+)
+from webhooks.configuration import mutating_webhook_configuration
+
+pytestmark = pytest.mark.e2e
+
+NAMESPACE = "plan-e2e"
+GATE = "netaware.io/topology-order"
+PLANNED = "netaware.io/planned-node"
+GRAPH = {"web": ["api"], "api": ["db"], "db": []}
+REPLICAS = {"web": 2, "api": 2, "db": 1}
+
+
+def appgroup() -> dict[str, Any]:
+    def workload(name: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": name, "selector": name, "apiVersion": "apps/v1"}
+
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {
+            "name": "shop",
+            "namespace": NAMESPACE,
+            "annotations": {"netaware.io/ordered-scheduling": "plan", "netaware.io/ordered-scheduling-timeout": "60"},
+        },
+        "spec": {
+            "numMembers": len(GRAPH),
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [
+                {"workload": workload(s), "dependencies": [{"workload": workload(d), "maxNetworkCost": 5} for d in c]}
+                for s, c in GRAPH.items()
+            ],
+        },
+    }
+
+
+def deployment(selector: str, replicas: int) -> dict[str, Any]:
+    labels = {"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": selector}
+    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": selector, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+@pytest.fixture
+def plan_namespace(cluster: Any) -> Iterator[str]:
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    try:
+        yield NAMESPACE
+    finally:
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-plan-e2e", "--ignore-not-found")
+
+
+def pods(cluster: Any) -> list[dict[str, Any]]:
+    return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"])
+
+
+def bound_where_planned(cluster: Any, count: int) -> list[dict[str, Any]] | None:
+    found = [p for p in pods(cluster) if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    return found if len(found) >= count else None
+
+
+def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
+    cluster: Any,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    plan_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"pluginConfig": [{"name": "NetworkOverhead", "args": {
+            "namespaces": ["default"], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}}]}],
+    }))  # fmt: skip
+    port = free_port()
+    configuration = mutating_webhook_configuration("netaware-plan-e2e", "unused", RELEASE_NAMESPACE)
+    hook = configuration["webhooks"][0]
+    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
+    hook["failurePolicy"] = "Fail"
+    webhook = [
+        "webhook",
+        "--listen-address",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(chart_rbac["webhook"]),
+    ]
+    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
+    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", "netaware-plan-e2e"]
+    operator += ["--appgroup-plans", "--plan-config", str(config)]
+    with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
+        eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
+        wait_for_port(port, process=hooked)
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup()))
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+
+        def gated_at_admission() -> bool:
+            template = deployment("web", 1)["spec"]["template"]
+            meta = {"name": "probe", "namespace": NAMESPACE, **template["metadata"]}
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+            done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod))
+            gates = json.loads(done.stdout)["spec"].get("schedulingGates") or [] if done.returncode == 0 else []
+            return any(gate["name"] == GATE for gate in gates)
+
+        eventually(gated_at_admission, 60, "the webhook gating the AppGroup's pods")
+        manifests = "\n---\n".join(json.dumps(deployment(s, REPLICAS[s])) for s in GRAPH)
+        cluster.kubectl("apply", "-f", "-", stdin=manifests)
+        every = sum(REPLICAS.values())
+        placed = eventually(lambda: bound_where_planned(cluster, every), 90, "every pod bound")
+        for pod in placed:
+            annotations = pod["metadata"].get("annotations") or {}
+            assert annotations.get(PLANNED) == pod["spec"]["nodeName"], pod["metadata"]["name"]
+        # 5 pods of 1 cpu on nodes of 8: the plan puts the whole chain on one node (cost 0)
+        assert len({pod["spec"]["nodeName"] for pod in placed}) == 1, [p["spec"]["nodeName"] for p in placed]
+        events = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=Planned")
+        assert any("network cost 0 " in e["message"] for e in events["items"]), events["items"]
+        # a scale-up: the new replica is planned against the placed pods, beside them
+        node = placed[0]["spec"]["nodeName"]
+        cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
+        grown = eventually(lambda: bound_where_planned(cluster, every + 1), 60, "the new replica bound")
+        new = [p for p in grown if p["metadata"]["name"] not in {q["metadata"]["name"] for q in placed}]
+        assert [(p["spec"]["nodeName"], (p["metadata"].get("annotations") or {}).get(PLANNED)) for p in new] == [
+            (node, node)
+        ]
+    assert forbidden(cluster, "operator") == []
