@@ -18,7 +18,10 @@ tainted so that only the thesis' pods go there. The same pods, created at once, 
     (manifests/networktopology/scheduler-config.yaml: NetworkOverhead 5 at every point, NodeResourcesFit off,
     TopologicalSort as queue sort);
 (d) ``sp-default``: the same binary with only the default profile (what separates the 1.34 version from the
-    plugins).
+    plugins);
+(e) ``netaware-plan``: (b) with the AppGroups annotated ``netaware.io/ordered-scheduling: plan`` and the
+    operator run with ``--appgroup-plans`` (the extender's configuration for the plans): each AppGroup's pods
+    gated at admission, planned as a whole, released to their planned nodes.
 
 Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 nodes of 1Gi: 1,000 fit),
 Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
@@ -54,7 +57,8 @@ from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_a
 from benchmarks.figures import percentile, spread  # noqa: E402
 
 NAMESPACE = "bench"
-AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace only
+AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace and PLANNED only
+PLANNED = "bench-plan"  # netaware with plans: the AppGroups annotated ordered-scheduling: plan
 ZONES = {"us-west-1": ("Z1", "Z2", "Z3", "Z4"), "us-east-1": ("Z5", "Z6", "Z7", "Z8")}
 
 
@@ -143,8 +147,9 @@ def appgroups(namespace: str, seed: int = 7) -> list[dict[str, Any]]:
     out = []
     for group in (boutique, random_dag):
         moved = json.loads(json.dumps(group).replace('"namespace": "default"', f'"namespace": "{namespace}"'))
-        if namespace == AWARE:
-            moved["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": "true"}
+        if namespace in (AWARE, PLANNED):
+            mode = "true" if namespace == AWARE else "plan"
+            moved["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": mode}
         out.append(moved)
     return out
 
@@ -273,6 +278,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
     parser.add_argument("--scenarios", default="thesis-1,onlineboutique,random-dag", help="comma-separated")
+    parser.add_argument("--record", default=None, help="also write every run's figures as JSON to this file")
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
@@ -286,13 +292,14 @@ def main() -> None:
 
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-        groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, AWARE)}
+        groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, AWARE, PLANNED)}
         for namespace, documents in groups.items():
             plane.kubectl("create", "namespace", namespace)
             for document in [network_topology(namespace), *documents]:
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
         operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
-                    "--no-leader-elect", "--health-port", "0"]  # fmt: skip
+                    "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
+                    "--plan-config", str(folder / "netaware-config.yaml")]  # fmt: skip
         ca = trustme.CA()
         leaf = ca.issue_cert("127.0.0.1")
         leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
@@ -300,7 +307,7 @@ def main() -> None:
         profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
         for entry in profile["profiles"][0]["pluginConfig"]:
             if entry["name"] == "NetworkOverhead":
-                entry["args"] = network_args(AWARE)
+                entry["args"] = {**network_args(AWARE), "namespaces": [AWARE, PLANNED]}
             if entry["name"] == "NetworkBandwidth":
                 entry["args"]["accountingMode"] = "combined"
         (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
@@ -314,7 +321,7 @@ def main() -> None:
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
         ca_data = base64.b64encode(ca.cert_pem.bytes()).decode()
-        processes.append(start_webhook(plane, folder, ca_data, AWARE))  # bandwidth resources, gates
+        processes.append(start_webhook(plane, folder, ca_data, AWARE, PLANNED))  # bandwidth resources, gates
         extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
                           "prioritizeVerb": "prioritize", "weight": 20, "enableHTTPS": True,
                           "tlsConfig": {"caData": ca_data}, "nodeCacheCapable": True, "ignorable": False,
@@ -339,7 +346,8 @@ def main() -> None:
         wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES)
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
-                 "sp-network": ("sp-network", NAMESPACE), "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
+                 "netaware-plan": ("netaware", PLANNED), "sp-network": ("sp-network", NAMESPACE),
+                 "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
         names = [group["metadata"]["name"] for group in groups[NAMESPACE]]
         chosen = [name for name in ["thesis-1", *names] if name in args.scenarios.split(",")]
         results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in chosen}
@@ -362,6 +370,10 @@ def main() -> None:
         ).get("Origin", {}).get("Hash", "")  # fmt: skip
         print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 + {THESIS_NODES} "
               f"KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
+        if args.record:
+            record = {"benchmark": "bench_peers", "parameters": vars(args), "nodes": 48 + THESIS_NODES,
+                      "scheduler-plugins": version, "results": results}  # fmt: skip
+            pathlib.Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
         for name, per_mode in results.items():
             print(f"  {name}")
             for key in next(iter(per_mode.values()))[0]:

@@ -134,9 +134,12 @@ def wait_empty(plane: Any) -> None:
         time.sleep(0.5)
 
 
-def start_webhook(plane: Any, folder: pathlib.Path, ca_bundle: str, namespace: str) -> subprocess.Popen[bytes]:
-    """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``) admitting ``namespace`` only, as the
-    chart deploys it for ``bandwidth.guarantee: resources``; its configuration is applied once it listens."""
+def start_webhook(
+    plane: Any, folder: pathlib.Path, ca_bundle: str, namespace: str, *more: str
+) -> subprocess.Popen[bytes]:
+    """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``) admitting ``namespace`` (and
+    ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration is applied
+    once it listens."""
     from webhooks.configuration import mutating_webhook_configuration
 
     port = control_plane.free_port()
@@ -150,7 +153,8 @@ def start_webhook(plane: Any, folder: pathlib.Path, ca_bundle: str, namespace: s
     )
     for entry in configuration["webhooks"]:
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_bundle}
-        entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+        entry["namespaceSelector"] = {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace, *more]}]}  # fmt: skip
     deadline = time.monotonic() + 60
     while True:
         try:
