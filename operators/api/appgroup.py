@@ -78,6 +78,31 @@ class GatedWorkload(ApiModel):
     waiting_for: list[str]
 
 
+class PlannedNode(ApiModel):
+    """netaware: the pods of a workload a whole-group plan gave one node, and how many of them are bound there."""
+
+    node: str
+    planned: int = Field(ge=0)
+    bound: int = Field(ge=0)
+
+
+class PlannedWorkload(ApiModel):
+    selector: str
+    nodes: list[PlannedNode]
+
+
+class PlanStatus(ApiModel):
+    """netaware: where the plans of an AppGroup released with ``ordered-scheduling: plan`` put its members (pods
+    annotated ``netaware.io/planned-node``) and how many followed: bound on the planned node, bound elsewhere
+    (off the plan), not bound yet."""
+
+    workloads: list[PlannedWorkload]
+    planned: int = Field(ge=0)
+    on_plan: int = Field(ge=0)
+    off_plan: int = Field(ge=0)
+    pending: int = Field(ge=0)
+
+
 class AppGroupStatus(ApiModel):
     running_workloads: int | None = Field(default=None, ge=0)
     schedule_start_time: Timestamp | None = None
@@ -88,6 +113,7 @@ class AppGroupStatus(ApiModel):
     conditions: list[Condition] | None = None
     observed_generation: int | None = Field(default=None, ge=0)
     gated_pods: list[GatedWorkload] | None = None
+    plan: PlanStatus | None = None
 
 
 class AppGroup(ApiModel):

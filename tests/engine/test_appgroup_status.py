@@ -295,3 +295,34 @@ def test_a_min_bandwidth_that_is_not_a_bandwidth_is_an_invalid_spec(bandwidth: s
     assert ready["message"].startswith(f"spec.workloads[0].dependencies[0].minBandwidth: {reason}")
     with pytest.raises(FieldError):
         build_snapshot([raw])  # the webhook's view and the extender never see it either
+
+
+def test_the_plan_says_where_planned_members_went() -> None:
+    """Members released by a plan carry netaware.io/planned-node: per workload and planned node, how many were
+    planned there and are bound there; on the plan, off it (bound elsewhere), pending (not bound yet)."""
+
+    def planned(name: str, selector: str, node: str | None, at: str) -> dict[str, Any]:
+        raw = pod(name, selector, node=node)
+        raw["metadata"]["annotations"] = {"netaware.io/planned-node": at}
+        return raw
+
+    members = [
+        planned("p1-a", "p1", "n-1", "n-1"),  # on the plan
+        planned("p1-b", "p1", None, "n-1"),  # not bound yet
+        planned("p2-a", "p2", "n-3", "n-2"),  # bound elsewhere
+        pod("p3-a", "p3", node="n-4"),  # not planned: not counted
+    ]
+    status = status_of(
+        raw_a1(), build_snapshot([*yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text()), *members])
+    )
+    assert status["plan"] == {
+        "workloads": [
+            {"selector": "p1", "nodes": [{"node": "n-1", "planned": 2, "bound": 1}]},
+            {"selector": "p2", "nodes": [{"node": "n-2", "planned": 1, "bound": 0}]},
+        ],
+        "planned": 3,
+        "onPlan": 1,
+        "offPlan": 1,
+        "pending": 1,
+    }
+    assert "plan" not in status_of(raw_a1(), cluster())  # nobody planned: no plan

@@ -97,6 +97,21 @@ async def test_gated_pods_are_released_to_their_planned_nodes(api: Api, emulator
         for name in ("web-0", "web-1"):
             _, node, required = placed(emulator, name)
             assert required == pinned(node or "")
+
+        def plan_status() -> Any:
+            group = emulator.get_object("appgroup.diktyo.x-k8s.io/v1alpha1/appgroups", "default", "shop") or {}
+            return (group.get("status") or {}).get("plan")
+
+        await until("the plan in the status", lambda: (plan_status() or {}).get("planned") == 2, 10)
+        assert plan_status()["workloads"] == [
+            {"selector": "web", "nodes": [{"node": "n-5", "planned": 1, "bound": 0}, {"node": "n-6", "planned": 1,
+                                                                                       "bound": 0}]}
+        ]  # fmt: skip
+        first = next(name for name in ("web-0", "web-1") if placed(emulator, name)[1] == "n-5")
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": first}, "target": {"name": "n-5"}}
+        assert (await api.call("POST", f"{PODS}/{first}/binding", binding))[0] in (200, 201)
+        await until("one pod on the plan", lambda: (plan_status() or {}).get("onPlan") == 1, 10)
+        assert (plan_status()["offPlan"], plan_status()["pending"]) == (0, 1)
         events = [e for e in emulator.list_objects("v1/events", "default") if e.get("reason") == "Planned"]
         assert events and events[0]["involvedObject"]["name"] == "shop"
         assert "2 pod(s) planned" in events[0]["message"] and "network cost 1 " in events[0]["message"]
@@ -113,7 +128,7 @@ async def test_gated_pods_are_released_to_their_planned_nodes(api: Api, emulator
             return all(emulator.get_object("v1/pods", "default", n) is None for n in ("web-1", "web-2"))
 
         await until("the stranded pods evicted", gone, 10)
-        assert emulator.get_object("v1/pods", "default", "web-0") is not None  # n-5 still takes it
+        assert emulator.get_object("v1/pods", "default", first) is not None  # bound on n-5
         abandoned = [e["message"] for e in emulator.list_objects("v1/events", "default")
                      if e.get("reason") == "PlanAbandoned"]  # fmt: skip
         assert len(abandoned) == 2 and all("its planned node n-6 no longer fits it: Insufficient cpu" in m

@@ -19,6 +19,8 @@
 4. **Placements** (ours): per workload, its pods with node, zone, region and phase. **Gated pods** (ours):
    per workload, how many pods the topology-order gate holds and which workloads they wait for
    (:mod:`operators.engine.status.gates`; timeouts are the controller's business, not the status's).
+   ``plan``: for members released by a whole-group plan (annotation ``netaware.io/planned-node``), per workload
+   and planned node the pods planned there and bound there, and how many are on the plan, off it, pending.
 5. **Size.** etcd refuses objects above 1.5 MiB, and a status that cannot be written would be
    recomputed and refused forever. A status that would take the whole object past ``OBJECT_BUDGET``
    keeps only pod counts in its placements; if that is still too large, the topology order is left
@@ -29,6 +31,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 
 import orjson
 
@@ -38,6 +41,9 @@ from operators.api.appgroup import (
     AppGroupSpec,
     AppGroupStatus,
     GatedWorkload,
+    PlannedNode,
+    PlannedWorkload,
+    PlanStatus,
     PodPlacement,
     TopologyOrderEntry,
     WorkloadPlacement,
@@ -164,12 +170,46 @@ def appgroup_status(group: AppGroup, snapshot: Snapshot, now: datetime.datetime)
             "topology_calculation_time": calculated,
             "placements": placements(group, pods, snapshot),
             "gated_pods": gated_workloads(group, pods) if not problems else [],
+            "plan": plan_status(group, pods),
             "conditions": [ready, *other_conditions],
             "observed_generation": generation,
         }
     )
     rest = len(orjson.dumps(group.model_dump(mode="json", by_alias=True, exclude={"status"})))
     return bounded(status, previous, now, generation, OBJECT_BUDGET - rest)
+
+
+def plan_status(group: AppGroup, pods: Sequence[Pod]) -> PlanStatus | None:
+    """``status.plan``: per workload of the spec and planned node, the members planned there and how many are
+    bound there; the totals on the plan, off it (bound elsewhere) and pending. None when no member was planned."""
+    planned = [pod for pod in pods if pod.annotations.get(keys.PLANNED_NODE) and not pod.is_terminal]
+    if not planned:
+        return None
+    counts: dict[str, dict[str, list[int]]] = {}
+    on = off = 0
+    for pod in planned:
+        node = pod.annotations[keys.PLANNED_NODE]
+        cell = counts.setdefault(pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), {}).setdefault(node, [0, 0])
+        cell[0] += 1
+        if pod.node_name == node:
+            cell[1] += 1
+            on += 1
+        elif pod.node_name:
+            off += 1
+    workloads = [
+        PlannedWorkload(
+            selector=entry.workload.selector,
+            nodes=[
+                PlannedNode(node=node, planned=n, bound=b)
+                for node, (n, b) in sorted(counts[entry.workload.selector].items())
+            ],
+        )
+        for entry in group.spec.workloads
+        if entry.workload.selector in counts
+    ]
+    return PlanStatus(
+        workloads=workloads, planned=len(planned), on_plan=on, off_plan=off, pending=len(planned) - on - off
+    )
 
 
 def _size(status: AppGroupStatus) -> int:
