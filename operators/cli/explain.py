@@ -132,10 +132,12 @@ def explain_appgroup_command(
     fmt: str,
 ) -> None:
     """An AppGroup as placed now: its topology order, where each workload's pods run, and the network cost of
-    each dependency edge over its placed pod pairs (mean, worst, pairs over maxNetworkCost)."""
+    each dependency edge over its placed pod pairs (mean, worst, pairs over maxNetworkCost); for pods released by
+    a whole-group plan, the mean each edge has where the plan put them, and how many followed the plan."""
+    from operators.api import keys
     from operators.engine.scheduling.explain import dependency_pair_costs
     from operators.engine.scheduling.index import ClusterIndex
-    from operators.engine.status.appgroup import member_pods, placements
+    from operators.engine.status.appgroup import member_pods, placements, plan_status
     from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, PODS
 
     group_namespace, _, name = reference.rpartition("/")
@@ -156,6 +158,17 @@ def explain_appgroup_command(
     edges: dict[tuple[str, str], list[Any]] = {}
     for pair in pairs:
         edges.setdefault((pair.workload, pair.dependency), []).append(pair)
+    # members released by a whole-group plan: the same edges where the plan put them (planned versus actual)
+    intended = [
+        (pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), pod.annotations.get(keys.PLANNED_NODE) or pod.node_name)
+        for pod in members
+        if pod.annotations.get(keys.PLANNED_NODE) or pod.node_name
+    ]
+    plan = plan_status(group, members)
+    planned_edges: dict[tuple[str, str], list[Any]] = {}
+    if plan is not None:
+        for pair in dependency_pair_costs(group, intended, nodes, costs or {}):
+            planned_edges.setdefault((pair.workload, pair.dependency), []).append(pair)
     order = sorted((group.status.topology_order or []) if group.status else [], key=lambda entry: entry.index)
     document: dict[str, Any] = {
         "appGroup": f"{group_namespace}/{name}",
@@ -176,10 +189,13 @@ def explain_appgroup_command(
                 "meanCost": round(sum(p.cost for p in found) / len(found), 2),
                 "worstCost": max(p.cost for p in found),
                 "pairsOverMaxNetworkCost": sum(not p.within for p in found),
+                **({"plannedMeanCost": _mean(planned_edges.get((workload, dependency)))} if plan else {}),
             }
             for (workload, dependency), found in edges.items()
         ],
     }  # fmt: skip
+    if plan is not None:
+        document["plan"] = plan.to_wire()
     if fmt != "table":
         click.echo(output.dump(document, fmt), nl=False)
         return
@@ -194,13 +210,23 @@ def explain_appgroup_command(
     ]
     click.echo(output.table(("workload", "pod", "node", "zone"), rows), nl=False)
     click.echo("each dependency edge over its placed pod pairs (cost: same node 0, same zone 1, else the topology's):")
-    edge_rows = [
+    edge_rows: list[tuple[str, ...]] = [
         (f"{e['workload']} -> {e['dependency']}", str(e["maxNetworkCost"] if e["maxNetworkCost"] is not None else "-"),
          str(e["pairs"]), str(e["meanCost"]), str(e["worstCost"]), str(e["pairsOverMaxNetworkCost"]))
         for e in document["edges"]
     ]  # fmt: skip
-    headers = ("edge", "maxNetworkCost", "pairs", "mean cost", "worst", "over max")
+    headers: tuple[str, ...] = ("edge", "maxNetworkCost", "pairs", "mean cost", "worst", "over max")
+    if plan is not None:
+        headers += ("planned mean",)
+        edge_rows = [(*row, str(e["plannedMeanCost"])) for row, e in zip(edge_rows, document["edges"], strict=True)]
     click.echo(output.table(headers, edge_rows), nl=False)
+    if plan is not None:
+        click.echo(f"by plan: {plan.planned} pods planned, {plan.on_plan} bound where planned, {plan.off_plan} "
+                   f"elsewhere, {plan.pending} not bound yet")  # fmt: skip
+
+
+def _mean(pairs: list[Any] | None) -> float | None:
+    return round(sum(p.cost for p in pairs) / len(pairs), 2) if pairs else None
 
 
 @explain_group.command("node")

@@ -252,3 +252,31 @@ def test_small_instances_are_within_ten_percent_of_the_exact_optimum(instance: t
     assert plan.reference is not None and plan.reference.optimal, plan.reference
     assert plan.reference.objective is not None and plan.cost.objective >= plan.reference.objective
     assert plan.cost.objective <= 1.10 * plan.reference.objective + 1e-9, (plan.cost, plan.reference)
+
+
+def test_explain_appgroup_shows_planned_against_actual(tmp_path: Any) -> None:
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from operators.cli.main import cli
+
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    deviated = pod("b-0", "b", on="n1")  # planned beside a-0 on n2 (cost 0), bound on n1 in the other zone (5)
+    deviated["metadata"]["annotations"] = {keys.PLANNED_NODE: "n2"}
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), pod("a-0", "a", on="n2"), deviated]
+    objects.append(group.model_dump(mode="json", by_alias=True, exclude_none=True))
+    path = tmp_path / "snapshot.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    config = tmp_path / "config.yaml"
+    overhead = {"namespaces": [NAMESPACE], "networkTopologyName": ordered.TOPOLOGY}
+    kind = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    profiles = [{"pluginConfig": [{"name": "NetworkOverhead", "args": overhead}]}]
+    config.write_text(yaml.safe_dump({**kind, "profiles": profiles}))
+    args = ["explain", "appgroup", f"{NAMESPACE}/pair", "-f", str(path), "--config", str(config), "-o", "json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert [(e["meanCost"], e["plannedMeanCost"]) for e in document["edges"]] == [(5.0, 0.0)]
+    assert (document["plan"]["planned"], document["plan"]["onPlan"], document["plan"]["offPlan"]) == (1, 0, 1)
