@@ -251,7 +251,9 @@ def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle:
          "--config", str(config), "-o", "json"],
         capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
-    edges = [edge for edge in json.loads(done.stdout)["edges"] if edge["pairs"]]
+    explained = json.loads(done.stdout)
+    edges = [edge for edge in explained["edges"] if edge["pairs"]]
+    plan = explained.get("plan") or {}
     costs = [edge["meanCost"] for edge in edges]  # an edge's cost: the mean over its placed pod pairs
     pairs = sum(edge["pairs"] for edge in edges)
     within = pairs - sum(edge["pairsOverMaxNetworkCost"] for edge in edges)
@@ -261,13 +263,16 @@ def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle:
         "mean cost per edge": statistics.fmean(costs) if costs else float("nan"),
         "p90 cost per edge": percentile(costs, 0.9),
         "pairs within maxNetworkCost": within / pairs if pairs else float("nan"),
+        # of the pods released by a plan (the plan column; 0 for the others), the share bound where planned
+        "bound where planned": plan["onPlan"] / plan["planned"] if plan.get("planned") else 0.0,
     }
 
 
 def wait_empty(plane: Any) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        listed = [json.loads(plane.kubectl("get", "pods", "-n", ns, "-o", "json").stdout) for ns in (NAMESPACE, AWARE)]
+        namespaces = (NAMESPACE, AWARE, PLANNED)
+        listed = [json.loads(plane.kubectl("get", "pods", "-n", ns, "-o", "json").stdout) for ns in namespaces]
         if not any(listing["items"] for listing in listed):
             return
         time.sleep(0.5)
@@ -279,6 +284,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
     parser.add_argument("--scenarios", default="thesis-1,onlineboutique,random-dag", help="comma-separated")
     parser.add_argument("--record", default=None, help="also write every run's figures as JSON to this file")
+    parser.add_argument("--plan-affinity", choices=("required", "preferred"), default="required",
+                        help="how the plan column's pods carry their planned node")  # fmt: skip
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
@@ -299,7 +306,8 @@ def main() -> None:
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
         operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                     "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
-                    "--plan-config", str(folder / "netaware-config.yaml")]  # fmt: skip
+                    "--plan-config", str(folder / "netaware-config.yaml"),
+                    "--plan-affinity", args.plan_affinity]  # fmt: skip
         ca = trustme.CA()
         leaf = ca.issue_cert("127.0.0.1")
         leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))

@@ -139,6 +139,14 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     "(the extender's; default: their defaults).",
 )
 @click.option(
+    "--plan-affinity",
+    type=click.Choice(("required", "preferred")),
+    default="required",
+    show_default=True,
+    help="How a pod released by a plan carries its planned node: a required node affinity (kube-scheduler must "
+    "follow it; a pod whose node fills first is evicted and replanned) or a preferred one of weight 100.",
+)
+@click.option(
     "--plan-budget-ms",
     type=click.IntRange(1, 60_000),
     default=100,
@@ -185,6 +193,7 @@ def run_command(
     ordered_scheduling_timeout: float,
     appgroup_plans: bool,
     plan_config_path: str | None,
+    plan_affinity: str,
     plan_budget_ms: int,
     accounting_mode: str,
     default_node_bandwidth: Any,
@@ -246,6 +255,7 @@ def run_command(
                 plans=appgroup_plans,
                 plan_config=load_scheduler_config(plan_config_path),
                 plan_budget_seconds=plan_budget_ms / 1000,
+                plan_affinity=plan_affinity,
             ),
             nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner),
             nodebandwidth=NodeBandwidthOptions(

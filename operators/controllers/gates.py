@@ -261,7 +261,8 @@ class GateKeeper:
         async with writing:
             try:
                 node = item.node if isinstance(item, _Placed) else None
-                written = await send_json(api, "PATCH", path, planned_release_patch(pod, node), JSON_PATCH)
+                patch = planned_release_patch(pod, node, self.options.plan_affinity)
+                written = await send_json(api, "PATCH", path, patch, JSON_PATCH)
             except ApiException as error:
                 self.sent.discard(key)
                 if error.status in (409, 422):  # changed meanwhile: its next version is evaluated

@@ -154,16 +154,21 @@ def check_scheduling_gates(current: dict[str, Any], result: dict[str, Any], name
 
 
 def check_placement(current: dict[str, Any], result: dict[str, Any], name: str) -> None:
-    """As the API server (KEP-3838): a pod's nodeSelector and required node affinity are immutable, except while it
-    is gated, when they may be narrowed — nodeSelector keys added, required affinity set when it had none or
-    each of its terms given more requirements (422 Invalid otherwise)."""
+    """As the API server (KEP-3838): a pod's nodeSelector and node affinity are immutable, except while it is gated,
+    when nodeSelector and required affinity may be narrowed — keys added, required affinity set when it had none
+    or each of its terms given more requirements — and preferred affinity changed freely (422 Invalid otherwise)."""
     before, after = current.get("spec") or {}, result.get("spec") or {}
     old_selector, new_selector = before.get("nodeSelector") or {}, after.get("nodeSelector") or {}
     old_required = ((before.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
     new_required = ((after.get("affinity") or {}).get("nodeAffinity") or {}).get(REQUIRED)
+    old_preferred = ((before.get("affinity") or {}).get("nodeAffinity") or {}).get(PREFERRED)
+    new_preferred = ((after.get("affinity") or {}).get("nodeAffinity") or {}).get(PREFERRED)
+    gated = bool(before.get("schedulingGates"))
+    if old_preferred != new_preferred and not gated:  # any change while gated; none after
+        message = "pod updates may not change fields other than those allowed; preferred node affinity allows none"
+        raise status_error(422, "Invalid", f'Pod "{name}" is invalid: spec: Forbidden: {message}')
     if old_selector == new_selector and old_required == new_required:
         return
-    gated = bool(before.get("schedulingGates"))
     narrowed = all(new_selector.get(key) == value for key, value in old_selector.items()) and _narrowed(
         old_required, new_required
     )
@@ -178,6 +183,7 @@ def check_placement(current: dict[str, Any], result: dict[str, Any], name: str) 
 
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def _narrowed(old: Any, new: Any) -> bool:

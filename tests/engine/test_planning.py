@@ -280,3 +280,33 @@ def test_explain_appgroup_shows_planned_against_actual(tmp_path: Any) -> None:
     document = json.loads(result.output)
     assert [(e["meanCost"], e["plannedMeanCost"]) for e in document["edges"]] == [(5.0, 0.0)]
     assert (document["plan"]["planned"], document["plan"]["onPlan"], document["plan"]["offPlan"]) == (1, 0, 1)
+
+
+def test_a_release_narrows_every_required_term_or_adds_a_preferred_one() -> None:
+    from operators.engine.planning.release import release_patch
+
+    raw = pod("b-0", "b")
+    raw["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}, {"name": "other"}]
+    term = {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}
+    other = {"key": "metadata.name", "operator": "NotIn", "values": ["n9"]}
+    required = {"nodeSelectorTerms": [term, {"matchFields": [other]}]}
+    raw["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    member = Pod.parse(raw)
+    name = {"key": "metadata.name", "operator": "In", "values": ["n2"]}
+    patch = release_patch(member, "n2")
+    assert patch[:2] == [
+        {"op": "test", "path": "/spec/schedulingGates",
+         "value": [{"name": keys.TOPOLOGY_ORDER_GATE}, {"name": "other"}]},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": [{"name": "other"}]},
+    ]  # fmt: skip
+    assert patch[2] == {"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {**term, "matchFields": [name]},
+            {"matchFields": [other, name]}]}}}}  # fmt: skip
+    assert patch[3] == {"op": "add", "path": "/metadata/annotations", "value": {keys.PLANNED_NODE: "n2"}}
+    preferred = release_patch(member, "n2", "preferred")[2]["value"]["nodeAffinity"]
+    assert preferred["preferredDuringSchedulingIgnoredDuringExecution"] == [
+        {"weight": 100, "preference": {"matchFields": [name]}}
+    ]
+    assert preferred["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0] == term  # untouched
+    assert release_patch(member, None) == patch[:2]  # released without a place: the gate only

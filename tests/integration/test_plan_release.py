@@ -144,3 +144,12 @@ async def test_a_released_pods_required_affinity_cannot_be_changed(api: Api, emu
         "requiredDuringSchedulingIgnoredDuringExecution": pinned("n-1")}}}]  # fmt: skip
     status, body = await api.call("PATCH", f"{PODS}/free", affinity, "application/json-patch+json")
     assert status == 422 and "required node affinity" in body["message"]
+    preferred = [{"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": pinned("n-1")[
+            "nodeSelectorTerms"][0]}]}}}]  # fmt: skip
+    status, body = await api.call("PATCH", f"{PODS}/free", preferred, "application/json-patch+json")
+    assert status == 422 and "preferred node affinity" in body["message"]
+    # while gated, a preferred term may be added
+    await api.call("POST", PODS, pod("gated", "", "1"))
+    status, _ = await api.call("PATCH", f"{PODS}/gated", preferred, "application/json-patch+json")
+    assert status == 200

@@ -55,6 +55,9 @@ class AppGroupOptions(_Options):
     plans: bool = False
     plan_config: SchedulerConfig = Field(default_factory=SchedulerConfig)
     plan_budget_seconds: float = Field(0.1, gt=0, le=60)
+    # How a released pod carries its planned node: a required node affinity (kube-scheduler must follow it) or a
+    # preferred one (weight 100: it may not).
+    plan_affinity: Literal["required", "preferred"] = "required"
 
 
 class NodeBandwidthOptions(_Options):

@@ -55,6 +55,7 @@ SETTLE_SECONDS = 0.25  # ... or once every workload has a pod and none arrived f
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"
+REQUIRED, PREFERRED = "required", "preferred"  # how a released pod carries its planned node
 
 PodKey = tuple[str, str]
 
@@ -181,10 +182,11 @@ def stranded(members: Iterable[Pod], cluster: Snapshot) -> list[tuple[Pod, str]]
     return found
 
 
-def release_patch(pod: Pod, node: str | None) -> list[dict[str, Any]]:
+def release_patch(pod: Pod, node: str | None, affinity_kind: str = REQUIRED) -> list[dict[str, Any]]:
     """The JSON patch releasing ``pod``: a ``test`` of the gates as last seen, the gates without ours, and with a
-    ``node``, a required node affinity for it (added to every existing term: Kubernetes lets a gated pod's
-    required affinity be narrowed, never widened) and the ``netaware.io/planned-node`` annotation."""
+    ``node``, a node affinity for it and the ``netaware.io/planned-node`` annotation. ``required`` (the default):
+    a required term added to every existing one (Kubernetes lets a gated pod's required affinity be narrowed,
+    never widened); ``preferred``: a preferred term of weight 100 added (any change is allowed while gated)."""
     current = [{"name": name} for name in pod.scheduling_gates]
     operations: list[dict[str, Any]] = [
         {"op": "test", "path": "/spec/schedulingGates", "value": current},
@@ -195,12 +197,17 @@ def release_patch(pod: Pod, node: str | None) -> list[dict[str, Any]]:
     spec = pod.raw.get("spec") or {}
     affinity = dict(spec.get("affinity") or {})
     node_affinity = dict(affinity.get("nodeAffinity") or {})
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     field = {"key": AFFINITY_KEY, "operator": "In", "values": [node]}
-    terms = [dict(term) for term in required.get("nodeSelectorTerms") or ()] or [{}]
-    for term in terms:
-        term["matchFields"] = [*(term.get("matchFields") or ()), field]
-    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+    if affinity_kind == PREFERRED:
+        preferred = list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+        preferred.append({"weight": 100, "preference": {"matchFields": [field]}})
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
+    else:
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+        terms = [dict(term) for term in required.get("nodeSelectorTerms") or ()] or [{}]
+        for term in terms:
+            term["matchFields"] = [*(term.get("matchFields") or ()), field]
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     affinity["nodeAffinity"] = node_affinity
     operations.append({"op": "add", "path": "/spec/affinity", "value": affinity})
     annotation = keys.PLANNED_NODE.replace("~", "~0").replace("/", "~1")
