@@ -284,6 +284,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
     parser.add_argument("--scenarios", default="thesis-1,onlineboutique,random-dag", help="comma-separated")
     parser.add_argument("--record", default=None, help="also write every run's figures as JSON to this file")
+    parser.add_argument("--modes", default="kube-scheduler,netaware,netaware-plan,sp-network,sp-default",
+                        help="the columns to run, comma-separated")  # fmt: skip
     parser.add_argument("--plan-affinity", choices=("required", "preferred"), default="required",
                         help="how the plan column's pods carry their planned node")  # fmt: skip
     args = parser.parse_args()
@@ -356,6 +358,7 @@ def main() -> None:
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
                  "netaware-plan": ("netaware", PLANNED), "sp-network": ("sp-network", NAMESPACE),
                  "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
+        modes = {mode: where for mode, where in modes.items() if mode in args.modes.split(",")}
         names = [group["metadata"]["name"] for group in groups[NAMESPACE]]
         chosen = [name for name in ["thesis-1", *names] if name in args.scenarios.split(",")]
         results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in chosen}
