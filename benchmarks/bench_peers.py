@@ -288,6 +288,7 @@ def main() -> None:
                         help="the columns to run, comma-separated")  # fmt: skip
     parser.add_argument("--plan-affinity", choices=("required", "preferred"), default="required",
                         help="how the plan column's pods carry their planned node")  # fmt: skip
+    parser.add_argument("--plan-window-ms", type=int, default=200, help="the plan column's batching window")
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
@@ -309,7 +310,7 @@ def main() -> None:
         operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                     "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
                     "--plan-config", str(folder / "netaware-config.yaml"),
-                    "--plan-affinity", args.plan_affinity]  # fmt: skip
+                    "--plan-affinity", args.plan_affinity, "--plan-window-ms", str(args.plan_window_ms)]  # fmt: skip
         ca = trustme.CA()
         leaf = ca.issue_cert("127.0.0.1")
         leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))

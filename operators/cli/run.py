@@ -147,6 +147,14 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     "follow it; a pod whose node fills first is evicted and replanned) or a preferred one of weight 100.",
 )
 @click.option(
+    "--plan-window-ms",
+    type=click.IntRange(1, 10_000),
+    default=200,
+    show_default=True,
+    help="Plan gated pods at most this long after the first of them arrived (sooner once every workload has a "
+    "pod and none arrived for 50 ms); later arrivals are planned against the placed ones.",
+)
+@click.option(
     "--plan-budget-ms",
     type=click.IntRange(1, 60_000),
     default=100,
@@ -194,6 +202,7 @@ def run_command(
     appgroup_plans: bool,
     plan_config_path: str | None,
     plan_affinity: str,
+    plan_window_ms: int,
     plan_budget_ms: int,
     accounting_mode: str,
     default_node_bandwidth: Any,
@@ -256,6 +265,7 @@ def run_command(
                 plan_config=load_scheduler_config(plan_config_path),
                 plan_budget_seconds=plan_budget_ms / 1000,
                 plan_affinity=plan_affinity,
+                plan_window_seconds=plan_window_ms / 1000,
             ),
             nodeslo=NodeSLOOptions(spec_owner=nodeslo_spec_owner),
             nodebandwidth=NodeBandwidthOptions(

@@ -51,7 +51,7 @@ from operators.sources.cache import APPGROUP_PODS, APPGROUP_SPECS, Change, Clust
 logger = logging.getLogger("netaware.gates")
 
 JSON_PATCH = "application/json-patch+json"
-WRITERS = 8
+WRITERS = 32  # releases written at once (a plan releases a whole group)
 RETRY_SECONDS = 2.0
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 COMPONENT = "netaware"
@@ -180,7 +180,7 @@ class GateKeeper:
         started = time.perf_counter()
         decision = release_by_plan(
             group, members, self.cache.snapshot(), self.options.plan_config, self.arrived, now, self.timeout,
-            self.options.plan_budget_seconds,
+            self.options.plan_budget_seconds, window=self.options.plan_window_seconds,
         )  # fmt: skip
         if decision.plan is not None and group is not None:
             PLANS.observe(time.perf_counter() - started)

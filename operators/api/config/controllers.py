@@ -58,6 +58,9 @@ class AppGroupOptions(_Options):
     # How a released pod carries its planned node: a required node affinity (kube-scheduler must follow it) or a
     # preferred one (weight 100: it may not).
     plan_affinity: Literal["required", "preferred"] = "required"
+    # Gated pods are planned at most this long after the first of them arrived (sooner once every workload has a
+    # pod and none arrived for 50 ms); later arrivals are planned against the placed ones.
+    plan_window_seconds: float = Field(0.2, gt=0, le=10)
 
 
 class NodeBandwidthOptions(_Options):

@@ -6,10 +6,11 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
    not give their room away). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
    neither planned nor counted.
 2. **When**: the gated pods are planned together once the group has arrived — every workload of the spec has
-   a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or :data:`BATCH_SECONDS` after the
-   first gated pod arrived, whichever comes first (``arrived``: when the controller first saw each gated
-   pod; the API's creation times have whole seconds). A pod created later (a scale-up, a replaced pod) is
-   planned against the placed ones the same way.
+   a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or ``window`` (default
+   :data:`BATCH_SECONDS`) after the first of them arrived, whichever comes first (``arrived``: when the
+   controller first saw each gated pod; the API's creation times have whole seconds). Pods arriving after a
+   plan (the rest of a large apply admitted one by one, a scale-up, a replaced pod) are planned against the
+   placed ones the same way: a longer window plans more of a group at once, a shorter one releases sooner.
 3. **What**: the plan (:func:`~operators.engine.planning.plan.plan_appgroup`) of the gated pods; each planned
    pod is released to its node (:func:`release_patch`: a required node affinity on ``metadata.name`` added in
    the same patch that removes the gate, as Kubernetes allows on a gated pod, and the annotation of rule 1).
@@ -50,8 +51,8 @@ from operators.engine.status.gates import (
 )
 
 PLAN_MODE = "plan"
-BATCH_SECONDS = 1.0  # a group is planned at most this long after its first gated pod arrived
-SETTLE_SECONDS = 0.25  # ... or once every workload has a pod and none arrived for this long
+BATCH_SECONDS = 0.2  # the gated pods are planned at most this long after the first of them arrived (default)
+SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived for this long
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"
@@ -97,6 +98,7 @@ def release_by_plan(
     default_timeout: float,
     budget_seconds: float = DEFAULT_BUDGET_SECONDS,
     seed: int = 0,
+    window: float = BATCH_SECONDS,
 ) -> ReleaseDecision:
     """What to release of ``members`` (the pods labelled for ``group``) at ``now``; ``cluster``: the nodes, the
     NetworkTopologies and every pod (see the module docstring)."""
@@ -130,7 +132,7 @@ def release_by_plan(
         return ReleaseDecision(tuple(released))
     times = [arrived.get((pod.namespace, pod.name), now) for pod in waiting]
     present = {pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) for pod in pods}
-    first_due = min(times) + BATCH_SECONDS
+    first_due = min(times) + window
     settled = max(times) + SETTLE_SECONDS
     if now < first_due and not (selectors <= present and now >= settled):
         due = min(first_due, settled) if selectors <= present else first_due

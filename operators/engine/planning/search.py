@@ -547,10 +547,13 @@ def search(
 
     engine = Search(problem, seed)
     best, unplaceable = engine.greedy()
-    greedy = engine.objective(best)
+    greedy = best_cost = engine.objective(best)
+    if greedy.objective == 0:  # nothing to gain: every pair on one node or free
+        return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)
     converged, sweeps = engine.improve(best, deadline)
-    best, walked = engine.tabu(best, deadline)
-    converged = converged and walked
+    if engine.objective(best).objective > 0:
+        best, walked = engine.tabu(best, deadline)
+        converged = converged and walked
     best_cost = engine.objective(best)
     rng = np.random.default_rng([seed, RESTARTS])
     for restart in range(1, RESTARTS):
