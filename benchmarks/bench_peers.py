@@ -293,7 +293,7 @@ def main() -> None:
                         help="the columns to run, comma-separated")  # fmt: skip
     parser.add_argument("--plan-affinity", choices=("required", "preferred"), default="required",
                         help="how the plan column's pods carry their planned node")  # fmt: skip
-    parser.add_argument("--plan-window-ms", type=int, default=200, help="the plan column's batching window")
+    parser.add_argument("--plan-window-ms", type=int, default=100, help="the plan column's batching window")
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)

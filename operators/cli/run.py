@@ -149,7 +149,7 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
 @click.option(
     "--plan-window-ms",
     type=click.IntRange(1, 10_000),
-    default=200,
+    default=100,
     show_default=True,
     help="Plan gated pods at most this long after the first of them arrived (sooner once every workload has a "
     "pod and none arrived for 50 ms); later arrivals are planned against the placed ones.",

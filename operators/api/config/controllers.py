@@ -60,7 +60,7 @@ class AppGroupOptions(_Options):
     plan_affinity: Literal["required", "preferred"] = "required"
     # Gated pods are planned at most this long after the first of them arrived (sooner once every workload has a
     # pod and none arrived for 50 ms); later arrivals are planned against the placed ones.
-    plan_window_seconds: float = Field(0.2, gt=0, le=10)
+    plan_window_seconds: float = Field(0.1, gt=0, le=10)
 
 
 class NodeBandwidthOptions(_Options):

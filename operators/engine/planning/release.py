@@ -51,7 +51,7 @@ from operators.engine.status.gates import (
 )
 
 PLAN_MODE = "plan"
-BATCH_SECONDS = 0.2  # the gated pods are planned at most this long after the first of them arrived (default)
+BATCH_SECONDS = 0.1  # the gated pods are planned at most this long after the first of them arrived (default)
 SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived for this long
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
