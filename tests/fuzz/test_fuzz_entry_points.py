@@ -137,6 +137,7 @@ def test_offline_commands_answer_or_name_the_field(
     run_cli(tmp_path, everything, "explain", "pod", "default/p2-deployment-7d4b9c-abcde")
     run_cli(tmp_path, everything, "explain", "appgroup", "default/a1")
     run_cli(tmp_path, everything, "explain", "node", "n-1")
+    run_cli(tmp_path, everything, "plan", "--appgroup", "default/a1", "--budget-ms", "20")
 
 
 def test_deeply_nested_documents_are_one_line(tmp_path: pathlib.Path) -> None:
