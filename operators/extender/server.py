@@ -16,14 +16,14 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
-from operators.api.config.scheduler import SchedulerConfig
+from operators.api.config.scheduler import RESOURCES_FIT, SchedulerConfig
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.explain import summary
@@ -75,6 +75,11 @@ class ExtenderState:
     _nowhere: dict[tuple[str, Candidates, PodInputs], tuple[str, ...]] = field(default_factory=dict)  # why, per answer
     names_memo: NameListMemo = field(default_factory=NameListMemo)
     answers_reused: int = 0
+
+    def __post_init__(self) -> None:
+        # kube-scheduler runs its own NodeResourcesFit before it calls an extender: the extender answers for
+        # netaware's plugins only, whatever the configuration says of the in-tree filter
+        self.config = replace(self.config, filters=tuple(f for f in self.config.filters if f != RESOURCES_FIT))
 
     def index(self) -> ClusterIndex:
         if self.indexes is not None:

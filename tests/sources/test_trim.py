@@ -14,6 +14,7 @@ import yaml
 
 from operators.api.config.descheduler import parse_policy
 from operators.api.config.scheduler import parse_config
+from operators.engine.cluster import fit
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.descheduling import evictability
 from operators.engine.descheduling.lownodeload import plan
@@ -167,8 +168,8 @@ def run_engine(objects: list[dict[str, Any]]) -> None:
         evictability.protection(pod)
         evictability.order_key(pod, 0.5)
         for node in snapshot.nodes:
-            evictability.tolerates(pod, node)
-            evictability.placement_allows(pod, node)
+            fit.tolerates(pod, node)
+            fit.placement_allows(pod, node)
     Cluster.from_snapshot(snapshot, 1_000_000_000)
 
 
