@@ -85,7 +85,8 @@ def rbac_claims(request: pytest.FixtureRequest) -> Iterator[None]:
         return  # no cluster in this module, nothing claimed, or a failure already said what went wrong
     plane = CLUSTERS[0]
     usage = {
-        component: rbac.used(plane.audit_events(service_account(component)), started) for component in rbac.COMPONENTS
+        component: rbac.used(plane.audit_events(service_account(component)), started, refused_by_rbac)
+        for component in rbac.COMPONENTS
     }
     if record:
         line = {component: sorted(seen) for component, (seen, _) in usage.items() if seen}
@@ -259,11 +260,18 @@ def service_account(component: str) -> str:
     return f"system:serviceaccount:{RELEASE_NAMESPACE}:netaware-{component}"
 
 
+def refused_by_rbac(event: dict[str, Any]) -> bool:
+    """An audit event of a request RBAC refused (403 with the authorizer's decision "forbid"; a 403 from admission,
+    e.g. an object created in a namespace being deleted, is not a missing permission)."""
+    decision = (event.get("annotations") or {}).get("authorization.k8s.io/decision")
+    return event.get("responseStatus", {}).get("code") == 403 and decision != "allow"
+
+
 def forbidden(cluster: Any, component: str) -> list[str]:
-    """The requests of the component's ServiceAccount the API server answered 403 (from its audit log)."""
+    """The requests of the component's ServiceAccount RBAC refused (from the API server's audit log)."""
     refused = []
     for event in cluster.audit_events(service_account(component)):
-        if event.get("responseStatus", {}).get("code") == 403:
+        if refused_by_rbac(event):
             target = event.get("objectRef", {})
             refused.append(f"{event['verb']} {target.get('resource')}/{target.get('subresource', '')}")
     return refused

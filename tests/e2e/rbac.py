@@ -10,7 +10,7 @@ cluster, that the claims and the exceptions cover exactly what the chart grants.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import yaml
@@ -140,9 +140,11 @@ def granted(rendered: str, component: str) -> set[Permission]:
     return permissions
 
 
-def used(events: Iterable[dict[str, Any]], since: datetime.datetime) -> tuple[set[Permission], list[str]]:
-    """The permissions ``events`` (a ServiceAccount's audit events) used from ``since`` on, and the requests the
-    API server refused (403) in that time."""
+def used(
+    events: Iterable[dict[str, Any]], since: datetime.datetime, refused_by_rbac: Callable[[dict[str, Any]], bool]
+) -> tuple[set[Permission], list[str]]:
+    """The permissions ``events`` (a ServiceAccount's audit events) used from ``since`` on, and the requests RBAC
+    refused in that time."""
     seen: set[Permission] = set()
     refused = []
     for event in events:
@@ -151,8 +153,8 @@ def used(events: Iterable[dict[str, Any]], since: datetime.datetime) -> tuple[se
         if received < since or not target.get("resource"):
             continue
         permission = (event["verb"], target["resource"], target.get("subresource", ""))
-        if event.get("responseStatus", {}).get("code") == 403:
+        if refused_by_rbac(event):
             refused.append(" ".join(permission).strip())
-        else:
+        elif event.get("responseStatus", {}).get("code") != 403:
             seen.add(permission)
     return seen, refused
