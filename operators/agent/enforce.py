@@ -86,19 +86,17 @@ def enforce(
             applied = False
             continue
         try:
-            final = _apply(kernel, direction, plan, states[direction])
+            _apply(kernel, direction, plan, states[direction])
         except KernelError as error:
             problems.append(f"{direction} not shaped: {error}")
             owners.pop(direction, None)  # what the kernel holds is no longer known for sure
             applied = False
             continue
-        # a renewed leaf has a new id: the pod owns the leaf its address now points to
-        owners[direction] = {final[pod.ip]: pod.uid for pod in plan.directions[direction].pods if pod.ip in final}
+        owners[direction] = {pod.minor: pod.uid for pod in plan.directions[direction].pods}
     return PassResult(plan, kernel.operations - before, problems, counters, applied, counted_at)
 
 
-def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> dict[str, int]:
-    """The changes of one direction made; the classifier's address -> leaf id as they leave it."""
+def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> None:
     if direction == "egress":
         index = kernel.ensure_root(kernel.interface)
         kernel.ensure_table()
@@ -113,11 +111,6 @@ def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -
     apply_members(gone)
     kernel.apply_classes(index, [c for c in todo if isinstance(c, SetClass | DeleteClass)])
     apply_members(added)
-    final = dict(state.members)
-    for change in gone:
-        final.pop(change.ip, None)
-    final.update((change.ip, change.minor) for change in added)
-    return final
 
 
 class Meter:

@@ -9,9 +9,8 @@ arrival is one class and one classifier entry; its departure the same two remove
 A pod's leaf is never changed in place: HTB keeps a class's tokens across ``tc class change``, so a leaf that
 overran (borrowed) at its old rate would start its new one in debt — measured: a request raised from none to
 40M gave 10M for 8-9 s, a removed 40M request 0 bits/s for 20 s. A leaf whose rate or ceil changes, or that
-another pod held (a reused address, as the agent remembers it: :attr:`DeviceState.owners`), is made anew under a
-free id and its classifier entry moved to it: a new class starts with full buckets. The old leaf stays until the
-next pass (it is then in no plan): deleting it at once dropped what was queued in it. Nothing else is torn down.
+another pod held (a reused address, as the agent remembers it: :attr:`DeviceState.owners`), is deleted and made
+again (its classifier entry with it): a new class starts with full buckets. Nothing else is torn down.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from operators.engine.enforcement.plan import FIRST_LEAF, HOST_LEAF, LAST_LEAF, MIN_RATE, ROOT_MINOR, DirectionPlan
+from operators.engine.enforcement.plan import HOST_LEAF, MIN_RATE, ROOT_MINOR, DirectionPlan
 
 MAJOR = 0x4E41  # "NA": the qdisc handle the agent's trees use on every device (a root with another handle is not ours)
 QUANTUM = 1514  # bytes a leaf sends per round when leaves of one priority share what they borrow (one full frame)
@@ -101,38 +100,23 @@ def changes(plan: DirectionPlan, state: DeviceState) -> list[Change]:
     """The changes that make ``state`` the plan, in the order to apply them: classifier entries that go or move
     first (a class still referenced cannot be deleted), then classes that go (leaves before their parents),
     then classes set (parents before leaves), then classifier entries set."""
-    tree = dict(wanted_classes(plan))
+    tree = wanted_classes(plan)
     members = {pod.ip: pod.minor for pod in plan.pods}
     held_by = {minor: ip for ip, minor in state.members.items()}
     moved = {  # a class whose parent changes (a pod relabelled) is deleted and added again
         minor for minor, klass in tree.items() if minor in state.classes and state.classes[minor].parent != klass.parent
     }
-    renewed = {  # a pod's leaf that would inherit another rate's or another pod's tokens (see the module docstring)
+    moved |= {  # a pod's leaf that would inherit another rate's or another pod's tokens (see the module docstring)
         pod.minor
         for pod in plan.pods
         if pod.minor in state.classes
-        and pod.minor not in moved
         and (
             state.classes[pod.minor] != tree[pod.minor]
             or held_by.get(pod.minor, pod.ip) != pod.ip
             or state.owners.get(pod.minor, pod.uid) != pod.uid
         )
     }
-    # ... made anew under a free id before the old one goes (make before break): the old leaf keeps its address
-    # until the new one has it, and is deleted at the next pass, once its queue has drained (deleting a leaf drops
-    # what is queued in it: a pod sending flat out lost a whole queue and TCP backed off for seconds)
-    taken = set(state.classes) | set(tree)
-    spare = (minor for minor in range(FIRST_LEAF, LAST_LEAF + 1) if minor not in taken)
-    draining = set()
-    for minor in sorted(renewed):
-        fresh = next(spare, None)
-        if fresh is None:  # no id to spare: delete and add again
-            moved.add(minor)
-            continue
-        tree[fresh] = dataclasses.replace(tree.pop(minor), minor=fresh)
-        members = {ip: fresh if held == minor else held for ip, held in members.items()}
-        draining.add(minor)
-    gone = (set(state.classes) - set(tree) - draining) | moved
+    gone = (set(state.classes) - set(tree)) | moved
     out: list[Change] = []
     for ip, minor in sorted(state.members.items()):
         if members.get(ip) != minor or minor in gone:
