@@ -300,13 +300,7 @@ class GateKeeper:
         meta = group.metadata
         PLAN_COST.labels(meta.namespace, meta.name, "plan").set(plan.cost.cost)
         PLAN_COST.labels(meta.namespace, meta.name, "greedy").set(plan.greedy.cost)
-        involved = {
-            "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
-            "kind": "AppGroup",
-            "name": meta.name,
-            "namespace": meta.namespace,
-            "uid": meta.uid,
-        }
+        involved = _involved(group)
         message = (
             f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
             f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
@@ -340,30 +334,30 @@ class GateKeeper:
         PLANNED_PODS.labels("abandoned").inc()
         message = f"plan abandoned for pod {pod.key}: {why}; evicted, its replacement is planned again"
         logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, message)
-        involved = {
-            "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
-            "kind": "AppGroup",
-            "name": group.metadata.name,
-            "namespace": group.metadata.namespace,
-            "uid": group.metadata.uid,
-        }
+        involved = _involved(group)
         await post_event(api, involved, "Warning", "PlanAbandoned", message[:1000], COMPONENT)
 
     async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
         """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""
         logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem)
-        involved = {
-            "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
-            "kind": "AppGroup",
-            "name": group.metadata.name,
-            "namespace": group.metadata.namespace,
-            "uid": group.metadata.uid,
-        }
+        involved = _involved(group)
         await post_event(api, involved, "Warning", "InvalidOrderedSchedulingTimeout", problem, COMPONENT)
 
     def _retry(self, pod: Pod) -> None:
         name = pod.labels.get(keys.APPGROUP_LABEL, "")
         self.deadlines[name] = min(self.deadlines.get(name, float("inf")), self.clock() + RETRY_SECONDS)
+
+
+def _involved(group: AppGroup) -> dict[str, Any]:
+    """An AppGroup as the object of an Event."""
+    meta = group.metadata
+    return {
+        "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
+        "kind": "AppGroup",
+        "name": meta.name,
+        "namespace": meta.namespace,
+        "uid": meta.uid,
+    }
 
 
 @dataclasses.dataclass(frozen=True)

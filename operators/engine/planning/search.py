@@ -403,18 +403,17 @@ class Search:
         that it fits on, kept when the objective falls below ``before``, else back where they were."""
         homes = [self.take(state, pod) for pod in pods]
         inside = self.problem.place_of == place
-        moved = []
-        for pod in pods:
+
+        def cheapest_inside(pod: int) -> int:
             fits = self.fits(state, pod) & inside
-            if not fits.any():
-                break
-            node = int(np.argmin(np.where(fits, self.node_costs(state, pod), np.iinfo(np.int64).max)))
-            self.put(state, pod, node)
-            moved.append(pod)
-        if len(moved) == len(pods) and self.objective(state).objective < before:
+            return (
+                int(np.argmin(np.where(fits, self.node_costs(state, pod), np.iinfo(np.int64).max)))
+                if fits.any()
+                else -1
+            )
+
+        if self._place_all(state, pods, cheapest_inside, before):
             return True
-        for pod in moved:
-            self.take(state, pod)
         for pod, home in zip(pods, homes, strict=True):
             self.put(state, pod, home)
         return False
@@ -455,18 +454,30 @@ class Search:
         (kept), else back where they were."""
         homes = [self.take(state, pod) for pod in pods]
         for target in targets:
-            moved = []
-            for pod in pods:
-                if not self.fits(state, pod)[target]:
-                    break
-                self.put(state, pod, target)
-                moved.append(pod)
-            if len(moved) == len(pods) and self.objective(state).objective < before:
+
+            def onto(pod: int, node: int = target) -> int:
+                return node if self.fits(state, pod)[node] else -1
+
+            if self._place_all(state, pods, onto, before):
                 return True
-            for pod in moved:
-                self.take(state, pod)
         for pod, home in zip(pods, homes, strict=True):
             self.put(state, pod, home)
+        return False
+
+    def _place_all(self, state: Assignment, pods: list[int], choose: Callable[[int], int], before: int) -> bool:
+        """``pods`` (taken out) each put on the node ``choose`` gives it (-1: none, and the rest are not tried);
+        kept when all were placed and the objective fell below ``before``, else taken out again."""
+        moved = []
+        for pod in pods:
+            node = choose(pod)
+            if node < 0:
+                break
+            self.put(state, pod, node)
+            moved.append(pod)
+        if len(moved) == len(pods) and self.objective(state).objective < before:
+            return True
+        for pod in moved:
+            self.take(state, pod)
         return False
 
     def shake(self, state: Assignment, rng: np.random.Generator) -> None:
