@@ -14,7 +14,17 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from operators.agent.kernel import Kernel, KernelError
-from operators.engine.enforcement.changes import DeleteClass, DeleteMember, DeviceState, SetClass, SetMember, changes
+from operators.engine.enforcement.changes import (
+    Change,
+    DeleteClass,
+    DeleteMember,
+    DeviceState,
+    MoveMember,
+    SetClass,
+    SetMember,
+    changes,
+    leaves_after,
+)
 from operators.engine.enforcement.plan import DIRECTIONS, HOST_LEAF, ROOT_MINOR, NodePlan
 from operators.engine.enforcement.report import Rates
 
@@ -86,17 +96,19 @@ def enforce(
             applied = False
             continue
         try:
-            _apply(kernel, direction, plan, states[direction])
+            todo = _apply(kernel, direction, plan, states[direction])
         except KernelError as error:
             problems.append(f"{direction} not shaped: {error}")
             owners.pop(direction, None)  # what the kernel holds is no longer known for sure
             applied = False
             continue
-        owners[direction] = {pod.minor: pod.uid for pod in plan.directions[direction].pods}
+        owners[direction] = leaves_after(plan.directions[direction], todo)
     return PassResult(plan, kernel.operations - before, problems, counters, applied, counted_at)
 
 
-def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> None:
+def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> list[Change]:
+    """One direction's changes made, in their order (an address moved to a renewed leaf last, once that leaf
+    exists); returns them."""
     if direction == "egress":
         index = kernel.ensure_root(kernel.interface)
         kernel.ensure_table()
@@ -106,11 +118,12 @@ def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -
         kernel.ensure_redirect(ifb)
     todo = changes(plan.directions[direction], state)
     gone = [c for c in todo if isinstance(c, DeleteMember)]
-    added = [c for c in todo if isinstance(c, SetMember)]
+    added = [c for c in todo if isinstance(c, SetMember | MoveMember)]
     apply_members = kernel.apply_map if direction == "egress" else (lambda batch: kernel.apply_filters(index, batch))
     apply_members(gone)
     kernel.apply_classes(index, [c for c in todo if isinstance(c, SetClass | DeleteClass)])
     apply_members(added)
+    return todo
 
 
 class Meter:

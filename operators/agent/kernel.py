@@ -34,6 +34,7 @@ from operators.engine.enforcement.changes import (
     DeleteMember,
     DeviceState,
     HtbClass,
+    MoveMember,
     SetClass,
     SetMember,
 )
@@ -240,19 +241,25 @@ class Kernel:
                     keys=[],
                 )
             elif isinstance(change, SetMember):
-                address = struct.unpack(">I", socket.inet_aton(change.ip))[0]
-                self._call(
-                    "tc",
-                    "add-filter",
-                    "u32",
-                    index=index,
-                    parent=ROOT_HANDLE,
-                    prio=MEMBER_PREF,
-                    protocol=ETH_P_IP,
-                    handle=0x80000000 | change.minor,
-                    target=ROOT_HANDLE | change.minor,
-                    keys=[f"0x{address:08x}/0xffffffff+16"],
-                )
+                self._add_filter(index, change.ip, change.minor)
+            elif isinstance(change, MoveMember):  # the new filter first: the address always has a leaf
+                self._add_filter(index, change.ip, change.new)
+                self.apply_filters(index, [DeleteMember(change.ip, change.old)])
+
+    def _add_filter(self, index: int, ip: str, minor: int) -> None:
+        address = struct.unpack(">I", socket.inet_aton(ip))[0]
+        self._call(
+            "tc",
+            "add-filter",
+            "u32",
+            index=index,
+            parent=ROOT_HANDLE,
+            prio=MEMBER_PREF,
+            protocol=ETH_P_IP,
+            handle=0x80000000 | minor,
+            target=ROOT_HANDLE | minor,
+            keys=[f"0x{address:08x}/0xffffffff+16"],
+        )
 
     # ---- egress: the nftables map -----------------------------------------------------------------------------
 
@@ -299,6 +306,9 @@ class Kernel:
                 lines.append(f"delete element ip {TABLE} egress {{ {change.ip} }}")
             elif isinstance(change, SetMember):
                 lines.append(f"add element ip {TABLE} egress {{ {change.ip} : {MAJOR:x}:{change.minor:x} }}")
+            elif isinstance(change, MoveMember):  # one nft script is one transaction: the address is never unmapped
+                lines.append(f"delete element ip {TABLE} egress {{ {change.ip} }}")
+                lines.append(f"add element ip {TABLE} egress {{ {change.ip} : {MAJOR:x}:{change.new:x} }}")
         if lines:
             self._nft("\n".join(lines) + "\n", len(lines))
 

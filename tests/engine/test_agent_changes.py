@@ -11,9 +11,11 @@ from operators.engine.enforcement.changes import (
     DeleteMember,
     DeviceState,
     HtbClass,
+    MoveMember,
     SetClass,
     SetMember,
     changes,
+    leaves_after,
     wanted_classes,
 )
 from operators.engine.enforcement.plan import DirectionPlan, PodTraffic, TrafficClass
@@ -76,44 +78,58 @@ def test_a_relabelled_pod_moves_its_leaf_and_a_reused_id_takes_the_new_address()
         SetMember("10.0.0.2", 0x100),
     ]
     newcomer = replace(WEB, key="ns/other", ip="10.0.0.9")  # web left, the next pod took its id: a new leaf
-    assert changes(plan(newcomer), applied(plan(WEB))) == [
+    assert changes(plan(newcomer), applied(plan(WEB))) == [  # under a free id; the old one drains, goes next pass
         DeleteMember("10.0.0.2", 0x100),
-        DeleteClass(0x100),
-        SetClass(HtbClass(0x100, 0x30, 1_000, 12_500_000, 2), new=True),
-        SetMember("10.0.0.9", 0x100),
+        SetClass(HtbClass(0x101, 0x30, 1_000, 12_500_000, 2), new=True),
+        SetMember("10.0.0.9", 0x101),
     ]
 
 
-def test_a_leaf_whose_rate_changes_is_made_again_never_changed_in_place() -> None:
+def test_a_leaf_whose_rate_changes_is_made_anew_and_its_address_moved_in_one_step() -> None:
     """HTB keeps a class's tokens across a change: a leaf raised from none to 40M (or lowered back) would start in
-    the old rate's debt. It is deleted and added (its address with it): full buckets."""
+    the old rate's debt. A new leaf under a free id (full buckets), the address moved to it in one step (never
+    unmapped: its packets would fall to the host leaf), the old leaf deleted at the next pass, once drained."""
     raised = replace(WEB, rate=40 * M)
-    recreated = [
-        DeleteMember("10.0.0.2", 0x100),
-        DeleteClass(0x100),
-        SetClass(HtbClass(0x100, 0x30, 5_000_000, 12_500_000, 2), new=True),
-        SetMember("10.0.0.2", 0x100),
+    assert changes(plan(raised), applied(plan(WEB))) == [
+        SetClass(HtbClass(0x101, 0x30, 5_000_000, 12_500_000, 2), new=True),
+        MoveMember("10.0.0.2", 0x100, 0x101),
     ]
-    assert changes(plan(raised), applied(plan(WEB))) == recreated
-    lowered = changes(plan(WEB), applied(plan(raised)))
-    assert [type(c).__name__ for c in lowered] == ["DeleteMember", "DeleteClass", "SetClass", "SetMember"]
-    assert lowered[2] == SetClass(HtbClass(0x100, 0x30, 1_000, 12_500_000, 2), new=True)
+    after = DeviceState({**applied(plan(WEB)).classes, 0x101: HtbClass(0x101, 0x30, 5_000_000, 12_500_000, 2)},
+                        {"10.0.0.2": 0x101})  # fmt: skip
+    assert changes(plan(replace(raised, minor=0x101)), after) == [DeleteClass(0x100)]  # the plan keeps its new id
+    assert changes(plan(WEB), applied(plan(raised))) == [
+        SetClass(HtbClass(0x101, 0x30, 1_000, 12_500_000, 2), new=True),
+        MoveMember("10.0.0.2", 0x100, 0x101),
+    ]
 
 
 def test_a_reused_address_of_another_pod_gets_a_new_leaf() -> None:
     """Same address, same numbers, another pod (the agent remembers which pod a leaf was made for): a new leaf, so
-    the newcomer does not inherit the old pod's debt. Without that memory (a restart) the leaf is kept."""
+    the newcomer does not inherit the old pod's debt. Without that memory (a restart) the leaf is kept. The agent
+    then remembers the new pod on the new id."""
     first, second = replace(WEB, uid="u-1"), replace(WEB, key="ns/web-2", uid="u-2")
     held = applied(plan(first))
     remembered = DeviceState(held.classes, held.members, {0x100: "u-1"})
-    assert changes(plan(second), remembered) == [
-        DeleteMember("10.0.0.2", 0x100),
-        DeleteClass(0x100),
-        SetClass(HtbClass(0x100, 0x30, 1_000, 12_500_000, 2), new=True),
-        SetMember("10.0.0.2", 0x100),
+    todo = changes(plan(second), remembered)
+    assert todo == [
+        SetClass(HtbClass(0x101, 0x30, 1_000, 12_500_000, 2), new=True),
+        MoveMember("10.0.0.2", 0x100, 0x101),
     ]
+    assert leaves_after(plan(second), todo) == {0x101: "u-2"}
     assert changes(plan(first), remembered) == []
     assert changes(plan(second), held) == []
+
+
+def test_without_a_free_id_a_leaf_is_deleted_and_made_again() -> None:
+    crowded = [replace(WEB, key=f"ns/p{i}", ip=f"10.1.{i // 250}.{i % 250}", minor=0x100 + i) for i in range(0xF00)]
+    raised = [replace(crowded[0], rate=40 * M), *crowded[1:]]
+    todo = changes(plan(*raised), applied(plan(*crowded)))
+    assert todo == [
+        DeleteMember("10.1.0.0", 0x100),
+        DeleteClass(0x100),
+        SetClass(HtbClass(0x100, 0x30, 5_000_000, 12_500_000, 2), new=True),
+        SetMember("10.1.0.0", 0x100),
+    ]
 
 
 def test_a_nodeslo_change_is_one_change_in_place_per_class_that_moved() -> None:
