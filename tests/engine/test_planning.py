@@ -310,3 +310,36 @@ def test_a_release_narrows_every_required_term_or_adds_a_preferred_one() -> None
     ]
     assert preferred["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0] == term  # untouched
     assert release_patch(member, None) == patch[:2]  # released without a place: the gate only
+
+
+def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -> None:
+    """Gated pods of a group nothing of which is placed wait for the window after the first arrived (100 ms here,
+    a → b with b not arrived yet); once a pod of the group is placed (bound, or released by a plan), a newcomer is
+    planned FOLLOW_SECONDS (10 ms) after it arrived."""
+    from operators.engine.planning.release import FOLLOW_SECONDS, IN_PLAN, release_by_plan
+
+    def gated(name: str, workload: str) -> Pod:
+        raw = pod(name, workload)
+        raw["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}]
+        raw["metadata"]["creationTimestamp"] = "2026-11-25T12:00:00Z"
+        return Pod.parse(raw)
+
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    cluster = replace(build_snapshot([node("n1", "za"), topology(5)]), app_groups=(group,))
+    first = gated("a-0", "a")
+    created = first.created
+    assert created is not None
+    arrived = {(NAMESPACE, "a-0"): created + 1.0}
+
+    def decide(members: list[Pod], now: float, seen: dict[tuple[str, str], float]) -> Any:
+        return release_by_plan(group, members, cluster, CONFIG, seen, created + now, 300.0, window=0.1)
+
+    waiting = decide([first], 1.05, arrived)
+    assert (waiting.release, waiting.next_deadline) == ((), created + 1.1)  # b not here yet: the whole window
+    assert [(r.pod.name, r.node, r.reason) for r in decide([first], 1.1, arrived).release] == [("a-0", "n1", IN_PLAN)]
+    placed_a = Pod.parse({**pod("a-0", "a", on="n1"), "metadata": first.raw["metadata"]})
+    newcomer = gated("b-0", "b")
+    seen = {(NAMESPACE, "b-0"): created + 2.0}
+    assert FOLLOW_SECONDS == 0.01
+    assert decide([placed_a, newcomer], 2.005, seen).next_deadline == created + 2.01  # not the window's 2.1
+    assert [(r.pod.name, r.node) for r in decide([placed_a, newcomer], 2.01, seen).release] == [("b-0", "n1")]

@@ -8,9 +8,10 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
 2. **When**: the gated pods are planned together once the group has arrived — every workload of the spec has
    a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or ``window`` (default
    :data:`BATCH_SECONDS`) after the first of them arrived, whichever comes first (``arrived``: when the
-   controller first saw each gated pod; the API's creation times have whole seconds). Pods arriving after a
-   plan (the rest of a large apply admitted one by one, a scale-up, a replaced pod) are planned against the
-   placed ones the same way: a longer window plans more of a group at once, a shorter one releases sooner.
+   controller first saw each gated pod; the API's creation times have whole seconds). Pods arriving once some of
+   the group is placed (the rest of a large apply admitted one by one, a scale-up, a replaced pod) are planned
+   against the placed ones :data:`FOLLOW_SECONDS` after they arrive (or the window, if shorter): the first plan
+   fixes where the application is, and waiting longer would only hold each later pod back.
 3. **What**: the plan (:func:`~operators.engine.planning.plan.plan_appgroup`) of the gated pods; each planned
    pod is released to its node (:func:`release_patch`: a required node affinity on ``metadata.name`` added in
    the same patch that removes the gate, as Kubernetes allows on a gated pod, and the annotation of rule 1).
@@ -53,6 +54,7 @@ from operators.engine.status.gates import (
 PLAN_MODE = "plan"
 BATCH_SECONDS = 0.1  # the gated pods are planned at most this long after the first of them arrived (default)
 SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived for this long
+FOLLOW_SECONDS = 0.01  # once some of the group is placed, later pods are planned this soon after they arrive
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"
@@ -132,7 +134,8 @@ def release_by_plan(
         return ReleaseDecision(tuple(released))
     times = [arrived.get((pod.namespace, pod.name), now) for pod in waiting]
     present = {pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) for pod in pods}
-    first_due = min(times) + window
+    anchored = any(pod.node_name or (not is_gated(pod) and planned_node(pod)) for pod in pods)
+    first_due = min(times) + (min(window, FOLLOW_SECONDS) if anchored else window)
     settled = max(times) + SETTLE_SECONDS
     if now < first_due and not (selectors <= present and now >= settled):
         due = min(first_due, settled) if selectors <= present else first_due
