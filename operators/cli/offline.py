@@ -389,7 +389,8 @@ def plan_command(
     now: datetime.datetime,
 ) -> None:
     """Place an AppGroup's unbound pods as a whole at a low network cost (pod -> node, cost per edge), the plan
-    the AppGroup controller releases pods by; with --exact, against the optimum or the best bound."""
+    the AppGroup controller releases pods by, against a lower bound computed without a solver; with --exact,
+    against the optimum or the solver's best bound."""
     from operators.engine.planning.exact import MissingSolver
     from operators.engine.planning.plan import plan_appgroup
     from operators.engine.scheduling.index import ClusterIndex
@@ -403,7 +404,14 @@ def plan_command(
         raise CommandError(f"--appgroup {group_ref}: not an AppGroup of the snapshot (it has: {known})")
     try:
         result = plan_appgroup(
-            ClusterIndex.build(snapshot), found[0], config, seed, budget_ms / 1000, now, exact_seconds=exact_seconds
+            ClusterIndex.build(snapshot),
+            found[0],
+            config,
+            seed,
+            budget_ms / 1000,
+            now,
+            exact_seconds=exact_seconds,
+            bound=True,
         )
     except MissingSolver as error:
         raise CommandError(f"--exact: {error}") from None

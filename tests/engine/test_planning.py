@@ -19,6 +19,7 @@ from operators.api.config.scheduler import FILTER_PLUGINS, NETWORK_OVERHEAD, RES
 from operators.engine.cluster.fit import placement_reasons
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.planning.bound import lower_bound
 from operators.engine.planning.plan import Plan, plan_appgroup
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import search
@@ -127,6 +128,26 @@ def test_a_pod_that_fits_nowhere_is_reported_with_why() -> None:
         f"{NAMESPACE}/b-0": "0/2 nodes fit: 1 node(s) rejected by taints, node affinity or unschedulable, "
         "1 Insufficient cpu"
     }
+
+
+def test_the_solver_free_bound_counts_the_pairs_no_plan_can_keep_together() -> None:
+    """a -> b, two pods each: every a pod paired with every b pod (a square of 4 pairs). Two nodes of one zone
+    taking 2 pods each: whatever the plan, a node holds at most 2 of the 4 pods, so at least 2 pairs are split,
+    each at the zone's cost 1 — the square's algebraic connectivity is 2, and ½ x 2 x (4 - 2) = 2, which the
+    plan reaches. With a bound pod instead: b-0's cheapest place next to a-0 (bound on a full n1) is n2 in its
+    zone, cost 1."""
+    square = [node("n1", "za", pods="2"), node("n2", "za", pods="2"), topology(5)]
+    pending = [pod("a-0", "a"), pod("a-1", "a"), pod("b-0", "b"), pod("b-1", "b")]
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    snapshot = replace(build_snapshot([*square, *pending]), app_groups=(group,))
+    assert lower_bound(build_problem(ClusterIndex.build(snapshot), group, CONFIG)) == 2.0
+    plan = plan_of([*square, *pending], {"a": ["b"], "b": []}, bound=True)
+    assert (plan.cost.cost, plan.reference and plan.reference.bound, plan.ratio) == (2, 2.0, 1.0)
+    roomy = [node("n1", "za"), node("n2", "za"), topology(5)]  # 110 pods each: all four together, no bound
+    assert plan_of([*roomy, *pending], {"a": ["b"], "b": []}, bound=True).reference.bound == 0.0  # type: ignore[union-attr]
+    beside = [node("n1", "za", pods="1"), node("n2", "za"), node("n3", "zb"), topology(5), pod("a-0", "a", on="n1")]
+    plan = plan_of([*beside, pod("b-0", "b")], {"a": ["b"], "b": []}, bound=True)
+    assert (plan.cost.cost, plan.reference and plan.reference.bound) == (1, 1.0)
 
 
 def test_the_plan_cli_prints_the_placement_and_refuses_an_unknown_appgroup(tmp_path: Any) -> None:
@@ -252,6 +273,8 @@ def test_small_instances_are_within_ten_percent_of_the_exact_optimum(instance: t
     assert plan.reference is not None and plan.reference.optimal, plan.reference
     assert plan.reference.objective is not None and plan.cost.objective >= plan.reference.objective
     assert plan.cost.objective <= 1.10 * plan.reference.objective + 1e-9, (plan.cost, plan.reference)
+    # the solver-free bound never exceeds the optimum
+    assert lower_bound(build_problem(ClusterIndex.build(snapshot), group, CONFIG)) <= plan.reference.objective + 1e-6
 
 
 def test_explain_appgroup_shows_planned_against_actual(tmp_path: Any) -> None:

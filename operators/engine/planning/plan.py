@@ -8,7 +8,9 @@ and — when an exact reference was computed (:mod:`.exact`) — the optimum or 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,11 +19,13 @@ import numpy as np
 
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.planning.bound import lower_bound
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import Assignment, PlacedCost, Search, search
 from operators.engine.scheduling.index import ClusterIndex
 
 DEFAULT_BUDGET_SECONDS = 0.1
+BOUND_NAME = "spectral bound"  # the reference's solver when it is the solver-free bound
 
 
 @dataclass(frozen=True)
@@ -141,9 +145,12 @@ def plan_appgroup(
     budget_seconds: float = DEFAULT_BUDGET_SECONDS,
     now: datetime.datetime | None = None,
     exact_seconds: float | None = None,
+    bound: bool = False,
 ) -> Plan:
     """The plan for ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with
-    ``exact_seconds``, the exact reference computed within that time (needs the ``exact`` extra)."""
+    ``exact_seconds``, the exact reference computed within that time (needs the ``exact`` extra); with ``bound``,
+    the solver-free lower bound (:mod:`.bound`) as the reference when there is no exact one, or when it is higher
+    than the exact solver's unproven bound."""
     problem = build_problem(index, group, config)
     result = search(problem, seed, budget_seconds)
     reference = None
@@ -151,6 +158,13 @@ def plan_appgroup(
         from operators.engine.planning.exact import solve
 
         reference = solve(problem, exact_seconds)
+    if bound and (reference is None or not reference.optimal):
+        started = time.perf_counter()
+        lower = lower_bound(problem)
+        if reference is None:
+            reference = Reference(BOUND_NAME, False, None, lower, time.perf_counter() - started)
+        elif lower > reference.bound:
+            reference = dataclasses.replace(reference, bound=lower)
     return describe(problem, result.assignment, result.cost, result.greedy, result.unplaceable, seed,
                     converged=result.converged, sweeps=result.sweeps, seconds=result.seconds, reference=reference,
                     now=now)  # fmt: skip
