@@ -145,6 +145,11 @@ def test_the_solver_free_bound_counts_the_pairs_no_plan_can_keep_together() -> N
     assert (plan.cost.cost, plan.reference and plan.reference.bound, plan.ratio) == (2, 2.0, 1.0)
     roomy = [node("n1", "za"), node("n2", "za"), topology(5)]  # 110 pods each: all four together, no bound
     assert plan_of([*roomy, *pending], {"a": ["b"], "b": []}, bound=True).reference.bound == 0.0  # type: ignore[union-attr]
+    greedy = [pod("a-0", "a"), pod("b-0", "b")]  # 600M each into nodes of 1G: one per node, the pair split
+    for raw in greedy:
+        raw["metadata"]["annotations"] = {"kubernetes.io/ingress-bandwidth": "600M"}
+    plan = plan_of([*roomy, *greedy], {"a": ["b"], "b": []}, bound=True)
+    assert (plan.cost.cost, plan.reference and plan.reference.bound) == (1, 1.0)
     beside = [node("n1", "za", pods="1"), node("n2", "za"), node("n3", "zb"), topology(5), pod("a-0", "a", on="n1")]
     plan = plan_of([*beside, pod("b-0", "b")], {"a": ["b"], "b": []}, bound=True)
     assert (plan.cost.cost, plan.reference and plan.reference.bound) == (1, 1.0)

@@ -8,14 +8,15 @@ Two disjoint sets of pod pairs, each bounded on its own (the bound is their sum)
    bound on node ``m`` costs at least the cheapest penalised cost from a node ``p`` may go to (its eligible nodes
    where it fits alone) to ``m``.
 2. **Pairs of two pending pods**: whatever the plan, the pods of one node form a part of at most ``K`` pods (the
-   most of the group's pods any one node can hold: its pods limit and its free resources over the smallest
-   request), and a pair split across parts costs at least ``c`` (the cheapest cost between two distinct nodes:
-   one zone, or two places). For a connected component of ``n`` pods of the pair graph with Laplacian
-   eigenvalue ``λ2`` (its algebraic connectivity), a part ``S`` has at least ``λ2 |S| (n - |S|) / n`` pairs
-   leaving it (the Rayleigh quotient of ``1_S`` minus its mean), so the split pairs number at least
-   ``½ λ2 (n - Σ|S|² / n) >= ½ λ2 (n - K)``. Pods of one workload have the same neighbours (twins), so ``λ2`` is
-   read off the workload graph: the second eigenvalue of ``D - N½ A N½`` (``A`` the workload adjacency, ``N`` the
-   pod counts, ``D`` a pod's degree per workload) or, for a workload of two pods or more, a pod's degree.
+   most of the group's pods any one node can hold: its pods limit, and as many of the smallest requests and
+   bandwidth demands as its free amounts take), and a pair split across parts costs at least ``c`` (the
+   cheapest cost between two distinct nodes: one zone, or two places). For a connected component of ``n``
+   pods of the pair graph with Laplacian eigenvalue ``λ2`` (its algebraic connectivity), a part ``S`` has at
+   least ``λ2 |S| (n - |S|) / n`` pairs leaving it (the Rayleigh quotient of ``1_S`` minus its mean), so the
+   split pairs number at least ``½ λ2 (n - Σ|S|² / n) >= ½ λ2 (n - K)``. Pods of one workload have the same
+   neighbours (twins), so ``λ2`` is read off the workload graph: the second eigenvalue of ``D - N½ A N½`` (``A``
+   the workload adjacency, ``N`` the pod counts, ``D`` a pod's degree per workload) or, for a workload of two
+   pods or more, a pod's degree.
 
 A pod left out pays :data:`~operators.engine.planning.search.UNPLACED_PENALTY`, far above what its pairs can
 cost, so counting its pairs as split keeps the bound valid.
@@ -27,6 +28,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.planning.problem import Ints, Problem, penalized_costs
 
 
@@ -116,15 +118,26 @@ def _connectivity(adjacency: np.ndarray, counts: np.ndarray) -> float:
 
 
 def _most_on_one_node(problem: Problem, component: list[int]) -> float:
-    """The most pods of ``component`` any one node can hold: its pods limit, and each resource's free amount over
-    the smallest request among them."""
+    """The most pods of ``component`` any one node can hold: its pods limit, and for each resource and each
+    bandwidth direction as many of the smallest asks as its free amount takes (any k pods ask at least the k
+    smallest; each direction within what the node has left holds in either accounting, and combined, in + out
+    within what both leave)."""
     pods = np.nonzero(np.isin(problem.pod_workload, component))[0]
-    smallest = problem.requests[pods].min(axis=0)
-    held = problem.pods_free.astype(np.float64)
-    for resource, least in enumerate(smallest.tolist()):
-        if least > 0:
-            held = np.minimum(held, np.floor(problem.free[:, resource] / least))
+    held = np.minimum(problem.pods_free, len(pods)).astype(np.float64)
+    for resource in range(problem.requests.shape[1]):
+        held = np.minimum(held, _smallest_that_fit(problem.requests[pods, resource], problem.free[:, resource]))
+    known = (problem.capacity >= 0) & ~problem.bandwidth_unknown
+    asks = [(problem.demand[pods, d], problem.capacity - problem.used[:, d]) for d in (0, 1)]
+    if problem.accounting is Accounting.COMBINED:
+        asks.append((problem.demand[pods].sum(axis=1), problem.capacity - problem.used.sum(axis=1)))
+    for ask, free in asks:
+        held = np.where(known, np.minimum(held, _smallest_that_fit(ask, free)), held)
     return float(held.max()) if len(held) else 0.0
+
+
+def _smallest_that_fit(asks: Ints, free: Ints) -> Ints:
+    """Per node, how many of the smallest ``asks`` its ``free`` amount takes together."""
+    return np.searchsorted(np.cumsum(np.sort(asks)), free, side="right")
 
 
 def _cheapest_split(problem: Problem) -> float:
