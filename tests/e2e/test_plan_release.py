@@ -92,6 +92,42 @@ def bound_where_planned(cluster: Any, count: int) -> list[dict[str, Any]] | None
     return found if len(found) >= count else None
 
 
+def free_millicores(cluster: Any, node: str) -> int:
+    """The cpu of ``node`` no running or pending pod bound there requests, in millicores."""
+    allocatable = kubectl_json(cluster, "get", "node", node)["status"]["allocatable"]["cpu"]
+    held = kubectl_json(cluster, "get", "pods", "-A", "--field-selector", f"spec.nodeName={node}")["items"]
+    used = sum(
+        _millicores((container.get("resources") or {}).get("requests", {}).get("cpu", "0"))
+        for pod in held
+        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        for container in pod["spec"]["containers"]
+    )
+    return _millicores(allocatable) - used
+
+
+def _millicores(quantity: str) -> int:
+    return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+def plan_components(
+    chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], *operator_args: str
+) -> tuple[int, dict[str, Any], list[str], list[str]]:
+    """The webhook (its port and configuration, admitting the test's namespace only) and the operator with plans,
+    each run with its chart ServiceAccount's credentials."""
+    port = free_port()
+    configuration = mutating_webhook_configuration("netaware-plan-e2e", "unused", RELEASE_NAMESPACE)
+    hook = configuration["webhooks"][0]
+    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
+    hook["failurePolicy"] = "Fail"
+    webhook = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port)]
+    webhook += ["--kubeconfig", str(chart_rbac["webhook"])]
+    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
+    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", "netaware-plan-e2e"]
+    return port, configuration, webhook, [*operator, "--appgroup-plans", *operator_args]
+
+
 def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
     cluster: Any,
     chart_rbac: dict[str, pathlib.Path],
@@ -106,25 +142,7 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         "profiles": [{"pluginConfig": [{"name": "NetworkOverhead", "args": {
             "namespaces": ["default"], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}}]}],
     }))  # fmt: skip
-    port = free_port()
-    configuration = mutating_webhook_configuration("netaware-plan-e2e", "unused", RELEASE_NAMESPACE)
-    hook = configuration["webhooks"][0]
-    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
-    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
-    hook["failurePolicy"] = "Fail"
-    webhook = [
-        "webhook",
-        "--listen-address",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--kubeconfig",
-        str(chart_rbac["webhook"]),
-    ]
-    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
-    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
-    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", "netaware-plan-e2e"]
-    operator += ["--appgroup-plans", "--plan-config", str(config)]
+    port, configuration, webhook, operator = plan_components(chart_rbac, host_tls, "--plan-config", str(config))
     with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
         eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
         wait_for_port(port, process=hooked)
@@ -159,4 +177,55 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         assert [(p["spec"]["nodeName"], (p["metadata"].get("annotations") or {}).get(PLANNED)) for p in new] == [
             (node, node)
         ]
+    assert forbidden(cluster, "operator") == []
+
+
+def test_a_node_filled_between_plan_and_bind_leaves_no_pod_stranded(
+    cluster: Any,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    plan_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The pods name a scheduler that does not run, so that none binds after its release: then another pod is bound
+    on their planned node and takes its cpus. The controller evicts them (their required affinity cannot change)
+    and their Deployment's replacements are planned again, to another node."""
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
+    port, configuration, webhook, operator = plan_components(chart_rbac, host_tls)
+    with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
+        eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
+        wait_for_port(port, process=hooked)
+        group = appgroup()
+        group["spec"]["workloads"] = [group["spec"]["workloads"][2]]  # db alone
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+        db = deployment("db", 1)
+        db["spec"]["template"]["spec"]["schedulerName"] = "nobody"  # released, never bound
+        eventually(
+            lambda: (
+                cluster.kubectl("apply", "-f", "-", stdin=json.dumps(db)).returncode == 0
+                and any((p["metadata"].get("annotations") or {}).get(PLANNED) for p in pods(cluster))
+            ),
+            60,
+            "db-… released to a planned node",
+        )
+        (first,) = [p for p in pods(cluster) if (p["metadata"].get("annotations") or {}).get(PLANNED)]
+        node = first["metadata"]["annotations"][PLANNED]
+        free = free_millicores(cluster, node)  # earlier modules may have left pods there: fill what is free
+        assert free >= 1000, free
+        filler = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "filler", "namespace": NAMESPACE},
+                  "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                           "resources": {"requests": {"cpu": f"{free}m"}}}]}}  # fmt: skip
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(filler))
+
+        def replanned() -> list[dict[str, Any]] | None:
+            names = {p["metadata"]["name"]: p for p in pods(cluster)}
+            fresh = [p for name, p in names.items() if name.startswith("db-") and name != first["metadata"]["name"]
+                     and (p["metadata"].get("annotations") or {}).get(PLANNED)]  # fmt: skip
+            return fresh if first["metadata"]["name"] not in names and fresh else None
+
+        (replacement,) = eventually(replanned, 60, "the stranded pod evicted and its replacement planned again")
+        assert replacement["metadata"]["annotations"][PLANNED] != node
+        events = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=PlanAbandoned")
+        assert any(f"its planned node {node} no longer fits it" in e["message"] for e in events["items"])
     assert forbidden(cluster, "operator") == []
