@@ -54,6 +54,9 @@ JSON_PATCH = "application/json-patch+json"
 WRITERS = 32  # releases written at once (a plan releases a whole group)
 RETRY_SECONDS = 2.0
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
+# at most one Planned Event per AppGroup this often (a plan per arriving pod while an apply is admitted would
+# otherwise be an API write per pod): the plans between are counted in the next one, and logged each
+PLANNED_EVENT_SECONDS = 5.0
 COMPONENT = "netaware"
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
@@ -117,6 +120,7 @@ class GateKeeper:
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
         self.evicted: set[PodKey] = set()  # evicted, never twice
+        self.announced: dict[tuple[str, str], tuple[float, int, int]] = {}  # AppGroup -> last Event, plans, pods since
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
 
@@ -307,7 +311,16 @@ class GateKeeper:
             f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
         )
         logger.info("AppGroup %s/%s: %s", meta.namespace, meta.name, message)
-        await post_event(api, involved, "Normal", "Planned", message, COMPONENT)
+        key = (meta.namespace, meta.name)
+        last, plans, pods = self.announced.get(key, (float("-inf"), 0, 0))
+        now = self.clock()
+        if now - last < PLANNED_EVENT_SECONDS:
+            self.announced[key] = (last, plans + 1, pods + len(plan.pods))
+        else:
+            self.announced[key] = (now, 0, 0)
+            if plans:
+                message += f"; {plans} more plan(s) of {pods} pod(s) since the last Planned Event"
+            await post_event(api, involved, "Normal", "Planned", message[:1000], COMPONENT)
         if plan.unplaceable:
             why = "; ".join(f"{pod}: {reason}" for pod, reason in sorted(plan.unplaceable.items())[:5])
             text = f"{len(plan.unplaceable)} pod(s) released without a place ({UNPLACEABLE}): {why}"

@@ -120,6 +120,8 @@ async def test_gated_pods_are_released_to_their_planned_nodes(api: Api, emulator
         await api.call("POST", PODS, pod("web-2", "web", "1"))
         await until("web-2 released", lambda: not placed(emulator, "web-2")[0], 10)
         assert placed(emulator, "web-2")[1:] == ("n-6", pinned("n-6"))
+        planned_events = [e for e in emulator.list_objects("v1/events", "default") if e.get("reason") == "Planned"]
+        assert len(planned_events) == 1  # web-2's plan, within 5 s of the first, waits to be counted in the next
         # n-6 fills before kube-scheduler binds them (7.5 of its 8 cpus bound to another pod): web-1 and web-2
         # can never bind there (their affinity cannot change), so they are evicted for their owners to replace
         await api.call("POST", PODS, pod("intruder", "", "7500m", "n-6"))
