@@ -228,23 +228,26 @@ class Kernel:
     def apply_filters(self, index: int, changes: Iterable[Change]) -> None:
         for change in changes:
             if isinstance(change, DeleteMember):
-                self._call(
-                    "tc",
-                    "del-filter",
-                    kind="u32",
-                    index=index,
-                    parent=ROOT_HANDLE,
-                    prio=MEMBER_PREF,
-                    protocol=ETH_P_IP,
-                    handle=0x80000000 | change.minor,
-                    target=0,
-                    keys=[],
-                )
+                self._delete_filter(index, change.minor)
             elif isinstance(change, SetMember):
                 self._add_filter(index, change.ip, change.minor)
             elif isinstance(change, MoveMember):  # the new filter first: the address always has a leaf
                 self._add_filter(index, change.ip, change.new)
-                self.apply_filters(index, [DeleteMember(change.ip, change.old)])
+                self._delete_filter(index, change.old)
+
+    def _delete_filter(self, index: int, minor: int) -> None:
+        self._call(
+            "tc",
+            "del-filter",
+            kind="u32",
+            index=index,
+            parent=ROOT_HANDLE,
+            prio=MEMBER_PREF,
+            protocol=ETH_P_IP,
+            handle=0x80000000 | minor,
+            target=0,
+            keys=[],
+        )
 
     def _add_filter(self, index: int, ip: str, minor: int) -> None:
         address = struct.unpack(">I", socket.inet_aton(ip))[0]
@@ -302,13 +305,11 @@ class Kernel:
     def apply_map(self, changes: Sequence[Change]) -> None:
         lines = []
         for change in changes:
-            if isinstance(change, DeleteMember):
-                lines.append(f"delete element ip {TABLE} egress {{ {change.ip} }}")
-            elif isinstance(change, SetMember):
-                lines.append(f"add element ip {TABLE} egress {{ {change.ip} : {MAJOR:x}:{change.minor:x} }}")
-            elif isinstance(change, MoveMember):  # one nft script is one transaction: the address is never unmapped
-                lines.append(f"delete element ip {TABLE} egress {{ {change.ip} }}")
-                lines.append(f"add element ip {TABLE} egress {{ {change.ip} : {MAJOR:x}:{change.new:x} }}")
+            if isinstance(change, DeleteMember | MoveMember):  # a move: one nft script is one transaction, so
+                lines.append(f"delete element ip {TABLE} egress {{ {change.ip} }}")  # the address is never unmapped
+            if isinstance(change, SetMember | MoveMember):
+                minor = change.new if isinstance(change, MoveMember) else change.minor
+                lines.append(f"add element ip {TABLE} egress {{ {change.ip} : {MAJOR:x}:{minor:x} }}")
         if lines:
             self._nft("\n".join(lines) + "\n", len(lines))
 

@@ -38,7 +38,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import (
     UNPLACEABLE,
-    planned_node,
+    awaiting_bind,
     plans_by_whole_group,
     release_by_plan,
     stranded,
@@ -132,7 +132,7 @@ class GateKeeper:
                     if not name:
                         continue
                     key = (pod.namespace, pod.name)
-                    if add and not is_gated(pod) and not pod.node_name and planned_node(pod):
+                    if add and awaiting_bind(pod):
                         self.placing[name].add(key)
                     else:
                         self.placing[name].discard(key)
@@ -194,7 +194,7 @@ class GateKeeper:
             for pod, why in stranded(members, self.cache.snapshot()):
                 if (pod.namespace, pod.name) not in self.evicted:
                     self.abandoned.append((group, pod, why))
-            if any(planned_node(pod) and not pod.node_name and not is_gated(pod) for pod in members):
+            if any(awaiting_bind(pod) for pod in members):
                 due = now + STRAND_CHECK_SECONDS  # released, not bound yet: still bindable where planned?
                 deadline = due if deadline is None else min(deadline, due)
         releases = tuple(_Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)

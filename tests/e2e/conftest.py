@@ -26,6 +26,7 @@ import trustme
 import yaml
 
 from tests.e2e import rbac
+from webhooks.configuration import mutating_webhook_configuration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
@@ -158,6 +159,26 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def gating_components(
+    chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], name: str, namespace: str, *operator_args: str
+) -> tuple[int, dict[str, Any], list[str], list[str]]:
+    """The webhook — its port, and its configuration ``name`` admitting ``namespace`` only, failing closed (a pod
+    admitted without it would make a gating test meaningless) — and the AppGroup operator (leader election id
+    ``name``, with ``operator_args``), each run with its chart ServiceAccount's credentials."""
+    port = free_port()
+    configuration = mutating_webhook_configuration(name, "unused", RELEASE_NAMESPACE)
+    hook = configuration["webhooks"][0]
+    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    hook["failurePolicy"] = "Fail"
+    webhook = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port)]
+    webhook += ["--kubeconfig", str(chart_rbac["webhook"])]
+    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
+    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", name, *operator_args]
+    return port, configuration, webhook, operator
 
 
 def example(name: str) -> list[dict[str, Any]]:

@@ -16,21 +16,20 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import (
-    RELEASE_NAMESPACE,
     control_plane,
     eventually,
     forbidden,
-    free_port,
+    gating_components,
     kubectl_json,
     running,
     service_account,
     wait_for_port,
 )
-from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "ordered-e2e"
+HOOK = "netaware-ordered-e2e"  # the webhook configuration and the leader election id
 GATE = "netaware.io/topology-order"
 FOREIGN = "example.com/quota"
 GRAPH = {"frontend": ["cart", "catalog"], "cart": ["redis"], "catalog": [], "redis": [], "batch": []}
@@ -113,7 +112,7 @@ def ordered_namespace(cluster: Any) -> Iterator[str]:
         yield NAMESPACE
     finally:
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
-        cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-ordered-e2e", "--ignore-not-found")
+        cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
 
 
 def gates(pod: dict[str, Any]) -> list[str]:
@@ -131,24 +130,7 @@ def test_deployments_created_dependents_first_are_bound_dependencies_first(
     ordered_namespace: str,
     tmp_path: pathlib.Path,
 ) -> None:
-    port = free_port()
-    configuration = mutating_webhook_configuration("netaware-ordered-e2e", "unused", RELEASE_NAMESPACE)
-    hook = configuration["webhooks"][0]
-    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
-    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
-    hook["failurePolicy"] = "Fail"  # a pod admitted without the webhook would make the test meaningless
-    webhook = [
-        "webhook",
-        "--listen-address",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--kubeconfig",
-        str(chart_rbac["webhook"]),
-    ]
-    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
-    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
-    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", "netaware-ordered-e2e"]
+    port, configuration, webhook, operator = gating_components(chart_rbac, host_tls, HOOK, NAMESPACE)
     with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
         eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
         wait_for_port(port, process=hooked)

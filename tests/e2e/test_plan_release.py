@@ -16,19 +16,18 @@ import yaml
 
 from tests.e2e.conftest import (
     EXAMPLES,
-    RELEASE_NAMESPACE,
     eventually,
     forbidden,
-    free_port,
+    gating_components,
     kubectl_json,
     running,
     wait_for_port,
 )
-from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
 
 NAMESPACE = "plan-e2e"
+HOOK = "netaware-plan-e2e"  # the webhook configuration and the leader election id
 GATE = "netaware.io/topology-order"
 PLANNED = "netaware.io/planned-node"
 GRAPH = {"web": ["api"], "api": ["db"], "db": []}
@@ -79,7 +78,7 @@ def plan_namespace(cluster: Any) -> Iterator[str]:
     try:
         yield NAMESPACE
     finally:
-        cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-plan-e2e", "--ignore-not-found")
+        cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)  # the next
 
 
@@ -109,25 +108,6 @@ def _millicores(quantity: str) -> int:
     return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
 
 
-def plan_components(
-    chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], *operator_args: str
-) -> tuple[int, dict[str, Any], list[str], list[str]]:
-    """The webhook (its port and configuration, admitting the test's namespace only) and the operator with plans,
-    each run with its chart ServiceAccount's credentials."""
-    port = free_port()
-    configuration = mutating_webhook_configuration("netaware-plan-e2e", "unused", RELEASE_NAMESPACE)
-    hook = configuration["webhooks"][0]
-    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
-    hook["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}
-    hook["failurePolicy"] = "Fail"
-    webhook = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port)]
-    webhook += ["--kubeconfig", str(chart_rbac["webhook"])]
-    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
-    operator = ["run", "--kubeconfig", str(chart_rbac["operator"]), "--components", "appgroup", "--health-port", "0"]
-    operator += ["--leader-election-namespace", RELEASE_NAMESPACE, "--leader-election-id", "netaware-plan-e2e"]
-    return port, configuration, webhook, [*operator, "--appgroup-plans", *operator_args]
-
-
 def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
     cluster: Any,
     chart_rbac: dict[str, pathlib.Path],
@@ -142,7 +122,9 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         "profiles": [{"pluginConfig": [{"name": "NetworkOverhead", "args": {
             "namespaces": ["default"], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}}]}],
     }))  # fmt: skip
-    port, configuration, webhook, operator = plan_components(chart_rbac, host_tls, "--plan-config", str(config))
+    port, configuration, webhook, operator = gating_components(
+        chart_rbac, host_tls, HOOK, NAMESPACE, "--appgroup-plans", "--plan-config", str(config)
+    )
     with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
         eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
         wait_for_port(port, process=hooked)
@@ -191,7 +173,9 @@ def test_a_node_filled_between_plan_and_bind_leaves_no_pod_stranded(
     on their planned node and takes its cpus. The controller evicts them (their required affinity cannot change)
     and their Deployment's replacements are planned again, to another node."""
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
-    port, configuration, webhook, operator = plan_components(chart_rbac, host_tls)
+    port, configuration, webhook, operator = gating_components(
+        chart_rbac, host_tls, HOOK, NAMESPACE, "--appgroup-plans"
+    )
     with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
         eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
         wait_for_port(port, process=hooked)

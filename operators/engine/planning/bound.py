@@ -5,8 +5,7 @@ binaries).
 Two disjoint sets of pod pairs, each bounded on its own (the bound is their sum):
 
 1. **Pairs with a bound pod** (and pairs of two bound pods: a constant): a pending pod ``p`` paired with a pod
-   bound on node ``m`` costs at least the cheapest penalised cost from a node ``p`` may go to (its eligible nodes
-   where it fits alone) to ``m``.
+   bound on node ``m`` costs at least the cheapest penalised cost from a node ``p`` fits on alone to ``m``.
 2. **Pairs of two pending pods**: whatever the plan, the pods of one node form a part of at most ``K`` pods (the
    most of the group's pods any one node can hold: its pods limit, and as many of the smallest requests and
    bandwidth demands as its free amounts take), and a pair split across parts costs at least ``c`` (the
@@ -37,18 +36,18 @@ def lower_bound(problem: Problem) -> float:
     return _with_bound_pods(problem) + _split_pairs(problem)
 
 
-def _candidates(problem: Problem, pod: int) -> Ints:
-    """The nodes ``pod`` may go to alone: eligible, a pod slot left, every resource it asks free."""
-    fits = problem.eligible[pod] & (problem.pods_free > 0) & np.all(problem.free >= problem.requests[pod], axis=1)
-    return np.nonzero(fits)[0]
-
-
 def _with_bound_pods(problem: Problem) -> float:
+    if not problem.fixed:
+        return 0.0
     total = 0.0
     fixed_by_workload: dict[int, list[int]] = defaultdict(list)
     for _, workload, node in problem.fixed:
         fixed_by_workload[workload].append(node)
-    candidates = {pod: _candidates(problem, pod) for pod in range(len(problem.pods))}
+    # the nodes each pending pod fits on alone (the exact program's columns)
+    candidates = [
+        np.nonzero(problem.fits(pod, problem.used, problem.free, problem.pods_free))[0]
+        for pod in range(len(problem.pods))
+    ]
     for edge in problem.edges:
         if edge.source == edge.target:
             continue

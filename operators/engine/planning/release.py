@@ -90,6 +90,11 @@ def planned_node(pod: Pod) -> str | None:
     return pod.annotations.get(keys.PLANNED_NODE) or None
 
 
+def awaiting_bind(pod: Pod) -> bool:
+    """Released by a plan and not bound yet (rule 1): counted on its planned node by later plans."""
+    return not pod.node_name and not is_gated(pod) and planned_node(pod) is not None
+
+
 def release_by_plan(
     group: AppGroup | None,
     members: Iterable[Pod],
@@ -134,7 +139,7 @@ def release_by_plan(
         return ReleaseDecision(tuple(released))
     times = [arrived.get((pod.namespace, pod.name), now) for pod in waiting]
     present = {pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) for pod in pods}
-    anchored = any(pod.node_name or (not is_gated(pod) and planned_node(pod)) for pod in pods)
+    anchored = any(pod.node_name or awaiting_bind(pod) for pod in pods)
     first_due = min(times) + (min(window, FOLLOW_SECONDS) if anchored else window)
     settled = max(times) + SETTLE_SECONDS
     if now < first_due and not (selectors <= present and now >= settled):
