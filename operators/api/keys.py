@@ -72,6 +72,9 @@ ORDERED_SCHEDULING_TIMEOUT: Final = "netaware.io/ordered-scheduling-timeout"
 # A pod released by a whole-AppGroup plan (ordered-scheduling "plan"): the node the plan gave it (it also carries
 # a required node affinity for that node; NetworkOverhead's filter leaves it to the plan).
 PLANNED_NODE: Final = "netaware.io/planned-node"
+# An AppGroup the descheduler's rebalancer is moving (plan mode only): the layout its replacements follow until a
+# time, and the moves made (JSON; written by the rebalancer, read by the plan's release and `explain appgroup`).
+REBALANCE: Final = "netaware.io/rebalance"
 
 # --- Condition types written by netaware -------------------------------------------------------------
 CONDITION_READY: Final = "Ready"

@@ -29,6 +29,7 @@ _EXTENDED = re.compile(
     r"^(?=.{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
 LOW_NODE_LOAD = "LowNodeLoad"
+NETWORK_REBALANCE = "NetworkRebalance"
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms))+$")
 _PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -195,6 +196,35 @@ class LowNodeLoadArgs(_Model):
         return self.resource_weights.get(resource, 1)
 
 
+class RebalanceWeights(_Model):
+    """The rebalancer's objective: ``networkCost`` x the plan-mode AppGroups' edge cost (the planner's units) +
+    ``bandwidthBalance`` x the thesis' imbalance, the sum over nodes and directions of (free bandwidth in units of
+    100 Mbit/s) squared."""
+
+    network_cost: float = Field(1.0, ge=0)
+    bandwidth_balance: float = Field(0.1, ge=0)
+
+
+class RebalanceArgs(_Model):
+    """The ``NetworkRebalance`` plugin: running pods moved to better places (see docs: descheduler)."""
+
+    weights: RebalanceWeights = Field(default_factory=RebalanceWeights)
+    min_gain_per_move: float = Field(1.0, gt=0)
+    min_gain_per_cycle: float = Field(1.0, gt=0)
+    cooldown_seconds: float = Field(600.0, ge=0)  # a moved workload (and pod) is not moved again within it
+    max_moves_per_cycle: int = Field(10, ge=0)
+    max_moves_per_hour: int = Field(60, ge=0)
+    layout_seconds: float = Field(600.0, gt=0)  # how long an AppGroup's replacements follow the rebalancer's layout
+    plan_budget_seconds: float = Field(0.2, gt=0, le=10)
+    breadth: int = Field(8, ge=1, le=1000)  # the fullest nodes whose pods a bandwidth move may take
+    seed: int = Field(0, ge=0)
+    evictable_namespaces: Namespaces = Field(default_factory=Namespaces)
+    evict_local_storage_pods: bool = False
+
+
+_REBALANCE_DURATIONS = {"cooldown": "cooldownSeconds", "layoutTTL": "layoutSeconds", "planBudget": "planBudgetSeconds"}
+
+
 class DeschedulerPolicy(_Model):
     descheduling_interval: float = 60.0
     dry_run: bool = False
@@ -203,6 +233,7 @@ class DeschedulerPolicy(_Model):
     max_no_of_pods_to_evict_total: int | None = Field(None, ge=0)
     profile: str = "default"
     args: LowNodeLoadArgs
+    rebalance: RebalanceArgs | None = None  # the NetworkRebalance plugin, when configured
 
 
 DEFAULT_POLICY: dict[str, Any] = {
@@ -235,6 +266,7 @@ def parse_policy(document: Any) -> DeschedulerPolicy:
     if not isinstance(profiles, list):
         raise FieldError("profiles", profiles, "expected a list of profiles")
     found: list[tuple[int, int, str, Any]] = []
+    rebalance: list[tuple[int, int, Any]] = []
     for p, profile in enumerate(profiles):
         if not isinstance(profile, Mapping):
             raise FieldError(f"profiles[{p}]", profile, "expected a profile object")
@@ -247,19 +279,22 @@ def parse_policy(document: Any) -> DeschedulerPolicy:
                 if not isinstance(args, Mapping):
                     raise FieldError(f"profiles[{p}].pluginConfig[{c}].args", args, "expected an object")
                 found.append((p, c, str(profile.get("name") or f"profiles[{p}]"), args))
+            elif isinstance(entry, Mapping) and entry.get("name") == NETWORK_REBALANCE:
+                args = entry.get("args") if entry.get("args") is not None else {}
+                if not isinstance(args, Mapping):
+                    raise FieldError(f"profiles[{p}].pluginConfig[{c}].args", args, "expected an object")
+                rebalance.append((p, c, args))
     if len(found) != 1:
         raise FieldError("profiles", len(found), f"expected exactly one {LOW_NODE_LOAD} pluginConfig")
+    if len(rebalance) > 1:
+        raise FieldError("profiles", len(rebalance), f"expected at most one {NETWORK_REBALANCE} pluginConfig")
     p, c, profile_name, args = found[0]
-    plugins = profiles[p].get("plugins") or {}
-    balance = plugins.get("balance") if isinstance(plugins, Mapping) else None
-    listed = balance.get("enabled") if isinstance(balance, Mapping) else None
-    if plugins and not isinstance(listed, list):
-        raise FieldError(f"profiles[{p}].plugins.balance.enabled", listed, "expected a list of plugins")
-    enabled = [entry.get("name") if isinstance(entry, Mapping) else entry for entry in listed or []]
-    if (profiles[p].get("plugins") or {}) and LOW_NODE_LOAD not in enabled:
-        raise FieldError(
-            f"profiles[{p}].plugins.balance.enabled", enabled, f"{LOW_NODE_LOAD} is configured but not enabled"
-        )
+    _enabled(profiles, p, LOW_NODE_LOAD)
+    rebalance_args = None
+    if rebalance:
+        rp, rc, raw = rebalance[0]
+        _enabled(profiles, rp, NETWORK_REBALANCE)
+        rebalance_args = _rebalance_args(raw, f"profiles[{rp}].pluginConfig[{rc}].args")
     fields: dict[str, Any] = {
         key: document[key]
         for key in (
@@ -277,8 +312,40 @@ def parse_policy(document: Any) -> DeschedulerPolicy:
             raise FieldError("deschedulingInterval", document["deschedulingInterval"], str(error)) from None
     try:
         args_model = LowNodeLoadArgs.model_validate(args)
-        return DeschedulerPolicy.model_validate({**fields, "profile": profile_name, "args": args_model})
+        return DeschedulerPolicy.model_validate(
+            {**fields, "profile": profile_name, "args": args_model, "rebalance": rebalance_args}
+        )
     except pydantic.ValidationError as error:
         first = from_pydantic(error)[0]
         prefix = f"profiles[{p}].pluginConfig[{c}].args" if error.title == LowNodeLoadArgs.__name__ else ""
         raise first.at(prefix) if prefix else first from None
+
+
+def _enabled(profiles: list[Any], p: int, plugin: str) -> None:
+    """A configured plugin must be listed in its profile's ``plugins.balance.enabled`` when the profile lists any."""
+    plugins = profiles[p].get("plugins") or {}
+    balance = plugins.get("balance") if isinstance(plugins, Mapping) else None
+    listed = balance.get("enabled") if isinstance(balance, Mapping) else None
+    if plugins and not isinstance(listed, list):
+        raise FieldError(f"profiles[{p}].plugins.balance.enabled", listed, "expected a list of plugins")
+    enabled = [entry.get("name") if isinstance(entry, Mapping) else entry for entry in listed or []]
+    if plugins and plugin not in enabled:
+        raise FieldError(f"profiles[{p}].plugins.balance.enabled", enabled, f"{plugin} is configured but not enabled")
+
+
+def _rebalance_args(raw: Mapping[str, Any], path: str) -> RebalanceArgs:
+    """``NetworkRebalance``'s args; its durations (``cooldown``, ``layoutTTL``, ``planBudget``) as Go durations."""
+    fields = {key: value for key, value in raw.items() if key not in _REBALANCE_DURATIONS}
+    for key, name in _REBALANCE_DURATIONS.items():
+        if key in raw:
+            try:
+                fields[name] = parse_duration(raw[key])
+            except ValueError as error:
+                raise FieldError(f"{path}.{key}", raw[key], str(error)) from None
+    for name in _REBALANCE_DURATIONS.values():
+        if name in raw:
+            raise FieldError(f"{path}.{name}", raw[name], "unknown field")
+    try:
+        return RebalanceArgs.model_validate(fields)
+    except pydantic.ValidationError as error:
+        raise from_pydantic(error)[0].at(path) from None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,6 +27,7 @@ from operators.engine.cluster.fit import placement_allows, tolerates
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.evictability import order_key, protection, usage_score
+from operators.engine.descheduling.limits import NAMESPACE, NODE, TOTAL, EvictionLimits
 from operators.engine.descheduling.usage import Amounts, Loads, NodeLoad, node_loads, requested
 
 LOW, HIGH, NORMAL = "low", "high", "normal"
@@ -118,8 +119,12 @@ class Planner:
         now: datetime,
         observations: Mapping[str, int] | None = None,
         prometheus: Mapping[str, tuple[float, float]] | None = None,
+        limits: EvictionLimits | None = None,
+        protected: Callable[[Pod], bool] = lambda pod: False,
     ) -> None:
         self.policy = policy
+        self.limits = limits if limits is not None else EvictionLimits.of(policy)
+        self._protected = protected  # pods another plugin placed and LowNodeLoad must leave be (the rebalancer's)
         self.args = policy.args
         self.plan = Plan()
         self._previous = dict(observations or {})
@@ -176,6 +181,15 @@ class Planner:
             )
         return result
 
+    def ceilings(self) -> dict[str, dict[str, int]]:
+        """node -> resource -> how much more usage the node takes before it is above its high threshold (the pool's
+        nodes; what another plugin checks so that it never makes work for LowNodeLoad)."""
+        high = {name: limits[1] for name, limits in self._thresholds(self._percent_thresholds()).items()}
+        return {load.name: {r: high[load.name][r] - load.usage[r] for r in high[load.name]} for load in self._pool}
+
+    def pod_usage(self, pod: Pod) -> Amounts:
+        return self._loads.pod_usage(pod)
+
     def _classify(self, thresholds: Mapping[str, tuple[dict[str, int], dict[str, int]]]) -> None:
         plan = self.plan
         for load in self._pool:
@@ -225,10 +239,7 @@ class Planner:
         available = {r: sum(thresholds[t.name][1][r] - t.usage[r] for t in targets) for r in resources}
         room = Targets(targets, {t.name: thresholds[t.name][1] for t in targets}, resources)
         sources.sort(key=lambda s: (-self._source_score(s), s.name))
-        per_node: dict[str, int] = {}
-        per_namespace: dict[str, int] = {}
-        total = 0
-        policy = self.policy
+        limits = self.limits
         for source in sources:
             high = thresholds[source.name][1]
             excess = {r: source.usage[r] - high[r] for r in resources}
@@ -244,18 +255,13 @@ class Planner:
                     break  # no longer high
                 if any(available[r] <= 0 for r in resources):
                     break
-                if policy.max_no_of_pods_to_evict_total is not None and total >= policy.max_no_of_pods_to_evict_total:
-                    plan.note = f"maxNoOfPodsToEvictTotal {policy.max_no_of_pods_to_evict_total} reached"
+                limit, message = limits.refusal(pod.namespace, source.name)
+                if limit == TOTAL:
+                    plan.note = message
                     return plan
-                if (
-                    policy.max_no_of_pods_to_evict_per_node is not None
-                    and per_node.get(source.name, 0) >= policy.max_no_of_pods_to_evict_per_node
-                ):
+                if limit == NODE:
                     break
-                if (
-                    policy.max_no_of_pods_to_evict_per_namespace is not None
-                    and per_namespace.get(pod.namespace, 0) >= policy.max_no_of_pods_to_evict_per_namespace
-                ):
+                if limit == NAMESPACE:
                     continue
                 used = usage_of[pod.key]
                 target = self._target(pod, used, room)
@@ -267,9 +273,7 @@ class Planner:
                     continue
                 plan.evictions.append(eviction)
                 evicted_here = True
-                total += 1
-                per_node[source.name] = per_node.get(source.name, 0) + 1
-                per_namespace[pod.namespace] = per_namespace.get(pod.namespace, 0) + 1
+                limits.record(pod.namespace, source.name)
                 asked = requested(pod)
                 room.place(target.name, used)
                 for r in resources:
@@ -284,7 +288,7 @@ class Planner:
         return plan
 
     def _candidate(self, pod: Pod) -> bool:
-        if protection(pod, self.args.evict_local_storage_pods):
+        if protection(pod, self.args.evict_local_storage_pods) or self._protected(pod):
             return False
         if not self.args.evictable_namespaces.allows(pod.namespace):
             return False

@@ -20,6 +20,7 @@ import numpy as np
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.planning.bound import lower_bound
+from operators.engine.planning.layout import Layout
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import Assignment, PlacedCost, Search, search
 from operators.engine.scheduling.index import ClusterIndex
@@ -146,12 +147,13 @@ def plan_appgroup(
     now: datetime.datetime | None = None,
     exact_seconds: float | None = None,
     bound: bool = False,
+    layout: Layout | None = None,
 ) -> Plan:
     """The plan for ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with
     ``exact_seconds``, the exact reference computed within that time (needs the ``exact`` extra); with ``bound``,
     the solver-free lower bound (:mod:`.bound`) as the reference when there is no exact one, or when it is higher
     than the exact solver's unproven bound."""
-    problem = build_problem(index, group, config)
+    problem = build_problem(index, group, config, layout)
     result = search(problem, seed, budget_seconds)
     reference = None
     if exact_seconds is not None:

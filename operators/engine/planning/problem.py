@@ -34,6 +34,7 @@ from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
 from operators.engine.cluster.fit import DEFAULT_PODS, amount, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
+from operators.engine.planning.layout import Layout
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_bandwidth import passing
 from operators.engine.scheduling.network_overhead import MAX_COST, place_costs
@@ -116,8 +117,11 @@ def members(group: AppGroup, pods: Sequence[Pod]) -> list[Pod]:
     ]
 
 
-def build_problem(index: ClusterIndex, group: AppGroup, config: SchedulerConfig) -> Problem:
-    """The problem of placing ``group``'s unbound pods on ``index``'s cluster (see the module docstring)."""
+def build_problem(
+    index: ClusterIndex, group: AppGroup, config: SchedulerConfig, layout: Layout | None = None
+) -> Problem:
+    """The problem of placing ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with a
+    rebalancer's ``layout``, a workload's pending pods go to its deficit nodes (:mod:`.layout`)."""
     snapshot = index.snapshot
     selectors = [entry.workload.selector for entry in group.spec.workloads]
     by_selector = {selector: position for position, selector in enumerate(selectors)}
@@ -186,6 +190,8 @@ def build_problem(index: ClusterIndex, group: AppGroup, config: SchedulerConfig)
         if shape not in masks:
             masks[shape] = np.array([not placement_reasons(pod, node) for node in nodes], dtype=np.bool_)
         eligible.append(masks[shape] if pod.key not in unplaceable else np.zeros(len(nodes), dtype=np.bool_))
+    if layout:
+        eligible = _follow(layout, selectors, position, fixed, pending, eligible)
     return Problem(
         group=f"{group.metadata.namespace}/{group.metadata.name}",
         workloads=selectors,
@@ -212,6 +218,41 @@ def build_problem(index: ClusterIndex, group: AppGroup, config: SchedulerConfig)
         unplaceable=unplaceable,
         notes=notes,
     )
+
+
+def _follow(
+    layout: Layout,
+    selectors: list[str],
+    position: Mapping[str, int],
+    fixed: list[tuple[Pod, int, int]],
+    pending: list[Pod],
+    eligible: list[Bools],
+) -> list[Bools]:
+    """``eligible`` narrowed to each workload's deficit nodes under ``layout`` (where one fits), while the workload
+    has no more pending pods than deficits."""
+    out = list(eligible)
+    for workload, nodes in layout.items():
+        if workload not in selectors:
+            continue
+        w = selectors.index(workload)
+        here = [0] * len(position)
+        for _, fixed_workload, node in fixed:
+            if fixed_workload == w:
+                here[node] += 1
+        deficit = np.zeros(len(position), dtype=np.bool_)
+        missing = 0
+        for name, count in nodes.items():
+            if name in position and count > here[position[name]]:
+                deficit[position[name]] = True
+                missing += count - here[position[name]]
+        rows = [row for row, pod in enumerate(pending) if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) == workload]
+        if not rows or len(rows) > missing:
+            continue
+        for row in rows:
+            narrowed = eligible[row] & deficit
+            if narrowed.any():
+                out[row] = narrowed
+    return out
 
 
 def _shape(pod: Pod) -> str:

@@ -37,6 +37,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
@@ -146,7 +147,8 @@ def release_by_plan(
         due = min(first_due, settled) if selectors <= present else first_due
         timeouts = [pod.created + timeout for pod in waiting if pod.created is not None]
         return ReleaseDecision(tuple(released), None, min([due, *timeouts]))
-    plan = plan_appgroup(ClusterIndex.build(_as_placed(cluster, pods, waiting)), group, config, seed, budget_seconds)
+    placed = ClusterIndex.build(_as_placed(cluster, pods, waiting))
+    plan = plan_appgroup(placed, group, config, seed, budget_seconds, layout=layout_at(group, now))
     places = {planned.pod: planned.node for planned in plan.pods}
     for pod in waiting:
         node = places.get(pod.key)
