@@ -251,7 +251,15 @@ async def _components(
             metrics = DeschedulerMetrics.create(options.registry)
             may_evict = lambda: still_leader() and not stop.is_set()  # noqa: E731
             tasks[DESCHEDULER] = asyncio.create_task(
-                run_descheduler(options.api_client_factory(), options.policy, cache, stop, metrics, may_evict)
+                run_descheduler(
+                    options.api_client_factory(),
+                    options.policy,
+                    cache,
+                    stop,
+                    metrics,
+                    may_evict,
+                    options.controllers.appgroup.plan_config,
+                )
             )
         logger.info("running %s", ", ".join(options.components))
         up.set()

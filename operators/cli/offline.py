@@ -93,21 +93,39 @@ def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str 
     help="A saved Prometheus /api/v1/query answer, for a policy whose netBandwidth usage comes from Prometheus.",
 )
 @click.option("-o", "--output", "fmt", type=click.Choice(("json", "yaml")), default="json", show_default=True)
+@scheduler_config_option
 @now_option
 def deschedule_command(
-    filenames: tuple[str, ...], policy_path: str | None, metrics_path: str | None, fmt: str, now: datetime.datetime
+    filenames: tuple[str, ...],
+    policy_path: str | None,
+    metrics_path: str | None,
+    fmt: str,
+    config_path: str | None,
+    now: datetime.datetime,
 ) -> None:
-    """Plan LowNodeLoad evictions for a snapshot (no API calls): node classes, usage, ordered evictions."""
-    from operators.engine.descheduling.lownodeload import plan
+    """Plan a descheduling cycle for a snapshot (no API calls): LowNodeLoad's node classes, usage and ordered
+    evictions; with the policy's NetworkRebalance plugin, the rebalancer's moves after them (each with its gain,
+    the AppGroup edge cost and the bandwidth imbalance before and after; --config: the plans' scheduler
+    configuration, as the operator's --plan-config)."""
+    from operators.engine.descheduling.lownodeload import Planner, carried_out
     from operators.engine.descheduling.sources import prometheus_samples
+    from operators.engine.rebalancing.rebalance import after_low_node_load
+    from operators.engine.rebalancing.safety import History
 
     snapshot = load(filenames)
     policy = load_descheduler_policy(policy_path)
+    config = load_scheduler_config(config_path)
     samples = None
     if metrics_path is not None:
         label = policy.args.usage.prometheus.node_label
         samples = load_config_file(metrics_path, lambda document: prometheus_samples(document, label))
-    click.echo(output.dump(plan(snapshot, policy, now, prometheus=samples).to_json(), fmt), nl=False)
+    planner = Planner(snapshot, policy, now, prometheus=samples)
+    plan = carried_out(planner)
+    document = plan.to_json()
+    if policy.rebalance is not None:
+        found = after_low_node_load(snapshot, policy, config, History(), now.timestamp(), planner, plan)
+        document["rebalance"] = found.to_json()
+    click.echo(output.dump(document, fmt), nl=False)
 
 
 @click.command("simulate")

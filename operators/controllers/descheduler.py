@@ -6,6 +6,14 @@ it the cluster, asks the API for each eviction, and tells the planner whether it
 (a PDB's budget is spent) or a 404 (the pod is gone) skips that pod and the cycle goes on with the
 next one. Every attempt is an Event on the pod and a ``descheduler_pods_evicted_total`` sample;
 ``dryRun`` logs the plan and evicts nothing.
+
+With the ``NetworkRebalance`` plugin, the same cycle then runs the rebalancer
+(:mod:`operators.engine.rebalancing.rebalance`) under the same eviction limits: for an AppGroup it first writes
+the target layout and the moves on the AppGroup (annotation ``netaware.io/rebalance``, which the plan's release
+follows), then evicts through the same path; each move is an Event (from, to, the edge cost before and after),
+and the history it keeps between cycles (moves in flight, cooldowns, the moves that did not land) is this
+process's: a restarted descheduler starts afresh. A dry run proposes the same moves every cycle and writes
+nothing.
 """
 
 from __future__ import annotations
@@ -23,12 +31,27 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from operators.api import keys
 from operators.api.config.descheduler import DeschedulerPolicy
+from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
 from operators.engine.descheduling.sources import prometheus_samples
+from operators.engine.planning.layout import Rebalancing, rebalancing_of
+from operators.engine.rebalancing.rebalance import Move, Rebalance, after_low_node_load
+from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
 from operators.kube import post_event, send_json
-from operators.sources.cache import NODEMETRICS, NODES, NODESLOS, PODS, ClusterCache, Kind
+from operators.sources.cache import (
+    APPGROUP_SPECS,
+    NETWORKTOPOLOGIES,
+    NODEMETRICS,
+    NODES,
+    NODESLOS,
+    PODS,
+    ClusterCache,
+    Kind,
+)
 
 logger = logging.getLogger("netaware.descheduler")
 
@@ -41,7 +64,11 @@ def followed_kinds(policy: DeschedulerPolicy) -> tuple[Kind, ...]:
     usage = policy.args.usage
     uses_metrics = "nodeMetric" in (usage.cpu, usage.memory)
     measured = usage.net_bandwidth == "measured" and "netBandwidth" in policy.args.resources
-    return (NODES, PODS) + ((NODEMETRICS,) if uses_metrics else ()) + ((NODESLOS,) if measured else ())
+    rebalancing = (APPGROUP_SPECS, NETWORKTOPOLOGIES) if policy.rebalance is not None else ()
+    return (NODES, PODS) + ((NODEMETRICS,) if uses_metrics else ()) + ((NODESLOS,) if measured else ()) + rebalancing
+
+
+MOVES_KEPT = 20  # the latest moves the AppGroup's annotation lists
 
 
 @dataclass
@@ -49,6 +76,9 @@ class DeschedulerMetrics:
     registry: CollectorRegistry
     evicted: Counter
     utilization: Gauge
+    moves: Counter
+    cost: Gauge
+    imbalance: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> DeschedulerMetrics:
@@ -67,6 +97,25 @@ class DeschedulerMetrics:
                 ["node", "resource"],
                 registry=registry,
             ),
+            Counter(
+                "netaware_rebalance_moves",
+                "The rebalancer's moves, by result (proposed, applied, refused, landed, missed, dry-run).",
+                ["result"],
+                registry=registry,
+            ),
+            Gauge(
+                "netaware_rebalance_appgroup_cost",
+                "A plan-mode AppGroup's dependency-edge cost as the last cycle found it (before), after its moves, "
+                "and the planner's from scratch (planned).",
+                ["appgroup", "when"],
+                registry=registry,
+            ),
+            Gauge(
+                "netaware_rebalance_imbalance",
+                "Sum over nodes of (free bandwidth / 100 Mbit/s) squared, before and after the last cycle's moves.",
+                ["when"],
+                registry=registry,
+            ),
         )
 
 
@@ -81,18 +130,32 @@ class Descheduler:
     # Asked before every eviction: still the leader and not stopping. False ends the cycle there, so an
     # old leader never finishes its plan while a new one starts its own.
     may_evict: Callable[[], bool] = lambda: True
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)  # the plans' (the rebalancer's costs and filters)
+    history: History = field(default_factory=History)
+    rebalanced: Rebalance | None = None  # the last cycle's rebalancing, as carried out
 
     async def cycle(self) -> Plan:
-        """One descheduling cycle; returns the plan as carried out."""
+        """One descheduling cycle; returns LowNodeLoad's plan as carried out (the rebalancer's in ``rebalanced``)."""
         samples = await self._prometheus() if self.policy.args.usage.net_bandwidth == "prometheus" else None
-        steps = Planner(self.snapshot(), self.policy, self.clock(), self.observations, samples).steps()
+        snapshot, now = self.snapshot(), self.clock()
+        limits = EvictionLimits.of(self.policy)
+        cooldown = self.policy.rebalance.cooldown_seconds if self.policy.rebalance else 0.0
+        planner = Planner(snapshot, self.policy, now, self.observations, samples, limits,
+                          lambda pod: self.history.protects(pod, cooldown, now.timestamp()))  # fmt: skip
+        plan = await self._low_node_load(planner)
+        if self.policy.rebalance is not None and plan.note != ABANDONED:
+            await self._rebalance(snapshot, now, planner, plan)
+        return plan
+
+    async def _low_node_load(self, planner: Planner) -> Plan:
+        steps = planner.steps()
         try:
             eviction = next(steps)
             while True:
                 if not self.may_evict():
                     logger.warning("no longer the leader (or stopping): the rest of this cycle's plan is dropped")
                     steps.close()
-                    return Plan(observations=self.observations, note="abandoned: no longer the leader or stopping")
+                    return Plan(observations=self.observations, note=ABANDONED)
                 eviction = steps.send(await self._evict(eviction))
         except StopIteration as finished:
             plan: Plan = finished.value
@@ -106,7 +169,74 @@ class Descheduler:
             logger.info("nothing to evict: %s", plan.note)
         return plan
 
-    async def _evict(self, eviction: Eviction) -> bool:
+    async def _rebalance(self, snapshot: Snapshot, now: datetime.datetime, planner: Planner, plan: Plan) -> None:
+        args = self.policy.rebalance
+        assert args is not None
+        at = now.timestamp()
+        landed, missed = self.history.settle(snapshot, at, args.layout_seconds)
+        self.metrics.moves.labels("landed").inc(len(landed))
+        self.metrics.moves.labels("missed").inc(len(missed))
+        for record in missed:
+            logger.warning("the move of %s (%s) to %s did not land: not proposed again", record.pod, record.workload,
+                           record.target)  # fmt: skip
+        found = after_low_node_load(snapshot, self.policy, self.config, self.history, at, planner, plan)
+        self.metrics.moves.labels("proposed").inc(len(found.moves))
+        for group, cost in found.groups.items():
+            for when, value in (("before", cost.before), ("after", cost.after), ("planned", cost.planned)):
+                self.metrics.cost.labels(group, when).set(value)
+        self.metrics.imbalance.labels("before").set(found.imbalance[0])
+        self.metrics.imbalance.labels("after").set(found.imbalance[1])
+        if not found.moves:
+            logger.info("rebalancer: nothing to move: %s", found.note or "no move gains enough")
+        by_group: dict[str, list[Move]] = {}
+        for move in found.moves:
+            by_group.setdefault(move.appgroup, []).append(move)
+        carried: list[Move] = []
+        for group, moves in sorted(by_group.items()):
+            if group and not self.policy.dry_run and not await self._write_layout(snapshot, group, found, moves, at):
+                self.metrics.moves.labels("refused").inc(len(moves))
+                continue
+            for move in moves:
+                if not self.may_evict():
+                    logger.warning("no longer the leader (or stopping): the rest of the rebalancer's moves dropped")
+                    self.rebalanced = found
+                    return
+                if await self._evict(Eviction(move.pod, move.source, move.target, _reason(move)), "Rebalanced"):
+                    carried.append(move)
+                    if not self.policy.dry_run:
+                        self.metrics.moves.labels("applied").inc()
+                        self.history.record(_record(snapshot, move, at))
+                else:
+                    self.metrics.moves.labels("refused").inc()
+        found.moves = carried
+        self.rebalanced = found
+
+    async def _write_layout(
+        self, snapshot: Snapshot, group: str, found: Rebalance, moves: list[Move], at: float
+    ) -> bool:
+        """The AppGroup's annotation: the target layout until ``layoutTTL`` from now, with the latest moves."""
+        args = self.policy.rebalance
+        assert args is not None
+        namespace, name = group.split("/", 1)
+        current = next(
+            (g for g in snapshot.app_groups if (g.metadata.namespace, g.metadata.name) == (namespace, name)), None
+        )
+        written = rebalancing_of(current) if current is not None else None
+        earlier = list(written.moves) if written is not None else []
+        stamp = datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        made = [{**move.to_json(), "at": stamp} for move in moves]
+        annotation = Rebalancing(found.layouts[group], at + args.layout_seconds, tuple((earlier + made)[-MOVES_KEPT:]))
+        body = {"metadata": {"annotations": {keys.REBALANCE: annotation.to_annotation()}}}
+        path = f"/apis/{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}/namespaces/{namespace}/appgroups/{name}"
+        try:
+            answer = await send_json(self.api, "PATCH", path, body, "application/merge-patch+json")
+        except ApiException as error:
+            logger.warning("cannot write the rebalancer's layout on AppGroup %s (%s): its moves are dropped", group,
+                           error.status)  # fmt: skip
+            return False
+        return answer is not None
+
+    async def _evict(self, eviction: Eviction, reason: str = "Descheduled") -> bool:
         pod = eviction.pod
         if self.policy.dry_run:
             logger.info("dry run: would evict %s from %s: %s", pod.key, eviction.node, eviction.reason)
@@ -132,7 +262,8 @@ class Descheduler:
             return False
         logger.info("evicted %s from %s: %s", pod.key, eviction.node, eviction.reason)
         self._count("success", eviction)
-        await self._event(eviction, "Normal", "Descheduled", f"Evicted by LowNodeLoad: {eviction.reason}")
+        by = "the rebalancer" if reason == "Rebalanced" else "LowNodeLoad"
+        await self._event(eviction, "Normal", reason, f"Evicted by {by}: {eviction.reason}")
         return True
 
     def _count(self, result: str, eviction: Eviction) -> None:
@@ -175,6 +306,27 @@ class Descheduler:
                 await asyncio.wait_for(stop.wait(), timeout=self.policy.descheduling_interval)
 
 
+ABANDONED = "abandoned: no longer the leader or stopping"
+
+
+def _reason(move: Move) -> str:
+    """The Event's words for a move: where from and to, and what it changes."""
+    if move.appgroup:
+        return (
+            f"moved from {move.source} to {move.target} for AppGroup {move.appgroup}: edge cost "
+            f"{move.cost[0]} -> {move.cost[1]} (gain {move.gain:.1f})"
+        )
+    return (
+        f"moved from {move.source} to {move.target}: bandwidth imbalance {move.imbalance[0]:.1f} -> "
+        f"{move.imbalance[1]:.1f} (gain {move.gain:.1f})"
+    )
+
+
+def _record(snapshot: Snapshot, move: Move, at: float) -> MoveRecord:
+    on_target = sum(1 for pod in snapshot.pods_by_node.get(move.target, ()) if workload_of(pod) == move.workload)
+    return MoveRecord(move.pod.key, move.workload, move.pod.namespace, move.source, move.target, at, on_target)
+
+
 def _status_message(error: ApiException) -> str:
     try:
         status = json.loads(error.body or "{}")
@@ -191,11 +343,13 @@ async def run_descheduler(
     stop: asyncio.Event,
     metrics: DeschedulerMetrics | None = None,
     may_evict: Callable[[], bool] = lambda: True,
+    config: SchedulerConfig | None = None,
 ) -> None:
     """The component as ``netaware run`` starts it: cycles on the process's cluster cache (which follows
-    :func:`followed_kinds`) until ``stop``."""
+    :func:`followed_kinds`) until ``stop``; ``config``: the plans' scheduler configuration (the rebalancer's)."""
     api = await api_factory()
-    descheduler = Descheduler(api, policy, cache.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict)
+    descheduler = Descheduler(api, policy, cache.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict,
+                              config=config or SchedulerConfig())  # fmt: skip
     try:
         await descheduler.run(stop, cache.wait_synced)
         await stop.wait()

@@ -82,3 +82,11 @@ livenessProbe:
 {{- define "netaware.nodeSLOSpecOwner" -}}
 {{- .Values.operator.nodeSLOSpecOwner | default (ternary "netaware" "koordinator" .Values.crds.nodeSLO) -}}
 {{- end }}
+
+{{/* The extender's KubeSchedulerConfiguration is mounted into the operator when its plans or the rebalancer count
+with it ("true" or empty). */}}
+{{- define "netaware.planConfig" -}}
+{{- if and .Values.extender.enabled (or .Values.operator.appGroupPlans (and .Values.descheduler.enabled .Values.descheduler.rebalance.enabled)) -}}
+true
+{{- end -}}
+{{- end -}}

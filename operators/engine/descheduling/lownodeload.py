@@ -335,7 +335,12 @@ def plan(
     prometheus: Mapping[str, tuple[float, float]] | None = None,
 ) -> Plan:
     """The whole plan, every wanted eviction taken as done (offline plans and dry runs)."""
-    steps = Planner(snapshot, policy, now, observations, prometheus).steps()
+    return carried_out(Planner(snapshot, policy, now, observations, prometheus))
+
+
+def carried_out(planner: Planner) -> Plan:
+    """``planner``'s plan with every wanted eviction taken as done."""
+    steps = planner.steps()
     try:
         next(steps)
         while True:

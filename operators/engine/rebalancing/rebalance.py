@@ -36,13 +36,15 @@ import numpy as np
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
-from operators.api.config.descheduler import RebalanceArgs
+from operators.api.config.descheduler import DeschedulerPolicy, RebalanceArgs
 from operators.api.config.scheduler import SchedulerConfig
 from operators.api.errors import FieldError
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
+from operators.engine.descheduling.lownodeload import Plan as LowNodeLoadPlan
+from operators.engine.descheduling.lownodeload import Planner
 from operators.engine.planning.problem import build_problem, members
 from operators.engine.planning.release import plans_by_whole_group
 from operators.engine.planning.search import Search, search
@@ -270,6 +272,22 @@ def rebalance(
     if not result.moves and not result.note:
         result.note = "no move gains at least minGainPerMove"
     return result
+
+
+def after_low_node_load(
+    snapshot: Snapshot,
+    policy: DeschedulerPolicy,
+    config: SchedulerConfig,
+    history: History,
+    now: float,
+    planner: Planner,
+    plan: LowNodeLoadPlan,
+) -> Rebalance:
+    """The rebalancer's part of a descheduling cycle, after LowNodeLoad's ``plan`` by ``planner``: its ceilings,
+    its pods' usage, the eviction limits it has counted into, its evictions in flight."""
+    assert policy.rebalance is not None
+    return rebalance(snapshot, policy.rebalance, config, history, now, planner.ceilings(), planner.pod_usage,
+                     planner.limits, [eviction.pod for eviction in plan.evictions])  # fmt: skip
 
 
 # ---- 1. AppGroups released by plan -------------------------------------------------------------------------
