@@ -28,6 +28,7 @@ moves together gain less than ``minGainPerCycle``, so the objective never rises.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -37,9 +38,10 @@ import numpy as np
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.descheduler import DeschedulerPolicy, RebalanceArgs
-from operators.api.config.scheduler import SchedulerConfig
+from operators.api.config.scheduler import RESOURCES_FIT, SchedulerConfig
 from operators.api.errors import FieldError
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
+from operators.engine.cluster.fit import placement_reasons
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
@@ -176,6 +178,7 @@ class Cycle:
     balance: Balance
     left: int  # moves this cycle may still make
     moves: list[Move] = field(default_factory=list)
+    rollouts: dict[str, str] = field(default_factory=dict)  # workload -> why it is changing now (rule 1)
 
     def fits_ceiling(self, pod: Pod, target: str) -> bool:
         room = self.ceilings.get(target)
@@ -187,6 +190,7 @@ class Cycle:
     def allowed(self, pod: Pod, workload: str, source: str, used: set[str]) -> bool:
         return (
             workload not in used
+            and not self.rollouts.get(workload)
             and not self.history.refusal(pod, workload, self.args, self.now)
             and not self.limits.refusal(pod.namespace, source)[0]
         )
@@ -248,6 +252,7 @@ def rebalance(
     cycle = Cycle(snapshot, args, config, history, now, limits or EvictionLimits(), dict(ceilings), usage, balance,
                   left)  # fmt: skip
     cycle.ceilings = {node: dict(room) for node, room in ceilings.items()}
+    cycle.rollouts = _rollouts(snapshot)
     weight = args.weights
     if weight.network_cost > 0:
         for group in sorted(snapshot.app_groups, key=lambda g: (g.metadata.namespace, g.metadata.name)):
@@ -272,6 +277,16 @@ def rebalance(
     if not result.moves and not result.note:
         result.note = "no move gains at least minGainPerMove"
     return result
+
+
+def _rollouts(snapshot: Snapshot) -> dict[str, str]:
+    """workload -> why its pods are changing now (only those that are)."""
+    by_workload: dict[str, list[Pod]] = {}
+    for pod in snapshot.pods:
+        if not pod.is_terminal:
+            by_workload.setdefault(workload_of(pod), []).append(pod)
+    found = {workload: in_rollout(pods) for workload, pods in by_workload.items() if workload}
+    return {workload: why for workload, why in found.items() if why}
 
 
 def after_low_node_load(
@@ -327,7 +342,9 @@ def _group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
     start = _objective(engine, current)
     planned = int(found.cost.objective)
     result.groups[name] = GroupCost(start, start, planned)
-    target = found.assignment.tolist()
+    target, goal_cost = _nearer(engine, current, cycle.args.plan_budget_seconds)
+    if goal_cost > planned:  # the search from where the pods are ends worse than the planner's from scratch
+        target = found.assignment.tolist()
     workload_count = len(selectors)
     goal = np.zeros((workload_count, len(problem.nodes)), dtype=np.int64)
     for row, node in enumerate(target):
@@ -358,6 +375,22 @@ def _group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
     result.groups[name].after = cost
 
 
+def _nearer(engine: Search, current: list[int], budget: float) -> tuple[list[int], int]:
+    """The planner's search started from where the pods are (its local moves and tabu steps): a layout as good as
+    the one from scratch needs fewer moves when it is near the current one."""
+    started = time.perf_counter()
+    state = engine.empty()
+    for pod, node in enumerate(current):
+        engine.put(state, pod, node)
+
+    def deadline() -> bool:
+        return time.perf_counter() - started > budget
+
+    engine.improve(state, deadline)
+    state, _ = engine.tabu(state, deadline)
+    return [int(node) for node in state.node.tolist()], int(engine.objective(state).objective)
+
+
 def _objective(engine: Search, placed: Sequence[int]) -> int:
     state = engine.empty()
     for pod, node in enumerate(placed):
@@ -379,6 +412,7 @@ def _greedy(
     used_workloads: set[int] = set()
     sequence: list[tuple[int, int]] = []
     objective = int(engine.objective(state).objective)
+    limits = replace(cycle.limits, nodes=dict(cycle.limits.nodes), namespaces=dict(cycle.limits.namespaces))
     while len(sequence) < cycle.left:
         best: tuple[float, str, str, int, int, int] | None = None
         for pod, member in enumerate(problem.pods):
@@ -388,7 +422,7 @@ def _greedy(
                 continue
             if cycle.history.refusal(member, workload_of(member), cycle.args, cycle.now):
                 continue
-            if cycle.limits.refusal(member.namespace, problem.nodes[source])[0]:
+            if limits.refusal(member.namespace, problem.nodes[source])[0]:
                 continue
             deficits = np.nonzero(goal[w] > state.count_node[w])[0].tolist()
             if not deficits:
@@ -419,6 +453,7 @@ def _greedy(
         engine.put(state, pod, node)
         balance.move(member, problem.nodes[placed[pod]], name)
         _shift(ceilings, cycle.usage(member), problem.nodes[placed[pod]], name)
+        limits.record(member.namespace, problem.nodes[placed[pod]])
         placed[pod] = node
         used_workloads.add(int(problem.pod_workload[pod]))
         sequence.append((pod, node))
@@ -549,8 +584,17 @@ def _bandwidth_moves(cycle: Cycle, result: Rebalance) -> None:
 
 
 def _scheduled(cycle: Cycle, pod: Pod) -> str | None:
-    """Where the simulated kube-scheduler + extender puts ``pod``'s replacement (the cluster without it)."""
+    """Where the simulated kube-scheduler + extender puts ``pod``'s replacement on the cluster without it:
+    kube-scheduler's own filters (unschedulable, taints, node affinity, NodeResourcesFit) and the extender's
+    filters and scores as ``config`` has them."""
     replacement = _on(pod, "")
     others = replace(cycle.snapshot, pods=tuple(p for p in cycle.snapshot.pods if p.key != pod.key))
-    with_it = replace(others, pods=(*others.pods, replacement))
-    return schedule(replacement, ClusterIndex.build(with_it), cycle.config, detail=False).selected
+    index = ClusterIndex.build(others)
+    allowed = [node for node in others.nodes if not placement_reasons(replacement, node)]
+    if not allowed:
+        return None
+    config = cycle.config
+    if RESOURCES_FIT not in config.filters:
+        config = replace(config, filters=(*config.filters, RESOURCES_FIT))
+    table = index.table_of(allowed, config.bandwidth.default_node_bandwidth)
+    return schedule(replacement, index, config, table=table, detail=False).selected

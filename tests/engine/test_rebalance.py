@@ -1,0 +1,436 @@
+"""The rebalancer's cycle (engine/rebalancing): hand-derived moves for an AppGroup and for bandwidth, every safety
+rule, and properties over random clusters — a cycle never raises the objective (recomputed here from the pods'
+places, not by the engine), never breaks a filter, never exceeds a budget, never picks a protected pod, and a
+second cycle on an unchanged cluster proposes nothing."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.config.descheduler import RebalanceArgs, parse_policy
+from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
+from operators.api.errors import FieldError
+from operators.api.networktopology import NetworkTopology
+from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.planning.layout import Rebalancing, layout_at
+from operators.engine.planning.plan import plan_appgroup
+from operators.engine.rebalancing.rebalance import Move, Rebalance, rebalance
+from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
+from operators.engine.scheduling.index import ClusterIndex
+
+NS = "shop"
+TOPOLOGY = "nt"
+ZONE_COST = 10
+CONFIG = replace(SchedulerConfig(), overhead=NetworkOverheadArgs((NS,), keys.USER_DEFINED_WEIGHT, TOPOLOGY))
+NOW = 10_000.0
+
+
+def node(name: str, zone: str, cpu: str = "4", bandwidth: str = "1G", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: zone, keys.REGION_LABEL: "r1"},
+            "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: bandwidth},
+        },
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def topology(zones: list[str]) -> dict[str, Any]:
+    origins = [
+        {"origin": a, "costList": [{"destination": b, "networkCost": ZONE_COST} for b in zones if b != a]}
+        for a in zones
+    ]
+    return {
+        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}",
+        "kind": "NetworkTopology",
+        "metadata": {"name": TOPOLOGY, "namespace": NS},
+        "spec": {
+            "configmapName": "netperf",
+            "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": [
+                {"topologyKey": keys.ZONE_LABEL, "originList": origins}]}],
+        },
+    }  # fmt: skip
+
+
+def pod(
+    name: str,
+    on: str,
+    workload: str = "",
+    group: str = "",
+    egress: str = "",
+    cpu: str = "100m",
+    owner: str = "ReplicaSet",
+    revision: str = "h1",
+) -> dict[str, Any]:
+    """A running pod of a Deployment ``workload`` (ReplicaSet ``<workload>-<revision>``), in AppGroup ``group``
+    when given, asking ``egress`` bandwidth when given."""
+    labels = {"pod-template-hash": revision} if owner == "ReplicaSet" else {}
+    if group:
+        labels |= {keys.APPGROUP_LABEL: group, keys.APPGROUP_WORKLOAD_LABEL: workload}
+    owners = [{"apiVersion": "apps/v1", "kind": owner, "name": f"{workload}-{revision}" if owner == "ReplicaSet"
+               else workload, "uid": "u", "controller": True}] if owner else []  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": labels,
+            "annotations": {keys.EGRESS_BANDWIDTH: egress} if egress else {},
+            "ownerReferences": owners,
+        },
+        "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def appgroup(name: str, graph: dict[str, list[str]], plan: bool = True, **annotations: str) -> dict[str, Any]:
+    workloads = [
+        {
+            "workload": {"kind": "Deployment", "name": w, "selector": w, "apiVersion": "apps/v1"},
+            "dependencies": [
+                {"workload": {"kind": "Deployment", "name": d, "selector": d, "apiVersion": "apps/v1"}}
+                for d in children
+            ],
+        }
+        for w, children in graph.items()
+    ]
+    marks = {keys.ORDERED_SCHEDULING: "plan"} if plan else {}
+    return {
+        "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
+        "kind": "AppGroup",
+        "metadata": {"name": name, "namespace": NS, "annotations": {**marks, **annotations}},
+        "spec": {"numMembers": len(workloads), "topologySortingAlgorithm": "KahnSort", "workloads": workloads},
+    }
+
+
+def cycle(
+    snapshot: Snapshot, history: History | None = None, now: float = NOW, ceilings: Any = None, **args: Any
+) -> Rebalance:
+    settings_ = RebalanceArgs.model_validate({"weights": {"networkCost": 1, "bandwidthBalance": 1}, **args})
+    return rebalance(snapshot, settings_, CONFIG, history or History(), now, ceilings or {}, lambda p: {"cpu": 100})
+
+
+def moved(result: Rebalance) -> list[tuple[str, str, str]]:
+    return [(move.pod.name, move.source, move.target) for move in result.moves]
+
+
+# ---- hand-derived ------------------------------------------------------------------------------------------
+
+
+PAIR = [node("a1", "za"), node("a2", "za"), node("b1", "zb"), topology(["za", "zb"])]
+
+
+def test_an_appgroup_split_across_zones_is_brought_onto_one_node() -> None:
+    # front -> back, one pod each, in two zones: the pair costs 10 (ZONE_COST). The planner's layout puts both on
+    # one node (cost 0); one move does it: the cost goes 10 -> 0, a gain of 10 in network cost. Neither pod asks
+    # for bandwidth, so the imbalance does not change.
+    snapshot = build_snapshot([*PAIR, appgroup("app", {"front": ["back"], "back": []}),
+                               pod("front-0", "a1", "front", "app"), pod("back-0", "b1", "back", "app")])  # fmt: skip
+    result = cycle(snapshot)
+    assert len(result.moves) == 1
+    move = result.moves[0]
+    assert move.cost == (10, 0) and move.gain == 10 and move.appgroup == f"{NS}/app"
+    assert {(move.pod.name, move.target)} <= {("front-0", "b1"), ("back-0", "a1")}
+    cost = result.groups[f"{NS}/app"]
+    assert (cost.before, cost.after, cost.planned) == (10, 0, 0)
+    # the layout written on the AppGroup: both workloads on the move's target
+    assert result.layouts[f"{NS}/app"] == {"front": {move.target: 1}, "back": {move.target: 1}}
+
+
+def test_an_appgroup_not_released_by_plan_is_left_alone() -> None:
+    snapshot = build_snapshot([*PAIR, appgroup("app", {"front": ["back"], "back": []}, plan=False),
+                               pod("front-0", "a1", "front", "app"), pod("back-0", "b1", "back", "app")])  # fmt: skip
+    assert cycle(snapshot).moves == []
+
+
+def test_a_pod_asking_for_bandwidth_moves_where_the_scheduler_puts_it_when_free_bandwidth_evens_out() -> None:
+    # Two 1G nodes; n1 holds two pods asking 300M egress each. Free, in 100M units (duplex: ingress and egress):
+    # n1 (10, 4), n2 (10, 10): Σ free² = 100 + 16 + 100 + 100 = 316. One pod to n2: (10, 7), (10, 7): 298, a gain
+    # of 18 (weight 1). The second move would give (10, 10), (10, 4): 316 again, no gain: one move only.
+    objects = [node("n1", "z"), node("n2", "z"), pod("web-0", "n1", "web", egress="300M"),
+               pod("web-1", "n1", "web2", egress="300M")]  # fmt: skip
+    result = cycle(build_snapshot(objects))
+    assert [(source, target) for _, source, target in moved(result)] == [("n1", "n2")]
+    assert result.moves[0].gain == pytest.approx(18)
+    assert result.imbalance == pytest.approx((316, 298))
+
+
+def test_protected_pods_are_never_moved() -> None:
+    # as above, but the pods cannot be evicted: a DaemonSet's, a bare pod, one with local storage
+    daemon = pod("web-0", "n1", "web", egress="300M", owner="DaemonSet")
+    bare = pod("web-1", "n1", "bare", egress="300M", owner="")
+    local = pod("web-2", "n1", "web3", egress="300M")
+    local["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    result = cycle(build_snapshot([node("n1", "z"), node("n2", "z"), daemon, bare, local]))
+    assert result.moves == []
+
+
+def test_a_workload_in_a_rollout_is_not_moved() -> None:
+    # the same two pods of one Deployment, of two revisions (a rollout under way)
+    objects = [node("n1", "z"), node("n2", "z"), pod("web-0", "n1", "web", egress="300M"),
+               pod("web-1", "n1", "web", egress="300M", revision="h2")]  # fmt: skip
+    assert cycle(build_snapshot(objects)).moves == []
+    objects[-1] = pod("web-1", "n1", "web", egress="300M")
+    assert len(cycle(build_snapshot(objects)).moves) == 1
+
+
+def test_cooldown_budgets_and_moves_in_flight_hold() -> None:
+    objects = [node("n1", "z"), node("n2", "z"), pod("web-0", "n1", "web", egress="300M"),
+               pod("web-1", "n1", "web2", egress="300M")]  # fmt: skip
+    snapshot = build_snapshot(objects)
+    first = cycle(snapshot)
+    assert len(first.moves) == 1
+    history = History()
+    move = first.moves[0]
+    history.record(MoveRecord(move.pod.key, move.workload, NS, move.source, move.target, NOW, 0))
+    # the same cluster again: the move has not landed (its pod is still there): nothing
+    again = cycle(snapshot, history, NOW + 1)
+    assert again.moves == [] and "in flight" in again.note
+    # budgets: no move per cycle, or the hour's spent
+    assert cycle(snapshot, maxMovesPerCycle=0).moves == []
+    spent = History(recent=[NOW - 10])
+    assert cycle(snapshot, spent, maxMovesPerHour=1).moves == []
+    # a workload moved 5 minutes ago (cooldown 10 minutes) is not moved; the other one is
+    cooled = History(moved={workload_of(Pod.parse(objects[2])): NOW - 300})
+    assert [name for name, _, _ in moved(cycle(snapshot, cooled))] == ["web-1"]
+
+
+def test_a_move_that_did_not_land_is_not_proposed_again() -> None:
+    objects = [node("n1", "z"), node("n2", "z"), pod("web-0", "n1", "web", egress="300M"),
+               pod("web-1", "n1", "web2", egress="300M")]  # fmt: skip
+    first = cycle(build_snapshot(objects))
+    move = first.moves[0]
+    history = History()
+    history.record(MoveRecord(move.pod.key, move.workload, NS, "n1", "n2", NOW, 0))
+    # the replacement came back on n1 (the evicted pod is gone, the workload's new pod bound on n1): missed
+    replaced = [o for o in objects if o["metadata"]["name"] != move.pod.name]
+    replaced.append(pod(move.pod.name + "-new", "n1", move.pod.labels and move.workload.split("/")[2],
+                        egress="300M"))  # fmt: skip
+    snapshot = build_snapshot(replaced)
+    landed, missed = history.settle(snapshot, NOW + 60, 600)
+    assert (landed, [m.target for m in missed]) == ([], ["n2"])
+    later = cycle(snapshot, history, NOW + 3600)  # past the cooldown: still not to n2 for that workload
+    assert all((m.workload, m.target) != (move.workload, "n2") for m in later.moves)
+
+
+def test_a_move_never_takes_a_node_above_lownodeloads_high_threshold() -> None:
+    objects = [node("n1", "z"), node("n2", "z"), pod("web-0", "n1", "web", egress="300M"),
+               pod("web-1", "n1", "web2", egress="300M")]  # fmt: skip
+    assert cycle(build_snapshot(objects), ceilings={"n2": {"cpu": 99}}).moves == []  # the pod uses 100
+    assert len(cycle(build_snapshot(objects), ceilings={"n2": {"cpu": 100}}).moves) == 1
+
+
+def test_the_release_follows_a_layout_until_it_expires() -> None:
+    # a1 and a2 are alike for front-0's replacement (back-0 on b1 in the other zone: 10 either way); a layout
+    # saying front on a2 sends it there until the layout's time, and the planner's own choice after.
+    layout = Rebalancing({"front": {"a2": 1}}, until=NOW + 60).to_annotation()
+    group = appgroup("app", {"front": ["back"], "back": []}, **{keys.REBALANCE: layout})
+    pending = pod("front-1", "", "front", "app")
+    objects = [node("a1", "za"), node("a2", "za"), node("b1", "zb", cpu="0"), topology(["za", "zb"]), group,
+               pod("back-0", "b1", "back", "app"), pending]  # fmt: skip
+    snapshot = build_snapshot(objects)
+    parsed = snapshot.app_groups[0]
+    assert layout_at(parsed, NOW) == {"front": {"a2": 1}} and layout_at(parsed, NOW + 60) is None
+    index = ClusterIndex.build(snapshot)
+    followed = plan_appgroup(index, parsed, CONFIG, layout=layout_at(parsed, NOW))
+    assert [p.node for p in followed.pods] == ["a2"]
+    free = plan_appgroup(index, parsed, CONFIG, layout=None)
+    assert [p.node for p in free.pods] in (["a1"], ["a2"])
+    # once a2 holds front's one pod of the layout, there is no deficit: a further pod is placed freely
+    full = [*objects[:-1], pod("front-0", "a2", "front", "app"), pending]
+    assert plan_appgroup(ClusterIndex.build(build_snapshot(full)), parsed, CONFIG,
+                         layout=layout_at(parsed, NOW)).pods[0].node in ("a1", "a2")  # fmt: skip
+
+
+# ---- hostile policies ----------------------------------------------------------------------------------------
+
+
+def policy(rebalance_args: Any, enabled: tuple[str, ...] = ("LowNodeLoad", "NetworkRebalance")) -> dict[str, Any]:
+    return {
+        "kind": "DeschedulerConfiguration",
+        "profiles": [{
+            "name": "p",
+            "plugins": {"balance": {"enabled": [{"name": name} for name in enabled]}},
+            "pluginConfig": [
+                {"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 80}}},
+                {"name": "NetworkRebalance", "args": rebalance_args},
+            ],
+        }],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "path", "enabled"),
+    [
+        ({"cooldown": "soon"}, "profiles[0].pluginConfig[1].args.cooldown", None),
+        ({"cooldown": -5}, "profiles[0].pluginConfig[1].args.cooldown", None),
+        ({"minGainPerMove": 0}, "profiles[0].pluginConfig[1].args.minGainPerMove", None),
+        ({"weights": {"networkCost": -1}}, "profiles[0].pluginConfig[1].args.weights.networkCost", None),
+        ({"maxMovesPerCycle": "ten"}, "profiles[0].pluginConfig[1].args.maxMovesPerCycle", None),
+        ({"planBudget": "1h"}, "profiles[0].pluginConfig[1].args.planBudgetSeconds", None),
+        ({"cooldownSeconds": 5}, "profiles[0].pluginConfig[1].args.cooldownSeconds", None),
+        ({"surprise": 1}, "profiles[0].pluginConfig[1].args.surprise", None),
+        ("all", "profiles[0].pluginConfig[1].args", None),
+        ({}, "profiles[0].plugins.balance.enabled", ("LowNodeLoad",)),
+    ],
+)
+def test_hostile_rebalancer_arguments_get_one_error_naming_the_field(
+    args: Any, path: str, enabled: tuple[str, ...] | None
+) -> None:
+    with pytest.raises(FieldError) as caught:
+        parse_policy(policy(args, enabled) if enabled else policy(args))
+    assert caught.value.path == path
+
+
+def test_the_rebalancer_arguments_and_their_defaults() -> None:
+    parsed = parse_policy(policy({"cooldown": "1m30s", "layoutTTL": "5m", "maxMovesPerHour": 7}))
+    assert parsed.rebalance is not None
+    assert (parsed.rebalance.cooldown_seconds, parsed.rebalance.layout_seconds) == (90, 300)
+    assert (parsed.rebalance.max_moves_per_hour, parsed.rebalance.max_moves_per_cycle) == (7, 10)
+    without = policy({})
+    without["profiles"][0]["pluginConfig"].pop()
+    assert parse_policy(without).rebalance is None
+
+
+# ---- properties over random clusters ---------------------------------------------------------------------------
+
+
+def random_cluster(seed: int) -> tuple[Snapshot, dict[str, tuple[str, int]]]:
+    """Nodes in 3 zones; an AppGroup (plan mode) of a random DAG with 1-3 pods per workload placed at random
+    where they fit; Deployments asking bandwidth; a DaemonSet pod and a bare pod on every node. Returns the
+    snapshot and, per AppGroup pod, its workload and its node's zone index."""
+    rng = random.Random(seed)
+    zones = ["z0", "z1", "z2"]
+    nodes = [node(f"n{i}", zones[i % 3], cpu=str(rng.choice((1, 2, 4))), bandwidth=rng.choice(("1G", "2G")))
+             for i in range(rng.randint(3, 7))]  # fmt: skip
+    names = [n["metadata"]["name"] for n in nodes]
+    cpu_left = {n["metadata"]["name"]: int(n["status"]["allocatable"]["cpu"]) * 1000 for n in nodes}
+    bw_left = {n["metadata"]["name"]: (1 if n["metadata"]["annotations"][keys.NODE_BANDWIDTH_KOORDINATOR] == "1G"
+                                       else 2) * 1000 for n in nodes}  # fmt: skip
+    workloads = [f"w{i}" for i in range(rng.randint(2, 5))]
+    graph = {w: [d for d in workloads[i + 1 :] if rng.random() < 0.5] for i, w in enumerate(workloads)}
+    objects: list[dict[str, Any]] = [*nodes, topology(zones), appgroup("app", graph)]
+
+    def somewhere(cpu: int, egress: int) -> str:
+        fits = [n for n in names if cpu_left[n] >= cpu and bw_left[n] >= egress]
+        chosen = rng.choice(fits)
+        cpu_left[chosen] -= cpu
+        bw_left[chosen] -= egress
+        return chosen
+
+    for w in workloads:
+        for r in range(rng.randint(1, 3)):
+            objects.append(pod(f"{w}-{r}", somewhere(100, 0), w, "app"))
+    for d in range(rng.randint(0, 4)):
+        for r in range(rng.randint(1, 2)):
+            egress = rng.choice((100, 200, 300))
+            objects.append(pod(f"bw{d}-{r}", somewhere(100, egress), f"bw{d}", egress=f"{egress}M"))
+    for n in names:
+        objects.append(pod(f"ds-{n}", n, "agent", owner="DaemonSet"))
+        objects.append(pod(f"bare-{n}", n, "bare", owner=""))
+    return build_snapshot(objects), {}
+
+
+def objective(snapshot: Snapshot, balance_weight: float) -> float:
+    """The objective recomputed from the pods' places: every dependency pair of the AppGroup at 0 (one node),
+    1 (one zone) or ZONE_COST, plus Σ over nodes and directions of (free bandwidth / 100M)² (egress only here:
+    ingress stays full, a constant)."""
+    group = snapshot.app_groups[0]
+    where = {p.key: p.node_name for p in snapshot.pods}
+    zone = {n.name: n.zone for n in snapshot.nodes}
+    by_workload: dict[str, list[str]] = {}
+    for p in snapshot.pods:
+        if p.labels.get(keys.APPGROUP_LABEL) == "app":
+            by_workload.setdefault(p.labels[keys.APPGROUP_WORKLOAD_LABEL], []).append(where[p.key])
+    cost = 0
+    for entry in group.spec.workloads:
+        for dependency in entry.dependencies or ():
+            for a in by_workload.get(entry.workload.selector, []):
+                for b in by_workload.get(dependency.workload.selector, []):
+                    cost += 0 if a == b else 1 if zone[a] == zone[b] else ZONE_COST
+    balance = 0.0
+    for n in snapshot.nodes:
+        capacity = 10 if n.annotations[keys.NODE_BANDWIDTH_KOORDINATOR] == "1G" else 20
+        used = sum(int(p.annotations.get(keys.EGRESS_BANDWIDTH, "0M")[:-1]) / 100
+                   for p in snapshot.pods if p.node_name == n.name)  # fmt: skip
+        balance += capacity**2 + (capacity - used) ** 2
+    return cost + balance_weight * balance
+
+
+def applied(snapshot: Snapshot, moves: list[Move]) -> Snapshot:
+    targets = {move.pod.key: move.target for move in moves}
+    pods = []
+    for p in snapshot.pods:
+        if p.key in targets:
+            spec = {**p.raw["spec"], "nodeName": targets[p.key]}
+            p = Pod.parse({**p.raw, "spec": spec})  # noqa: PLW2901
+        pods.append(p)
+    return replace(snapshot, pods=tuple(pods))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), balance=st.sampled_from((0.0, 0.1, 1.0)), per_cycle=st.integers(0, 6),
+       per_node=st.sampled_from((None, 1, 2)))  # fmt: skip
+def test_a_cycle_never_raises_the_objective_breaks_a_filter_exceeds_a_budget_or_picks_a_protected_pod(
+    seed: int, balance: float, per_cycle: int, per_node: int | None
+) -> None:
+    from operators.engine.descheduling.limits import EvictionLimits
+
+    snapshot, _ = random_cluster(seed)
+    args = RebalanceArgs.model_validate(
+        {"weights": {"networkCost": 1, "bandwidthBalance": balance}, "maxMovesPerCycle": per_cycle}
+    )
+    limits = EvictionLimits(per_node=per_node)
+    result = rebalance(snapshot, args, CONFIG, History(), NOW, {}, lambda p: {}, limits)
+    after = applied(snapshot, result.moves)
+    assert objective(after, balance) <= objective(snapshot, balance) + 1e-9
+    if result.moves:
+        assert objective(snapshot, balance) - objective(after, balance) >= args.min_gain_per_cycle - 1e-9
+    assert len(result.moves) <= per_cycle
+    if per_node is not None:
+        sources = [move.source for move in result.moves]
+        assert all(sources.count(s) <= per_node for s in sources)
+    assert len({move.workload for move in result.moves}) == len(result.moves)  # one per workload
+    for move in result.moves:
+        assert move.pod.owner_kinds == ("ReplicaSet",)  # never the DaemonSet's or the bare pods
+    # every filter on the cluster as moved: placement, resources, bandwidth capacity (egress, 1G = 10 units)
+    held = requested_on_nodes(p for p in after.pods if p.node_name)
+    for n in after.nodes:
+        requested, count = held.get(n.name, ({}, 0))
+        assert not insufficient({}, n, requested, count)
+        capacity = 10 if n.annotations[keys.NODE_BANDWIDTH_KOORDINATOR] == "1G" else 20
+        used = sum(int(p.annotations.get(keys.EGRESS_BANDWIDTH, "0M")[:-1]) / 100
+                   for p in after.pods if p.node_name == n.name)  # fmt: skip
+        assert used <= capacity
+    for move in result.moves:
+        assert not placement_reasons(move.pod, after.node_by_name[move.target])
+    # a second cycle on the same (unchanged) cluster, the moves recorded: nothing
+    history = History()
+    for move in result.moves:
+        history.record(MoveRecord(move.pod.key, move.workload, NS, move.source, move.target, NOW, 0))
+    again = rebalance(snapshot, args, CONFIG, history, NOW + 1, {}, lambda p: {}, EvictionLimits(per_node=per_node))
+    assert again.moves == []
+
+
+def test_the_models_of_this_module_are_the_api_s() -> None:
+    # the builders above make objects the API accepts (a typo in them would make every property vacuous)
+    snapshot, _ = random_cluster(1)
+    assert not snapshot.warnings
+    assert isinstance(snapshot.app_groups[0], AppGroup)
+    assert isinstance(build_snapshot([topology(["za"])]).network_topologies[0], NetworkTopology)
+    assert len(snapshot.pods) > 4
