@@ -98,7 +98,9 @@ def pod(
     }
 
 
-def appgroup(name: str, graph: dict[str, list[str]], plan: bool = True, **annotations: str) -> dict[str, Any]:
+def appgroup(
+    name: str, graph: dict[str, list[str]], plan: bool = True, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     workloads = [
         {
             "workload": {"kind": "Deployment", "name": w, "selector": w, "apiVersion": "apps/v1"},
@@ -113,7 +115,7 @@ def appgroup(name: str, graph: dict[str, list[str]], plan: bool = True, **annota
     return {
         "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
         "kind": "AppGroup",
-        "metadata": {"name": name, "namespace": NS, "annotations": {**marks, **annotations}},
+        "metadata": {"name": name, "namespace": NS, "annotations": {**marks, **(annotations or {})}},
         "spec": {"numMembers": len(workloads), "topologySortingAlgorithm": "KahnSort", "workloads": workloads},
     }
 
@@ -219,8 +221,7 @@ def test_a_move_that_did_not_land_is_not_proposed_again() -> None:
     history.record(MoveRecord(move.pod.key, move.workload, NS, "n1", "n2", NOW, 0))
     # the replacement came back on n1 (the evicted pod is gone, the workload's new pod bound on n1): missed
     replaced = [o for o in objects if o["metadata"]["name"] != move.pod.name]
-    replaced.append(pod(move.pod.name + "-new", "n1", move.pod.labels and move.workload.split("/")[2],
-                        egress="300M"))  # fmt: skip
+    replaced.append(pod(move.pod.name + "-new", "n1", move.workload.split("/")[2], egress="300M"))
     snapshot = build_snapshot(replaced)
     landed, missed = history.settle(snapshot, NOW + 60, 600)
     assert (landed, [m.target for m in missed]) == ([], ["n2"])
@@ -239,7 +240,7 @@ def test_the_release_follows_a_layout_until_it_expires() -> None:
     # a1 and a2 are alike for front-0's replacement (back-0 on b1 in the other zone: 10 either way); a layout
     # saying front on a2 sends it there until the layout's time, and the planner's own choice after.
     layout = Rebalancing({"front": {"a2": 1}}, until=NOW + 60).to_annotation()
-    group = appgroup("app", {"front": ["back"], "back": []}, **{keys.REBALANCE: layout})
+    group = appgroup("app", {"front": ["back"], "back": []}, annotations={keys.REBALANCE: layout})
     pending = pod("front-1", "", "front", "app")
     objects = [node("a1", "za"), node("a2", "za"), node("b1", "zb", cpu="0"), topology(["za", "zb"]), group,
                pod("back-0", "b1", "back", "app"), pending]  # fmt: skip
@@ -328,7 +329,7 @@ def random_cluster(seed: int) -> tuple[Snapshot, dict[str, tuple[str, int]]]:
 
     def somewhere(cpu: int, egress: int) -> str:
         fits = [n for n in names if cpu_left[n] >= cpu and bw_left[n] >= egress]
-        chosen = rng.choice(fits)
+        chosen: str = rng.choice(fits)
         cpu_left[chosen] -= cpu
         bw_left[chosen] -= egress
         return chosen
