@@ -323,8 +323,10 @@ def _reason(move: Move) -> str:
 
 
 def _record(snapshot: Snapshot, move: Move, at: float) -> MoveRecord:
-    on_target = sum(1 for pod in snapshot.pods_by_node.get(move.target, ()) if workload_of(pod) == move.workload)
-    return MoveRecord(move.pod.key, move.workload, move.pod.namespace, move.source, move.target, at, on_target)
+    owned = [pod for pod in snapshot.pods if not pod.is_terminal and workload_of(pod) == move.workload]
+    on_target = sum(pod.node_name == move.target for pod in owned)
+    return MoveRecord(move.pod.key, move.workload, move.pod.namespace, move.source, move.target, at, on_target,
+                      len(owned))  # fmt: skip
 
 
 def _status_message(error: ApiException) -> str:

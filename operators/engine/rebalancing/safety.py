@@ -5,10 +5,11 @@
    of them unbound, unready or terminating), nor again within ``cooldown`` of its last move.
 2. **Pods**: never one the descheduler's evictability rules protect (DaemonSet, mirror, static, critical, bare,
    local storage unless allowed, terminating), never outside ``evictableNamespaces``.
-3. **In flight**: a move is in flight from its eviction until the workload has no unbound pod and the evicted pod
-   is gone; the rebalancer proposes nothing while any move is in flight (a cycle never builds on moves whose
-   effect it has not seen). A move then *landed* when the workload has more pods on the move's target than when
-   it was made; otherwise it is *missed*: reported once, and never proposed again (same workload, same target).
+3. **In flight**: a move is in flight from its eviction until the evicted pod is gone and the workload has as
+   many pods as before, all bound; the rebalancer proposes nothing while any move is in flight (a cycle never
+   builds on moves whose effect it has not seen). A move then *landed* when the workload has more pods on the
+   move's target than when it was made; otherwise it is *missed*: reported once, and never proposed again (same
+   workload, same target).
    A move in flight longer than the layout's lifetime is missed.
 4. **Budgets**: ``maxMovesPerCycle``, ``maxMovesPerHour`` (the moves of the last hour), and the policy's
    per-node, per-namespace and total eviction limits, shared with LowNodeLoad.
@@ -73,6 +74,7 @@ class MoveRecord:
     target: str
     at: float
     target_count: int  # the workload's pods on the target when the move was made
+    replicas: int = 1  # the workload's pods when the move was made: the replacement has come when it has as many
 
 
 @dataclass
@@ -106,7 +108,7 @@ class History:
         waiting: list[MoveRecord] = []
         for move in self.in_flight:
             pods = by_workload.get(move.workload, [])
-            if move.pod in present or any(not pod.node_name for pod in pods):
+            if move.pod in present or any(not pod.node_name for pod in pods) or len(pods) < move.replicas:
                 if now - move.at > lifetime:
                     missed.append(move)
                 else:
