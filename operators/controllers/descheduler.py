@@ -188,6 +188,9 @@ class Descheduler:
         self.metrics.imbalance.labels("after").set(found.imbalance[1])
         if not found.moves:
             logger.info("rebalancer: nothing to move: %s", found.note or "no move gains enough")
+        else:
+            logger.info("rebalancer: %d moves proposed (objective %.1f -> %.1f, imbalance %.1f -> %.1f)",
+                        len(found.moves), *found.objective, *found.imbalance)  # fmt: skip
         by_group: dict[str, list[Move]] = {}
         for move in found.moves:
             by_group.setdefault(move.appgroup, []).append(move)

@@ -47,7 +47,8 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import Plan as LowNodeLoadPlan
 from operators.engine.descheduling.lownodeload import Planner
-from operators.engine.planning.problem import build_problem, members
+from operators.engine.planning.plan import Plan, describe
+from operators.engine.planning.problem import Problem, build_problem, members
 from operators.engine.planning.release import plans_by_whole_group
 from operators.engine.planning.search import Search, search
 from operators.engine.rebalancing.safety import History, in_rollout, workload_of
@@ -325,15 +326,10 @@ def _group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
         if why:
             result.skipped[name] = f"{workload or 'a pod without a controller'}: {why}"
             return
-    keys_ = {pod.key for pod in pods}
-    unbound = replace(cycle.snapshot, pods=tuple(_on(p, "") if p.key in keys_ else p for p in cycle.snapshot.pods))
-    problem = build_problem(ClusterIndex.build(unbound), group, cycle.config)
+    problem, current = _afresh(cycle.snapshot, group, pods, cycle.config)
     if problem.unplaceable:
         result.skipped[name] = f"{len(problem.unplaceable)} pods fit nowhere as the cluster stands"
         return
-    position = {node: row for row, node in enumerate(problem.nodes)}
-    bound = {pod.key: pod.node_name for pod in pods}
-    current = [position[bound[pod.key]] for pod in problem.pods]
     found = search(problem, cycle.args.seed, cycle.args.plan_budget_seconds)
     if (found.assignment < 0).any():
         result.skipped[name] = "the planner places not every pod"
@@ -375,6 +371,36 @@ def _group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
     result.groups[name].after = cost
 
 
+def _afresh(
+    snapshot: Snapshot, group: AppGroup, pods: Sequence[Pod], config: SchedulerConfig
+) -> tuple[Problem, list[int]]:
+    """The problem of placing ``group``'s bound members ``pods`` afresh (all unbound), and where they are."""
+    moving = {pod.key for pod in pods}
+    unbound = replace(snapshot, pods=tuple(_on(p, "") if p.key in moving else p for p in snapshot.pods))
+    problem = build_problem(ClusterIndex.build(unbound), group, config)
+    position = {node: row for row, node in enumerate(problem.nodes)}
+    bound = {pod.key: pod.node_name for pod in pods}
+    return problem, [position[bound[pod.key]] for pod in problem.pods]
+
+
+def placed_and_planned(
+    snapshot: Snapshot, group: AppGroup, config: SchedulerConfig, seed: int = 0, budget_seconds: float = 0.2
+) -> tuple[Plan, Plan]:
+    """``group`` as its bound members are placed, and as the planner places them afresh on the same cluster (both
+    as plans: per-edge costs, the objective); what the rebalancer's convergence is measured by."""
+    pods = [pod for pod in members(group, snapshot.pods) if pod.node_name]
+    problem, current = _afresh(snapshot, group, pods, config)
+    engine = Search(problem, seed)
+    state = engine.empty()
+    for row, node in enumerate(current):
+        engine.put(state, row, node)
+    cost = engine.objective(state)
+    placed = describe(problem, current, cost, cost, {}, seed)
+    found = search(problem, seed, budget_seconds)
+    planned = describe(problem, found.assignment, found.cost, found.greedy, found.unplaceable, seed)
+    return placed, planned
+
+
 def _nearer(engine: Search, current: list[int], budget: float) -> tuple[list[int], int]:
     """The planner's search started from where the pods are (its local moves and tabu steps): a layout as good as
     the one from scratch needs fewer moves when it is near the current one."""
@@ -399,7 +425,7 @@ def _objective(engine: Search, placed: Sequence[int]) -> int:
 
 
 def _greedy(
-    cycle: Cycle, problem: Any, engine: Search, current: list[int], goal: np.ndarray[Any, Any]
+    cycle: Cycle, problem: Problem, engine: Search, current: list[int], goal: np.ndarray[Any, Any]
 ) -> list[tuple[int, int]]:
     """Moves toward ``goal``, best (combined objective) first, at most one per workload, while the budget lasts."""
     weight = cycle.args.weights
@@ -479,7 +505,7 @@ def _copy_balance(balance: Balance) -> Balance:
 
 
 def _replay(
-    cycle: Cycle, engine: Search, problem: Any, current: list[int], moves: Sequence[tuple[int, int]]
+    cycle: Cycle, engine: Search, problem: Problem, current: list[int], moves: Sequence[tuple[int, int]]
 ) -> float | None:
     """The combined objective after ``moves`` in order from ``current`` (None: one of them no longer fits)."""
     weight = cycle.args.weights
@@ -503,7 +529,7 @@ def _replay(
 def _gain(
     cycle: Cycle,
     engine: Search,
-    problem: Any,
+    problem: Problem,
     current: list[int],
     without: Sequence[tuple[int, int]],
     chosen: Sequence[tuple[int, int]],
@@ -517,7 +543,7 @@ def _gain(
 
 
 def _best_subset(
-    cycle: Cycle, engine: Search, problem: Any, current: list[int], sequence: list[tuple[int, int]]
+    cycle: Cycle, engine: Search, problem: Problem, current: list[int], sequence: list[tuple[int, int]]
 ) -> list[tuple[int, int]]:
     """The prefix of ``sequence`` with the lowest objective, then without the moves whose leave-one-out gain is
     below ``minGainPerMove`` (the worst first, until none is)."""
