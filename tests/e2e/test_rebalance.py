@@ -53,7 +53,7 @@ def appgroup(plan: bool) -> dict[str, Any]:
 
 def workload_objects(selector: str) -> list[dict[str, Any]]:
     labels = {GROUP_LABEL: "boutique", f"{GROUP_LABEL}.workload": selector}
-    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "100m"}}}
+    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "400m"}}}
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -179,6 +179,7 @@ def test_the_rebalancer_brings_a_spread_application_near_the_planners_cost_withi
         eventually(settled, 240, "the rebalancer done (nothing more to move twice) and every replica Running")
         converged = time.monotonic() - started
         log = run.text()
+    print("\n".join(line for line in log.splitlines() if "rebalancer:" in line or "did not land" in line))
     after, planned = mean_costs(cluster)
     moves = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=Rebalanced")["items"]
     evicted = [event["involvedObject"]["name"] for event in moves]
@@ -196,3 +197,161 @@ def test_the_rebalancer_brings_a_spread_application_near_the_planners_cost_withi
     assert len(running_pods(pods(cluster))) == every
     assert cycles > 0
     assert forbidden(cluster, "operator") == []
+
+
+# ---- bandwidth balance ----------------------------------------------------------------------------------------
+
+BW_NAMESPACE = "rebalance-bw-e2e"
+BW_HOOK = "netaware-rebalance-bw-e2e"
+BW_NODES = [f"rb-{i}" for i in range(4)]
+BW_WORKLOADS = {"bw-a": 2, "bw-b": 2, "bw-c": 2, "bw-d": 2}  # replicas, each pod asking 100M egress
+UNIT = 100_000_000
+
+
+def bw_node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"pool": "rebalance"},
+                     "annotations": {"node.kubernetes.io/network-limit": "1G"}},
+        "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110"}},
+    }  # fmt: skip
+
+
+def bw_deployment(name: str, replicas: int) -> dict[str, Any]:
+    template = {
+        "metadata": {"labels": {"app": name}, "annotations": {"kubernetes.io/egress-bandwidth": "100M"}},
+        "spec": {"nodeSelector": {"pool": "rebalance"}, "terminationGracePeriodSeconds": 0,
+                 "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    }  # fmt: skip
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": BW_NAMESPACE},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template},
+    }
+
+
+def egress_by_node(found: list[dict[str, Any]]) -> dict[str, int]:
+    """Bits/s of egress the bound, live pods ask per node of the pool."""
+    used = dict.fromkeys(BW_NODES, 0)
+    for p in found:
+        node = p["spec"].get("nodeName")
+        if node in used and not p["metadata"].get("deletionTimestamp"):
+            used[node] += 100 * 1_000_000
+    return used
+
+
+def imbalance(used: dict[str, int]) -> float:
+    """Σ over the pool's nodes and both directions of (free / 100 Mbit/s)², ingress unused (10 each)."""
+    return sum(10.0**2 + (10.0 - bits / UNIT) ** 2 for bits in used.values())
+
+
+def bw_policy() -> dict[str, Any]:
+    return {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerConfiguration",
+        "deschedulingInterval": "2s",
+        "profiles": [{
+            "name": "e2e",
+            "pluginConfig": [
+                {"name": "LowNodeLoad", "args": {"lowThresholds": {"netBandwidth": 0},
+                                                 "highThresholds": {"netBandwidth": 100},
+                                                 "evictableNamespaces": {"include": [BW_NAMESPACE]}}},
+                {"name": "NetworkRebalance", "args": {
+                    "weights": {"networkCost": 0, "bandwidthBalance": 1}, "cooldown": "1s", "breadth": 50,
+                    "evictableNamespaces": {"include": [BW_NAMESPACE]}}},
+            ],
+        }],
+    }  # fmt: skip
+
+
+def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
+    cluster: Any, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
+) -> None:
+    """Four 1G nodes; eight pods asking 100M egress each, all put on rb-0 by hand (the others cordoned while they
+    were created). The webhook turns the annotations into extended resources that kube-scheduler accounts and the
+    nodebandwidth controller advertises; the rebalancer moves pods off rb-0 until free bandwidth is even."""
+    from tests.e2e.conftest import RELEASE_NAMESPACE, free_port
+    from webhooks.configuration import mutating_webhook_configuration
+
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text("\n---\n".join(json.dumps(bw_node(name)) for name in BW_NODES))
+    cluster.add_nodes(nodes)
+    cluster.kubectl("create", "namespace", BW_NAMESPACE)
+    port = free_port()
+    webhook = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--bandwidth-resources", "duplex"]
+    webhook += ["--kubeconfig", str(chart_rbac["webhook"])]
+    webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    configuration = mutating_webhook_configuration(BW_HOOK, "unused", RELEASE_NAMESPACE, host_tls["ca_b64"],
+                                                   bandwidth_failure_policy="Fail")  # fmt: skip
+    for entry in configuration["webhooks"]:
+        entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+        entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": BW_NAMESPACE}}
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(bw_policy()))
+    common = ["--kubeconfig", str(chart_rbac["operator"]), "--no-leader-elect", "--health-port", "0"]
+    common += ["--accounting-mode", "duplex"]
+    advertiser = ["run", *common, "--components", "nodebandwidth"]
+    operator = ["run", *common, "--components", "nodebandwidth,descheduler"]
+    operator += ["--descheduler-policy", str(tmp_path / "policy.yaml")]
+    try:
+        for name in BW_NODES[1:]:
+            cluster.kubectl("cordon", name)
+        with running(webhook, tmp_path / "webhook.log") as hooked:
+            wait_for_port(port, process=hooked)
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+            with running(advertiser, tmp_path / "advertise.log"):
+                eventually(lambda: all("netaware.io/egress-bandwidth" in (kubectl_json(cluster, "get", "node", n)
+                                                                          ["status"].get("allocatable") or {})
+                                       for n in BW_NODES), 60, "the pool advertising bandwidth")  # fmt: skip
+                manifests = "\n---\n".join(json.dumps(bw_deployment(n, r)) for n, r in BW_WORKLOADS.items())
+                cluster.kubectl("apply", "-f", "-", stdin=manifests)
+                every = sum(BW_WORKLOADS.values())
+                eventually(lambda: len(bw_running(cluster)) == every, 90, "every pod Running on rb-0")
+            skewed = egress_by_node(bw_running(cluster))
+            assert skewed["rb-0"] == every * 100_000_000, skewed
+            for name in BW_NODES[1:]:
+                cluster.kubectl("uncordon", name)
+            worst = dict(skewed)  # the most egress asked of each node at any poll
+            started = time.monotonic()
+            with running(operator, tmp_path / "operator.log") as run:
+
+                def settled() -> bool:
+                    used = egress_by_node(bw_pods(cluster))
+                    for name, bits in used.items():
+                        worst[name] = max(worst[name], bits)
+                    moved = "moves proposed (objective" in run.text()
+                    quiet = run.text().count("rebalancer: nothing to move")
+                    return moved and quiet >= 2 and len(bw_running(cluster)) == every
+
+                eventually(settled, 180, "the rebalancer done and every pod Running")
+                converged = time.monotonic() - started
+                log = run.text()
+        after = egress_by_node(bw_running(cluster))
+        moves = kubectl_json(cluster, "get", "events", "-n", BW_NAMESPACE, "--field-selector", "reason=Rebalanced")
+        evicted = [event["involvedObject"]["name"] for event in moves["items"]]
+        cycles = log.count("moves proposed (objective")
+        print(
+            f"\nrebalance e2e (bandwidth): Σ free² {imbalance(skewed):.0f} -> {imbalance(after):.0f} "
+            f"(even: {imbalance(dict.fromkeys(BW_NODES, every * UNIT // len(BW_NODES))):.0f}); egress per node "
+            f"{ {n: b // 1_000_000 for n, b in after.items()} } M; {len(evicted)} evictions in {cycles} cycles; "
+            f"converged in {converged:.1f}s; most egress asked of a node {max(worst.values()) // 1_000_000}M"
+        )
+        assert imbalance(after) < imbalance(skewed)
+        assert max(worst.values()) <= 1_000_000_000, worst  # never overcommitted (polled throughout)
+        assert len(evicted) == len(set(evicted)), evicted
+        assert "Traceback" not in log
+    finally:
+        for name in BW_NODES[1:]:
+            cluster.kubectl("uncordon", name, check=False)
+        cluster.kubectl("delete", "mutatingwebhookconfiguration", BW_HOOK, "--ignore-not-found")
+        cluster.kubectl("delete", "namespace", BW_NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl("delete", "node", *BW_NODES, "--ignore-not-found", check=False)
+
+
+def bw_pods(cluster: Any) -> list[dict[str, Any]]:
+    return list(kubectl_json(cluster, "get", "pods", "-n", BW_NAMESPACE)["items"])
+
+
+def bw_running(cluster: Any) -> list[dict[str, Any]]:
+    return running_pods(bw_pods(cluster))

@@ -340,6 +340,23 @@ def test_a_release_narrows_every_required_term_or_adds_a_preferred_one() -> None
     assert release_patch(member, None) == patch[:2]  # released without a place: the gate only
 
 
+def test_a_required_affinity_on_the_node_name_is_a_filter_as_kube_scheduler_reads_it() -> None:
+    """matchFields on metadata.name (what a plan's release adds): the node named, and no other, passes NodeAffinity;
+    with a matchExpressions term beside it in one term, both must hold."""
+    raw = pod("b-0", "b")
+    name = {"key": "metadata.name", "operator": "In", "values": ["n2"]}
+    raw["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [name]}]}}}  # fmt: skip
+    member = Pod.parse(raw)
+    nodes = build_snapshot([node("n1", "za"), node("n2", "za")]).nodes
+    assert [bool(placement_reasons(member, n)) for n in nodes] == [True, False]
+    both = {"matchFields": [name], "matchExpressions": [{"key": keys.ZONE_LABEL, "operator": "In", "values": ["zb"]}]}
+    raw["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] = [
+        both
+    ]
+    assert all(placement_reasons(Pod.parse(raw), n) for n in nodes)
+
+
 def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -> None:
     """Gated pods of a group nothing of which is placed wait for the window after the first arrived (100 ms here,
     a → b with b not arrived yet); once a pod of the group is placed (bound, or released by a plan), a newcomer is

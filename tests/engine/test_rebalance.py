@@ -68,6 +68,33 @@ def test_an_appgroup_split_across_zones_is_brought_onto_one_node() -> None:
     assert result.layouts[f"{NS}/app"] == {"front": {move.target: 1}, "back": {move.target: 1}}
 
 
+def test_moves_into_one_node_share_its_room_below_the_high_threshold() -> None:
+    # hub on a1 depends on s1 and s2 in the other zone (b1, b2: full, 100m each); a1 has room for two 100m pods
+    # below its high threshold (the ceiling 200): both move to a1, 20 -> 0 — each move's gain counted against the
+    # cycle's state before either is made (not after the first took half the room).
+    objects = [node("a1", "za"), node("b1", "zb", cpu="100m"), node("b2", "zb", cpu="100m"), topology(["za", "zb"]),
+               appgroup("app", {"hub": ["s1", "s2"], "s1": [], "s2": []}), pod("hub-0", "a1", "hub", "app"),
+               pod("s1-0", "b1", "s1", "app"), pod("s2-0", "b2", "s2", "app")]  # fmt: skip
+    result = cycle(build_snapshot(objects), ceilings={"a1": {"cpu": 200}})
+    assert sorted(moved(result)) == [("s1-0", "b1", "a1"), ("s2-0", "b2", "a1")]
+    assert [move.gain for move in result.moves] == [10, 10]
+    assert cycle(build_snapshot(objects), ceilings={"a1": {"cpu": 100}}).moves[0].target == "a1"  # room for one
+
+
+def test_a_replacement_is_placed_as_its_template_not_as_the_pod_a_plan_released() -> None:
+    # back-0 was released by a plan to b1 (a required affinity for b1 and the annotation): its replacement will
+    # not carry them, so the rebalancer may still move it. b1 has room for back-0 alone: the only move there is.
+    released = pod("back-0", "b1", "back", "app")
+    released["metadata"]["annotations"] = {keys.PLANNED_NODE: "b1"}
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b1"]}]}
+    released["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [term]}}}  # fmt: skip
+    group = appgroup("app", {"front": ["back"], "back": []})
+    objects = [node("a1", "za"), node("b1", "zb", cpu="100m"), topology(["za", "zb"]), group,
+               pod("front-0", "a1", "front", "app"), released]  # fmt: skip
+    assert moved(cycle(build_snapshot(objects))) == [("back-0", "b1", "a1")]
+
+
 def test_an_appgroup_not_released_by_plan_is_left_alone() -> None:
     snapshot = build_snapshot([*PAIR, appgroup("app", {"front": ["back"], "back": []}, plan=False),
                                pod("front-0", "a1", "front", "app"), pod("back-0", "b1", "back", "app")])  # fmt: skip

@@ -49,7 +49,11 @@ def placement_allows(pod: Pod, node: Node) -> bool:
     ) or {}
     terms = affinity.get("nodeSelectorTerms") or []
     return not terms or any(
-        from_label_selector({"matchExpressions": term.get("matchExpressions") or []}).matches(labels) for term in terms
+        from_label_selector({"matchExpressions": term.get("matchExpressions") or []}).matches(labels)
+        and from_label_selector({"matchExpressions": term.get("matchFields") or []}).matches(
+            {"metadata.name": node.name}
+        )
+        for term in terms
     )
 
 

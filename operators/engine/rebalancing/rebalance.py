@@ -215,6 +215,41 @@ def _moved(snapshot: Snapshot, pod: Pod, node: str) -> Snapshot:
     return replace(snapshot, pods=tuple(_on(p, node) if p.key == pod.key else p for p in snapshot.pods))
 
 
+def _replacement(pod: Pod) -> Pod:
+    """What the owner of ``pod`` would create in its place: unbound, without the node affinity term and the
+    annotation a plan's release added to it (the template never had them)."""
+    planned = pod.annotations.get(keys.PLANNED_NODE)
+    raw = dict(_on(pod, "").raw)
+    if not planned:
+        return Pod.parse(raw)
+    ours = {"key": "metadata.name", "operator": "In", "values": [planned]}
+    spec = dict(raw["spec"])
+    affinity = dict(spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = []
+    for term in required.get("nodeSelectorTerms") or ():
+        fields = [entry for entry in term.get("matchFields") or () if entry != ours]
+        kept = {**term, "matchFields": fields} if fields else {k: v for k, v in term.items() if k != "matchFields"}
+        if kept:
+            terms.append(kept)
+    if terms:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+    else:
+        node_affinity.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    if node_affinity:
+        affinity["nodeAffinity"] = node_affinity
+    else:
+        affinity.pop("nodeAffinity", None)
+    if affinity:
+        spec["affinity"] = affinity
+    else:
+        spec.pop("affinity", None)
+    metadata = dict(raw["metadata"])
+    metadata["annotations"] = {k: v for k, v in pod.annotations.items() if k != keys.PLANNED_NODE}
+    return Pod.parse({**raw, "metadata": metadata, "spec": spec})
+
+
 def _on(pod: Pod, node: str) -> Pod:
     spec = {key: value for key, value in (pod.raw.get("spec") or {}).items() if key != "nodeName"}
     if node:
@@ -355,11 +390,12 @@ def _group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
     chosen = _best_subset(cycle, engine, problem, current, sequence)
     placed = list(current)
     cost = start
-    for row, node in chosen:
+    # every gain against the cycle's state before any of its moves is applied (applying changes the ceilings)
+    gains = [_gain(cycle, engine, problem, current, [m for m in chosen if m != move], chosen) for move in chosen]
+    for (row, node), gain in zip(chosen, gains, strict=True):
         source = placed[row]
         placed[row] = node
         after = _objective(engine, placed)
-        gain = _gain(cycle, engine, problem, current, [m for m in chosen if m != (row, node)], chosen)
         member = problem.pods[row]
         imbalance = cycle.balance.total()
         change = cycle.balance.delta(member, problem.nodes[source], problem.nodes[node])
@@ -376,7 +412,7 @@ def _afresh(
 ) -> tuple[Problem, list[int]]:
     """The problem of placing ``group``'s bound members ``pods`` afresh (all unbound), and where they are."""
     moving = {pod.key for pod in pods}
-    unbound = replace(snapshot, pods=tuple(_on(p, "") if p.key in moving else p for p in snapshot.pods))
+    unbound = replace(snapshot, pods=tuple(_replacement(p) if p.key in moving else p for p in snapshot.pods))
     problem = build_problem(ClusterIndex.build(unbound), group, config)
     position = {node: row for row, node in enumerate(problem.nodes)}
     bound = {pod.key: pod.node_name for pod in pods}
