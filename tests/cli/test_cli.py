@@ -173,6 +173,32 @@ def test_deschedule_prints_the_engines_plan(tmp_path: pathlib.Path) -> None:
     assert set(printed["evictions"][0]) == {"pod", "node", "target", "reason"}
 
 
+def test_deschedule_prints_the_rebalancers_moves_with_their_gains(tmp_path: pathlib.Path) -> None:
+    """front -> back split across two zones (10 a pair): the rebalancer's one move puts them on one node, gain 10."""
+    from tests.support.rebalancing import NS, TOPOLOGY, appgroup, node, pod, topology
+
+    cluster = [node("a1", "za"), node("b1", "zb", cpu="100m"), topology(["za", "zb"]),
+               appgroup("app", {"front": ["back"], "back": []}), pod("front-0", "a1", "front", "app"),
+               pod("back-0", "b1", "back", "app")]  # fmt: skip
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(cluster))
+    document = yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-rebalance-policy.yaml").read_text())
+    document["profiles"][0]["pluginConfig"][1]["args"]["weights"]["bandwidthBalance"] = 0
+    # b1 is full (its cpu): LowNodeLoad would evict back-0 first and the rebalancer wait for that; not here
+    document["profiles"][0]["pluginConfig"][0]["args"]["highThresholds"] = {"netBandwidth": 100, "cpu": 100}
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document))
+    config = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
+    config["profiles"][0]["pluginConfig"][0]["args"].update(namespaces=[NS], networkTopologyName=TOPOLOGY)
+    (tmp_path / "scheduler.yaml").write_text(yaml.safe_dump(config))
+    code, out, err = run("deschedule", "-f", str(tmp_path / "cluster.yaml"), "--policy", str(tmp_path / "policy.yaml"),
+                         "--config", str(tmp_path / "scheduler.yaml"))  # fmt: skip
+    assert code == 0, err
+    rebalance = json.loads(out)["rebalance"]
+    assert [(m["pod"], m["from"], m["to"], m["gain"], m["cost"]) for m in rebalance["moves"]] == [
+        (f"{NS}/back-0", "b1", "a1", 10, {"before": 10, "after": 0})
+    ]
+    assert rebalance["appGroups"] == {f"{NS}/app": {"costBefore": 10, "costAfter": 0, "planned": 0}}
+
+
 def test_deschedule_bad_policy_is_one_line_naming_the_field(tmp_path: pathlib.Path) -> None:
     document = yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-policy.yaml").read_text())
     document["profiles"][0]["pluginConfig"][0]["args"]["lowThresholds"]["cpu"] = 90

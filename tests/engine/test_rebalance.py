@@ -21,6 +21,7 @@ from operators.api.networktopology import NetworkTopology
 from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.descheduling.lownodeload import Planner, carried_out
 from operators.engine.planning.layout import Rebalancing, layout_at
 from operators.engine.planning.plan import plan_appgroup
 from operators.engine.rebalancing.rebalance import Move, Rebalance, rebalance
@@ -376,3 +377,27 @@ def test_the_models_of_this_module_are_the_api_s() -> None:
     assert isinstance(snapshot.app_groups[0], AppGroup)
     assert isinstance(build_snapshot([topology(["za"])]).network_topologies[0], NetworkTopology)
     assert len(snapshot.pods) > 4
+
+
+def test_lownodeload_leaves_the_pods_the_rebalancer_moved_within_the_cooldown() -> None:
+    # n1 is above LowNodeLoad's cpu threshold (3 of 4 cpus, high 50 %), n2 empty; one eviction brings it down.
+    # LowNodeLoad by itself takes api-0; but api's pod on n1 arrived there by a rebalancer move 5 minutes ago
+    # (cooldown 10): LowNodeLoad takes web's instead, and api's again once the cooldown is over
+    import datetime
+
+    from operators.engine.descheduling.lownodeload import plan as lownodeload_plan
+
+    objects = [node("n1", "z"), node("n2", "z"), pod("web-0", "n1", "web", cpu="1500m"),
+               pod("api-0", "n1", "api", cpu="1500m")]  # fmt: skip
+    snapshot = build_snapshot(objects)
+    document = policy({})
+    document["profiles"][0]["pluginConfig"][0]["args"] = {"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 50}}
+    parsed = parse_policy(document)
+    history = History()
+    history.record(MoveRecord(f"{NS}/api-old", f"{NS}/Deployment/api", NS, "n2", "n1", NOW - 300, 0))
+    now = datetime.datetime.fromtimestamp(NOW, datetime.UTC)
+    assert [e.pod.name for e in lownodeload_plan(snapshot, parsed, now).evictions] == ["api-0"]  # by itself
+    protected = Planner(snapshot, parsed, now, protected=lambda p: history.protects(p, 600, NOW))
+    assert [e.pod.name for e in carried_out(protected).evictions] == ["web-0"]
+    later = Planner(snapshot, parsed, now, protected=lambda p: history.protects(p, 600, NOW + 301))
+    assert [e.pod.name for e in carried_out(later).evictions] == ["api-0"]

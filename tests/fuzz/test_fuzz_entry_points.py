@@ -132,6 +132,8 @@ def test_offline_commands_answer_or_name_the_field(
     everything = [*small_cluster(), *documents]
     run_cli(tmp_path, everything, "reconcile")
     run_cli(tmp_path, everything, "deschedule")
+    rebalancing = ROOT / "hack" / "configs" / "descheduler-rebalance-policy.yaml"
+    run_cli(tmp_path, everything, "deschedule", "--policy", str(rebalancing))
     run_cli(tmp_path, everything, "schedule", "--pod", str(ROOT / "hack" / "pod-p1.yaml"))
     run_cli(tmp_path, everything, "topology")
     run_cli(tmp_path, everything, "explain", "pod", "default/p2-deployment-7d4b9c-abcde")
