@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import click
@@ -133,8 +134,10 @@ def explain_appgroup_command(
 ) -> None:
     """An AppGroup as placed now: its topology order, where each workload's pods run, and the network cost of
     each dependency edge over its placed pod pairs (mean, worst, pairs over maxNetworkCost); for pods released by
-    a whole-group plan, the mean each edge has where the plan put them, and how many followed the plan."""
+    a whole-group plan, the mean each edge has where the plan put them, and how many followed the plan; the
+    rebalancer's moves that touched it (from, to, the edge cost before and after) and its layout."""
     from operators.api import keys
+    from operators.engine.planning.layout import rebalancing_of
     from operators.engine.scheduling.explain import dependency_pair_costs
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.status.appgroup import member_pods, placements, plan_status
@@ -196,6 +199,12 @@ def explain_appgroup_command(
     }  # fmt: skip
     if plan is not None:
         document["plan"] = plan.to_wire()
+    rebalancing = rebalancing_of(group)
+    if rebalancing is not None:
+        until = datetime.datetime.fromtimestamp(rebalancing.until, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        document["rebalance"] = {"layoutUntil": until, "layout": rebalancing.layout, "moves": list(rebalancing.moves)}
+    elif keys.REBALANCE in (group.metadata.annotations or {}):
+        document["rebalance"] = {"unreadable": f"annotation {keys.REBALANCE} is not the rebalancer's JSON: ignored"}
     if fmt != "table":
         click.echo(output.dump(document, fmt), nl=False)
         return
@@ -223,6 +232,23 @@ def explain_appgroup_command(
     if plan is not None:
         click.echo(f"by plan: {plan.planned} pods planned, {plan.on_plan} bound where planned, {plan.off_plan} "
                    f"elsewhere, {plan.pending} not bound yet")  # fmt: skip
+    if "rebalance" in document:
+        _echo_moves(document["rebalance"])
+
+
+def _echo_moves(rebalance: dict[str, Any]) -> None:
+    """The rebalancer's moves that touched the AppGroup (its annotation), newest last."""
+    if "unreadable" in rebalance:
+        click.echo(f"rebalancer: {rebalance['unreadable']}")
+        return
+    click.echo(f"moved by the rebalancer (its layout holds until {rebalance['layoutUntil']}):")
+    rows = []
+    for move in rebalance["moves"]:
+        cost = move.get("cost") or {}
+        rows.append((str(move.get("at", "")), str(move.get("pod", "")), str(move.get("from", "")),
+                     str(move.get("to", "")), f"{cost.get('before', '')} -> {cost.get('after', '')}",
+                     str(move.get("gain", ""))))  # fmt: skip
+    click.echo(output.table(("at", "pod", "from", "to", "edge cost", "gain"), rows), nl=False)
 
 
 def _mean(pairs: list[Any] | None) -> float | None:

@@ -497,3 +497,30 @@ def test_agent_dry_run_renders_the_nodeslo_from_the_snapshots_configuration(tmp_
     assert json.loads(out)["problems"] == [
         "node n-1 has no NodeSLO: every class requests nothing and may use the whole total"
     ]
+
+
+def test_explain_appgroup_shows_the_rebalancers_moves(tmp_path: pathlib.Path) -> None:
+    from operators.api import keys
+    from operators.engine.planning.layout import Rebalancing
+    from tests.support.rebalancing import NS, appgroup, node, pod, topology
+
+    move = {"pod": f"{NS}/back-0", "from": "b1", "to": "a1", "gain": 10, "cost": {"before": 10, "after": 0},
+            "at": "2026-11-25T10:00:00Z"}  # fmt: skip
+    written = Rebalancing({"front": {"a1": 1}, "back": {"a1": 1}}, 1_800_000_000.0, (move,)).to_annotation()
+    group = appgroup("app", {"front": ["back"], "back": []}, annotations={keys.REBALANCE: written})
+    cluster = [node("a1", "za"), node("b1", "zb"), topology(["za", "zb"]), group, pod("front-0", "a1", "front", "app")]
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(cluster))
+    code, out, err = run("explain", "appgroup", f"{NS}/app", "-f", str(tmp_path / "cluster.yaml"), "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["rebalance"] == {
+        "layoutUntil": "2027-01-15T08:00:00Z",
+        "layout": {"back": {"a1": 1}, "front": {"a1": 1}},
+        "moves": [move],
+    }
+    code, out, _ = run("explain", "appgroup", f"{NS}/app", "-f", str(tmp_path / "cluster.yaml"))
+    assert "moved by the rebalancer (its layout holds until 2027-01-15T08:00:00Z):" in out
+    assert "shop/back-0" in out and "10 -> 0" in out
+    group["metadata"]["annotations"][keys.REBALANCE] = "{not json"
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(cluster))
+    code, out, _ = run("explain", "appgroup", f"{NS}/app", "-f", str(tmp_path / "cluster.yaml"))
+    assert code == 0 and "rebalancer: annotation netaware.io/rebalance is not the rebalancer's JSON: ignored" in out
