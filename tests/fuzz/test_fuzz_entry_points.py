@@ -200,6 +200,7 @@ config_documents = st.one_of(
                                                     "NetworkBandwidth",
                                                     "NodeResourcesAllocatable",
                                                     "LowNodeLoad",
+                                                    "NetworkRebalance",
                                                 ]
                                             ),
                                             "args": maybe(
@@ -215,6 +216,11 @@ config_documents = st.one_of(
                                                             "highThresholds",
                                                             "nodeSelector",
                                                             "podSelectors",
+                                                            "weights",
+                                                            "cooldown",
+                                                            "minGainPerMove",
+                                                            "maxMovesPerCycle",
+                                                            "planBudget",
                                                         ]
                                                     ),
                                                     json_values,
