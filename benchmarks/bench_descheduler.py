@@ -4,7 +4,7 @@
     python benchmarks/bench_descheduler.py [--nodes 5000 --pods 100000 --repeat 3]
 
 Builds a cluster where a tenth of the nodes are hot, a third cold, then times `plan()` (usage,
-classification, candidate sorting, fit and reservation) against the 2 s budget of SPEC §8. The
+classification, candidate sorting, fit and reservation) against the 2 s budget in docs/design/contracts.md. The
 snapshot build (YAML objects to the typed snapshot) is reported apart: the live descheduler gets it
 from its informers.
 """

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Live components at SPEC §8's size, measured live: watches, initial sync, memory, churn.
+"""Live components at the budget table's size (docs/design/contracts.md), measured live: watches, initial sync,
+memory, churn.
 
     python benchmarks/bench_live.py [--nodes 5000 --pods 100000 --groups 500 --repeat 3]
                                     [--only operator,extender,descheduler,static20k]
@@ -20,7 +21,7 @@ process of its own, fresh for every run. Per run:
   changed, so the pods' part of the snapshot is derived again.
 * **static20k**: the extender on 20,000 nodes (and as many pods), no churn.
 
-Figures are min / median / max over the runs, with the ratios and budgets of SPEC §8.
+Figures are min / median / max over the runs, with the ratios and budgets in docs/design/contracts.md.
 """
 
 from __future__ import annotations

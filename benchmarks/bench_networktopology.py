@@ -5,7 +5,7 @@
 
 Builds the snapshot once (as the controller's reads would), then times `networktopology_result`
 (ingestion of every key, median aggregation, weights, status) over --repeat runs and prints the best
-and the ratio to the 2 s budget of SPEC.md §8.
+and the ratio to the 2 s budget in docs/design/contracts.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ A KWOK cluster of ``--nodes`` thesis nodes (32 cpu, 256Gi, 110 pods, ``node.kube
 For each: scheduled, pending, overcommitted nodes (requested in+out above the capacity) and pods/s (pods
 bound / seconds from the first creation to the last binding), min/median/max over ``--runs``, beside what
 ``netaware simulate --scenario thesis-1 --accounting combined`` predicts for the same cluster. The ratios to
-(a) are SPEC §8's budget: at least 0.5.
+(a) are the budget (docs/design/contracts.md): at least 0.5.
 """
 
 from __future__ import annotations

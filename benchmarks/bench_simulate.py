@@ -5,7 +5,7 @@
 
 Schedules thesis-1-shaped network pods pod by pod (adaptive percentageOfNodesToScore: 500 feasible
 nodes per pod at this size) and prints pods/s against the 270 pods/s floor of scheduler_perf's
-SchedulingBasic/5000Nodes_10000Pods (SPEC §8). Also runs the default model for comparison.
+SchedulingBasic/5000Nodes_10000Pods (docs/design/contracts.md). Also runs the default model for comparison.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ are sent at their scheduled times whether or not earlier ones have answered (as 
 reviews), and each latency counts from the scheduled time, so a stall is not hidden by a client waiting
 (coordinated omission). Closed loop: --clients keep-alive clients, each sending when its last answer arrived;
 on two cores that measures queueing rather than the webhook. Prints requests/s, p50/p99/max latency and errors
-for both, and the ratios (budget SPEC.md §8: p99 < 5 ms, zero errors).
+for both, and the ratios (budget in docs/design/contracts.md: p99 < 5 ms, zero errors).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A cluster of SPEC §8's size served by the API emulator in a process of its own, for the live benchmarks.
+"""A cluster of the budget table's size (docs/design/contracts.md) served by the API emulator in a process of its
+own, for the live benchmarks.
 
     python benchmarks/live_cluster.py --nodes 5000 --pods 100000 --groups 500
 

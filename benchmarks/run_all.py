@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run every component benchmark and print one table: figure, budget (SPEC.md §8), ratio.
+"""Run every component benchmark and print one table: figure, budget (docs/design/contracts.md), ratio.
 
     python benchmarks/run_all.py [--quick] [--against REV] [--only SUBSTRING]      (hack/bench.sh runs this)
 

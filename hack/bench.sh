@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every component benchmark, then one table: figure, budget (SPEC.md §8), ratio.
+# Every component benchmark, then one table: figure, budget (docs/design/contracts.md), ratio.
 # Usage: hack/bench.sh [--quick]   (a few minutes; --quick shortens the webhook runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,7 +2,7 @@
 
 from typing import Final
 
-# --- API groups (SPEC.md §2) -------------------------------------------------------------------
+# --- API groups (docs/design/contracts.md) -------------------------------------------------------------------
 APPGROUP_GROUP: Final = "appgroup.diktyo.x-k8s.io"
 NETWORKTOPOLOGY_GROUP: Final = "networktopology.diktyo.x-k8s.io"
 SLO_GROUP: Final = "slo.koordinator.sh"
@@ -28,7 +28,7 @@ NETPERF_CONFIGMAP_LABEL: Final = "networktopology.diktyo.x-k8s.io/netperf"
 NETPERF_NODE_KEY_PREFIX: Final = "netperf.p90.latency.milliseconds.origin."
 NETPERF_ZONE_KEY_PREFIX: Final = "netperf.p90.latency.milliseconds.origin-zone."
 
-# --- Pod bandwidth (SPEC.md §3) ---------------------------------------------------------------------
+# --- Pod bandwidth (docs/design/contracts.md) ---------------------------------------------------------------------
 INGRESS_BANDWIDTH: Final = "kubernetes.io/ingress-bandwidth"  # limit, enforced by the CNI plugin
 EGRESS_BANDWIDTH: Final = "kubernetes.io/egress-bandwidth"
 INGRESS_REQUEST: Final = "kubernetes.io/ingress-request"  # guaranteed minimum (thesis)
@@ -49,7 +49,7 @@ NS_DEFAULT_EGRESS_BANDWIDTH: Final = "netaware.io/default-egress-bandwidth"
 NS_DEFAULT_INGRESS_REQUEST: Final = "netaware.io/default-ingress-request"
 NS_DEFAULT_EGRESS_REQUEST: Final = "netaware.io/default-egress-request"
 
-# --- Node bandwidth capacity, first found wins (SPEC.md §3) --------------------------------------
+# --- Node bandwidth capacity, first found wins (docs/design/contracts.md) --------------------------------------
 NODE_BANDWIDTH_KOORDINATOR: Final = "node.koordinator.sh/network-bandwidth"
 NODE_BANDWIDTH_THESIS: Final = "node.kubernetes.io/network-limit"
 
@@ -62,7 +62,7 @@ SLO_CONFIG_NAME: Final = "slo-controller-config"
 RESOURCE_QOS_CONFIG_KEY: Final = "resource-qos-config"
 SYSTEM_CONFIG_KEY: Final = "system-config"
 
-# --- Topology-ordered scheduling (SPEC.md §4.8) ---------------------------------------------------
+# --- Topology-ordered scheduling (docs/components/ordered-scheduling.md) ----------------------------
 # The scheduling gate the webhook adds and the AppGroup controller removes (never any other gate).
 TOPOLOGY_ORDER_GATE: Final = "netaware.io/topology-order"
 # AppGroup annotations: "true" gates its pods ("false" opts out when the webhook gates by default), and the

@@ -79,7 +79,7 @@ class NetworkTopology(ApiModel):
     status: NetworkTopologyStatus | None = None
 
 
-# Old field name -> current one, per nesting level (reference/network-aware.md §3).
+# Old field name -> current one, per nesting level (docs/design/contracts.md).
 _LEGACY_SPEC = {"configMapName": "configmapName"}
 _LEGACY_WEIGHT = {"costList": "topologyList"}
 _LEGACY_TOPOLOGY = {"originCosts": "originList"}

@@ -1,4 +1,4 @@
-"""``netaware``: the offline engine commands and the live components (SPEC.md §5).
+"""``netaware``: the offline engine commands and the live components (docs/design/contracts.md).
 
 Exit codes: 0 success, 1 an input or runtime error (one line on stderr naming the file and
 field), 2 a usage error, 3 a command that is declared but not implemented yet.

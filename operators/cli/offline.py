@@ -1,4 +1,5 @@
-"""The offline commands: each computes from YAML snapshots of a cluster, with no API calls (SPEC.md §5)."""
+"""The offline commands: each computes from YAML snapshots of a cluster, with no API calls (their output:
+docs/design/contracts.md)."""
 
 from __future__ import annotations
 

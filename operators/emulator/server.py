@@ -1,7 +1,7 @@
 """An in-process Kubernetes API server for tests and ``netaware demo``, built on kmock.
 
 kmock's ``KubernetesEmulator`` stores objects but lacks what kopf and our controllers rely on
-(reference/python-ecosystem.md §2.1). ``ApiEmulator`` keeps kmock's server, discovery and
+(docs/contributing/emulator.md). ``ApiEmulator`` keeps kmock's server, discovery and
 request DSL, and replaces the object semantics with the apiserver's:
 
 * ``metadata.uid``, ``creationTimestamp``, ``generation`` (bumped on spec changes only) and a

@@ -1,4 +1,4 @@
-"""The bandwidth model, rule by rule, with values derived by hand (SPEC §3)."""
+"""The bandwidth model, rule by rule, with values derived by hand (docs/design/contracts.md)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def test_thesis_1_duplex_fits_everything() -> None:
 
 # LeastAllocated on the thesis node (32 CPU, 256Gi) for k existing best-effort pods plus the incoming one,
 # each counted as 100m / 200Mi: cpu = (32000 - 100(k+1)) * 100 // 32000, memory = 99 for k <= 11,
-# node = (cpu + memory) // 2 (reference/perf-anchors.md §1.2).
+# node = (cpu + memory) // 2 (kube-scheduler's NodeResourcesFit LeastAllocated, weights 1 and 1).
 LEAST_ALLOCATED_BY_K = [99, 99, 99, 98, 98, 98, 98, 98, 98, 97, 97, 97]
 
 

@@ -1,4 +1,4 @@
-"""The CRDs in crds/: generated from the models, valid, structural, and what SPEC.md §2 promises."""
+"""The CRDs in crds/: generated from the models, valid, structural, and what docs/design/contracts.md promises."""
 
 from __future__ import annotations
 

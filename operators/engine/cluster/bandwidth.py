@@ -1,6 +1,6 @@
-"""The bandwidth model (SPEC §3), written once: every component that needs a node's capacity, a pod's demand or
-the accounting of the two imports it from here (admission, the scheduling plugins, the descheduler's usage,
-the simulator, the rebalancer, the NodeSLO controller).
+"""The bandwidth model (docs/design/contracts.md), written once: every component that needs a node's capacity, a
+pod's demand or the accounting of the two imports it from here (admission, the scheduling plugins, the descheduler's
+usage, the simulator, the rebalancer, the NodeSLO controller).
 
 * **Units**: bits/s; a bandwidth is a quantity from 0 to 1P (:func:`operators.api.quantity.parse_bandwidth`).
 * **Pod demand**: what kube-scheduler counts when the pod carries netaware's extended resources (its effective

@@ -32,7 +32,7 @@ from operators.engine.cluster.objects import (
     PodDisruptionBudget,
 )
 
-# Old API groups of the diktyo CRDs (reference/network-aware.md §1, §3); read with a warning.
+# Old API groups of the diktyo CRDs (docs/design/contracts.md); read with a warning.
 _LEGACY_API_VERSIONS = {
     "AppGroup": ("diktyo.k8s.io/v1alpha1", "appgroup.diktyo.k8s.io/v1alpha1", "scheduling.sigs.x-k8s.io/v1alpha1"),
     "NetworkTopology": (

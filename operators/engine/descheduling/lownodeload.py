@@ -1,6 +1,6 @@
 """LowNodeLoad with netBandwidth: classify nodes, pick pods to evict from the hot ones (pure).
 
-Follows Koordinator's LowNodeLoad (reference/koordinator.md §4) for one node pool, with these
+Follows Koordinator's LowNodeLoad descheduling plugin for one node pool, with these
 choices: the fit check runs per candidate in eviction order and reserves room on the target only
 for pods actually evicted (Koordinator reserves for every pod that fits, in list order, evicted or
 not); the threshold reservation on a target always applies and ``nodeFit`` adds kube-scheduler's

@@ -83,7 +83,8 @@ class NodeMetrics:
 
 @dataclass(frozen=True)
 class PodBandwidth:
-    """netBandwidth from the pods' bandwidth annotations (SPEC §3): one unreadable pod makes the node unknown."""
+    """netBandwidth from the pods' bandwidth annotations (docs/design/contracts.md): one unreadable pod makes the
+    node unknown."""
 
     def check(self, node: Node) -> None:
         return None
@@ -174,7 +175,7 @@ _BANDWIDTH_KEYS = (  # every annotation pod_demand reads
 
 
 def pod_bandwidth(pod: Pod) -> int:
-    """in + out bits/s the pod asks for (SPEC §3); ``FieldError`` naming the pod when unreadable."""
+    """in + out bits/s the pod asks for (docs/design/contracts.md); ``FieldError`` naming the pod when unreadable."""
     resources = tuple((name, pod.requests[name]) for name in RESOURCES if name in pod.requests)
     try:
         return _demand(tuple(map(pod.annotations.get, _BANDWIDTH_KEYS)), resources)

@@ -1,7 +1,7 @@
 """How loaded each node is, per descheduler resource, from a snapshot (pure).
 
 Units: cpu in millicores, memory in bytes, pods as a count, netBandwidth in bits/s. netBandwidth
-usage is ingress + egress; its capacity is the node's bandwidth (SPEC §3), doubled in ``duplex``
+usage is ingress + egress; its capacity is the node's bandwidth (docs/design/contracts.md), doubled in ``duplex``
 accounting (each direction has the full capacity), as the NetworkBandwidth score counts it.
 
 Usage comes from pod requests by default; cpu and memory may come from Koordinator ``NodeMetric``

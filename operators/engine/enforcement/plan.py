@@ -1,5 +1,5 @@
-"""What the node agent makes true in the kernel, as a pure function of the node, its NodeSLO and its pods (SPEC
-§4.11): the plan `netaware agent` renders into tc/nftables and prints with ``--dry-run``.
+"""What the node agent makes true in the kernel, as a pure function of the node, its NodeSLO and its pods
+(docs/components/agent.md): the plan `netaware agent` renders into tc/nftables and prints with ``--dry-run``.
 
 1. **Total**: the node's capacity by the one bandwidth model (annotations, the NodeSLO's
    ``totalNetworkBandwidth``, the default); unknown: no plan (nothing is shaped), with the reason.

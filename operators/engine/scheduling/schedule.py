@@ -1,9 +1,9 @@
 """One scheduling cycle for one pod: filter, score, normalise, weigh, select (pure).
 
 The result is a ``CycleResult``; ``to_simulator_json()`` renders kube-scheduler-simulator's shape
-(SPEC.md §5): ``filter`` (node -> plugin -> "passed" or the reason), ``score`` (raw, nodes that passed
-every filter), ``normalizedScore`` (0..100), ``finalScore`` (normalised x weight), ``totalScore`` and
-``selectedNode`` (the highest total; ties go to the first node name). The cycle itself is
+(docs/design/contracts.md, the offline commands' output): ``filter`` (node -> plugin -> "passed" or the reason),
+``score`` (raw, nodes that passed every filter), ``normalizedScore`` (0..100), ``finalScore`` (normalised x weight),
+``totalScore`` and ``selectedNode`` (the highest total; ties go to the first node name). The cycle itself is
 :mod:`operators.engine.scheduling.framework`; the configuration :mod:`operators.api.config.scheduler`.
 
 netaware's plugins run here (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable), and of the in-tree
@@ -59,7 +59,7 @@ class CycleResult:
     final: ByNode = field(default_factory=dict)
 
     def to_simulator_json(self) -> dict[str, Any]:
-        """kube-scheduler-simulator's result shape (SPEC.md §5)."""
+        """kube-scheduler-simulator's result shape (docs/design/contracts.md, the offline commands' output)."""
         return {
             "pod": self.pod,
             "filter": self.filters,

@@ -1,12 +1,11 @@
 """Schedule a generated workload pod by pod with two schedulers and compare them (pure, numpy).
 
-``default`` models kube-scheduler's default profile for these scenarios (reference/perf-anchors.md
-§1): NodeResourcesFit filter on real requests plus the pod-count limit; LeastAllocated (integer
-arithmetic, 100m / 200Mi for missing requests) and BalancedAllocation (real requests, skipped for
-best-effort pods) scores, weight 1 each; the adaptive ``percentageOfNodesToScore`` with the rotating
-start index; reservoir sampling among the top scores with a seeded RNG. The other default plugins
-are constant on these clusters (no taints, affinities, images or spreading constraints).
-``network-aware`` is the same plus the NetworkBandwidth filter and score (SPEC §3).
+``default`` models kube-scheduler's default profile for these scenarios: NodeResourcesFit filter on real requests
+plus the pod-count limit; LeastAllocated (integer arithmetic, 100m / 200Mi for missing requests) and
+BalancedAllocation (real requests, skipped for best-effort pods) scores, weight 1 each; the adaptive
+``percentageOfNodesToScore`` with the rotating start index; reservoir sampling among the top scores with a seeded
+RNG. The other default plugins are constant on these clusters (no taints, affinities, images or spreading
+constraints). ``network-aware`` is the same plus the NetworkBandwidth filter and score (docs/design/contracts.md).
 """
 
 from __future__ import annotations
