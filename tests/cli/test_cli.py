@@ -149,8 +149,8 @@ def test_deschedule_prints_the_engines_plan(tmp_path: pathlib.Path) -> None:
     from operators.api.config.descheduler import parse_policy
     from operators.engine.cluster.snapshot import build_snapshot
     from operators.engine.descheduling.lownodeload import plan
-    from tests.engine.test_lownodeload import NOW as PLAN_NOW
-    from tests.engine.test_lownodeload import hot_cluster
+    from tests.support.lownodeload import NOW as PLAN_NOW
+    from tests.support.lownodeload import hot_cluster
 
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(hot_cluster()))
     document = yaml.safe_load((ROOT / "hack" / "configs" / "descheduler-policy.yaml").read_text())

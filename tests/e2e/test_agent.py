@@ -19,7 +19,15 @@ import yaml
 
 from operators.api.config.descheduler import DEFAULT_POLICY
 from tests.e2e.conftest import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running, service_account
-from tests.integration.test_agent_kernel import NODE, PODS, from_pods, iperf, node, sh, wire  # noqa: F401 (fixture)
+from tests.support.kernel import (
+    NODE,
+    PODS,
+    from_pods,
+    iperf,
+    kernel_node,  # noqa: F401 (the fixture "node")
+    sh,
+    wire,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -59,7 +67,7 @@ def root_rate() -> str:
 
 
 def test_the_agent_enforces_publishes_and_reports_with_least_privilege(
-    node: None,  # noqa: F811
+    node: None,
     cluster: Any,
     chart_rbac: dict[str, pathlib.Path],
     tmp_path: pathlib.Path,

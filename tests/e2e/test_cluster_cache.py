@@ -12,7 +12,7 @@ import pytest
 
 from operators.kube import cluster_api_client
 from operators.sources.cache import NODES, PODS, ClusterCache
-from tests.integration.test_cluster_cache import recorder
+from tests.support.emulated import recorder
 
 pytestmark = pytest.mark.e2e
 

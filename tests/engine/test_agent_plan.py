@@ -7,21 +7,12 @@ from typing import Any
 
 import pytest
 
-from operators.api.nodeslo import NodeSLO
 from operators.api.quantity import Quantity
-from operators.engine.cluster.objects import Node, Pod
+from operators.engine.cluster.objects import Pod
 from operators.engine.enforcement.plan import MIN_RATE, TrafficClass, node_plan, qos_class
+from tests.support.agent import make_node, make_pod, slo
 
 M = 1_000_000
-
-
-def make_node(annotations: dict[str, str] | None = None) -> Node:
-    return Node.parse({"metadata": {"name": "n1", "annotations": annotations or {}}})
-
-
-def slo(spec: dict[str, Any]) -> NodeSLO:
-    """A NodeSLO as Koordinator's slo-controller writes it: a spec and no status."""
-    return NodeSLO.model_validate({"metadata": {"name": "n1"}, "spec": spec})
 
 
 STRATEGY = {
@@ -30,32 +21,6 @@ STRATEGY = {
         "beClass": {"networkQOS": {"enable": True, "egressRequest": 10, "egressLimit": 50}},
     }
 }
-
-
-def make_pod(
-    name: str,
-    label: str | None = None,
-    annotations: dict[str, str] | None = None,
-    qos: str | None = None,
-    ip: str = "10.0.0.1",
-    host_network: bool = False,
-    node: str = "n1",
-) -> Pod:
-    status: dict[str, Any] = {"phase": "Running", "podIP": ip}
-    if qos:
-        status["qosClass"] = qos
-    return Pod.parse(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "ns",
-                "labels": {"koordinator.sh/qosClass": label} if label else {},
-                "annotations": annotations or {},
-            },
-            "spec": {"nodeName": node, "hostNetwork": host_network, "containers": [{"name": "c"}]},
-            "status": status,
-        }
-    )
 
 
 def test_classes_take_the_nodeslo_rule_rate_is_the_request_and_ceil_the_limit() -> None:

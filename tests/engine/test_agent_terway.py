@@ -26,7 +26,7 @@ from operators.engine.enforcement.terway import (
     terway_files,
 )
 from tests.engine.terway_qos_reference import Refused, applied_priority, read_global_config, read_pod_config
-from tests.engine.test_agent_plan import make_node, make_pod, slo
+from tests.support.agent import make_node, make_pod, slo
 
 M = 1_000_000
 SYSTEMD = CgroupLayout()

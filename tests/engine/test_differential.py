@@ -25,7 +25,7 @@ from operators.engine.scheduling.schedule import PASSED, schedule
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.simulate import bandwidth_fits, total_capacity
 from operators.extender.server import ExtenderState, build_app, extender_scores
-from tests.engine.test_schedule import random_cluster
+from tests.support.clusters import random_cluster
 
 BANDWIDTHS = ["0", "10M", "50M", "100M", "250M", "400M"]
 CAPACITIES = ["200M", "500M", "1G", "1Gi"]

@@ -13,9 +13,7 @@ import contextlib
 import copy
 import datetime
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -30,76 +28,21 @@ import yaml
 from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.descheduling.lownodeload import plan as deschedule_plan
+from tests.support.kernel import (
+    NODE,
+    NODE_IP,
+    PEER,
+    PEER_IP,
+    PODS,
+    M,
+    from_pods,
+    iperf,
+    kernel_node,  # noqa: F401 (the fixture "node")
+    sh,
+    wire,
+)
 
 pytestmark = pytest.mark.integration
-
-NODE, PEER = "naw-node", "naw-peer"
-PODS = {
-    "ls": ("naw-ls", "10.244.9.2"),
-    "be": ("naw-be", "10.244.9.3"),
-    "capped": ("naw-capped", "10.244.9.4"),
-    "ls2": ("naw-ls2", "10.244.9.5"),
-}
-PEER_IP = "192.168.209.2"
-NODE_IP = "192.168.209.1"  # the node's own address on the uplink: its own traffic
-M = 1_000_000
-
-
-def sh(*args: str, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = (["ip", "netns", "exec", netns] if netns else []) + list(args)
-    return subprocess.run(command, capture_output=True, text=True, check=check, timeout=60)
-
-
-def why_not() -> str | None:
-    if shutil.which("ip") is None:
-        return "no `ip` command (iproute2)"
-    if os.geteuid() != 0:
-        return "network namespaces need root (CAP_NET_ADMIN)"
-    done = sh("ip", "netns", "add", "naw-check", check=False)
-    if done.returncode != 0:
-        return f"`ip netns add` refused: {done.stderr.strip()}"
-    sh("ip", "netns", "del", "naw-check", check=False)
-    return None
-
-
-@pytest.fixture
-def node() -> Iterator[None]:
-    reason = why_not()
-    if reason:
-        pytest.skip(reason)
-    for tool in ("nft", "iperf3"):
-        assert shutil.which(tool), f"{tool} is missing: hack/control-plane/build.sh installs it"
-    names = [NODE, PEER, *(name for name, _ in PODS.values())]
-    for name in names:
-        sh("ip", "netns", "del", name, check=False)
-        sh("ip", "netns", "add", name)
-        sh("ip", "-n", name, "link", "set", "lo", "up")
-    try:
-        sh("ip", "-n", NODE, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", NODE, "addr", "add", "10.244.9.1/24", "dev", "br0")
-        sh("ip", "-n", NODE, "link", "set", "br0", "up")
-        for pod, (name, address) in PODS.items():
-            sh("ip", "-n", NODE, "link", "add", f"v{pod}", "type", "veth", "peer", "name", "eth0", "netns", name)
-            sh("ip", "-n", NODE, "link", "set", f"v{pod}", "master", "br0", "up")
-            sh("ip", "-n", name, "addr", "add", f"{address}/24", "dev", "eth0")
-            sh("ip", "-n", name, "link", "set", "eth0", "up")
-            sh("ip", "-n", name, "route", "add", "default", "via", "10.244.9.1")
-        sh("ip", "-n", NODE, "link", "add", "up0", "type", "veth", "peer", "name", "eth0", "netns", PEER)
-        sh("ip", "-n", NODE, "addr", "add", f"{NODE_IP}/24", "dev", "up0")
-        sh("ip", "-n", NODE, "link", "set", "up0", "up")
-        sh("ip", "-n", PEER, "addr", "add", f"{PEER_IP}/24", "dev", "eth0")
-        sh("ip", "-n", PEER, "link", "set", "eth0", "up")
-        sh("ip", "-n", PEER, "route", "add", "10.244.9.0/24", "via", "192.168.209.1")
-        sh("ip", "-n", NODE, "route", "add", "default", "via", PEER_IP)
-        sh("sysctl", "-qw", "net.ipv4.ip_forward=1", netns=NODE)
-        yield
-    finally:
-        for name in names:  # the namespaces take their devices, qdiscs, tables and iperf3 servers with them
-            subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, check=False)
-            for pid in sh("ip", "netns", "pids", name, check=False).stdout.split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), 9)
-            sh("ip", "netns", "del", name, check=False)
 
 
 def documents(capped: bool = True, ls_request: str = "60M") -> list[dict[str, Any]]:
@@ -157,48 +100,6 @@ def agent(tmp_path: Path, *args: str, docs: list[dict[str, Any]] | None = None) 
     return answer
 
 
-def iperf(pairs: list[tuple[str, str, str]], seconds: float = 3, interval: float = 1) -> list[dict[str, Any]]:
-    """iperf3 clients at once, each (client netns, server netns, server address); their JSON reports."""
-    servers = []
-    for index, (_, server, _) in enumerate(pairs):
-        port = str(5301 + index)
-        servers.append(subprocess.Popen(["ip", "netns", "exec", server, "iperf3", "-s", "-1", "-J", "-p", port]))
-    time.sleep(0.3)
-    clients = [
-        subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                client,
-                "iperf3",
-                "-c",
-                address,
-                "-p",
-                str(5301 + index),
-                "-t",
-                str(seconds),
-                "-i",
-                str(interval),
-                "-J",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for index, (client, _, address) in enumerate(pairs)
-    ]
-    reports = [json.loads(client.communicate(timeout=seconds + 30)[0]) for client in clients]
-    for server in servers:
-        server.wait(timeout=10)
-    return reports
-
-
-def wire(report: dict[str, Any]) -> float:
-    """bits/s on the wire of an iperf3 run (receiver's payload rate scaled by the per-segment headers)."""
-    mss = report["start"].get("tcp_mss_default") or 1448
-    return float(report["end"]["sum_received"]["bits_per_second"]) * (mss + 66) / mss
-
-
 def kernel_objects() -> dict[str, str]:
     """What the agent could have made, as text: to compare before/after."""
     return {
@@ -211,10 +112,6 @@ def kernel_objects() -> dict[str, str]:
 
 def to_pods(*names: str) -> list[tuple[str, str, str]]:
     return [(PEER, PODS[name][0], PODS[name][1]) for name in names]
-
-
-def from_pods(*names: str) -> list[tuple[str, str, str]]:
-    return [(PODS[name][0], PEER, PEER_IP) for name in names]
 
 
 def test_guaranteed_classes_hold_under_contention_in_both_directions(node: None, tmp_path: Path) -> None:

@@ -12,27 +12,14 @@ from typing import Any
 import pytest
 
 from operators.emulator import ApiEmulator
-from operators.sources.cache import NODES, PODS, Change, ClusterCache, Kind
+from operators.sources.cache import NODES, PODS, ClusterCache, Kind
 from tests.integration.conftest import Api, following
-from tests.integration.test_kopf_operator import documents, eventually, labelled_pod
+from tests.support.emulated import documents, eventually, labelled_pod, recorder
 
 pytestmark = pytest.mark.integration
 
 PODS_PATH = "/api/v1/namespaces/default/pods"
 MERGE = "application/merge-patch+json"
-
-
-def recorder(cache: ClusterCache) -> list[tuple[str, str, str]]:
-    """Every change the cache publishes from now on, as (kind, what, name)."""
-    seen: list[tuple[str, str, str]] = []
-
-    def listen(changes: list[Change]) -> None:
-        for change in changes:
-            what = "added" if change.old is None else "deleted" if change.new is None else "changed"
-            seen.append((change.kind, what, (change.new or change.old).name))
-
-    cache.subscribe(listen)
-    return seen
 
 
 async def test_changes_arrive_by_watch_with_one_list_per_kind(api: Api, emulator: ApiEmulator) -> None:

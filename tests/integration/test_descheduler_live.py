@@ -19,9 +19,9 @@ from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, f
 from operators.emulator import ApiEmulator
 from operators.kube import url_api_client
 from operators.sources.cache import ClusterCache
-from tests.engine.test_lownodeload import node, pod
 from tests.integration.conftest import Api, start_run
-from tests.integration.test_kopf_operator import eventually
+from tests.support.emulated import eventually
+from tests.support.lownodeload import node, pod
 
 pytestmark = pytest.mark.integration
 

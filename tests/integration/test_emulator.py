@@ -12,7 +12,7 @@ from kubernetes_asyncio import client as k8s
 
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api
-from tests.integration.test_kopf_operator import documents
+from tests.support.emulated import documents
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from operators.engine.cluster.snapshot import build_snapshot
 from operators.extender.live import LIVE_KEY
 from operators.extender.server import STATE_KEY, ExtenderState, build_app
 from tests.integration.conftest import Api
-from tests.integration.test_kopf_operator import documents, eventually, labelled_pod
+from tests.support.emulated import documents, eventually, labelled_pod
 
 pytestmark = pytest.mark.integration
 

@@ -3,39 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import pathlib
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 from operators.emulator import ApiEmulator
-from operators.waiting import NotConverged, until
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
+from tests.support.emulated import AG, RESOURCE, documents, eventually, labelled_pod, status_of
 
 pytestmark = pytest.mark.integration
-
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
-AG = "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/default/appgroups"
-RESOURCE = "appgroup.diktyo.x-k8s.io/v1alpha1/appgroups"
-
-
-def documents(name: str) -> list[dict[str, Any]]:
-    return [document for document in yaml.safe_load_all((EXAMPLES / name).read_text()) if document]
-
-
-async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
-    try:
-        return await until("condition", check, within)
-    except NotConverged as error:
-        raise AssertionError(str(error)) from None
-
-
-def status_of(emulator: ApiEmulator, name: str = "a1") -> dict[str, Any]:
-    obj = emulator.get_object(RESOURCE, "default", name) or {}
-    return dict(obj.get("status") or {})
 
 
 async def test_operator_writes_appgroup_status_and_follows_spec_changes(api: Api, emulator: ApiEmulator) -> None:
@@ -67,18 +44,6 @@ async def test_operator_survives_dropped_watches_and_server_errors(api: Api, emu
 
 PODS = "/api/v1/namespaces/default/pods"
 EVENTS = "/api/v1/namespaces/default/events"
-
-
-def labelled_pod(name: str, selector: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
-        },
-        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
-    }
 
 
 def order_of(status: dict[str, Any]) -> list[str]:

@@ -7,17 +7,15 @@ import asyncio
 import pathlib
 import signal
 import time
-from typing import Any
 
 import pytest
 
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, start_run, stop_replicas
-from tests.integration.test_kopf_operator import AG, documents, eventually, status_of
+from tests.support.emulated import AG, documents, eventually, holder, status_of
 
 pytestmark = pytest.mark.integration
 
-LEASE = ("coordination.k8s.io/v1/leases", "default", "netaware")
 LEASE_SECONDS = 5
 RETRY_SECONDS = 1.2
 
@@ -39,11 +37,6 @@ async def replica(emulator: ApiEmulator, name: str, log: pathlib.Path) -> asynci
         str(RETRY_SECONDS),
         output=log.open("w"),
     )
-
-
-def holder(emulator: ApiEmulator) -> Any:
-    lease = emulator.get_object(*LEASE) or {}
-    return (lease.get("spec") or {}).get("holderIdentity")
 
 
 def status_writes(emulator: ApiEmulator) -> int:

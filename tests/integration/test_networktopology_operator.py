@@ -10,11 +10,11 @@ import pytest
 
 from operators.api.config.controllers import ControllerOptions, NetworkTopologyOptions
 from operators.emulator import ApiEmulator
-from tests.engine.test_networktopology import KEY, seeds_matrix
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
-from tests.integration.test_kopf_operator import documents, eventually
-from tests.integration.test_kopf_operator import labelled_pod as pod
+from tests.support.emulated import documents, eventually, reasons_posted
+from tests.support.emulated import labelled_pod as pod
+from tests.support.netperf import KEY, seeds_matrix
 
 pytestmark = pytest.mark.integration
 
@@ -50,15 +50,6 @@ def recomputations(emulator: ApiEmulator) -> list[float]:
         if not clusters or moment - clusters[-1] > 0.3:
             clusters.append(moment)
     return clusters
-
-
-async def reasons_posted(api: Api, reason: str, namespace: str = "default") -> None:
-    for _ in range(100):
-        _, events = await api.call("GET", f"/api/v1/namespaces/{namespace}/events")
-        if any(event["reason"] == reason for event in events["items"]):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {reason} event")
 
 
 async def test_networktopology_lifecycle(api: Api, emulator: ApiEmulator) -> None:

@@ -12,8 +12,7 @@ from operators.api.config.controllers import ControllerOptions, NodeSLOOptions
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
-from tests.integration.test_kopf_operator import documents, eventually
-from tests.integration.test_networktopology_operator import reasons_posted
+from tests.support.emulated import documents, eventually, reasons_posted
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,7 @@ import pytest
 
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, start_run, stop_replicas
-from tests.integration.test_kopf_operator import AG, documents, eventually, status_of
-from tests.integration.test_leader_election import holder
+from tests.support.emulated import AG, documents, eventually, holder, status_of
 
 pytestmark = pytest.mark.integration
 

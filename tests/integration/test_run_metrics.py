@@ -13,7 +13,7 @@ import pytest
 from operators.emulator import ApiEmulator
 from operators.runtime import RunOptions, kopf_operator
 from tests.integration.conftest import Api, start_run
-from tests.integration.test_kopf_operator import AG, documents, eventually, labelled_pod, status_of
+from tests.support.emulated import AG, documents, eventually, labelled_pod, status_of
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import pytest
 
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, following
-from tests.integration.test_kopf_operator import AG, documents, eventually
+from tests.support.emulated import AG, documents, eventually
 from webhooks.server import decide
 from webhooks.view import ClusterView
 

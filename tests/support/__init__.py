@@ -1,1 +1,2 @@
-"""Support code the tests share (builders of cluster objects); no test module imports another."""
+"""Support code the tests share (object builders, polling, the real kernel's world); no test module imports another
+test module."""

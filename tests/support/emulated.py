@@ -1,0 +1,78 @@
+"""What the tests against the API emulator share: the example cluster's documents, the AppGroup path, polling with
+a deadline, an AppGroup's status, a labelled pod, the Lease holder, a cache's change recorder, Events posted."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from operators.emulator import ApiEmulator
+from operators.sources.cache import Change, ClusterCache
+from operators.waiting import NotConverged, until
+from tests.integration.conftest import Api
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"
+AG = "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/default/appgroups"
+RESOURCE = "appgroup.diktyo.x-k8s.io/v1alpha1/appgroups"
+
+
+def documents(name: str) -> list[dict[str, Any]]:
+    return [document for document in yaml.safe_load_all((EXAMPLES / name).read_text()) if document]
+
+
+async def eventually(check: Callable[[], Any], within: float = 10.0) -> Any:
+    try:
+        return await until("condition", check, within)
+    except NotConverged as error:
+        raise AssertionError(str(error)) from None
+
+
+def status_of(emulator: ApiEmulator, name: str = "a1") -> dict[str, Any]:
+    obj = emulator.get_object(RESOURCE, "default", name) or {}
+    return dict(obj.get("status") or {})
+
+
+def labelled_pod(name: str, selector: str, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector},
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+
+
+def recorder(cache: ClusterCache) -> list[tuple[str, str, str]]:
+    """Every change the cache publishes from now on, as (kind, what, name)."""
+    seen: list[tuple[str, str, str]] = []
+
+    def listen(changes: list[Change]) -> None:
+        for change in changes:
+            what = "added" if change.old is None else "deleted" if change.new is None else "changed"
+            seen.append((change.kind, what, (change.new or change.old).name))
+
+    cache.subscribe(listen)
+    return seen
+
+
+LEASE = ("coordination.k8s.io/v1/leases", "default", "netaware")
+
+
+def holder(emulator: ApiEmulator) -> Any:
+    lease = emulator.get_object(*LEASE) or {}
+    return (lease.get("spec") or {}).get("holderIdentity")
+
+
+async def reasons_posted(api: Api, reason: str, namespace: str = "default") -> None:
+    for _ in range(100):
+        _, events = await api.call("GET", f"/api/v1/namespaces/{namespace}/events")
+        if any(event["reason"] == reason for event in events["items"]):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {reason} event")
