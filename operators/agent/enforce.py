@@ -9,11 +9,11 @@ agent cannot own (a foreign root qdisc) is skipped with its reason; the other di
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from operators.agent.kernel import Kernel, KernelError
+from operators.agent.kernel import KernelError
 from operators.engine.enforcement.changes import (
     Change,
     DeleteClass,
@@ -41,6 +41,35 @@ class PassResult:
     counted_at: float | None = None  # the monotonic clock when the counters were read (rates divide by its steps)
 
 
+class KernelOps(Protocol):
+    """What a pass asks of the kernel: :class:`~operators.agent.kernel.Kernel` (netlink, nftables) or, in tests,
+    :class:`~operators.agent.fake.FakeKernel` (in memory, as strict)."""
+
+    interface: str
+    ifb: str
+    operations: int
+
+    def state(self, direction: str) -> tuple[DeviceState, dict[int, int]]: ...
+
+    def ensure_root(self, device: str) -> int: ...
+
+    def ensure_table(self) -> None: ...
+
+    def ensure_ifb(self) -> int: ...
+
+    def ensure_redirect(self, ifb_index: int) -> None: ...
+
+    def apply_classes(self, index: int, changes: Iterable[Change]) -> None: ...
+
+    def apply_filters(self, index: int, changes: Iterable[Change]) -> None: ...
+
+    def apply_map(self, changes: Sequence[Change]) -> None: ...
+
+    def cleanup(self) -> list[str]: ...
+
+    def speed(self) -> int | None: ...
+
+
 class Backend(Protocol):
     """How a plan is made true on the node: tc (:class:`TcBackend`) or terway-qos's files."""
 
@@ -52,11 +81,11 @@ class Backend(Protocol):
 
 
 class TcBackend:
-    """HTB classes, nftables and u32 through :class:`Kernel`."""
+    """HTB classes, nftables and u32 through the kernel (:class:`KernelOps`)."""
 
     measures = True
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: KernelOps):
         self.kernel = kernel
         self.owners: dict[str, dict[int, str]] = {}  # direction -> leaf minor -> the pod (uid) it was made for
 
@@ -68,7 +97,7 @@ class TcBackend:
 
 
 def enforce(
-    kernel: Kernel, planner: Planner, dry_run: bool = False, owners: dict[str, dict[int, str]] | None = None
+    kernel: KernelOps, planner: Planner, dry_run: bool = False, owners: dict[str, dict[int, str]] | None = None
 ) -> PassResult:
     """One pass: the plan for what the kernel holds now, and (unless ``dry_run``) the kernel made to match it.
     ``owners``: which pod each leaf was made for, as this process last applied it (empty after a restart: the
@@ -106,7 +135,7 @@ def enforce(
     return PassResult(plan, kernel.operations - before, problems, counters, applied, counted_at)
 
 
-def _apply(kernel: Kernel, direction: str, plan: NodePlan, state: DeviceState) -> list[Change]:
+def _apply(kernel: KernelOps, direction: str, plan: NodePlan, state: DeviceState) -> list[Change]:
     """One direction's changes made, in their order (an address moved to a renewed leaf last, once that leaf
     exists); returns them."""
     if direction == "egress":

@@ -28,8 +28,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from operators.agent.enforce import Backend, Meter, PassResult, Planner
-from operators.agent.kernel import Kernel
+from operators.agent.enforce import Backend, KernelOps, Meter, PassResult, Planner
 from operators.api import keys
 from operators.api.config.controllers import NodeSLOOptions
 from operators.api.nodeslo import NetworkUsage
@@ -140,7 +139,7 @@ class AgentMetrics:
 
 class Agent:
     def __init__(
-        self, kernel: Kernel, backend: Backend, cache: ClusterCache, options: AgentOptions, metrics: AgentMetrics
+        self, kernel: KernelOps, backend: Backend, cache: ClusterCache, options: AgentOptions, metrics: AgentMetrics
     ):
         self.kernel, self.backend, self.cache, self.options, self.metrics = kernel, backend, cache, options, metrics
         self.meter = Meter()
