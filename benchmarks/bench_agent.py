@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The node agent's cost on a real kernel (root; a network namespace it makes and removes itself):
 
-    python benchmarks/bench_agent.py [--pods 110 --changes 200 --runs 3]
+    python -m benchmarks.bench_agent [--pods 110 --changes 200 --runs 3]
 
 A node namespace with a veth uplink; ``--pods`` pods (kubelet's default maximum is 110) with addresses, LS and
 BE alternating. Measured, min/median/max over ``--runs``:
@@ -21,11 +21,7 @@ from __future__ import annotations
 import argparse
 import resource
 import subprocess
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import spread
 from operators.agent.enforce import enforce

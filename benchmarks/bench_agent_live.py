@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The live node agent's cost, measured from outside its process (root; a network namespace it makes and removes):
 
-    python benchmarks/bench_agent_live.py [--pods 100 --rate 50 --seconds 20 --runs 3]
+    python -m benchmarks.bench_agent_live [--pods 100 --rate 50 --seconds 20 --runs 3]
 
 The API emulator in a process of its own holds node ``n1`` (10G), its NodeSLO and ``--pods`` + 10 pods with
 addresses; `netaware agent` (its own process, the same command the DaemonSet runs) shapes an uplink veth in the
@@ -34,7 +34,6 @@ from typing import Any
 import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_live import emulator  # noqa: E402
 from benchmarks.figures import percentile, spread  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """AppGroup benchmarks: topology order of a large graph, and `reconcile` of many AppGroups.
 
-    python benchmarks/bench_appgroup.py [--workloads 10000 --edges 50000 --groups 1000 --pods 20000]
+    python -m benchmarks.bench_appgroup [--workloads 10000 --edges 50000 --groups 1000 --pods 20000]
 
 Prints wall times (best of --repeat runs) for each algorithm and for the whole reconcile.
 """
@@ -11,13 +11,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import random
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.reconcile import reconcile

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Descheduler plan time: LowNodeLoad (netBandwidth and cpu) on a large cluster.
 
-    python benchmarks/bench_descheduler.py [--nodes 5000 --pods 100000 --repeat 3]
+    python -m benchmarks.bench_descheduler [--nodes 5000 --pods 100000 --repeat 3]
 
 Builds a cluster where a tenth of the nodes are hot, a third cold, then times `plan()` (usage,
 classification, candidate sorting, fit and reservation) against the 2 s budget in docs/design/contracts.md. The
@@ -15,12 +15,8 @@ import argparse
 import copy
 import datetime
 import random
-import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.engine.cluster.snapshot import build_snapshot

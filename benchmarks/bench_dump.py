@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The offline commands on a large cluster's dump, against the bare loader as floor:
 
-    python benchmarks/bench_dump.py [--nodes 20000 --pods 40000 --groups 500 --runs 3]
+    python -m benchmarks.bench_dump [--nodes 20000 --pods 40000 --groups 500 --runs 3]
 
 A ``kubectl get nodes,pods -A -o yaml`` of the size issue 29 names (one ``kind: List``; 20k nodes in 50 zones and
 40k pods, each with the fields the engine reads — labels, annotations, allocatable, requests, owner — about 400
@@ -28,7 +28,6 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import spread  # noqa: E402
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Extender latency: filter + prioritize per pod on a large cluster, in-process and over HTTP.
 
-    python benchmarks/bench_extender.py [--nodes 5000 --zones 50 --pods 10000 --groups 500 --samples 200]
+    python -m benchmarks.bench_extender [--nodes 5000 --zones 50 --pods 10000 --groups 500 --samples 200]
 
 Builds the cluster once, then for --samples pending AppGroup pods measures filter+prioritize
 (two `schedule` passes, as the two HTTP verbs do) in-process and through the aiohttp server on
@@ -18,8 +18,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
 from aiohttp.test_utils import TestClient, TestServer

@@ -2,7 +2,7 @@
 """Live components at the budget table's size (docs/design/contracts.md), measured live: watches, initial sync,
 memory, churn.
 
-    python benchmarks/bench_live.py [--nodes 5000 --pods 100000 --groups 500 --repeat 3]
+    python -m benchmarks.bench_live [--nodes 5000 --pods 100000 --groups 500 --repeat 3]
                                     [--only operator,extender,descheduler,static20k]
 
 The cluster (``benchmarks/live_cluster.py``: realistic pods and nodes) is served by the API emulator in a
@@ -10,7 +10,7 @@ process of its own, fresh for every run. Per run:
 
 * **operator**: ``netaware run`` (default components) from start until every AppGroup's status equals the one
   computed offline from the same objects (initial sync); its peak RSS (VmHWM) against the raw-dict floor
-  (``benchmarks/raw_floor.py``: nodes and the pods it follows, listed and kept as dicts) measured on the same
+  (``benchmarks.raw_floor``: nodes and the pods it follows, listed and kept as dicts) measured on the same
   emulator; then AppGroups created one by one on the synced cluster: create -> status.
 * **extender**: ``netaware extender`` until ready, its peak RSS against the floor (nodes and all pods), then
   ``/filter`` + ``/prioritize`` (all node names, replicas of a Deployment one after another, as
@@ -40,13 +40,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import aiohttp
-import live_cluster  # type: ignore[import-not-found]
 import orjson
 import yaml
 
+from benchmarks import live_cluster
 from benchmarks.figures import percentile
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.appgroup import appgroup_status
@@ -84,7 +82,8 @@ def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
 async def emulator(nodes: int, pods: int, groups: int) -> AsyncIterator[str]:
     process = await asyncio.create_subprocess_exec(
         PYTHON,
-        str(ROOT / "benchmarks" / "live_cluster.py"),
+        "-m",
+        "benchmarks.live_cluster",
         "--nodes",
         str(nodes),
         "--pods",
@@ -92,6 +91,7 @@ async def emulator(nodes: int, pods: int, groups: int) -> AsyncIterator[str]:
         "--groups",
         str(groups),
         stdout=asyncio.subprocess.PIPE,
+        cwd=ROOT,
     )
     try:
         assert process.stdout is not None
@@ -106,8 +106,8 @@ async def emulator(nodes: int, pods: int, groups: int) -> AsyncIterator[str]:
 
 async def floor(url: str, selector: str = "") -> float:
     """The raw-dict floor's peak RSS, MiB."""
-    command = [PYTHON, str(ROOT / "benchmarks" / "raw_floor.py"), url] + (["--selector", selector] if selector else [])
-    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    command = [PYTHON, "-m", "benchmarks.raw_floor", url] + (["--selector", selector] if selector else [])
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE, cwd=ROOT)
     out, _ = await process.communicate()
     return float(out.decode().split()[2])
 
@@ -319,7 +319,7 @@ async def floor_latencies(
     """The same load on the protocol floor (``benchmarks/extender_floor.py``) on the same cluster."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
-        PYTHON, str(ROOT / "benchmarks" / "extender_floor.py"), str(port), stdout=asyncio.subprocess.DEVNULL
+        PYTHON, "-m", "benchmarks.extender_floor", str(port), stdout=asyncio.subprocess.DEVNULL, cwd=ROOT
     )
     try:
         await wait_ready(http, f"http://127.0.0.1:{port}", process)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """NetworkTopology recompute at scale: a full node-pair netperf matrix across several ConfigMaps.
 
-    python benchmarks/bench_networktopology.py [--nodes 1000 --zones 20 --regions 5 --per-configmap 100000]
+    python -m benchmarks.bench_networktopology [--nodes 1000 --zones 20 --regions 5 --per-configmap 100000]
 
 Builds the snapshot once (as the controller's reads would), then times `networktopology_result`
 (ingestion of every key, median aggregation, weights, status) over --repeat runs and prints the best
@@ -13,12 +13,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import random
-import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.networktopology import networktopology_result

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """NodeSLO rendering at scale: parse and validate the config, then render every node.
 
-    python benchmarks/bench_nodeslo.py [--nodes 5000 --strategies 50]
+    python -m benchmarks.bench_nodeslo [--nodes 5000 --strategies 50]
 
 Each node strategy selects one "pool" label value; nodes are spread over the pools and carry a
 bandwidth annotation. Prints the best of --repeat runs for config update and for rendering.
@@ -12,11 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.api.config.controllers import NodeSLOOptions
 from operators.engine.cluster.objects import Node

@@ -2,7 +2,7 @@
 """Online Boutique on the real kube-scheduler + netaware's extender, with and without topology-ordered
 scheduling (slow: not a test).
 
-    python benchmarks/bench_ordered.py [--replicas 3 --runs 3]
+    python -m benchmarks.bench_ordered [--replicas 3 --runs 3]
 
 A KWOK cluster of 16 nodes in 2 regions x 2 zones (1G each, zone pairs cost 5, region pairs 20) on the
 loopback control plane (hack/control-plane, built first), a NetworkTopology with those costs, the Online
@@ -33,7 +33,6 @@ import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import spread  # noqa: E402
 from operators.engine.cluster.objects import Pod  # noqa: E402

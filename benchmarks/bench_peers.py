@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """netaware beside the upstream plugins on the same real control plane (slow: not a test).
 
-    python benchmarks/bench_peers.py [--runs 3 --settle 8 --scenarios thesis-1,onlineboutique,random-dag]
+    python -m benchmarks.bench_peers [--runs 3 --settle 8 --scenarios thesis-1,onlineboutique,random-dag]
 
 One loopback control plane (hack/control-plane; the peer from ``hack/control-plane/build-peer.sh``) with 48
 KWOK nodes in 2 regions x 4 zones (32 cpu, 256Gi, 110 pods, 10G), a NetworkTopology ``net-topology-test``
@@ -51,7 +51,6 @@ from typing import Any
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised  # noqa: E402
 from benchmarks.figures import percentile, spread  # noqa: E402

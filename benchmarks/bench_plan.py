@@ -2,7 +2,7 @@
 """Whole-AppGroup placement plans: planning time and cost against the exact optimum or the best bound (slow: not a
 test; no timed assertions anywhere).
 
-    python benchmarks/bench_plan.py [--budget-ms 100] [--exact-seconds 60] [--runs 3] [--record FILE.json]
+    python -m benchmarks.bench_plan [--budget-ms 100] [--exact-seconds 60] [--runs 3] [--record FILE.json]
 
 Instances (every pod pending, the NetworkTopology's costs, as ``netaware plan`` computes them):
 
@@ -26,13 +26,10 @@ import json
 import platform
 import random
 import statistics
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.api import keys
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What `netaware probe` costs and how well it measures (loopback; endpoints in their own process).
 
-    python benchmarks/bench_probe.py [--peers 20 --seconds 10]
+    python -m benchmarks.bench_probe [--peers 20 --seconds 10]
 
 1. **Cost per peer** at the chart's defaults (10 transactions per peer every 5 s): the prober's CPU seconds
    per second and the bytes per second per peer on the loopback interface (requests and answers, TCP/IP
@@ -24,7 +24,6 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from operators.engine.measurement.probe import Peer, reported_ms  # noqa: E402
 from operators.probe import ProbeMetrics, ProbeOptions, Prober  # noqa: E402

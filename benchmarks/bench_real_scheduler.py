@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The thesis' scenario 1 on the real kube-scheduler, with and without netaware's extender (slow: not a test).
 
-    python benchmarks/bench_real_scheduler.py [--nodes 200 --pods 1500 --runs 3]
+    python -m benchmarks.bench_real_scheduler [--nodes 200 --pods 1500 --runs 3]
 
 A KWOK cluster of ``--nodes`` thesis nodes (32 cpu, 256Gi, 110 pods, ``node.kubernetes.io/network-limit:
 1Gi``) on the loopback control plane (hack/control-plane, built first); ``--pods`` pods of 100M ingress +
@@ -38,7 +38,6 @@ import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.figures import spread  # noqa: E402
 from operators.engine.simulation.cluster import Cluster  # noqa: E402

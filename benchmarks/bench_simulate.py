@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Simulator throughput: the network-aware scheduler on 5,000 nodes and 10,000 pods.
 
-    python benchmarks/bench_simulate.py [--nodes 5000 --pods 10000 --accounting duplex]
+    python -m benchmarks.bench_simulate [--nodes 5000 --pods 10000 --accounting duplex]
 
 Schedules thesis-1-shaped network pods pod by pod (adaptive percentageOfNodesToScore: 500 feasible
 nodes per pod at this size) and prints pods/s against the 270 pods/s floor of scheduler_perf's
@@ -11,10 +11,6 @@ SchedulingBasic/5000Nodes_10000Pods (docs/design/contracts.md). Also runs the de
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.scenarios import scenario

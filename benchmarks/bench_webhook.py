@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Webhook latency under load over HTTPS on loopback: open loop at fixed rates (the default), or closed loop.
 
-    python benchmarks/bench_webhook.py [--rates 100,500,1000] [--seconds 10] [--repeat 3]
-    python benchmarks/bench_webhook.py --clients 200 [--seconds 30]      (closed loop, the old figure)
+    python -m benchmarks.bench_webhook [--rates 100,500,1000] [--seconds 10] [--repeat 3]
+    python -m benchmarks.bench_webhook --clients 200 [--seconds 30]      (closed loop, the old figure)
 
 Runs the real webhook (example cluster view, an AppGroup pod to mutate) in a separate process, then an aiohttp
 server that answers every review with an empty patch (the floor), each loaded the same way. Open loop: requests
@@ -23,7 +23,6 @@ import pathlib
 import socket
 import ssl
 import statistics
-import sys
 import tempfile
 import time
 from typing import Any
@@ -32,7 +31,6 @@ import aiohttp
 import trustme
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 REVIEW = json.dumps(
     {

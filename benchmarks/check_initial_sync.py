@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The operator's initial sync seen from outside, apart from ``bench_live.py``: the way a user's check sees it.
 
-    python benchmarks/check_initial_sync.py [--nodes 5000 --pods 100000 --groups 500]
+    python -m benchmarks.check_initial_sync [--nodes 5000 --pods 100000 --groups 500]
                                             [--components appgroup,networktopology,nodeslo]
                                             [--api emulator,real]
 
@@ -22,7 +22,6 @@ import contextlib
 import shutil
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -30,8 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import live_cluster
 from benchmarks.bench_live import APPGROUPS, PYTHON, ROOT, emulator, memory

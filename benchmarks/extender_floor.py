@@ -4,7 +4,7 @@ nothing. ``/filter`` parses ExtenderArgs and passes every node it was sent; ``/p
 every node the score 0. Same server stack as ``netaware extender`` (aiohttp, orjson, plain HTTP), so what it
 costs is what moving and parsing the bodies costs.
 
-    python benchmarks/extender_floor.py PORT
+    python -m benchmarks.extender_floor PORT
 
 prints ``READY`` once it serves.
 """

@@ -2,7 +2,7 @@
 """A cluster of the budget table's size (docs/design/contracts.md) served by the API emulator in a process of its
 own, for the live benchmarks.
 
-    python benchmarks/live_cluster.py --nodes 5000 --pods 100000 --groups 500
+    python -m benchmarks.live_cluster --nodes 5000 --pods 100000 --groups 500
 
 prints ``READY <url>`` once it serves. Objects look like a real cluster's: pods of Deployments with
 managedFields, an image, env, probes, a service-account volume and the status the kubelet writes; nodes with
@@ -17,11 +17,7 @@ import argparse
 import asyncio
 import random
 import signal
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ZONES = 50
 REGIONS = 5

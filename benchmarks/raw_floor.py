@@ -2,7 +2,7 @@
 """The memory floor the live components are measured against: a process that lists nodes and pods (paged,
 aiohttp + orjson, as the cluster cache does) and keeps the raw dicts, nothing else.
 
-    python benchmarks/raw_floor.py URL [--selector LABELSELECTOR]
+    python -m benchmarks.raw_floor URL [--selector LABELSELECTOR]
 
 prints ``FLOOR <seconds> <peak RSS MiB> <objects>``.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run every component benchmark and print one table: figure, budget (docs/design/contracts.md), ratio.
 
-    python benchmarks/run_all.py [--quick] [--against REV] [--only SUBSTRING]      (hack/bench.sh runs this)
+    python -m benchmarks.run_all [--quick] [--against REV] [--only SUBSTRING]      (hack/bench.sh runs this)
 
 Each benchmark is its own script (run as a subprocess, so one does not warm the next); this runner
 reads the figure out of its output. ``--quick`` shortens the webhook runs (3 s per rate instead of 10 s) and
@@ -160,7 +160,7 @@ FIGURES = (
 def run_figure(root: Path, figure: Figure, extra: tuple[str, ...]) -> str:
     print(f"running {figure.script} {' '.join(extra)} in {root}", file=sys.stderr, flush=True)
     done = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / figure.script), *extra],
+        [sys.executable, "-m", f"benchmarks.{Path(figure.script).stem}", *extra],
         capture_output=True,
         text=True,
         check=False,

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
-exec "$PYTHON" benchmarks/run_all.py "$@"
+exec "$PYTHON" -m benchmarks.run_all "$@"

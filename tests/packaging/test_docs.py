@@ -102,3 +102,20 @@ def test_no_reference_points_outside_the_repository() -> None:
             f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(text.splitlines(), 1) if outside.search(line)
         ]
     assert found == []
+
+
+def test_no_test_module_imports_another_and_nothing_edits_sys_path() -> None:
+    """Support code lives in tests/support (tests) and is imported as a package (benchmarks run with -m); the
+    control plane's own module (hack/control-plane/cluster.py, loaded by path) is the one exception left."""
+    importing = re.compile(r"^\s*(from|import) tests\.[a-z_]+\.test_", flags=re.M)
+    found = []
+    for path in _tracked():
+        if path.suffix != ".py" or path.name == pathlib.Path(__file__).name:
+            continue
+        text = path.read_text()
+        relative = str(path.relative_to(ROOT))
+        if importing.search(text):
+            found.append(f"{relative}: imports a test module")
+        if "sys.path.insert" in text and relative != "hack/control-plane/cluster.py":
+            found.append(f"{relative}: edits sys.path")
+    assert found == []
