@@ -119,3 +119,24 @@ def test_no_test_module_imports_another_and_nothing_edits_sys_path() -> None:
         if "sys.path.insert" in text and relative != "hack/control-plane/cluster.py":
             found.append(f"{relative}: edits sys.path")
     assert found == []
+
+
+LONG_MODULES = {  # the modules above 400 lines, at most as long as they are now: split them, never grow them
+    "operators/engine/planning/search.py": 585,
+    "operators/sources/cache.py": 506,
+    "operators/extender/server.py": 487,
+    "operators/cli/offline.py": 451,
+    "operators/agent/kernel.py": 412,
+    "operators/api/quantity.py": 407,
+}
+
+
+def test_modules_stay_under_400_lines_but_the_listed_ones_which_only_shrink() -> None:
+    found = {}
+    for path in _tracked():
+        relative = str(path.relative_to(ROOT))
+        if path.suffix == ".py" and relative.startswith(("operators/", "webhooks/")):
+            length = len(path.read_text().splitlines())
+            if length > LONG_MODULES.get(relative, 400):
+                found[relative] = length
+    assert found == {}

@@ -1,0 +1,273 @@
+"""The rebalancer's AppGroup moves (pure): toward the planner's layout, best first, one per workload, the prefix with
+the lowest objective and no move below ``minGainPerMove`` against the others (rule 1 of :mod:`.rebalance`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.plan import Plan, describe
+from operators.engine.planning.problem import Problem, build_problem, members
+from operators.engine.planning.search import Search, search
+from operators.engine.rebalancing.model import (
+    Cycle,
+    GroupCost,
+    Move,
+    Rebalance,
+    copy_balance,
+    replacement,
+    shift,
+    under,
+)
+from operators.engine.rebalancing.safety import in_rollout, workload_of
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.status.dependencies import validate
+
+
+def group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
+    name = f"{group.metadata.namespace}/{group.metadata.name}"
+    if validate(group.spec):
+        result.skipped[name] = "its spec is invalid"
+        return
+    selectors = [entry.workload.selector for entry in group.spec.workloads]
+    pods = [p for p in members(group, cycle.snapshot.pods) if p.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in selectors]
+    if not pods:
+        return
+    by_workload: dict[str, list[Pod]] = {}
+    for pod in pods:
+        by_workload.setdefault(workload_of(pod), []).append(pod)
+    for workload, owned in sorted(by_workload.items()):
+        why = in_rollout(owned)
+        if why:
+            result.skipped[name] = f"{workload or 'a pod without a controller'}: {why}"
+            return
+    problem, current = _afresh(cycle.snapshot, group, pods, cycle.config)
+    if problem.unplaceable:
+        result.skipped[name] = f"{len(problem.unplaceable)} pods fit nowhere as the cluster stands"
+        return
+    found = search(problem, cycle.args.seed, cycle.args.plan_budget_seconds)
+    if (found.assignment < 0).any():
+        result.skipped[name] = "the planner places not every pod"
+        return
+    engine = Search(problem, cycle.args.seed)
+    start = _objective(engine, current)
+    planned = int(found.cost.objective)
+    result.groups[name] = GroupCost(start, start, planned)
+    target, goal_cost = _nearer(engine, current, cycle.args.plan_budget_seconds)
+    if goal_cost > planned:  # the search from where the pods are ends worse than the planner's from scratch
+        target = found.assignment.tolist()
+    workload_count = len(selectors)
+    goal = np.zeros((workload_count, len(problem.nodes)), dtype=np.int64)
+    for row, node in enumerate(target):
+        goal[int(problem.pod_workload[row]), int(node)] += 1
+    result.layouts[name] = {
+        selectors[w]: {problem.nodes[n]: int(goal[w, n]) for n in np.nonzero(goal[w])[0].tolist()}
+        for w in range(workload_count)
+    }
+    if start - planned < cycle.args.min_gain_per_move:
+        return
+    sequence = _greedy(cycle, problem, engine, current, goal)
+    chosen = _best_subset(cycle, engine, problem, current, sequence)
+    placed = list(current)
+    cost = start
+    # every gain against the cycle's state before any of its moves is applied (applying changes the ceilings)
+    gains = [_gain(cycle, engine, problem, current, [m for m in chosen if m != move], chosen) for move in chosen]
+    for (row, node), gain in zip(chosen, gains, strict=True):
+        source = placed[row]
+        placed[row] = node
+        after = _objective(engine, placed)
+        member = problem.pods[row]
+        imbalance = cycle.balance.total()
+        change = cycle.balance.delta(member, problem.nodes[source], problem.nodes[node])
+        cycle.apply(
+            Move(member, workload_of(member), problem.nodes[source], problem.nodes[node], name, gain, (cost, after),
+                 (imbalance, imbalance + change))
+        )  # fmt: skip
+        cost = after
+    result.groups[name].after = cost
+
+
+def _afresh(
+    snapshot: Snapshot, group: AppGroup, pods: Sequence[Pod], config: SchedulerConfig
+) -> tuple[Problem, list[int]]:
+    """The problem of placing ``group``'s bound members ``pods`` afresh (all unbound), and where they are."""
+    moving = {pod.key for pod in pods}
+    unbound = replace(snapshot, pods=tuple(replacement(p) if p.key in moving else p for p in snapshot.pods))
+    problem = build_problem(ClusterIndex.build(unbound), group, config)
+    position = {node: row for row, node in enumerate(problem.nodes)}
+    bound = {pod.key: pod.node_name for pod in pods}
+    return problem, [position[bound[pod.key]] for pod in problem.pods]
+
+
+def placed_and_planned(
+    snapshot: Snapshot, group: AppGroup, config: SchedulerConfig, seed: int = 0, budget_seconds: float = 0.2
+) -> tuple[Plan, Plan]:
+    """``group`` as its bound members are placed, and as the planner places them afresh on the same cluster (both
+    as plans: per-edge costs, the objective); what the rebalancer's convergence is measured by."""
+    pods = [pod for pod in members(group, snapshot.pods) if pod.node_name]
+    problem, current = _afresh(snapshot, group, pods, config)
+    engine = Search(problem, seed)
+    state = engine.empty()
+    for row, node in enumerate(current):
+        engine.put(state, row, node)
+    cost = engine.objective(state)
+    placed = describe(problem, current, cost, cost, {}, seed)
+    found = search(problem, seed, budget_seconds)
+    planned = describe(problem, found.assignment, found.cost, found.greedy, found.unplaceable, seed)
+    return placed, planned
+
+
+def _nearer(engine: Search, current: list[int], budget: float) -> tuple[list[int], int]:
+    """The planner's search started from where the pods are (its local moves and tabu steps): a layout as good as
+    the one from scratch needs fewer moves when it is near the current one."""
+    started = time.perf_counter()
+    state = engine.empty()
+    for pod, node in enumerate(current):
+        engine.put(state, pod, node)
+
+    def deadline() -> bool:
+        return time.perf_counter() - started > budget
+
+    engine.improve(state, deadline)
+    state, _ = engine.tabu(state, deadline)
+    return [int(node) for node in state.node.tolist()], int(engine.objective(state).objective)
+
+
+def _objective(engine: Search, placed: Sequence[int]) -> int:
+    state = engine.empty()
+    for pod, node in enumerate(placed):
+        engine.put(state, pod, int(node))
+    return int(engine.objective(state).objective)
+
+
+def _greedy(
+    cycle: Cycle, problem: Problem, engine: Search, current: list[int], goal: np.ndarray[Any, Any]
+) -> list[tuple[int, int]]:
+    """Moves toward ``goal``, best (combined objective) first, at most one per workload, while the budget lasts."""
+    weight = cycle.args.weights
+    state = engine.empty()
+    for pod, node in enumerate(current):
+        engine.put(state, pod, node)
+    placed = list(current)
+    balance = copy_balance(cycle.balance)
+    ceilings = {node: dict(room) for node, room in cycle.ceilings.items()}
+    used_workloads: set[int] = set()
+    sequence: list[tuple[int, int]] = []
+    objective = int(engine.objective(state).objective)
+    limits = replace(cycle.limits, nodes=dict(cycle.limits.nodes), namespaces=dict(cycle.limits.namespaces))
+    while len(sequence) < cycle.left:
+        best: tuple[float, str, str, int, int, int] | None = None
+        for pod, member in enumerate(problem.pods):
+            w = int(problem.pod_workload[pod])
+            source = placed[pod]
+            if w in used_workloads or state.count_node[w, source] <= goal[w, source]:
+                continue
+            if cycle.history.refusal(member, workload_of(member), cycle.args, cycle.now):
+                continue
+            if limits.refusal(member.namespace, problem.nodes[source])[0]:
+                continue
+            deficits = np.nonzero(goal[w] > state.count_node[w])[0].tolist()
+            if not deficits:
+                continue
+            engine.take(state, pod)
+            fits = engine.fits(state, pod)
+            for node in deficits:
+                name = problem.nodes[node]
+                if not fits[node] or (workload_of(member), name) in cycle.history.missed:
+                    continue
+                if not under(ceilings, cycle.usage(member), name):
+                    continue
+                engine.put(state, pod, node)
+                value = int(engine.objective(state).objective)
+                engine.take(state, pod)
+                delta = weight.network_cost * (value - objective) + weight.bandwidth_balance * balance.delta(
+                    member, problem.nodes[source], name
+                )
+                key = (delta, member.key, name, pod, node, value)
+                if best is None or key[:3] < best[:3]:
+                    best = key
+            engine.put(state, pod, source)
+        if best is None:
+            break
+        _, _, name, pod, node, objective = best
+        member = problem.pods[pod]
+        engine.take(state, pod)
+        engine.put(state, pod, node)
+        balance.move(member, problem.nodes[placed[pod]], name)
+        shift(ceilings, cycle.usage(member), problem.nodes[placed[pod]], name)
+        limits.record(member.namespace, problem.nodes[placed[pod]])
+        placed[pod] = node
+        used_workloads.add(int(problem.pod_workload[pod]))
+        sequence.append((pod, node))
+    return sequence
+
+
+def _replay(
+    cycle: Cycle, engine: Search, problem: Problem, current: list[int], moves: Sequence[tuple[int, int]]
+) -> float | None:
+    """The combined objective after ``moves`` in order from ``current`` (None: one of them no longer fits)."""
+    weight = cycle.args.weights
+    state = engine.empty()
+    for pod, node in enumerate(current):
+        engine.put(state, pod, node)
+    balance = copy_balance(cycle.balance)
+    ceilings = {node: dict(room) for node, room in cycle.ceilings.items()}
+    for pod, node in moves:
+        member, source = problem.pods[pod], int(state.node[pod])
+        engine.take(state, pod)
+        name = problem.nodes[node]
+        if not engine.fits(state, pod)[node] or not under(ceilings, cycle.usage(member), name):
+            return None
+        engine.put(state, pod, node)
+        balance.move(member, problem.nodes[source], name)
+        shift(ceilings, cycle.usage(member), problem.nodes[source], name)
+    return weight.network_cost * int(engine.objective(state).objective) + weight.bandwidth_balance * balance.total()
+
+
+def _gain(
+    cycle: Cycle,
+    engine: Search,
+    problem: Problem,
+    current: list[int],
+    without: Sequence[tuple[int, int]],
+    chosen: Sequence[tuple[int, int]],
+) -> float:
+    """What the moves ``chosen`` gain over ``without`` (one of them left out)."""
+    rest = _replay(cycle, engine, problem, current, without)
+    full = _replay(cycle, engine, problem, current, chosen)
+    if rest is None or full is None:
+        return float("inf") if full is not None else float("-inf")  # the others need it: it is part of the gain
+    return rest - full
+
+
+def _best_subset(
+    cycle: Cycle, engine: Search, problem: Problem, current: list[int], sequence: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The prefix of ``sequence`` with the lowest objective, then without the moves whose leave-one-out gain is
+    below ``minGainPerMove`` (the worst first, until none is)."""
+    start = _replay(cycle, engine, problem, current, [])
+    assert start is not None
+    values = [_replay(cycle, engine, problem, current, sequence[:k]) for k in range(len(sequence) + 1)]
+    best = min(range(len(values)), key=lambda k: (values[k] if values[k] is not None else float("inf"), k))
+    chosen = sequence[:best]
+    while chosen:
+        gains = [
+            _gain(cycle, engine, problem, current, chosen[:i] + chosen[i + 1 :], chosen) for i in range(len(chosen))
+        ]
+        worst = min(range(len(chosen)), key=lambda i: gains[i])
+        if gains[worst] >= cycle.args.min_gain_per_move:
+            break
+        del chosen[worst]
+    end = _replay(cycle, engine, problem, current, chosen)
+    if end is None or start - end < cycle.args.min_gain_per_move:
+        return []
+    return chosen
