@@ -24,6 +24,7 @@ import subprocess
 import time
 
 from benchmarks.figures import spread
+from benchmarks.support import sh
 from operators.agent.enforce import enforce
 from operators.agent.kernel import Kernel
 from operators.engine.cluster.objects import Node, Pod
@@ -31,10 +32,6 @@ from operators.engine.enforcement.plan import node_plan
 
 NETNS = "naw-bench"
 NODE = Node.parse({"metadata": {"name": "n1", "annotations": {"node.koordinator.sh/network-bandwidth": "10G"}}})
-
-
-def sh(*args: str) -> str:
-    return subprocess.run(args, capture_output=True, text=True, check=True).stdout
 
 
 def pod(index: int) -> Pod:

@@ -33,18 +33,15 @@ from typing import Any
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.bench_live import emulator
+from benchmarks.figures import percentile, spread
+from benchmarks.support import sh
 
-from benchmarks.bench_live import emulator  # noqa: E402
-from benchmarks.figures import percentile, spread  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 NETNS = "naw-live-bench"
 TICKS = os.sysconf("SC_CLK_TCK")
 SPARE = 10  # pods beyond --pods that the changes delete and replace
-
-
-def sh(*args: str, check: bool = True) -> str:
-    return subprocess.run(args, capture_output=True, text=True, check=check).stdout
 
 
 def cpu_seconds(pid: int) -> float:

@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.figures import spread
 
-from benchmarks.figures import spread  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FLOOR = """
 import gc, json, resource, sys, time, yaml

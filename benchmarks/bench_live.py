@@ -45,7 +45,9 @@ import orjson
 import yaml
 
 from benchmarks import live_cluster
+from benchmarks.figures import named_spread as spread
 from benchmarks.figures import percentile
+from benchmarks.support import free_port
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.appgroup import appgroup_status
 
@@ -69,13 +71,6 @@ def memory(pid: int) -> tuple[float, float]:
             if line.startswith(("VmHWM:", "VmRSS:")):
                 found[line.split(":")[0]] = int(line.split()[1]) / 1024
     return found.get("VmHWM", 0.0), found.get("VmRSS", 0.0)
-
-
-def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
-    if not values:
-        return "n/a"
-    low, mid, high = min(values), statistics.median(values), max(values)
-    return f"min {low:.{digits}f}{unit} / median {mid:.{digits}f}{unit} / max {high:.{digits}f}{unit}"
 
 
 @contextlib.asynccontextmanager
@@ -278,14 +273,6 @@ async def scheduling_load(
         tasks.append(asyncio.create_task(one(index)))
     await asyncio.gather(*tasks)
     return latencies
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def wait_ready(http: aiohttp.ClientSession, base: str, process: asyncio.subprocess.Process) -> None:

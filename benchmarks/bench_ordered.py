@@ -32,12 +32,12 @@ import tempfile
 import time
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchmarks.figures import spread
+from operators.engine.cluster.objects import Pod
+from operators.engine.simulation import ordered
+from webhooks.configuration import mutating_webhook_configuration
 
-from benchmarks.figures import spread  # noqa: E402
-from operators.engine.cluster.objects import Pod  # noqa: E402
-from operators.engine.simulation import ordered  # noqa: E402
-from webhooks.configuration import mutating_webhook_configuration  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 _spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
 assert _spec is not None and _spec.loader is not None

@@ -50,10 +50,10 @@ from typing import Any
 
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised
+from benchmarks.figures import percentile, spread
 
-from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised  # noqa: E402
-from benchmarks.figures import percentile, spread  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 NAMESPACE = "bench"
 AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace and PLANNED only

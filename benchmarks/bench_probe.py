@@ -23,10 +23,10 @@ import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from operators.engine.measurement.probe import Peer, reported_ms
+from operators.probe import ProbeMetrics, ProbeOptions, Prober
 
-from operators.engine.measurement.probe import Peer, reported_ms  # noqa: E402
-from operators.probe import ProbeMetrics, ProbeOptions, Prober  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 ENDPOINTS = """
 import asyncio, sys

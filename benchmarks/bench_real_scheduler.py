@@ -37,12 +37,12 @@ import tempfile
 import time
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchmarks.figures import spread
+from operators.engine.simulation.cluster import Cluster
+from operators.engine.simulation.scenarios import scenario
+from operators.engine.simulation.simulate import Options, expand, report, run_scheduler
 
-from benchmarks.figures import spread  # noqa: E402
-from operators.engine.simulation.cluster import Cluster  # noqa: E402
-from operators.engine.simulation.scenarios import scenario  # noqa: E402
-from operators.engine.simulation.simulate import Options, expand, report, run_scheduler  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 _spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
 assert _spec is not None and _spec.loader is not None

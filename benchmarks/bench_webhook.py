@@ -30,6 +30,8 @@ from typing import Any
 import aiohttp
 import trustme
 
+from benchmarks.support import free_port
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 REVIEW = json.dumps(
@@ -165,12 +167,6 @@ async def open_loop(url: str, context: ssl.SSLContext, rate: float, seconds: flo
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
     return summary(latencies, errors, elapsed)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def handler_p99(url: str, context: ssl.SSLContext) -> float:

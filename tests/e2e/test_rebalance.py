@@ -73,21 +73,20 @@ def workload_objects(selector: str) -> list[dict[str, Any]]:
     return [deployment, budget]
 
 
-def policy() -> dict[str, Any]:
+def policy(namespace: str, resource: str, rebalance: dict[str, Any]) -> dict[str, Any]:
+    """LowNodeLoad on ``resource`` with thresholds it never reaches (0 / 100 %), and the rebalancer with
+    ``rebalance`` args, both on ``namespace`` only, every 2 s."""
+    only = {"evictableNamespaces": {"include": [namespace]}}
+    low_node_load = {"lowThresholds": {resource: 0}, "highThresholds": {resource: 100}, **only}
     return {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerConfiguration",
         "deschedulingInterval": "2s",
         "profiles": [{
             "name": "e2e",
-            "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}, {"name": "NetworkRebalance"}]}},
             "pluginConfig": [
-                {"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": 0}, "highThresholds": {"cpu": 100},
-                                                 "evictableNamespaces": {"include": [NAMESPACE]}}},
-                {"name": "NetworkRebalance", "args": {
-                    "weights": {"networkCost": 1, "bandwidthBalance": 0}, "cooldown": "1s", "layoutTTL": "2m",
-                    "maxMovesPerCycle": len(BOUTIQUE), "planBudget": "300ms",
-                    "evictableNamespaces": {"include": [NAMESPACE]}}},
+                {"name": "LowNodeLoad", "args": low_node_load},
+                {"name": "NetworkRebalance", "args": {**rebalance, **only}},
             ],
         }],
     }  # fmt: skip
@@ -150,7 +149,9 @@ def test_the_rebalancer_brings_a_spread_application_near_the_planners_cost_withi
         "profiles": [{"pluginConfig": [{"name": "NetworkOverhead", "args": {
             "namespaces": ["default"], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}}]}],
     }))  # fmt: skip
-    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy()))
+    rebalance = {"weights": {"networkCost": 1, "bandwidthBalance": 0}, "cooldown": "1s", "layoutTTL": "2m",
+                 "maxMovesPerCycle": len(BOUTIQUE), "planBudget": "300ms"}  # fmt: skip
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy(NAMESPACE, "cpu", rebalance)))
     port, configuration, webhook, operator = gating_components(
         chart_rbac, host_tls, HOOK, NAMESPACE, "--appgroup-plans", "--plan-config", str(config),
         "--descheduler-policy", str(tmp_path / "policy.yaml"),
@@ -247,25 +248,6 @@ def imbalance(used: dict[str, int]) -> float:
     return sum(10.0**2 + (10.0 - bits / UNIT) ** 2 for bits in used.values())
 
 
-def bw_policy() -> dict[str, Any]:
-    return {
-        "apiVersion": "descheduler/v1alpha2",
-        "kind": "DeschedulerConfiguration",
-        "deschedulingInterval": "2s",
-        "profiles": [{
-            "name": "e2e",
-            "pluginConfig": [
-                {"name": "LowNodeLoad", "args": {"lowThresholds": {"netBandwidth": 0},
-                                                 "highThresholds": {"netBandwidth": 100},
-                                                 "evictableNamespaces": {"include": [BW_NAMESPACE]}}},
-                {"name": "NetworkRebalance", "args": {
-                    "weights": {"networkCost": 0, "bandwidthBalance": 1}, "cooldown": "1s", "breadth": 50,
-                    "evictableNamespaces": {"include": [BW_NAMESPACE]}}},
-            ],
-        }],
-    }  # fmt: skip
-
-
 def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
     cluster: Any, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
@@ -288,7 +270,8 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
     for entry in configuration["webhooks"]:
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
         entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": BW_NAMESPACE}}
-    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(bw_policy()))
+    rebalance = {"weights": {"networkCost": 0, "bandwidthBalance": 1}, "cooldown": "1s", "breadth": 50}
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy(BW_NAMESPACE, "netBandwidth", rebalance)))
     common = ["--kubeconfig", str(chart_rbac["operator"]), "--no-leader-elect", "--health-port", "0"]
     common += ["--accounting-mode", "duplex"]
     advertiser = ["run", *common, "--components", "nodebandwidth"]
