@@ -22,15 +22,13 @@ and for ``large`` — and the plan's ratio to it. min / median / max over ``--ru
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import random
-import statistics
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
+from benchmarks import records
+from benchmarks.figures import spread
 from operators.api import keys
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.plan import plan_appgroup
@@ -92,6 +90,8 @@ def large(rng: random.Random) -> ordered.AppScenario:
     return ordered.app_scenario("large", ordered.random_dag(20, 0.15, rng), 15, tuple(objects))
 
 
+UNITS = {"build s": "s", "greedy s": "s", "plan s": "s", "reference s": "s"}  # the others: counts, costs, ratios
+
 INSTANCES = {
     "boutique": lambda: ordered.boutique(3),
     "random-dag": lambda: ordered.app_scenario(
@@ -146,28 +146,20 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(INSTANCES))
     parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
-    record: dict[str, Any] = {
-        "benchmark": "bench_plan",
-        "parameters": vars(args),
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
-        "instances": {},
-    }
+    figures: dict[str, Any] = {}
     for name in args.only.split(","):
         runs = [measure(name, args.budget_ms / 1000, args.exact_seconds, seed) for seed in range(args.runs)]
         print(f"{name}: {runs[0]['pods']} pods, {runs[0]['nodes']} nodes, budget {args.budget_ms} ms")
-        summary = {}
         for key in runs[0]:
             values = [run.get(key) for run in runs]
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-                numbers = sorted(float(v) for v in values)  # type: ignore[arg-type]
-                summary[key] = {"min": numbers[0], "median": statistics.median(numbers), "max": numbers[-1]}
-                print(f"  {key:28} {numbers[0]:.4g} / {statistics.median(numbers):.4g} / {numbers[-1]:.4g}")
+                numbers = [float(v) for v in values]  # type: ignore[arg-type]
+                figures[f"{name}/{key}"] = records.figure(numbers, UNITS.get(key, ""))
+                print(f"  {key:28} {spread(numbers, '.4g')}")
             else:
-                summary[key] = values
                 print(f"  {key:28} {values}")
-        record["instances"][name] = summary
     if args.record:
-        Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
+        records.write(args.record, "bench_plan", vars(args), figures)
 
 
 if __name__ == "__main__":

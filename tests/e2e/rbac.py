@@ -113,6 +113,9 @@ CLAIMS: dict[str, dict[str, set[Permission]]] = {
             ("watch", "pods", ""),
         },
     },
+    "test_rebalance": {
+        "operator": {("patch", "appgroups", "")},  # the rebalancer's layout annotation
+    },
     "test_webhook_admission": {
         "webhook": {
             ("create", "events", ""),

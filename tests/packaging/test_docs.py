@@ -30,6 +30,15 @@ def test_the_generated_pages_are_up_to_date() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_figures_on_the_pages_are_their_records() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "hack" / "render_figures.py"), "--check"], capture_output=True,
+                          text=True, cwd=ROOT, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    regions = sum(page.read_text().count("<!-- figures:") for page in (ROOT / "docs").rglob("*.md"))
+    records = list((ROOT / "docs" / "figures").glob("*.json"))
+    assert regions >= 1 and len(records) >= 1
+
+
 def test_the_site_builds_with_warnings_as_errors(tmp_path: pathlib.Path) -> None:
     mkdocs = pathlib.Path(sys.executable).parent / "mkdocs"
     if not mkdocs.exists():

@@ -1,0 +1,38 @@
+"""A benchmark's record: its parameters, the machine, and each figure with min / median / max (and its floor or
+budget where it has one), as JSON. Records committed under ``docs/figures/`` are what the documentation's tables
+are rendered from (``python hack/render_figures.py``), so a page never says what no run measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "system": platform.system(),
+        "processor": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+
+
+def figure(values: Iterable[float], unit: str = "", **extra: float | str) -> dict[str, Any]:
+    """min / median / max of ``values`` (rounded to 4 significant digits), with ``unit`` and e.g. ``floor=``."""
+    ordered = sorted(float(value) for value in values)
+
+    def round4(value: float) -> float:
+        return float(f"{value:.4g}")
+
+    return {"min": round4(ordered[0]), "median": round4(statistics.median(ordered)), "max": round4(ordered[-1]),
+            "unit": unit, **extra}  # fmt: skip
+
+
+def write(path: str | Path, benchmark: str, parameters: Mapping[str, Any], figures: Mapping[str, Any]) -> None:
+    record = {"benchmark": benchmark, "parameters": dict(parameters), "machine": machine(), "figures": dict(figures)}
+    Path(path).write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
