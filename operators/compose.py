@@ -30,7 +30,8 @@ from operators.kube import api_client_factory
 from operators.probe import ProbeMetrics, ProbeOptions, Prober, probe_cache, serve_endpoint
 from operators.runtime import RunOptions, run
 from operators.serving import add_probes
-from operators.sources.cache import ClusterCache, Kind
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import Kind
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
 from webhooks.view import ClusterView

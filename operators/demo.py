@@ -27,8 +27,9 @@ from operators.controllers.descheduler import Descheduler
 from operators.kube import read_json, send_json
 from operators.runtime import RunOptions
 from operators.serving import listening
-from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.files import read_documents
+from operators.sources.kinds import APPGROUPS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS
 from operators.text import table
 from operators.waiting import NotConverged, until
 

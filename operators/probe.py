@@ -40,7 +40,8 @@ from operators.engine.measurement.probe import (
     row,
 )
 from operators.kube import read_json, send_json
-from operators.sources.cache import NODES, ClusterCache, Kind
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import NODES, Kind
 from operators.sources.trim import trim_probe_pod
 
 logger = logging.getLogger("netaware.probe")

@@ -35,7 +35,8 @@ from operators.controllers.registry import CACHED_KINDS, COMPONENTS, PLAN_KINDS,
 from operators.election import LeaderElectionOptions, as_leader
 from operators.kube import ApiClientFactory, api_client_factory, read_json
 from operators.serving import HEADER_TIMEOUT, add_probes
-from operators.sources.cache import ClusterCache, Kind
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import Kind
 
 logger = logging.getLogger("netaware.run")
 

@@ -14,7 +14,8 @@ from kubernetes_asyncio import client
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Namespace
 from operators.engine.cluster.snapshot import Snapshot
-from operators.sources.cache import APPGROUPS, NAMESPACES, ClusterCache
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import APPGROUPS, NAMESPACES
 
 
 class ClusterView:

@@ -38,7 +38,8 @@ from operators.engine.enforcement.plan import node_plan
 from operators.engine.enforcement.report import usage_report, worth_writing
 from operators.engine.status.reconcile import node_slo_as_written
 from operators.kube import MERGE_PATCH, post_event, send_json
-from operators.sources.cache import NODES, NODESLOS, PODS, ClusterCache, Kind
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import NODES, NODESLOS, PODS, Kind
 from operators.sources.trim import trim_agent_pod
 
 logger = logging.getLogger("netaware.agent")

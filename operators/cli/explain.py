@@ -141,7 +141,7 @@ def explain_appgroup_command(
     from operators.engine.scheduling.explain import dependency_pair_costs
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.status.appgroup import member_pods, placements, plan_status
-    from operators.sources.cache import APPGROUPS, NETWORKTOPOLOGIES, NODES, PODS
+    from operators.sources.kinds import APPGROUPS, NETWORKTOPOLOGIES, NODES, PODS
 
     group_namespace, _, name = reference.rpartition("/")
     group_namespace = group_namespace or namespace

@@ -42,16 +42,8 @@ from operators.engine.planning.layout import Rebalancing, rebalancing_of
 from operators.engine.rebalancing.rebalance import Move, Rebalance, after_low_node_load
 from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
 from operators.kube import post_event, send_json
-from operators.sources.cache import (
-    APPGROUP_SPECS,
-    NETWORKTOPOLOGIES,
-    NODEMETRICS,
-    NODES,
-    NODESLOS,
-    PODS,
-    ClusterCache,
-    Kind,
-)
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODEMETRICS, NODES, NODESLOS, PODS, Kind
 
 logger = logging.getLogger("netaware.descheduler")
 

@@ -33,7 +33,8 @@ from operators.engine.cluster.objects import Node
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.status.node_bandwidth import advertised, advertisement, status_patch, unaccounted_usage
 from operators.kube import post_event, send_json
-from operators.sources.cache import NODES, NODESLOS, PODS, Change, ClusterCache
+from operators.sources.cache import Change, ClusterCache
+from operators.sources.kinds import NODES, NODESLOS, PODS
 
 logger = logging.getLogger("netaware.nodebandwidth")
 MERGE_PATCH = "application/merge-patch+json"

@@ -11,16 +11,8 @@ from operators.api import keys
 from operators.api.config.controllers import ControllerOptions
 from operators.controllers import appgroup, networktopology, nodebandwidth, nodeslo
 from operators.kube import ApiClientFactory, cluster_api_client
-from operators.sources.cache import (
-    APPGROUP_PODS,
-    APPGROUP_SPECS,
-    NETWORKTOPOLOGIES,
-    NODES,
-    NODESLOS,
-    PODS,
-    ClusterCache,
-    Kind,
-)
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, Kind
 
 COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions], None]] = {
     "appgroup": lambda registry, cache, options: appgroup.register(registry, cache, options.appgroup),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import threading
 from collections import Counter
@@ -32,10 +31,9 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from operators.api import keys
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import Snapshot, parse_object
-from operators.sources.trim import Trim, trim_node, trim_other, trim_pod, trim_status
+from operators.sources.kinds import SLOTS, Kind, selecting, union
 
 logger = logging.getLogger("netaware.cache")
 
@@ -44,45 +42,6 @@ WATCH_SECONDS = 300  # the API server ends a watch after this; we resume it from
 PAUSE = 0.5  # before listing again after an error
 MISSING_PAUSE = 30.0  # before asking again for a kind the API server does not serve (its CRD is absent)
 MAX_EVENT_LINE = 64 * 1024 * 1024  # a watch event larger than this ends the watch (the object limit is ~1.5 MiB)
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A kind to follow: its collection path, apiVersion/kind (list items carry neither) and its trim."""
-
-    name: str
-    path: str
-    api_version: str
-    kind: str
-    trim: Trim = trim_other
-    selector: str = ""  # a label selector: only these objects are listed and watched
-    fields: str = ""  # a field selector, likewise (the node agent: its node's pods, its own NodeSLO)
-
-
-def _custom(plural: str, group: str, kind: str) -> Kind:
-    return Kind(plural, f"/apis/{group}/{keys.V1ALPHA1}/{plural}", f"{group}/{keys.V1ALPHA1}", kind)
-
-
-NODES = Kind("nodes", "/api/v1/nodes", "v1", "Node", trim_node)
-PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod)
-APPGROUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod, keys.APPGROUP_LABEL)  # pods of AppGroups
-NAMESPACES = Kind("namespaces", "/api/v1/namespaces", "v1", "Namespace")
-APPGROUPS = _custom("appgroups", keys.APPGROUP_GROUP, "AppGroup")
-APPGROUP_SPECS = dataclasses.replace(APPGROUPS, trim=trim_status)  # status writes are no change
-NETWORKTOPOLOGIES = _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
-NODESLOS = _custom("nodeslos", keys.SLO_GROUP, "NodeSLO")
-NODEMETRICS = _custom("nodemetrics", keys.SLO_GROUP, "NodeMetric")
-
-# The snapshot slot each kind fills.
-SLOTS = {
-    "nodes": "nodes",
-    "pods": "pods",
-    "namespaces": "namespaces",
-    "appgroups": "app_groups",
-    "networktopologies": "network_topologies",
-    "nodeslos": "node_slos",
-    "nodemetrics": "node_metrics",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,22 +70,6 @@ class _Store:
     unreadable: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def _union(kinds: Iterable[Kind]) -> tuple[Kind, ...]:
-    """One kind per name: when components ask for the same kind differently (a label selector, a lighter trim),
-    the broader of the two: every object, trimmed only of what no component reads."""
-    chosen: dict[str, Kind] = {}
-    for kind in kinds:
-        held = chosen.get(kind.name)
-        if held is None or held == kind:
-            chosen[kind.name] = kind
-            continue
-        selector = kind.selector if held.selector == kind.selector else ""
-        fields = kind.fields if held.fields == kind.fields else ""
-        trim = kind.trim if held.trim == kind.trim else trim_other
-        chosen[kind.name] = dataclasses.replace(kind, selector=selector, fields=fields, trim=trim)
-    return tuple(chosen.values())
-
-
 def _key(raw: Mapping[str, Any]) -> tuple[str, str] | None:
     """(namespace, name) of an object as sent; None when it has no readable name (it is ignored)."""
     meta = raw.get("metadata") if isinstance(raw, dict) else None
@@ -134,13 +77,6 @@ def _key(raw: Mapping[str, Any]) -> tuple[str, str] | None:
         return None
     namespace = meta.get("namespace")
     return (namespace if isinstance(namespace, str) else "", meta["name"])
-
-
-def _selecting(kind: Kind) -> dict[str, str]:
-    return {
-        **({"labelSelector": kind.selector} if kind.selector else {}),
-        **({"fieldSelector": kind.fields} if kind.fields else {}),
-    }
 
 
 async def _pause(stop: asyncio.Event, seconds: float) -> None:
@@ -158,7 +94,7 @@ class ClusterCache:
         namespaces: Iterable[str] = (),
         watch_seconds: int = WATCH_SECONDS,
     ) -> None:
-        self.kinds = _union(kinds)
+        self.kinds = union(kinds)
         self.watch_seconds = watch_seconds
         self.namespaces = frozenset(namespaces)  # namespaced objects only from these; empty: all
         self.page_size = page_size
@@ -398,7 +334,7 @@ class ClusterCache:
     async def _list(self, store: _Store, api: client.ApiClient) -> str:
         """List the kind page by page, each page trimmed as it arrives (a list of 100,000 pods is never held
         whole); what the list lacks is deleted; the list's resourceVersion."""
-        first = {"limit": str(self.page_size), **_selecting(store.kind)}
+        first = {"limit": str(self.page_size), **selecting(store.kind)}
         params = dict(first)
         seen: set[tuple[str, str]] = set()
         changes: list[Change] = []
@@ -447,7 +383,7 @@ class ClusterCache:
             "allowWatchBookmarks": "true",
             "resourceVersion": version,
             "timeoutSeconds": str(self.watch_seconds),
-            **_selecting(store.kind),
+            **selecting(store.kind),
         }
         self.watches[store.kind.name] += 1
         response = await self._request(api, store.kind.path, params, seconds=self.watch_seconds + 30)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from operators.kube import cluster_api_client
-from operators.sources.cache import NODES, PODS, ClusterCache
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import NODES, PODS
 from tests.support.emulated import recorder
 
 pytestmark = pytest.mark.e2e

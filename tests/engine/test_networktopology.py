@@ -18,7 +18,8 @@ from operators.engine.cluster.objects import ConfigMap, Node
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.netperf import read_measurements
 from operators.engine.status.networktopology import aggregate_costs, allocated_bandwidth, median, networktopology_result
-from operators.sources.cache import PODS, ClusterCache
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import PODS
 from tests.support.netperf import KEY, seeds_matrix
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "hack" / "examples"

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from operators.emulator import ApiEmulator
-from operators.sources.cache import NODES, PODS, ClusterCache, Kind
+from operators.sources.cache import ClusterCache
+from operators.sources.kinds import NODES, PODS, Kind
 from tests.integration.conftest import Api, following
 from tests.support.emulated import documents, eventually, labelled_pod, recorder
 

@@ -1,0 +1,73 @@
+"""The kinds a process's cluster cache can follow (:mod:`operators.sources.cache`): each one's collection path,
+apiVersion and kind, the trim applied on arrival, and the label or field selector that narrows it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from operators.api import keys
+from operators.sources.trim import Trim, trim_node, trim_other, trim_pod, trim_status
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind to follow: its collection path, apiVersion/kind (list items carry neither) and its trim."""
+
+    name: str
+    path: str
+    api_version: str
+    kind: str
+    trim: Trim = trim_other
+    selector: str = ""  # a label selector: only these objects are listed and watched
+    fields: str = ""  # a field selector, likewise (the node agent: its node's pods, its own NodeSLO)
+
+
+def _custom(plural: str, group: str, kind: str) -> Kind:
+    return Kind(plural, f"/apis/{group}/{keys.V1ALPHA1}/{plural}", f"{group}/{keys.V1ALPHA1}", kind)
+
+
+NODES = Kind("nodes", "/api/v1/nodes", "v1", "Node", trim_node)
+PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod)
+APPGROUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod, keys.APPGROUP_LABEL)  # pods of AppGroups
+NAMESPACES = Kind("namespaces", "/api/v1/namespaces", "v1", "Namespace")
+APPGROUPS = _custom("appgroups", keys.APPGROUP_GROUP, "AppGroup")
+APPGROUP_SPECS = dataclasses.replace(APPGROUPS, trim=trim_status)  # status writes are no change
+NETWORKTOPOLOGIES = _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
+NODESLOS = _custom("nodeslos", keys.SLO_GROUP, "NodeSLO")
+NODEMETRICS = _custom("nodemetrics", keys.SLO_GROUP, "NodeMetric")
+
+# The snapshot slot each kind fills.
+SLOTS = {
+    "nodes": "nodes",
+    "pods": "pods",
+    "namespaces": "namespaces",
+    "appgroups": "app_groups",
+    "networktopologies": "network_topologies",
+    "nodeslos": "node_slos",
+    "nodemetrics": "node_metrics",
+}
+
+
+def union(kinds: Iterable[Kind]) -> tuple[Kind, ...]:
+    """One kind per name: when components ask for the same kind differently (a label selector, a lighter trim),
+    the broader of the two: every object, trimmed only of what no component reads."""
+    chosen: dict[str, Kind] = {}
+    for kind in kinds:
+        held = chosen.get(kind.name)
+        if held is None or held == kind:
+            chosen[kind.name] = kind
+            continue
+        selector = kind.selector if held.selector == kind.selector else ""
+        fields = kind.fields if held.fields == kind.fields else ""
+        trim = kind.trim if held.trim == kind.trim else trim_other
+        chosen[kind.name] = dataclasses.replace(kind, selector=selector, fields=fields, trim=trim)
+    return tuple(chosen.values())
+
+
+def selecting(kind: Kind) -> dict[str, str]:
+    return {
+        **({"labelSelector": kind.selector} if kind.selector else {}),
+        **({"fieldSelector": kind.fields} if kind.fields else {}),
+    }
