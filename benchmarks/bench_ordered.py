@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
-import importlib.util
 import json
 import pathlib
 import subprocess
@@ -33,17 +32,13 @@ import time
 from typing import Any
 
 from benchmarks.figures import spread
+from hack.control_plane import cluster as control_plane
 from operators.engine.cluster.objects import Pod
 from operators.engine.simulation import ordered
 from webhooks.configuration import mutating_webhook_configuration
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-_spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
-assert _spec is not None and _spec.loader is not None
-control_plane = importlib.util.module_from_spec(_spec)
-sys.modules["control_plane"] = control_plane
-_spec.loader.exec_module(control_plane)
 
 NAMESPACE = "bench"
 SCHEDULER = "network-aware-scheduler"

@@ -25,7 +25,6 @@ bound / seconds from the first creation to the last binding), min/median/max ove
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import pathlib
 import shutil
@@ -38,17 +37,13 @@ import time
 from typing import Any
 
 from benchmarks.figures import spread
+from hack.control_plane import cluster as control_plane
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.scenarios import scenario
 from operators.engine.simulation.simulate import Options, expand, report, run_scheduler
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-_spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
-assert _spec is not None and _spec.loader is not None
-control_plane = importlib.util.module_from_spec(_spec)
-sys.modules["control_plane"] = control_plane
-_spec.loader.exec_module(control_plane)
 
 GI = 1024**3
 GUARANTEED = "bench-guaranteed"  # the namespace the webhook admits

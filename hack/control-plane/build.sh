@@ -41,7 +41,7 @@ build kubernetes \
   kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
   kubelet k8s.io/kubernetes/cmd/kubelet \
   kube-proxy k8s.io/kubernetes/cmd/kube-proxy
-# The real node tier (realnode.py). containerd without the snapshotters that need cgo (overlayfs and native stay).
+# The real node tier (hack/control_plane/realnode.py). containerd without the snapshotters that need cgo (overlayfs and native stay).
 TAGS_containerd="no_btrfs no_devmapper no_zfs"
 build containerd \
   containerd github.com/containerd/containerd/v2/cmd/containerd \

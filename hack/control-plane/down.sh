@@ -5,4 +5,4 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 [[ -x "$PYTHON" ]] || PYTHON=python3
-exec "$PYTHON" "$HERE/cluster.py" down "$@"
+cd "$ROOT" && exec "$PYTHON" -m hack.control_plane.cluster down "$@"

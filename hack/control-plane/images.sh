@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real node tier's images, made without a registry (buildah, Debian's packages) into .tools/node/images as OCI
-# archives that realnode.py imports into each node's containerd:
+# archives that hack/control_plane/realnode.py imports into each node's containerd:
 #   base          Debian bookworm (debootstrap, minbase) with Python 3.11 and pip: what python:3.11-slim-bookworm
 #                 gives the Dockerfile (pip may install into the system Python, as in that image)
 #   netaware      the project's own Dockerfile, built by `buildah bud` on that base (its steps run as written)

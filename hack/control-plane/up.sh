@@ -9,4 +9,4 @@ PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 [[ -x "$PYTHON" ]] || PYTHON=python3
 bash "$HERE/build.sh" >/dev/null
 if [[ " $* " != *" --nodes "* ]]; then set -- "$@" --nodes "$ROOT/hack/examples/cluster.yaml"; fi
-exec "$PYTHON" "$HERE/cluster.py" up "$@"
+cd "$ROOT" && exec "$PYTHON" -m hack.control_plane.cluster up "$@"

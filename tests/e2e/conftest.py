@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
-import importlib.util
 import json
 import os
 import pathlib
@@ -25,19 +24,14 @@ import pytest
 import trustme
 import yaml
 
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e import rbac
 from webhooks.configuration import mutating_webhook_configuration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"
 RELEASE_NAMESPACE = "netaware-system"
-
-_spec = importlib.util.spec_from_file_location("control_plane", ROOT / "hack" / "control-plane" / "cluster.py")
-assert _spec is not None and _spec.loader is not None
-control_plane = importlib.util.module_from_spec(_spec)
-sys.modules["control_plane"] = control_plane
-_spec.loader.exec_module(control_plane)
-ControlPlane = control_plane.ControlPlane
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -48,7 +42,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """One control plane for the session, with KWOK nodes from the example cluster and netaware's CRDs."""
     missing = control_plane.missing_binaries()
     if missing:
@@ -68,7 +62,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         plane.stop()
 
 
-CLUSTERS: list[Any] = []  # the session's control plane once started (rbac_claims reads its audit log)
+CLUSTERS: list[ControlPlane] = []  # the session's control plane once started (rbac_claims reads its audit log)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -99,11 +93,11 @@ def rbac_claims(request: pytest.FixtureRequest) -> Iterator[None]:
         assert permissions <= seen, f"{module}: the {component} never used {sorted(permissions - seen)}"
 
 
-def kubectl_json(cluster: Any, *args: str) -> Any:
+def kubectl_json(cluster: ControlPlane, *args: str) -> Any:
     return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
 
 
-def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def helm(plane: ControlPlane, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
         capture_output=True,
@@ -116,7 +110,7 @@ def helm(plane: Any, *args: str, check: bool = True) -> subprocess.CompletedProc
     return done
 
 
-def apply_netperf_topology(cluster: Any, namespace: str, name: str) -> None:
+def apply_netperf_topology(cluster: ControlPlane, namespace: str, name: str) -> None:
     """A NetworkTopology with no user-defined costs, whose ``NetperfCosts`` netaware computes from the probes'
     rows (read back with :func:`netperf_costs`)."""
     topology = {
@@ -128,7 +122,7 @@ def apply_netperf_topology(cluster: Any, namespace: str, name: str) -> None:
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
 
 
-def netperf_costs(cluster: Any, namespace: str, name: str) -> dict[tuple[str, str], int]:
+def netperf_costs(cluster: ControlPlane, namespace: str, name: str) -> dict[tuple[str, str], int]:
     """(origin, destination) -> networkCost of a NetworkTopology's NetperfCosts weight (what netaware computed)."""
     spec = kubectl_json(cluster, "get", "networktopology", name, "-n", namespace)["spec"]
     weight = next((w for w in spec["weights"] if w["name"] == "NetperfCosts"), {"topologyList": []})
@@ -264,7 +258,7 @@ def chart_rbac_yaml() -> str:
 
 
 @pytest.fixture(scope="session")
-def chart_rbac(cluster: Any) -> dict[str, pathlib.Path]:
+def chart_rbac(cluster: ControlPlane) -> dict[str, pathlib.Path]:
     """The chart's ServiceAccounts and RBAC, exactly as it renders them (descheduler on), applied to the cluster;
     a kubeconfig per component that authenticates with its ServiceAccount's token."""
     rendered = chart_rbac_yaml()
@@ -289,7 +283,7 @@ def refused_by_rbac(event: dict[str, Any]) -> bool:
     return event.get("responseStatus", {}).get("code") == 403 and decision != "allow"
 
 
-def forbidden(cluster: Any, component: str) -> list[str]:
+def forbidden(cluster: ControlPlane, component: str) -> list[str]:
     """The requests of the component's ServiceAccount RBAC refused (from the API server's audit log)."""
     refused = []
     for event in cluster.audit_events(service_account(component)):

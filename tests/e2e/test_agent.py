@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.control_plane.cluster import ControlPlane
 from operators.api.config.descheduler import DEFAULT_POLICY
 from tests.e2e.conftest import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running, service_account
 from tests.support.kernel import (
@@ -68,7 +69,7 @@ def root_rate() -> str:
 
 def test_the_agent_enforces_publishes_and_reports_with_least_privilege(
     node: None,
-    cluster: Any,
+    cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     tmp_path: pathlib.Path,
 ) -> None:

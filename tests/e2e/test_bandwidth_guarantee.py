@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import (
     RELEASE_NAMESPACE,
     Process,
@@ -69,18 +70,18 @@ def pod(
     }
 
 
-def pods_of(cluster: Any, pool: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+def pods_of(cluster: ControlPlane, pool: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", namespace, "-l", f"pool={pool}")["items"])
 
 
-def advertised(cluster: Any, name: str) -> dict[str, str]:
+def advertised(cluster: ControlPlane, name: str) -> dict[str, str]:
     status = kubectl_json(cluster, "get", "node", name)["status"]
     return {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("netaware.io/")}
 
 
 @pytest.fixture(scope="module")
 def guarantee(
-    cluster: Any,
+    cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     host_tls: dict[str, Any],
     tmp_path_factory: pytest.TempPathFactory,
@@ -132,7 +133,7 @@ def guarantee(
             cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
-def test_full_speed_never_promises_a_node_twice(cluster: Any, guarantee: dict[str, Any]) -> None:
+def test_full_speed_never_promises_a_node_twice(cluster: ControlPlane, guarantee: dict[str, Any]) -> None:
     # 4 nodes of 1G each way, pods of 100M + 100M: 40 fit; 60 created in one request stream, as fast as the API
     # server takes them, scheduled by the default kube-scheduler at full speed
     listing = {
@@ -178,7 +179,9 @@ def test_full_speed_never_promises_a_node_twice(cluster: Any, guarantee: dict[st
     )
 
 
-def test_a_high_priority_pod_preempts_for_bandwidth_on_a_full_node(cluster: Any, guarantee: dict[str, Any]) -> None:
+def test_a_high_priority_pod_preempts_for_bandwidth_on_a_full_node(
+    cluster: ControlPlane, guarantee: dict[str, Any]
+) -> None:
     for name, value in (("bandwidth-low", 0), ("bandwidth-high", 100000)):
         klass = {
             "apiVersion": "scheduling.k8s.io/v1",
@@ -215,7 +218,9 @@ def test_a_high_priority_pod_preempts_for_bandwidth_on_a_full_node(cluster: Any,
     assert {p["metadata"]["uid"] for p in pods_of(cluster, "spare")} == before_spare  # the other node untouched
 
 
-def test_a_namespace_quota_on_bandwidth_refuses_the_pod_over_it(cluster: Any, guarantee: dict[str, Any]) -> None:
+def test_a_namespace_quota_on_bandwidth_refuses_the_pod_over_it(
+    cluster: ControlPlane, guarantee: dict[str, Any]
+) -> None:
     quota = {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -245,7 +250,7 @@ def test_a_namespace_quota_on_bandwidth_refuses_the_pod_over_it(cluster: Any, gu
 
 
 def test_a_webhook_outage_refuses_bandwidth_pods_instead_of_creating_them_unaccounted(
-    cluster: Any, guarantee: dict[str, Any]
+    cluster: ControlPlane, guarantee: dict[str, Any]
 ) -> None:
     guarantee["webhook"].stop()
     try:
@@ -264,7 +269,7 @@ def test_a_webhook_outage_refuses_bandwidth_pods_instead_of_creating_them_unacco
 
 
 def test_an_extender_outage_loses_the_scores_not_the_guarantee(
-    cluster: Any, guarantee: dict[str, Any], tmp_path: pathlib.Path
+    cluster: ControlPlane, guarantee: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
     """A second scheduler whose extender (ignorable, as the chart configures it) is down keeps placing pods, and
     kube-scheduler's own accounting of the resources still refuses the pods a full node has no room for."""

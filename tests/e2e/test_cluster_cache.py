@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from operators.kube import cluster_api_client
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
@@ -34,7 +35,7 @@ def pod(name: str, node: str, bandwidth: str) -> dict[str, Any]:
     }
 
 
-async def _follow(cluster: Any) -> None:
+async def _follow(cluster: ControlPlane) -> None:
     cluster.kubectl("create", "namespace", NS, check=False)
     api = await cluster_api_client(str(cluster.kubeconfig))
     cache = ClusterCache((NODES, PODS), page_size=3)  # the example cluster's 8 nodes come in 3 pages
@@ -69,5 +70,5 @@ async def _until(check: Any, within: float = 30.0) -> None:
         await asyncio.sleep(0.1)
 
 
-def test_the_cache_follows_the_real_api_server(cluster: Any) -> None:
+def test_the_cache_follows_the_real_api_server(cluster: ControlPlane) -> None:
     asyncio.run(_follow(cluster))

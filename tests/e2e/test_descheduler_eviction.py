@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running
 
 pytestmark = pytest.mark.e2e
@@ -80,16 +81,16 @@ def replica_set(node_selector: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def pods(cluster: Any) -> list[dict[str, Any]]:
+def pods(cluster: ControlPlane) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE, "-l", "app=web")["items"])
 
 
-def reasons(cluster: Any) -> list[str]:
+def reasons(cluster: ControlPlane) -> list[str]:
     return [event["reason"] for event in kubectl_json(cluster, "get", "events", "-n", NAMESPACE)["items"]]
 
 
 def test_evictions_honour_a_real_budget_and_replacements_are_recreated(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(

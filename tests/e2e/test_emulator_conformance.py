@@ -13,6 +13,7 @@ import aiohttp
 import kmock
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from operators.emulator import ApiEmulator
 from tests.e2e.conftest import ROOT
 
@@ -53,7 +54,7 @@ class Side:
 
 
 @pytest.fixture
-async def sides(cluster: Any) -> AsyncIterator[tuple[Side, Side]]:
+async def sides(cluster: ControlPlane) -> AsyncIterator[tuple[Side, Side]]:
     context = ssl.create_default_context(cafile=str(cluster.certs.path("ca.crt")))
     context.load_cert_chain(str(cluster.certs.path("admin.crt")), str(cluster.certs.path("admin.key")))
     async with (

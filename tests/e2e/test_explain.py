@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import EXAMPLES, ROOT, control_plane
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +28,7 @@ def netaware(*args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def answers(cluster: Any, tmp_path: pathlib.Path) -> tuple[Any, Any, Any]:
+def answers(cluster: ControlPlane, tmp_path: pathlib.Path) -> tuple[Any, Any, Any]:
     """`netaware schedule` on a dump, `netaware explain pod` live, `kubectl netaware explain pod` (whyNot aside)."""
     dump = tmp_path / "cluster.yaml"
     dump.write_text(cluster.kubectl("get", "nodes,pods,appgroups,networktopologies,namespaces,nodeslos", "-A", "-o",
@@ -52,7 +53,7 @@ def answers(cluster: Any, tmp_path: pathlib.Path) -> tuple[Any, Any, Any]:
 
 
 def test_explain_pod_agrees_with_schedule_on_a_dump_and_runs_as_a_kubectl_plugin(
-    cluster: Any, tmp_path: pathlib.Path
+    cluster: ControlPlane, tmp_path: pathlib.Path
 ) -> None:
     cluster.kubectl(
         "apply", "-f", str(EXAMPLES / "pods.yaml"), "-f", str(EXAMPLES / "appgroup-a1.yaml"),

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import (
     EXAMPLES,
     ROOT,
@@ -43,11 +44,11 @@ def p1_pod(name: str) -> dict[str, Any]:
     return dict(pod)
 
 
-def node_of(cluster: Any, name: str) -> str:
+def node_of(cluster: ControlPlane, name: str) -> str:
     return str(kubectl_json(cluster, "get", "pod", name, "-n", "default")["spec"].get("nodeName") or "")
 
 
-def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> set[str]:
+def expected_nodes(cluster: ControlPlane, pod: dict[str, Any], folder: pathlib.Path) -> set[str]:
     """The nodes `netaware schedule` gives the top total to, on a dump of the cluster as it is now."""
     dump = folder / "cluster.yaml"
     listing = cluster.kubectl("get", "nodes,pods,appgroups,networktopologies,namespaces", "-A", "-o", "yaml").stdout
@@ -71,7 +72,7 @@ def expected_nodes(cluster: Any, pod: dict[str, Any], folder: pathlib.Path) -> s
     return {node for node, score in scale.items() if score == best}
 
 
-def network_warnings(cluster: Any, pod: str) -> list[dict[str, Any]]:
+def network_warnings(cluster: ControlPlane, pod: str) -> list[dict[str, Any]]:
     events = kubectl_json(cluster, "get", "events", "-n", "default", "--field-selector", f"involvedObject.name={pod}")
     return [event for event in events["items"] if event["reason"] == "NetworkUnschedulable"]
 
@@ -101,7 +102,7 @@ def extender_calls(port: int, ca_file: pathlib.Path) -> dict[str, float]:
 
 
 def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
     cluster.kubectl(
         "apply",

@@ -49,7 +49,7 @@ def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         plane.stop()
 
 
-def release_objects(plane: Any, release: str) -> list[str]:
+def release_objects(plane: ControlPlane, release: str) -> list[str]:
     """Everything labelled as the release's, in any namespace, namespaced and cluster-scoped."""
     selector = f"app.kubernetes.io/instance={release}"
     kinds = ",".join(NAMESPACED)
@@ -58,7 +58,7 @@ def release_objects(plane: Any, release: str) -> list[str]:
     return sorted(f"{item['kind']}/{item['metadata']['name']}" for item in found)
 
 
-def deployments_running(plane: Any) -> bool:
+def deployments_running(plane: ControlPlane) -> bool:
     deployments = kubectl_json(plane, "get", "deployments", "-n", RELEASE_NAMESPACE)["items"]
     return bool(deployments) and all(
         (d.get("status") or {}).get("readyReplicas") == d["spec"]["replicas"] for d in deployments

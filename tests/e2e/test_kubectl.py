@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import EXAMPLES, eventually, example, kubectl_json
 
 pytestmark = pytest.mark.e2e
 
 
-def test_examples_apply_with_default_validation(cluster: Any) -> None:
+def test_examples_apply_with_default_validation(cluster: ControlPlane) -> None:
     # The Nodes of cluster.yaml are KWOK's already (created from the same file); apply patches them.
     done = cluster.kubectl("apply", "-f", str(EXAMPLES))
     assert "appgroup.appgroup.diktyo.x-k8s.io/a1" in done.stdout
@@ -25,7 +26,7 @@ def test_examples_apply_with_default_validation(cluster: Any) -> None:
     )
 
 
-def test_printer_columns_and_explain(cluster: Any) -> None:
+def test_printer_columns_and_explain(cluster: ControlPlane) -> None:
     cluster.kubectl("apply", "-f", str(EXAMPLES / "appgroup-a1.yaml"), "-f", str(EXAMPLES / "networktopology.yaml"))
     table = cluster.kubectl("get", "ag", "a1").stdout.splitlines()
     assert table[0].split() == ["NAME", "ALGORITHM", "RUNNING", "READY", "AGE"]
@@ -67,7 +68,9 @@ def invalid(change: dict[str, Any]) -> dict[str, Any]:
         ({"minBandwidth": "-5G"}, "minBandwidth: Invalid value"),
     ],
 )
-def test_invalid_appgroups_are_refused_by_the_crd_schema(cluster: Any, change: dict[str, Any], message: str) -> None:
+def test_invalid_appgroups_are_refused_by_the_crd_schema(
+    cluster: ControlPlane, change: dict[str, Any], message: str
+) -> None:
     done = cluster.kubectl("apply", "-f", "-", stdin=json.dumps(invalid(change)), check=False)
     assert done.returncode != 0
     assert message in done.stderr, done.stderr

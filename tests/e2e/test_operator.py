@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import (
     EXAMPLES,
     RELEASE_NAMESPACE,
@@ -40,7 +41,7 @@ def run_args(kubeconfig: pathlib.Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def operator(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     with running(run_args(chart_rbac["operator"], "--leader-election-id", "netaware-e2e"), log) as process:
@@ -48,7 +49,7 @@ def operator(
         yield process
 
 
-def status(cluster: Any, kind: str, name: str, namespace: str | None = "default") -> dict[str, Any]:
+def status(cluster: ControlPlane, kind: str, name: str, namespace: str | None = "default") -> dict[str, Any]:
     where = ["-n", namespace] if namespace else []
     return dict(kubectl_json(cluster, "get", kind, name, *where).get("status") or {})
 
@@ -57,7 +58,7 @@ def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions") or [] if c["type"] == kind), {})
 
 
-def test_appgroup_lifecycle(cluster: Any, operator: Any) -> None:
+def test_appgroup_lifecycle(cluster: ControlPlane, operator: Any) -> None:
     cluster.kubectl("apply", "-f", str(EXAMPLES / "pods.yaml"), "-f", str(EXAMPLES / "appgroup-a1.yaml"))
     first = eventually(lambda: status(cluster, "ag", "a1").get("topologyOrder") and status(cluster, "ag", "a1"), 60)
     assert [entry["workload"]["selector"] for entry in sorted(first["topologyOrder"], key=lambda e: e["index"])] == [
@@ -87,7 +88,7 @@ def test_appgroup_lifecycle(cluster: Any, operator: Any) -> None:
     assert any(e["reason"] == "DependencyCycle" and e["type"] == "Warning" for e in events["items"])
 
 
-def test_networktopology_costs(cluster: Any, operator: Any) -> None:
+def test_networktopology_costs(cluster: ControlPlane, operator: Any) -> None:
     cluster.kubectl(
         "apply", "-f", str(EXAMPLES / "netperf-configmap.yaml"), "-f", str(EXAMPLES / "networktopology.yaml")
     )
@@ -107,7 +108,7 @@ def test_networktopology_costs(cluster: Any, operator: Any) -> None:
     eventually(lambda: "NetperfCosts" in weights(), 60, "the NetperfCosts weight")
 
 
-def test_nodeslo_per_node_and_a_deleted_node(cluster: Any, operator: Any, tmp_path: pathlib.Path) -> None:
+def test_nodeslo_per_node_and_a_deleted_node(cluster: ControlPlane, operator: Any, tmp_path: pathlib.Path) -> None:
     cluster.kubectl("create", "namespace", "koordinator-system", check=False)
     cluster.kubectl("apply", "-f", str(EXAMPLES / "slo-controller-config.yaml"))
     eventually(lambda: status(cluster, "nslo", "n-1", None).get("networkQOS"), 60)
@@ -147,19 +148,19 @@ def test_nodeslo_per_node_and_a_deleted_node(cluster: Any, operator: Any, tmp_pa
     eventually(lambda: cluster.kubectl("get", "nslo", "n-extra", check=False).returncode != 0, 60, "NodeSLO deleted")
 
 
-def test_the_operator_was_never_refused(cluster: Any, operator: Any) -> None:
+def test_the_operator_was_never_refused(cluster: ControlPlane, operator: Any) -> None:
     time.sleep(1)
     assert forbidden(cluster, "operator") == []
     assert "Forbidden" not in operator.text()
 
 
-def holder(cluster: Any, lease: str) -> str:
+def holder(cluster: ControlPlane, lease: str) -> str:
     spec = kubectl_json(cluster, "get", "lease", lease, "-n", RELEASE_NAMESPACE).get("spec") or {}
     return str(spec.get("holderIdentity") or "")
 
 
 def test_leader_election_on_real_leases(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     timing = ["--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1.5", "--components", "appgroup"]
     lease = ["--leader-election-id", "netaware-le"]

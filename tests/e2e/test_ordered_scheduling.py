@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import (
     control_plane,
     eventually,
@@ -82,7 +83,7 @@ def deployment(selector: str) -> dict[str, Any]:
 class BindingWatch:
     """`kubectl get pods --watch` in a thread: when each pod was first seen bound to a node (this host's clock)."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ControlPlane) -> None:
         template = (
             '{.metadata.name} {.metadata.labels.appgroup\\.diktyo\\.x-k8s\\.io\\.workload} {.spec.nodeName}{"\\n"}'
         )
@@ -106,7 +107,7 @@ class BindingWatch:
 
 
 @pytest.fixture
-def ordered_namespace(cluster: Any) -> Iterator[str]:
+def ordered_namespace(cluster: ControlPlane) -> Iterator[str]:
     cluster.kubectl("create", "namespace", NAMESPACE)
     try:
         yield NAMESPACE
@@ -119,12 +120,12 @@ def gates(pod: dict[str, Any]) -> list[str]:
     return [gate["name"] for gate in pod["spec"].get("schedulingGates") or ()]
 
 
-def pods(cluster: Any) -> list[dict[str, Any]]:
+def pods(cluster: ControlPlane) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"])
 
 
 def test_deployments_created_dependents_first_are_bound_dependencies_first(
-    cluster: Any,
+    cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     host_tls: dict[str, Any],
     ordered_namespace: str,
@@ -182,5 +183,5 @@ def test_deployments_created_dependents_first_are_bound_dependencies_first(
     assert forbidden(cluster, "operator") == []
 
 
-def pods_named(cluster: Any, name: str) -> dict[str, Any]:
+def pods_named(cluster: ControlPlane, name: str) -> dict[str, Any]:
     return dict(kubectl_json(cluster, "get", "pod", name, "-n", NAMESPACE))

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import EXAMPLES, ROOT, eventually, kubectl_json
 
 pytestmark = pytest.mark.e2e
@@ -47,7 +48,7 @@ def pod(workload: str, node: str = "") -> dict[str, Any]:
             "spec": spec}  # fmt: skip
 
 
-def netaware_best(cluster: Any, candidate: dict[str, Any], folder: pathlib.Path) -> tuple[set[str], int]:
+def netaware_best(cluster: ControlPlane, candidate: dict[str, Any], folder: pathlib.Path) -> tuple[set[str], int]:
     """The nodes netaware's `schedule` (NetworkOverhead alone) gives the top total to, and how many nodes pass."""
     dump = folder / "cluster.yaml"
     dump.write_text(
@@ -72,7 +73,7 @@ def netaware_best(cluster: Any, candidate: dict[str, Any], folder: pathlib.Path)
 
 @pytest.mark.skipif(not PEER.is_file(), reason="the upstream peer is not built: bash hack/control-plane/build-peer.sh")
 def test_scheduler_plugins_places_where_netaware_predicts_for_network_overhead(
-    cluster: Any, tmp_path: pathlib.Path
+    cluster: ControlPlane, tmp_path: pathlib.Path
 ) -> None:
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     for example in ("appgroup-onlineboutique.yaml", "networktopology.yaml"):

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import (
     EXAMPLES,
     eventually,
@@ -73,7 +74,7 @@ def deployment(selector: str, replicas: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def plan_namespace(cluster: Any) -> Iterator[str]:
+def plan_namespace(cluster: ControlPlane) -> Iterator[str]:
     cluster.kubectl("create", "namespace", NAMESPACE)
     try:
         yield NAMESPACE
@@ -82,16 +83,16 @@ def plan_namespace(cluster: Any) -> Iterator[str]:
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)  # the next
 
 
-def pods(cluster: Any) -> list[dict[str, Any]]:
+def pods(cluster: ControlPlane) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"])
 
 
-def bound_where_planned(cluster: Any, count: int) -> list[dict[str, Any]] | None:
+def bound_where_planned(cluster: ControlPlane, count: int) -> list[dict[str, Any]] | None:
     found = [p for p in pods(cluster) if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
     return found if len(found) >= count else None
 
 
-def free_millicores(cluster: Any, node: str) -> int:
+def free_millicores(cluster: ControlPlane, node: str) -> int:
     """The cpu of ``node`` no running or pending pod bound there requests, in millicores."""
     allocatable = kubectl_json(cluster, "get", "node", node)["status"]["allocatable"]["cpu"]
     held = kubectl_json(cluster, "get", "pods", "-A", "--field-selector", f"spec.nodeName={node}")["items"]
@@ -109,7 +110,7 @@ def _millicores(quantity: str) -> int:
 
 
 def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
-    cluster: Any,
+    cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     host_tls: dict[str, Any],
     plan_namespace: str,
@@ -163,7 +164,7 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
 
 
 def test_a_node_filled_between_plan_and_bind_leaves_no_pod_stranded(
-    cluster: Any,
+    cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     host_tls: dict[str, Any],
     plan_namespace: str,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import (
     PROBE_NAMESPACE,
     RELEASE_NAMESPACE,
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.e2e
 NODE = "probe-node"
 
 
-def row(cluster: Any) -> dict[str, Any] | None:
+def row(cluster: ControlPlane) -> dict[str, Any] | None:
     done = cluster.kubectl(
         "get", "configmap", f"netperf-nt-e2e-{NODE}", "-n", PROBE_NAMESPACE, "-o", "json", check=False
     )
@@ -36,7 +37,7 @@ def row(cluster: Any) -> dict[str, Any] | None:
 
 
 def test_the_probe_writes_its_row_with_least_privilege_and_the_row_goes_with_its_node(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     nodes = tmp_path / "node.yaml"
     labels = {"topology.kubernetes.io/region": "r9", "topology.kubernetes.io/zone": "z9"}
@@ -70,7 +71,7 @@ def test_the_probe_writes_its_row_with_least_privilege_and_the_row_goes_with_its
 
 
 def test_two_probes_measure_each_other_and_the_controller_computes_the_costs(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
     """Two plain Nodes (no KWOK: nothing overwrites their pods' status) in zones za and zb, a probe pod on each
     whose pod IP is a loopback address, two `netaware probe` processes there with the chart's token, and

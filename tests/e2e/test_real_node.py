@@ -108,12 +108,12 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         plane.stop()
 
 
-def pods(plane: Any, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+def pods(plane: ControlPlane, namespace: str, selector: str = "") -> list[dict[str, Any]]:
     args = ["get", "pods", "-n", namespace] + (["-l", selector] if selector else [])
     return list(kubectl_json(plane, *args)["items"])
 
 
-def raw(plane: Any, path: str) -> str:
+def raw(plane: ControlPlane, path: str) -> str:
     return str(plane.kubectl("get", "--raw", path).stdout)
 
 
@@ -229,7 +229,7 @@ def workload(
     }
 
 
-def pod_of(plane: Any, namespace: str, app: str, phase: str = "Running") -> dict[str, Any]:
+def pod_of(plane: ControlPlane, namespace: str, app: str, phase: str = "Running") -> dict[str, Any]:
     found: dict[str, Any] = eventually(
         lambda: next((p for p in pods(plane, namespace, f"app={app}") if p["status"].get("phase") == phase), None),
         90,
@@ -247,7 +247,7 @@ def received_rate(log: str) -> float:
 
 
 def stream(
-    plane: Any, namespace: str, limit: str, receiver_node: str, sender_node: str, seconds: float
+    plane: ControlPlane, namespace: str, limit: str, receiver_node: str, sender_node: str, seconds: float
 ) -> tuple[dict[str, Any], str]:
     """A namespace whose pods get ``limit`` of egress from the webhook, a receiver on ``receiver_node`` and a
     sender on ``sender_node`` (through the second scheduler) streaming to it for ``seconds``: the sender pod and

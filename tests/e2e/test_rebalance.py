@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hack.control_plane.cluster import ControlPlane
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.snapshot import build_snapshot
@@ -92,7 +93,7 @@ def policy(namespace: str, resource: str, rebalance: dict[str, Any]) -> dict[str
     }  # fmt: skip
 
 
-def pods(cluster: Any) -> list[dict[str, Any]]:
+def pods(cluster: ControlPlane) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"])
 
 
@@ -106,7 +107,7 @@ def running_pods(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def mean_costs(cluster: Any) -> tuple[float, float]:
+def mean_costs(cluster: ControlPlane) -> tuple[float, float]:
     """(the mean cost per dependency edge as placed, the planner's for the same cluster)."""
     objects = kubectl_json(cluster, "get", "nodes")["items"] + running_pods(pods(cluster))
     objects += kubectl_json(cluster, "get", "networktopologies", "-n", "default")["items"]
@@ -119,7 +120,7 @@ def mean_costs(cluster: Any) -> tuple[float, float]:
 
 
 @pytest.fixture
-def boutique_namespace(cluster: Any) -> Any:
+def boutique_namespace(cluster: ControlPlane) -> Any:
     cluster.kubectl("create", "namespace", NAMESPACE)
     try:
         yield NAMESPACE
@@ -129,7 +130,7 @@ def boutique_namespace(cluster: Any) -> Any:
 
 
 def test_the_rebalancer_brings_a_spread_application_near_the_planners_cost_within_its_budgets(
-    cluster: Any,
+    cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     host_tls: dict[str, Any],
     boutique_namespace: str,
@@ -249,7 +250,7 @@ def imbalance(used: dict[str, int]) -> float:
 
 
 def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
     """Four 1G nodes; eight pods asking 100M egress each, all put on rb-0 by hand (the others cordoned while they
     were created). The webhook turns the annotations into extended resources that kube-scheduler accounts and the
@@ -332,9 +333,9 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
         cluster.kubectl("delete", "node", *BW_NODES, "--ignore-not-found", check=False)
 
 
-def bw_pods(cluster: Any) -> list[dict[str, Any]]:
+def bw_pods(cluster: ControlPlane) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", BW_NAMESPACE)["items"])
 
 
-def bw_running(cluster: Any) -> list[dict[str, Any]]:
+def bw_running(cluster: ControlPlane) -> list[dict[str, Any]]:
     return running_pods(bw_pods(cluster))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.cluster import ControlPlane
 from tests.e2e.conftest import eventually, example, forbidden, free_port, kubectl_json, running, wait_for_port
 from webhooks.configuration import mutating_webhook_configuration
 
@@ -30,7 +31,7 @@ def pod(name: str, selector: str) -> dict[str, Any]:
     }
 
 
-def admitted_with_warning(cluster: Any) -> bool:
+def admitted_with_warning(cluster: ControlPlane) -> bool:
     """A new pod in the namespace is created, and kubectl printed the webhook's warning (the view may lag)."""
     name = f"p3-{len(kubectl_json(cluster, 'get', 'pods', '-n', NAMESPACE)['items'])}"
     done = cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod(name, "p3")))
@@ -38,7 +39,7 @@ def admitted_with_warning(cluster: Any) -> bool:
 
 
 def test_pods_get_bandwidth_from_the_admission_chain_and_ignore_survives_an_outage(
-    cluster: Any, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     group = example("appgroup-a1.yaml")[0]

@@ -6,8 +6,8 @@ kube-controller-manager (ReplicaSets, the default ServiceAccount, garbage collec
 kube-scheduler and KWOK (fake nodes and pods that behave like real ones: nodes become Ready, pods bound
 to a KWOK node become Running). Everything listens on 127.0.0.1; state lives in one folder.
 
-    python hack/control-plane/cluster.py up [--dir DIR] [--nodes FILE.yaml ...]   # prints the kubeconfig path
-    python hack/control-plane/cluster.py down [--dir DIR]
+    python -m hack.control_plane.cluster up [--dir DIR] [--nodes FILE.yaml ...]   # prints the kubeconfig path
+    python -m hack.control_plane.cluster down [--dir DIR]      (from the repository's root)
 
 ``hack/control-plane/up.sh`` and ``down.sh`` call it; the e2e tests import :class:`ControlPlane`.
 """
@@ -32,8 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import realnode
+from hack.control_plane import realnode
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".tools" / "bin"
