@@ -1,17 +1,13 @@
-"""What the benchmark scripts share besides their figures (:mod:`benchmarks.figures`): a free loopback port and a
-shell command's output."""
+"""What the benchmark scripts share besides their figures (:mod:`benchmarks.figures`): a free loopback port (the
+control plane's, one definition for the tests, the benchmarks and the control plane) and a shell command's output."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 
+from hack.control_plane.cluster import free_port
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+__all__ = ["free_port", "sh"]
 
 
 def sh(*args: str, check: bool = True) -> str:

@@ -25,7 +25,7 @@ import trustme
 import yaml
 
 from hack.control_plane import cluster as control_plane
-from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.cluster import ControlPlane, free_port
 from tests.e2e import rbac
 from webhooks.configuration import mutating_webhook_configuration
 
@@ -147,12 +147,6 @@ def eventually(check: Callable[[], Any], within: float = 30.0, what: str = "cond
                 return last
         time.sleep(0.3)
     raise AssertionError(f"{what} not reached within {within:g} s (last: {last!r})")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def gating_components(
