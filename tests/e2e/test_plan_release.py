@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     forbidden,
     gating_components,
     kubectl_json,
+    member_deployment,
     running,
     wait_for_port,
 )
@@ -59,18 +60,7 @@ def appgroup() -> dict[str, Any]:
 
 
 def deployment(selector: str, replicas: int) -> dict[str, Any]:
-    labels = {"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": selector}
-    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1"}}}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": selector, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
+    return member_deployment(NAMESPACE, "shop", selector, replicas, "1")
 
 
 @pytest.fixture

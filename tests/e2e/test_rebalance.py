@@ -21,7 +21,16 @@ from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.rebalancing.rebalance import placed_and_planned
 from operators.engine.simulation.ordered import BOUTIQUE
-from tests.e2e.conftest import EXAMPLES, eventually, forbidden, gating_components, kubectl_json, running, wait_for_port
+from tests.e2e.conftest import (
+    EXAMPLES,
+    eventually,
+    forbidden,
+    gating_components,
+    kubectl_json,
+    member_deployment,
+    running,
+    wait_for_port,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -53,18 +62,9 @@ def appgroup(plan: bool) -> dict[str, Any]:
 
 
 def workload_objects(selector: str) -> list[dict[str, Any]]:
-    labels = {GROUP_LABEL: "boutique", f"{GROUP_LABEL}.workload": selector}
-    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "400m"}}}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": selector, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": REPLICAS,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
+    """The workload's Deployment (400m pods) and its PodDisruptionBudget (minAvailable 2)."""
+    deployment = member_deployment(NAMESPACE, "boutique", selector, REPLICAS, "400m")
+    labels = deployment["spec"]["selector"]["matchLabels"]
     budget = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import pathlib
 import signal
@@ -15,12 +14,9 @@ import yaml
 from prometheus_client import generate_latest
 
 from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
-from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
 from operators.emulator import ApiEmulator
-from operators.kube import url_api_client
-from operators.sources.cache import ClusterCache
 from tests.integration.conftest import Api, start_run
-from tests.support.emulated import eventually
+from tests.support.emulated import running_descheduler
 from tests.support.lownodeload import node, pod
 
 pytestmark = pytest.mark.integration
@@ -50,20 +46,8 @@ def policy(dry_run: bool = False) -> DeschedulerPolicy:
     return parse_policy(document)
 
 
-@contextlib.asynccontextmanager
-async def descheduler(emulator: ApiEmulator, chosen: DeschedulerPolicy) -> Any:
-    api = await url_api_client(emulator.base_url)()
-    live = ClusterCache(followed_kinds(chosen))
-    stop = asyncio.Event()
-    follower = asyncio.create_task(live.follow(api, stop))
-    try:
-        await eventually(lambda: live.ready and len(live.snapshot().pods) == 9, within=5)
-        yield Descheduler(api, chosen, live.snapshot, DeschedulerMetrics.create())
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await api.close()
+def descheduler(emulator: ApiEmulator, chosen: DeschedulerPolicy) -> Any:
+    return running_descheduler(emulator, chosen, 9)
 
 
 async def pod_names(api: Api) -> set[str]:

@@ -4,10 +4,7 @@ a dry run writes and evicts nothing."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,12 +12,9 @@ from prometheus_client import generate_latest
 
 from operators.api import keys
 from operators.api.config.descheduler import DeschedulerPolicy, parse_policy
-from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
 from operators.emulator import ApiEmulator
-from operators.kube import url_api_client
-from operators.sources.cache import ClusterCache
-from operators.waiting import until
 from tests.integration.conftest import Api
+from tests.support.emulated import running_descheduler
 from tests.support.rebalancing import CONFIG, NS, appgroup, node, pod, topology
 
 pytestmark = pytest.mark.integration
@@ -49,20 +43,8 @@ def policy(dry_run: bool = False) -> DeschedulerPolicy:
     })  # fmt: skip
 
 
-@contextlib.asynccontextmanager
-async def descheduler(emulator: ApiEmulator, chosen: DeschedulerPolicy) -> AsyncIterator[Descheduler]:
-    api = await url_api_client(emulator.base_url)()
-    live = ClusterCache(followed_kinds(chosen))
-    stop = asyncio.Event()
-    follower = asyncio.create_task(live.follow(api, stop))
-    try:
-        await until("the cache lists the cluster", lambda: live.ready and len(live.snapshot().pods) == 2, within=5)
-        yield Descheduler(api, chosen, live.snapshot, DeschedulerMetrics.create(), config=CONFIG)
-    finally:
-        stop.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
-        await api.close()
+def descheduler(emulator: ApiEmulator, chosen: DeschedulerPolicy) -> Any:
+    return running_descheduler(emulator, chosen, 2, CONFIG)
 
 
 async def names(api: Api) -> set[str]:

@@ -4,13 +4,18 @@ a deadline, an AppGroup's status, a labelled pod, the Lease holder, a cache's ch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import yaml
 
+from operators.api.config.descheduler import DeschedulerPolicy
+from operators.api.config.scheduler import SchedulerConfig
+from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
 from operators.emulator import ApiEmulator
+from operators.kube import url_api_client
 from operators.sources.cache import Change, ClusterCache
 from operators.waiting import NotConverged, until
 from tests.integration.conftest import Api
@@ -76,3 +81,22 @@ async def reasons_posted(api: Api, reason: str, namespace: str = "default") -> N
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"no {reason} event")
+
+
+@contextlib.asynccontextmanager
+async def running_descheduler(
+    emulator: ApiEmulator, policy: DeschedulerPolicy, pods: int, config: SchedulerConfig | None = None
+) -> AsyncIterator[Descheduler]:
+    """A Descheduler on a cluster cache of the emulator, once the cache holds ``pods`` pods."""
+    api = await url_api_client(emulator.base_url)()
+    live = ClusterCache(followed_kinds(policy))
+    stop = asyncio.Event()
+    follower = asyncio.create_task(live.follow(api, stop))
+    try:
+        await eventually(lambda: live.ready and len(live.snapshot().pods) == pods, within=5)
+        yield Descheduler(api, policy, live.snapshot, DeschedulerMetrics.create(), config=config or SchedulerConfig())
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        await api.close()
