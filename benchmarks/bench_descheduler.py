@@ -18,6 +18,7 @@ import random
 import time
 from typing import Any
 
+from benchmarks import records
 from operators.api.config.descheduler import DEFAULT_POLICY, parse_policy
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.descheduling.lownodeload import plan
@@ -75,6 +76,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     objects = cluster(args.nodes, args.pods, random.Random(3))
     started = time.perf_counter()
@@ -103,6 +105,12 @@ def main() -> None:
         f"  plan: best {best:.2f} s, worst {max(timings):.2f} s of {args.repeat} "
         f"(budget {BUDGET_S:.0f} s, ratio {best / BUDGET_S:.2f})"
     )
+    if args.record:
+        records.write(args.record, "bench_descheduler", vars(args), {
+            "plan (one cycle, snapshot built)": records.figure(timings, "s", budget=f"<= {BUDGET_S:g} s"),
+            "snapshot build": records.figure([build_s], "s"),
+            "evictions planned": records.figure([len(result.evictions)]),
+        })  # fmt: skip
 
 
 if __name__ == "__main__":

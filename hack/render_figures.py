@@ -24,7 +24,8 @@ REGION = re.compile(
 
 
 def _number(value: float) -> str:
-    return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    """Whole numbers in full (10,600), others to 4 significant digits (the records' precision)."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
 
 
 def table(record: dict[str, Any], only: tuple[str, ...]) -> str:
@@ -34,14 +35,16 @@ def table(record: dict[str, Any], only: tuple[str, ...]) -> str:
         f"Record `docs/figures/{record['benchmark']}.json`: `python -m benchmarks.{record['benchmark']}` "
         f"({parameters}) on {machine['cpus']} CPUs, Python {machine['python']}.",
         "",
-        "| figure | min | median | max | unit |",
-        "|---|---|---|---|---|",
     ]
+    budgets = any("budget" in figure for figure in record["figures"].values())
+    lines += ["| figure | min | median | max | unit |" + (" budget |" if budgets else ""),
+              "|---|---|---|---|---|" + ("---|" if budgets else "")]  # fmt: skip
     for name, figure in record["figures"].items():
         if only and not name.startswith(only):
             continue
         cells = [_number(figure[key]) for key in ("min", "median", "max")]
-        lines.append(f"| {name} | {' | '.join(cells)} | {figure.get('unit', '')} |")
+        budget = f" {figure.get('budget', '')} |" if budgets else ""
+        lines.append(f"| {name} | {' | '.join(cells)} | {figure.get('unit', '')} |{budget}")
     return "\n".join(lines) + "\n"
 
 
