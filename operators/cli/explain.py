@@ -137,6 +137,7 @@ def explain_appgroup_command(
     a whole-group plan, the mean each edge has where the plan put them, and how many followed the plan; the
     rebalancer's moves that touched it (from, to, the edge cost before and after) and its layout."""
     from operators.api import keys
+    from operators.api.meta import format_time
     from operators.engine.planning.layout import rebalancing_of
     from operators.engine.scheduling.explain import dependency_pair_costs
     from operators.engine.scheduling.index import ClusterIndex
@@ -201,7 +202,7 @@ def explain_appgroup_command(
         document["plan"] = plan.to_wire()
     rebalancing = rebalancing_of(group)
     if rebalancing is not None:
-        until = datetime.datetime.fromtimestamp(rebalancing.until, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        until = format_time(datetime.datetime.fromtimestamp(rebalancing.until, datetime.UTC))
         document["rebalance"] = {"layoutUntil": until, "layout": rebalancing.layout, "moves": list(rebalancing.moves)}
     elif keys.REBALANCE in (group.metadata.annotations or {}):
         document["rebalance"] = {"unreadable": f"annotation {keys.REBALANCE} is not the rebalancer's JSON: ignored"}

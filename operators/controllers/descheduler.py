@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from operators.api import keys
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.config.scheduler import SchedulerConfig
+from operators.api.meta import format_time
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
@@ -218,7 +219,7 @@ class Descheduler:
         )
         written = rebalancing_of(current) if current is not None else None
         earlier = list(written.moves) if written is not None else []
-        stamp = datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = format_time(datetime.datetime.fromtimestamp(at, datetime.UTC))
         made = [{**move.to_json(), "at": stamp} for move in moves]
         annotation = Rebalancing(found.layouts[group], at + args.layout_seconds, tuple((earlier + made)[-MOVES_KEPT:]))
         body = {"metadata": {"annotations": {keys.REBALANCE: annotation.to_annotation()}}}

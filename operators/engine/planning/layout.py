@@ -18,6 +18,7 @@ from typing import Any
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
+from operators.api.meta import format_time, parse_time
 
 Layout = Mapping[str, Mapping[str, int]]  # workload selector -> node -> pods
 
@@ -31,7 +32,7 @@ class Rebalancing:
     moves: tuple[Mapping[str, Any], ...] = ()
 
     def to_annotation(self) -> str:
-        until = datetime.datetime.fromtimestamp(self.until, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        until = format_time(datetime.datetime.fromtimestamp(self.until, datetime.UTC))
         layout = {workload: dict(sorted(nodes.items())) for workload, nodes in sorted(self.layout.items())}
         return json.dumps({"until": until, "layout": layout, "moves": list(self.moves)}, separators=(",", ":"))
 
@@ -43,7 +44,7 @@ def rebalancing_of(group: AppGroup) -> Rebalancing | None:
         return None
     try:
         document = json.loads(text)
-        until = datetime.datetime.fromisoformat(str(document["until"]).replace("Z", "+00:00")).timestamp()
+        until = parse_time(document["until"]).timestamp()
         layout = {
             str(workload): {str(node): int(count) for node, count in nodes.items()}
             for workload, nodes in document["layout"].items()

@@ -23,12 +23,11 @@ from operators.engine.rebalancing.model import (
     GroupCost,
     Move,
     Rebalance,
-    copy_balance,
     replacement,
     shift,
     under,
 )
-from operators.engine.rebalancing.safety import in_rollout, workload_of
+from operators.engine.rebalancing.safety import by_workload, in_rollout, workload_of
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
 
@@ -42,10 +41,7 @@ def group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
     pods = [p for p in members(group, cycle.snapshot.pods) if p.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in selectors]
     if not pods:
         return
-    by_workload: dict[str, list[Pod]] = {}
-    for pod in pods:
-        by_workload.setdefault(workload_of(pod), []).append(pod)
-    for workload, owned in sorted(by_workload.items()):
+    for workload, owned in sorted(by_workload(pods).items()):
         why = in_rollout(owned)
         if why:
             result.skipped[name] = f"{workload or 'a pod without a controller'}: {why}"
@@ -76,11 +72,10 @@ def group_moves(cycle: Cycle, group: AppGroup, result: Rebalance) -> None:
     if start - planned < cycle.args.min_gain_per_move:
         return
     sequence = _greedy(cycle, problem, engine, current, goal)
-    chosen = _best_subset(cycle, engine, problem, current, sequence)
+    # each gain against the cycle's state before any of its moves is applied (applying changes the ceilings)
+    chosen, gains = _best_subset(cycle, engine, problem, current, sequence)
     placed = list(current)
     cost = start
-    # every gain against the cycle's state before any of its moves is applied (applying changes the ceilings)
-    gains = [_gain(cycle, engine, problem, current, [m for m in chosen if m != move], chosen) for move in chosen]
     for (row, node), gain in zip(chosen, gains, strict=True):
         source = placed[row]
         placed[row] = node
@@ -158,7 +153,7 @@ def _greedy(
     for pod, node in enumerate(current):
         engine.put(state, pod, node)
     placed = list(current)
-    balance = copy_balance(cycle.balance)
+    balance = cycle.balance.copy()
     ceilings = {node: dict(room) for node, room in cycle.ceilings.items()}
     used_workloads: set[int] = set()
     sequence: list[tuple[int, int]] = []
@@ -219,7 +214,7 @@ def _replay(
     state = engine.empty()
     for pod, node in enumerate(current):
         engine.put(state, pod, node)
-    balance = copy_balance(cycle.balance)
+    balance = cycle.balance.copy()
     ceilings = {node: dict(room) for node, room in cycle.ceilings.items()}
     for pod, node in moves:
         member, source = problem.pods[pod], int(state.node[pod])
@@ -239,11 +234,10 @@ def _gain(
     problem: Problem,
     current: list[int],
     without: Sequence[tuple[int, int]],
-    chosen: Sequence[tuple[int, int]],
+    full: float | None,
 ) -> float:
-    """What the moves ``chosen`` gain over ``without`` (one of them left out)."""
+    """What the chosen moves (whose objective is ``full``) gain over ``without`` (one of them left out)."""
     rest = _replay(cycle, engine, problem, current, without)
-    full = _replay(cycle, engine, problem, current, chosen)
     if rest is None or full is None:
         return float("inf") if full is not None else float("-inf")  # the others need it: it is part of the gain
     return rest - full
@@ -251,23 +245,24 @@ def _gain(
 
 def _best_subset(
     cycle: Cycle, engine: Search, problem: Problem, current: list[int], sequence: list[tuple[int, int]]
-) -> list[tuple[int, int]]:
+) -> tuple[list[tuple[int, int]], list[float]]:
     """The prefix of ``sequence`` with the lowest objective, then without the moves whose leave-one-out gain is
-    below ``minGainPerMove`` (the worst first, until none is)."""
-    start = _replay(cycle, engine, problem, current, [])
-    assert start is not None
+    below ``minGainPerMove`` (the worst first, until none is); with each kept move's leave-one-out gain."""
     values = [_replay(cycle, engine, problem, current, sequence[:k]) for k in range(len(sequence) + 1)]
+    start = values[0]
+    assert start is not None
     best = min(range(len(values)), key=lambda k: (values[k] if values[k] is not None else float("inf"), k))
     chosen = sequence[:best]
+    end: float | None = start
     while chosen:
-        gains = [
-            _gain(cycle, engine, problem, current, chosen[:i] + chosen[i + 1 :], chosen) for i in range(len(chosen))
-        ]
+        end = _replay(cycle, engine, problem, current, chosen)
+        gains = [_gain(cycle, engine, problem, current, chosen[:i] + chosen[i + 1 :], end) for i in range(len(chosen))]
         worst = min(range(len(chosen)), key=lambda i: gains[i])
         if gains[worst] >= cycle.args.min_gain_per_move:
             break
         del chosen[worst]
-    end = _replay(cycle, engine, problem, current, chosen)
-    if end is None or start - end < cycle.args.min_gain_per_move:
-        return []
-    return chosen
+    else:
+        end = start  # nothing kept
+    if not chosen or end is None or start - end < cycle.args.min_gain_per_move:
+        return [], []
+    return chosen, gains

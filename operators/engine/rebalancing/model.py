@@ -3,6 +3,7 @@ cycle's shared state (the cluster as moved so far, the budgets, LowNodeLoad's ce
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -124,6 +125,12 @@ class Balance:
                 change += float(np.sum((free + sign * want) ** 2 - free**2))
         return change
 
+    def copy(self) -> Balance:
+        """The same free bandwidth, to move pods in without changing this one."""
+        clone = copy.copy(self)
+        clone.free = self.free.copy()
+        return clone
+
     def move(self, pod: Pod, source: str, target: str) -> None:
         want = self.demand(pod)
         for node, sign in ((source, 1.0), (target, -1.0)):
@@ -150,11 +157,7 @@ class Cycle:
     rollouts: dict[str, str] = field(default_factory=dict)  # workload -> why it is changing now (rule 1)
 
     def fits_ceiling(self, pod: Pod, target: str) -> bool:
-        room = self.ceilings.get(target)
-        if room is None:
-            return True
-        used = self.usage(pod)
-        return all(used.get(resource, 0) <= left for resource, left in room.items())
+        return under(self.ceilings, self.usage(pod), target)
 
     def allowed(self, pod: Pod, workload: str, source: str, used: set[str]) -> bool:
         return (
@@ -170,11 +173,7 @@ class Cycle:
         self.left -= 1
         self.limits.record(pod.namespace, move.source)
         self.balance.move(pod, move.source, move.target)
-        used = self.usage(pod)
-        for node, sign in ((move.source, 1), (move.target, -1)):
-            if node in self.ceilings:
-                for resource in self.ceilings[node]:
-                    self.ceilings[node][resource] += sign * used.get(resource, 0)
+        shift(self.ceilings, self.usage(pod), move.source, move.target)
         self.snapshot = moved(self.snapshot, pod, move.target)
 
 
@@ -234,10 +233,3 @@ def shift(ceilings: Ceilings, used: Mapping[str, int], source: str, target: str)
     for node, sign in ((source, 1), (target, -1)):
         for resource in ceilings.get(node, {}):
             ceilings[node][resource] += sign * used.get(resource, 0)
-
-
-def copy_balance(balance: Balance) -> Balance:
-    copy = object.__new__(Balance)
-    copy.__dict__.update(balance.__dict__)
-    copy.free = balance.free.copy()
-    return copy

@@ -41,7 +41,7 @@ from operators.engine.planning.release import plans_by_whole_group
 from operators.engine.rebalancing.appgroups import group_moves, placed_and_planned
 from operators.engine.rebalancing.bandwidth import bandwidth_moves
 from operators.engine.rebalancing.model import Balance, Ceilings, Cycle, Move, Rebalance, Usage
-from operators.engine.rebalancing.safety import History, in_rollout, workload_of
+from operators.engine.rebalancing.safety import History, by_workload, in_rollout
 from operators.engine.scheduling.index import ClusterIndex
 
 __all__ = ["Move", "Rebalance", "after_low_node_load", "placed_and_planned", "rebalance"]
@@ -75,10 +75,9 @@ def rebalance(
     if left <= 0:
         result.note = "no moves left in this cycle's or this hour's budget"
         return result
-    cycle = Cycle(snapshot, args, config, history, now, limits or EvictionLimits(), dict(ceilings), usage, balance,
-                  left)  # fmt: skip
-    cycle.ceilings = {node: dict(room) for node, room in ceilings.items()}
-    cycle.rollouts = _rollouts(snapshot)
+    room = {node: dict(resources) for node, resources in ceilings.items()}  # the cycle's own, it moves them
+    cycle = Cycle(snapshot, args, config, history, now, limits or EvictionLimits(), room, usage, balance, left,
+                  rollouts=_rollouts(snapshot))  # fmt: skip
     weight = args.weights
     if weight.network_cost > 0:
         for group in sorted(snapshot.app_groups, key=lambda g: (g.metadata.namespace, g.metadata.name)):
@@ -107,11 +106,7 @@ def rebalance(
 
 def _rollouts(snapshot: Snapshot) -> dict[str, str]:
     """workload -> why its pods are changing now (only those that are)."""
-    by_workload: dict[str, list[Pod]] = {}
-    for pod in snapshot.pods:
-        if not pod.is_terminal:
-            by_workload.setdefault(workload_of(pod), []).append(pod)
-    found = {workload: in_rollout(pods) for workload, pods in by_workload.items() if workload}
+    found = {workload: in_rollout(pods) for workload, pods in by_workload(snapshot.pods).items() if workload}
     return {workload: why for workload, why in found.items() if why}
 
 

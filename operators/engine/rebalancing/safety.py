@@ -47,6 +47,15 @@ def workload_of(pod: Pod) -> str:
     return f"{pod.namespace}/{kind}/{name}"
 
 
+def by_workload(pods: Iterable[Pod]) -> dict[str, list[Pod]]:
+    """The non-terminal ``pods`` by their workload (:func:`workload_of`; "" for pods without a controller)."""
+    found: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if not pod.is_terminal:
+            found.setdefault(workload_of(pod), []).append(pod)
+    return found
+
+
 def in_rollout(pods: Iterable[Pod]) -> str:
     """Why a workload's ``pods`` are changing now (rule 1), or "" when they are settled."""
     revisions: set[tuple[str, str]] = set()
@@ -99,15 +108,12 @@ class History:
         """Rule 3 on ``snapshot``: the moves that landed and those that missed since the last call; the rest stay
         in flight."""
         present = {pod.key for pod in snapshot.pods}
-        by_workload: dict[str, list[Pod]] = {}
-        for pod in snapshot.pods:
-            if not pod.is_terminal:
-                by_workload.setdefault(workload_of(pod), []).append(pod)
+        owned = by_workload(snapshot.pods)
         landed: list[MoveRecord] = []
         missed: list[MoveRecord] = []
         waiting: list[MoveRecord] = []
         for move in self.in_flight:
-            pods = by_workload.get(move.workload, [])
+            pods = owned.get(move.workload, [])
             if move.pod in present or any(not pod.node_name for pod in pods) or len(pods) < move.replicas:
                 if now - move.at > lifetime:
                     missed.append(move)
