@@ -82,8 +82,17 @@ if ! stamp_matches netaware "$IMAGES/base.tar" "${sources[@]/#/$ROOT/}"; then
   # mounted into each RUN step, never copied into a layer.
   trust=()
   [[ -s /etc/ssl/certs/ca-certificates.crt ]] && trust=(--volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-  "${B[@]}" bud --quiet --network host --pull-never --layers "${trust[@]}" --build-arg "BASE=$BASE" \
-    -t localhost/netaware:dev -f "$ROOT/Dockerfile" "$ROOT" >"$NODE/bud.log" 2>&1 || { tail -30 "$NODE/bud.log" >&2; exit 1; }
+  # buildah re-executes itself from a sealed memfd copy for each RUN step; under load the kernel can refuse the
+  # seal with EBUSY (pages of the copy still pinned), a transient failure: the build is tried again (its finished
+  # layers are cached) up to three times for that error only.
+  for attempt in 1 2 3; do
+    if "${B[@]}" bud --quiet --network host --pull-never --layers "${trust[@]}" --build-arg "BASE=$BASE" \
+      -t localhost/netaware:dev -f "$ROOT/Dockerfile" "$ROOT" >"$NODE/bud.log" 2>&1; then break; fi
+    if [[ $attempt -lt 3 ]] && grep -q 'sealing memfd copy: Device or resource busy' "$NODE/bud.log"; then
+      echo "buildah bud: transient EBUSY sealing its memfd copy (attempt $attempt), trying again"; sleep 2; continue
+    fi
+    tail -30 "$NODE/bud.log" >&2; exit 1
+  done
   export_image netaware localhost/netaware:dev
 fi
 echo "images ready in $IMAGES ($((SECONDS - start)) s)"
