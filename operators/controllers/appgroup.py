@@ -40,8 +40,9 @@ from operators.engine.cluster.objects import Node, Pod, place_of
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
 from operators.kube import patch_status, post_event
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
+from operators.sources.store import Change
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 INVALID_SPEC = "InvalidSpec"

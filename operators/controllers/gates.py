@@ -46,8 +46,9 @@ from operators.engine.planning.release import (
 from operators.engine.planning.release import release_patch as planned_release_patch
 from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, timeout_of
 from operators.kube import post_event, send_json
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS
+from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.gates")
 

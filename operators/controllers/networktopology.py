@@ -38,8 +38,9 @@ from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
 from operators.kube import MERGE_PATCH, patch_status, read_json
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NODES
+from operators.sources.store import Change
 
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
 EVENT_SHOWN = 5

@@ -33,8 +33,9 @@ from operators.engine.cluster.objects import Node
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.status.node_bandwidth import advertised, advertisement, status_patch, unaccounted_usage
 from operators.kube import post_event, send_json
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS, PODS
+from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.nodebandwidth")
 MERGE_PATCH = "application/merge-patch+json"

@@ -37,8 +37,9 @@ from operators.engine.cluster.objects import Node
 from operators.engine.status.nodeslo import owned_spec, owned_spec_patch, render_nodeslo
 from operators.engine.status.sloconfig import ConfigState, update_config
 from operators.kube import patch_status, read_json, send_json
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS
+from operators.sources.store import Change
 from operators.sources.trim import trim_other
 
 RESOURCE = (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos")

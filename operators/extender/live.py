@@ -25,8 +25,9 @@ from operators.api.quantity import Quantity
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.index import ClusterIndex
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS
+from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.extender")
 

@@ -15,8 +15,9 @@ from operators.api import keys
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.index import ClusterIndex
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
 from operators.sources.kinds import PODS
+from operators.sources.store import Change
 
 BANDWIDTHS = ["10M", "250M", "1G", "not-a-quantity", None]
 

@@ -138,7 +138,8 @@ def test_changes_of_other_kinds_in_the_shared_cache_are_not_pods() -> None:
     from operators.api.nodeslo import NodeSLO
     from operators.controllers.networktopology import _State
     from operators.engine.cluster.objects import Pod
-    from operators.sources.cache import Change, ClusterCache
+    from operators.sources.cache import ClusterCache
+    from operators.sources.store import Change
 
     state = _State(ClusterCache(()))
     event = asyncio.Event()

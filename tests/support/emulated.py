@@ -16,7 +16,8 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
 from operators.emulator import ApiEmulator
 from operators.kube import url_api_client
-from operators.sources.cache import Change, ClusterCache
+from operators.sources.cache import ClusterCache
+from operators.sources.store import Change
 from operators.waiting import NotConverged, until
 from tests.integration.conftest import Api
 
