@@ -26,7 +26,8 @@ from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.schedule import schedule
-from operators.extender.server import ExtenderState, build_app
+from operators.extender.answers import ExtenderState
+from operators.extender.server import build_app
 
 BUDGET_MS = 20.0
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,9 +22,10 @@ from operators.agent.live import Agent, AgentMetrics, AgentOptions, agent_kinds
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.snapshot import Snapshot
+from operators.extender.answers import ExtenderState
 from operators.extender.live import KINDS as LIVE_INDEX_KINDS
 from operators.extender.live import LIVE_KEY, LiveIndex
-from operators.extender.server import ExtenderState, PodNotifier
+from operators.extender.server import PodNotifier
 from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
 from operators.probe import ProbeMetrics, ProbeOptions, Prober, probe_cache, serve_endpoint

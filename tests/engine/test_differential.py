@@ -24,7 +24,8 @@ from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import PASSED, schedule
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.simulate import bandwidth_fits, total_capacity
-from operators.extender.server import ExtenderState, build_app, extender_scores
+from operators.extender.answers import ExtenderState
+from operators.extender.server import build_app, extender_scores
 from tests.support.clusters import random_cluster
 
 BANDWIDTHS = ["0", "10M", "50M", "100M", "250M", "400M"]

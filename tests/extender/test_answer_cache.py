@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from operators.api.config.scheduler import parse_config
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
-from operators.extender.server import Call, ExtenderState, filter_body, prioritize_body
+from operators.extender.answers import ExtenderState
+from operators.extender.server import Call, filter_body, prioritize_body
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "hack" / "examples"

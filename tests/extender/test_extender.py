@@ -19,7 +19,8 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
-from operators.extender.server import ExtenderState, build_app, extender_scores, serve
+from operators.extender.answers import ExtenderState
+from operators.extender.server import build_app, extender_scores, serve
 from operators.serving import ReloadingTLS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

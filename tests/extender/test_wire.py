@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from operators.extender.server import BadArgs, _parse_args
+from operators.extender.args import BadArgs, parse_args
 from operators.extender.wire import NameListMemo, PriorityTemplate
 from tests.fuzz.strategies import json_values
 
@@ -27,35 +27,35 @@ def go_body(args: dict[str, Any]) -> bytes:
 
 def learned(names: list[str]) -> NameListMemo:
     memo = NameListMemo()
-    _parse_args(go_body({"Pod": POD, "NodeNames": names}), memo)
+    parse_args(go_body({"Pod": POD, "NodeNames": names}), memo)
     assert memo.names == names
     return memo
 
 
 def outcome(body: bytes, memo: NameListMemo) -> Any:
     try:
-        return _parse_args(body, memo)
+        return parse_args(body, memo)
     except BadArgs as error:
         return f"BadArgs: {error}"
 
 
 def test_the_same_list_is_not_parsed_again() -> None:
     memo = NameListMemo()
-    first = _parse_args(go_body({"Pod": POD, "NodeNames": NAMES}), memo)[1]
+    first = parse_args(go_body({"Pod": POD, "NodeNames": NAMES}), memo)[1]
     other_pod = {"metadata": {"name": "q", "namespace": "team-1", "labels": {"app": "x"}}}
-    pod, names, items = _parse_args(go_body({"Pod": other_pod, "NodeNames": list(NAMES)}), memo)
+    pod, names, items = parse_args(go_body({"Pod": other_pod, "NodeNames": list(NAMES)}), memo)
     assert names is first and items is None  # the very list object of the first body
     assert (pod.name, pod.namespace, pod.labels) == ("q", "team-1", {"app": "x"})
-    changed = _parse_args(go_body({"Pod": POD, "NodeNames": ["n-1", "n-2", "n-4"]}), memo)[1]
+    changed = parse_args(go_body({"Pod": POD, "NodeNames": ["n-1", "n-2", "n-4"]}), memo)[1]
     assert changed == ["n-1", "n-2", "n-4"] and changed is not first
-    assert _parse_args(go_body({"Pod": POD, "NodeNames": ["n-3"]}), memo)[1] == ["n-3"]  # a suffix of the list
+    assert parse_args(go_body({"Pod": POD, "NodeNames": ["n-3"]}), memo)[1] == ["n-3"]  # a suffix of the list
 
 
 def test_a_list_encoded_otherwise_is_parsed_each_time() -> None:
     memo = NameListMemo()
     spaced = json.dumps({"Pod": POD, "NodeNames": NAMES}).encode()  # ", " and ": ": not as Go writes it
-    first = _parse_args(spaced, memo)[1]
-    again = _parse_args(spaced, memo)[1]
+    first = parse_args(spaced, memo)[1]
+    again = parse_args(spaced, memo)[1]
     assert first == again == NAMES and again is not first and memo.names is None
 
 

@@ -34,7 +34,7 @@ from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.sloconfig import ConfigState, update_config
-from operators.extender.server import ExtenderState
+from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app as extender_app
 from tests.fuzz.strategies import (
     HOSTILE_QUANTITIES,

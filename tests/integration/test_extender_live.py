@@ -18,8 +18,9 @@ from operators import compose
 from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
 from operators.engine.cluster.snapshot import build_snapshot
+from operators.extender.answers import ExtenderState
 from operators.extender.live import LIVE_KEY
-from operators.extender.server import STATE_KEY, ExtenderState, build_app
+from operators.extender.server import STATE_KEY, build_app
 from tests.integration.conftest import Api
 from tests.support.emulated import documents, eventually, labelled_pod
 

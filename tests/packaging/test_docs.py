@@ -132,8 +132,6 @@ def test_no_test_module_imports_another_and_nothing_edits_sys_path() -> None:
 
 LONG_MODULES = {  # the modules above 400 lines, at most as long as they are now: split them, never grow them
     "operators/engine/planning/search.py": 585,
-    "operators/sources/cache.py": 442,
-    "operators/extender/server.py": 487,
     "operators/cli/offline.py": 451,
     "operators/api/quantity.py": 407,
 }

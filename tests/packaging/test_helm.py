@@ -337,7 +337,7 @@ def test_the_extender_counts_in_the_charts_accounting_mode(
         str(config.bandwidth.default_node_bandwidth) if config.bandwidth.default_node_bandwidth else None
     ) == default
     assert set(config.filters) == {"NodeResourcesFit", "NetworkOverhead", "NetworkBandwidth"}  # the defaults kept
-    from operators.extender.server import ExtenderState
+    from operators.extender.answers import ExtenderState
 
     # kube-scheduler runs its own NodeResourcesFit before calling the extender, which answers for netaware's only
     assert set(ExtenderState(lambda: None, config).config.filters) == {"NetworkOverhead", "NetworkBandwidth"}  # type: ignore[arg-type,return-value]

@@ -12,7 +12,8 @@ from aiohttp import web
 from operators import serving
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Snapshot
-from operators.extender.server import ExtenderState, build_app
+from operators.extender.answers import ExtenderState
+from operators.extender.server import build_app
 
 
 @pytest.fixture
