@@ -162,13 +162,7 @@ def register(
 
     @kopf.on.event("configmaps", id="networktopology_configmaps", registry=registry)  # type: ignore[arg-type]
     async def configmap_event(namespace: str, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
-        state: _State = memo.networktopology
-        owner = labels.get(keys.NETPERF_CONFIGMAP_LABEL)
-        if owner is not None and (namespace, owner) in state.dirty:
-            state.dirty[(namespace, owner)].set()
-        for key, names in state.config_maps.items():
-            if key[0] == namespace and name in names and key in state.dirty:
-                state.dirty[key].set()
+        _configmap_changed(memo.networktopology, namespace, name, labels)
 
     @kopf.on.event(*RESOURCE, id="networktopology_changed", registry=registry)  # type: ignore[arg-type]
     async def topology_event(
@@ -182,38 +176,53 @@ def register(
                 task.cancel()
         elif key not in state.loops or state.loops[key].done():
             state.dirty[key] = asyncio.Event()
-            state.loops[key] = asyncio.create_task(topology_loop(namespace, name, memo, logger))
+            state.loops[key] = asyncio.create_task(_topology_loop(namespace, name, memo, logger, settings))
         else:
             state.dirty[key].set()
 
-    async def topology_loop(namespace: str, name: str, memo: kopf.Memo, logger: logging.Logger) -> None:
-        state: _State = memo.networktopology
-        dirty = state.dirty[(namespace, name)]
-        dirty.set()
-        await state.cache.wait_synced()  # allocated bandwidth from half-listed pods would be wrong
-        loop = asyncio.get_running_loop()
-        last_run = -settings.debounce_seconds
-        try:
-            while True:
-                with contextlib.suppress(TimeoutError):  # a timeout is the periodic resync
-                    await asyncio.wait_for(dirty.wait(), timeout=settings.resync_seconds)
-                pause = last_run + settings.debounce_seconds - loop.time()
-                if pause > 0:
-                    await asyncio.sleep(pause)
-                dirty.clear()
-                try:
-                    await recompute(memo.api, state, namespace, name, settings, logger)
-                except ApiException as error:
-                    logger.warning(
-                        "NetworkTopology %s/%s: recompute failed (%s %s); retrying",
-                        namespace,
-                        name,
-                        error.status,
-                        error.reason,
-                    )
-                    dirty.set()
-                last_run = loop.time()  # the interval runs from the end of one computation
-        finally:
-            if state.dirty.get((namespace, name)) is dirty:  # not a newer loop's (deleted and created again)
-                state.dirty.pop((namespace, name), None)
-                state.config_maps.pop((namespace, name), None)
+
+def _configmap_changed(state: _State, namespace: str, name: str, labels: Mapping[str, str]) -> None:
+    """A netperf ConfigMap (labelled with its NetworkTopology) or one a topology names changed: mark it dirty."""
+    owner = labels.get(keys.NETPERF_CONFIGMAP_LABEL)
+    if owner is not None and (namespace, owner) in state.dirty:
+        state.dirty[(namespace, owner)].set()
+    for key, names in state.config_maps.items():
+        if key[0] == namespace and name in names and key in state.dirty:
+            state.dirty[key].set()
+
+
+async def _topology_loop(
+    namespace: str, name: str, memo: kopf.Memo, logger: logging.Logger, settings: NetworkTopologyOptions
+) -> None:
+    """Recompute one NetworkTopology whenever it is marked dirty (debounced) or every resync period, until
+    cancelled."""
+    state: _State = memo.networktopology
+    dirty = state.dirty[(namespace, name)]
+    dirty.set()
+    await state.cache.wait_synced()  # allocated bandwidth from half-listed pods would be wrong
+    loop = asyncio.get_running_loop()
+    last_run = -settings.debounce_seconds
+    try:
+        while True:
+            with contextlib.suppress(TimeoutError):  # a timeout is the periodic resync
+                await asyncio.wait_for(dirty.wait(), timeout=settings.resync_seconds)
+            pause = last_run + settings.debounce_seconds - loop.time()
+            if pause > 0:
+                await asyncio.sleep(pause)
+            dirty.clear()
+            try:
+                await recompute(memo.api, state, namespace, name, settings, logger)
+            except ApiException as error:
+                logger.warning(
+                    "NetworkTopology %s/%s: recompute failed (%s %s); retrying",
+                    namespace,
+                    name,
+                    error.status,
+                    error.reason,
+                )
+                dirty.set()
+            last_run = loop.time()  # the interval runs from the end of one computation
+    finally:
+        if state.dirty.get((namespace, name)) is dirty:  # not a newer loop's (deleted and created again)
+            state.dirty.pop((namespace, name), None)
+            state.config_maps.pop((namespace, name), None)

@@ -265,8 +265,35 @@ def parse_policy(document: Any) -> DeschedulerPolicy:
     profiles = document.get("profiles") or []
     if not isinstance(profiles, list):
         raise FieldError("profiles", profiles, "expected a list of profiles")
-    found: list[tuple[int, int, str, Any]] = []
-    rebalance: list[tuple[int, int, Any]] = []
+    found = _plugin_configs(profiles)
+    if len(found[LOW_NODE_LOAD]) != 1:
+        raise FieldError("profiles", len(found[LOW_NODE_LOAD]), f"expected exactly one {LOW_NODE_LOAD} pluginConfig")
+    if len(found[NETWORK_REBALANCE]) > 1:
+        raise FieldError(
+            "profiles", len(found[NETWORK_REBALANCE]), f"expected at most one {NETWORK_REBALANCE} pluginConfig"
+        )
+    p, c, args = found[LOW_NODE_LOAD][0]
+    _enabled(profiles, p, LOW_NODE_LOAD)
+    rebalance_args = None
+    if found[NETWORK_REBALANCE]:
+        rp, rc, raw = found[NETWORK_REBALANCE][0]
+        _enabled(profiles, rp, NETWORK_REBALANCE)
+        rebalance_args = _rebalance_args(raw, f"profiles[{rp}].pluginConfig[{rc}].args")
+    profile_name = str(profiles[p].get("name") or f"profiles[{p}]")
+    try:
+        args_model = LowNodeLoadArgs.model_validate(args)
+        return DeschedulerPolicy.model_validate(
+            {**_policy_fields(document), "profile": profile_name, "args": args_model, "rebalance": rebalance_args}
+        )
+    except pydantic.ValidationError as error:
+        first = from_pydantic(error)[0]
+        prefix = f"profiles[{p}].pluginConfig[{c}].args" if error.title == LowNodeLoadArgs.__name__ else ""
+        raise first.at(prefix) if prefix else first from None
+
+
+def _plugin_configs(profiles: list[Any]) -> dict[str, list[tuple[int, int, Mapping[str, Any]]]]:
+    """Each plugin netaware runs -> (profile index, pluginConfig index, args) of every pluginConfig naming it."""
+    found: dict[str, list[tuple[int, int, Mapping[str, Any]]]] = {LOW_NODE_LOAD: [], NETWORK_REBALANCE: []}
     for p, profile in enumerate(profiles):
         if not isinstance(profile, Mapping):
             raise FieldError(f"profiles[{p}]", profile, "expected a profile object")
@@ -274,51 +301,26 @@ def parse_policy(document: Any) -> DeschedulerPolicy:
         if not isinstance(plugin_config, list):
             raise FieldError(f"profiles[{p}].pluginConfig", plugin_config, "expected a list")
         for c, entry in enumerate(plugin_config):
-            if isinstance(entry, Mapping) and entry.get("name") == LOW_NODE_LOAD:
-                args = entry.get("args") if entry.get("args") is not None else {}
-                if not isinstance(args, Mapping):
-                    raise FieldError(f"profiles[{p}].pluginConfig[{c}].args", args, "expected an object")
-                found.append((p, c, str(profile.get("name") or f"profiles[{p}]"), args))
-            elif isinstance(entry, Mapping) and entry.get("name") == NETWORK_REBALANCE:
-                args = entry.get("args") if entry.get("args") is not None else {}
-                if not isinstance(args, Mapping):
-                    raise FieldError(f"profiles[{p}].pluginConfig[{c}].args", args, "expected an object")
-                rebalance.append((p, c, args))
-    if len(found) != 1:
-        raise FieldError("profiles", len(found), f"expected exactly one {LOW_NODE_LOAD} pluginConfig")
-    if len(rebalance) > 1:
-        raise FieldError("profiles", len(rebalance), f"expected at most one {NETWORK_REBALANCE} pluginConfig")
-    p, c, profile_name, args = found[0]
-    _enabled(profiles, p, LOW_NODE_LOAD)
-    rebalance_args = None
-    if rebalance:
-        rp, rc, raw = rebalance[0]
-        _enabled(profiles, rp, NETWORK_REBALANCE)
-        rebalance_args = _rebalance_args(raw, f"profiles[{rp}].pluginConfig[{rc}].args")
-    fields: dict[str, Any] = {
-        key: document[key]
-        for key in (
-            "dryRun",
-            "maxNoOfPodsToEvictPerNode",
-            "maxNoOfPodsToEvictPerNamespace",
-            "maxNoOfPodsToEvictTotal",
-        )
-        if document.get(key) is not None
-    }
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            if not isinstance(name, str) or name not in found:  # another plugin's (or no name): not netaware's
+                continue
+            args = entry.get("args") if entry.get("args") is not None else {}
+            if not isinstance(args, Mapping):
+                raise FieldError(f"profiles[{p}].pluginConfig[{c}].args", args, "expected an object")
+            found[name].append((p, c, args))
+    return found
+
+
+def _policy_fields(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration's top-level fields netaware reads (the interval as a Go duration)."""
+    limits = ("dryRun", "maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace", "maxNoOfPodsToEvictTotal")
+    fields: dict[str, Any] = {key: document[key] for key in limits if document.get(key) is not None}
     if "deschedulingInterval" in document:
         try:
             fields["deschedulingInterval"] = parse_duration(document["deschedulingInterval"])
         except ValueError as error:
             raise FieldError("deschedulingInterval", document["deschedulingInterval"], str(error)) from None
-    try:
-        args_model = LowNodeLoadArgs.model_validate(args)
-        return DeschedulerPolicy.model_validate(
-            {**fields, "profile": profile_name, "args": args_model, "rebalance": rebalance_args}
-        )
-    except pydantic.ValidationError as error:
-        first = from_pydantic(error)[0]
-        prefix = f"profiles[{p}].pluginConfig[{c}].args" if error.title == LowNodeLoadArgs.__name__ else ""
-        raise first.at(prefix) if prefix else first from None
+    return fields
 
 
 def _enabled(profiles: list[Any], p: int, plugin: str) -> None:

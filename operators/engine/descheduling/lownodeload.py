@@ -217,6 +217,25 @@ class Planner:
         plan.thresholds = self._percent_thresholds()
         thresholds = self._thresholds(plan.thresholds)
         self._classify(thresholds)
+        sources, targets = self._sources_and_targets()
+        if not sources or not targets:
+            return plan
+        resources = self.args.resources
+        available = {r: sum(thresholds[t.name][1][r] - t.usage[r] for t in targets) for r in resources}
+        room = Targets(targets, {t.name: thresholds[t.name][1] for t in targets}, resources)
+        sources.sort(key=lambda s: (-self._source_score(s), s.name))
+        for source in sources:
+            evicted_here = yield from self._drain(source, thresholds[source.name][1], room, available)
+            if evicted_here is None:
+                return plan  # the total limit is reached
+            if evicted_here:
+                plan.observations[source.name] = 0  # acted on: observe it afresh (Koordinator's Mark(true))
+        return plan
+
+    def _sources_and_targets(self) -> tuple[list[NodeLoad], list[NodeLoad]]:
+        """The high nodes seen high often enough, and the low nodes; both empty (and the plan's note saying why)
+        when there is nothing to do."""
+        plan = self.plan
         needed = self.args.anomaly_condition.consecutive_abnormalities
         sources = [
             load for load in self._pool if plan.classes[load.name] == HIGH and plan.observations[load.name] >= needed
@@ -228,64 +247,69 @@ class Planner:
                 plan.note = f"{load.name} high {plan.observations[load.name]} of {needed} consecutive times"
         if not sources:
             plan.note = plan.note or "no node above its high thresholds"
-            return plan
-        if not targets:
+        elif not targets:
             plan.note = "no node below its low thresholds to take pods"
-            return plan
-        if len(targets) <= self.args.number_of_nodes:
+        elif len(targets) <= self.args.number_of_nodes:
             plan.note = f"{len(targets)} low nodes, not more than numberOfNodes {self.args.number_of_nodes}"
-            return plan
+        else:
+            return sources, targets
+        return [], []
+
+    def _drain(
+        self, source: NodeLoad, high: Mapping[str, int], room: Targets, available: dict[str, int]
+    ) -> Generator[Eviction, bool, bool | None]:
+        """Evict from one high node, cheapest pods first, until it is no longer high (or the targets are full):
+        whether a pod was evicted, None when the total limit stopped the plan."""
         resources = self.args.resources
-        available = {r: sum(thresholds[t.name][1][r] - t.usage[r] for t in targets) for r in resources}
-        room = Targets(targets, {t.name: thresholds[t.name][1] for t in targets}, resources)
-        sources.sort(key=lambda s: (-self._source_score(s), s.name))
-        limits = self.limits
-        for source in sources:
-            high = thresholds[source.name][1]
-            excess = {r: source.usage[r] - high[r] for r in resources}
-            weights = {r: self.args.weight(r) for r in resources}
-            usage_of = {pod.key: self._loads.pod_usage(pod) for pod in source.pods if self._candidate(pod)}
-            candidates = sorted(
-                (pod for pod in source.pods if pod.key in usage_of),
-                key=lambda pod: order_key(pod, usage_score(usage_of[pod.key], excess, weights)),
-            )
-            evicted_here = False
-            for pod in candidates:
-                if all(source.usage[r] <= high[r] for r in resources):
-                    break  # no longer high
-                if any(available[r] <= 0 for r in resources):
-                    break
-                limit, message = limits.refusal(pod.namespace, source.name)
-                if limit == TOTAL:
-                    plan.note = message
-                    return plan
-                if limit == NODE:
-                    break
-                if limit == NAMESPACE:
-                    continue
-                used = usage_of[pod.key]
-                target = self._target(pod, used, room)
-                if target is None:
-                    continue
-                eviction = Eviction(pod, source.name, target.name, self._reason(source, high))
-                if not (yield eviction):
-                    plan.refused.append(eviction)
-                    continue
-                plan.evictions.append(eviction)
-                evicted_here = True
-                limits.record(pod.namespace, source.name)
-                asked = requested(pod)
-                room.place(target.name, used)
-                for r in resources:
-                    available[r] -= used[r]
-                    source.usage[r] -= used[r]
-                    target.usage[r] += used[r]
-                for r, amount in asked.items():
-                    source.requested[r] = source.requested_of(r) - amount
-                    target.requested[r] = target.requested_of(r) + amount
-            if evicted_here:
-                plan.observations[source.name] = 0  # acted on: observe it afresh (Koordinator's Mark(true))
-        return plan
+        excess = {r: source.usage[r] - high[r] for r in resources}
+        weights = {r: self.args.weight(r) for r in resources}
+        usage_of = {pod.key: self._loads.pod_usage(pod) for pod in source.pods if self._candidate(pod)}
+        candidates = sorted(
+            (pod for pod in source.pods if pod.key in usage_of),
+            key=lambda pod: order_key(pod, usage_score(usage_of[pod.key], excess, weights)),
+        )
+        evicted_here = False
+        for pod in candidates:
+            if all(source.usage[r] <= high[r] for r in resources) or any(available[r] <= 0 for r in resources):
+                break  # no longer high, or no room left anywhere
+            limit, message = self.limits.refusal(pod.namespace, source.name)
+            if limit == TOTAL:
+                self.plan.note = message
+                return None
+            if limit == NODE:
+                break
+            target = None if limit == NAMESPACE else self._target(pod, usage_of[pod.key], room)
+            if target is None:
+                continue
+            eviction = Eviction(pod, source.name, target.name, self._reason(source, high))
+            if not (yield eviction):
+                self.plan.refused.append(eviction)
+                continue
+            self._moved(eviction, source, target, usage_of[pod.key], room, available)
+            evicted_here = True
+        return evicted_here
+
+    def _moved(
+        self,
+        eviction: Eviction,
+        source: NodeLoad,
+        target: NodeLoad,
+        used: Amounts,
+        room: Targets,
+        available: dict[str, int],
+    ) -> None:
+        """Account an eviction that happened: the limits, the targets' room, both nodes' usage and requests."""
+        pod = eviction.pod
+        self.plan.evictions.append(eviction)
+        self.limits.record(pod.namespace, source.name)
+        room.place(target.name, used)
+        for r in self.args.resources:
+            available[r] -= used[r]
+            source.usage[r] -= used[r]
+            target.usage[r] += used[r]
+        for r, amount in requested(pod).items():
+            source.requested[r] = source.requested_of(r) - amount
+            target.requested[r] = target.requested_of(r) + amount
 
     def _candidate(self, pod: Pod) -> bool:
         if protection(pod, self.args.evict_local_storage_pods) or self._protected(pod):
