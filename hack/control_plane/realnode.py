@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from hack.control_plane.shell import sh
+
 FABRIC = "naw-fabric"
 NODE_NETWORK = "10.201.0"  # node I: 10.201.0.I/24
 CLUSTER_CIDR = "10.244.0.0/16"  # node I's pods: 10.244.I.0/24
@@ -59,10 +61,8 @@ def in_netns(netns: str, *command: str) -> list[str]:
 
 
 def run(*command: str) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout
+    """The command's standard output; a failure raises ``RuntimeError`` with its standard error."""
+    return sh(*command).stdout
 
 
 @dataclass(frozen=True)

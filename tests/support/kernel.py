@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane.shell import sh
+
 NODE = "naw-node"
 
 
@@ -35,11 +37,6 @@ NODE_IP = "192.168.209.1"  # the node's own address on the uplink: its own traff
 
 
 M = 1_000_000
-
-
-def sh(*args: str, check: bool = True, netns: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = (["ip", "netns", "exec", netns] if netns else []) + list(args)
-    return subprocess.run(command, capture_output=True, text=True, check=check, timeout=60)
 
 
 @pytest.fixture(name="node")
