@@ -44,7 +44,7 @@ import aiohttp
 import orjson
 import yaml
 
-from benchmarks import live_cluster
+from benchmarks import live_cluster, records
 from benchmarks.figures import named_spread as spread
 from benchmarks.figures import percentile
 from benchmarks.support import free_port
@@ -390,7 +390,20 @@ async def descheduler_run(args: argparse.Namespace) -> list[float]:
     return cycles[1:]  # the first cycle also builds the node part of the snapshot
 
 
-def report_operator(runs: list[dict[str, float]]) -> None:
+def report_operator(runs: list[dict[str, float]], figures: dict[str, Any]) -> None:
+    figures.update({
+        "netaware run: initial sync": records.figure((r["sync_s"] for r in runs), "s",
+                                                     budget=f"< {BUDGETS['sync_s']:g} s"),
+        "netaware run: peak RSS": records.figure((r["rss_mib"] for r in runs), "MiB",
+                                                 budget=f"< {BUDGETS['rss_mib']:g} MiB"),
+        "netaware run: raw-dict floor": records.figure((r["floor_mib"] for r in runs), "MiB"),
+        "netaware run: RSS / floor": records.figure((r["rss_mib"] / r["floor_mib"] for r in runs), "x",
+                                                    budget="<= 1.0x"),
+        "AppGroup create -> status, synced, p50": records.figure((r["create_p50_s"] for r in runs), "s"),
+        "AppGroup create -> status, synced, p99": records.figure((r["create_p99_s"] for r in runs), "s",
+                                                                 budget=f"< {BUDGETS['create_p99_s']:g} s"),
+        "AppGroup created during sync -> status, max": records.figure((r["during_sync_max_s"] for r in runs), "s"),
+    })  # fmt: skip
     print("\nnetaware run, 5k nodes + 100k pods, emulator:")
     print(f"  initial sync, every AppGroup's status correct: {spread([r['sync_s'] for r in runs], ' s', 1)}"
           f"   (budget < {BUDGETS['sync_s']:.0f} s)")  # fmt: skip
@@ -406,7 +419,17 @@ def report_operator(runs: list[dict[str, float]]) -> None:
           "   (written once the cache has synced)")  # fmt: skip
 
 
-def report_extender(title: str, runs: list[dict[str, float]]) -> None:
+def report_extender(title: str, runs: list[dict[str, float]], figures: dict[str, Any], label: str) -> None:
+    figures.update({
+        f"extender {label}: peak RSS": records.figure((r["rss_mib"] for r in runs), "MiB",
+                                                      budget=f"< {BUDGETS['rss_mib']:g} MiB"),
+        f"extender {label}: RSS / floor": records.figure((r["rss_mib"] / r["floor_mib"] for r in runs), "x"),
+        f"extender {label}: p50": records.figure((r["p50_ms"] for r in runs), "ms"),
+        f"extender {label}: p99": records.figure((r["p99_ms"] for r in runs), "ms",
+                                                 budget=f"< {BUDGETS['extender_p99_ms']:g} ms"),
+        f"extender {label}: protocol floor p99": records.figure((r["floor_p99_ms"] for r in runs), "ms"),
+        f"extender {label}: p99 / floor": records.figure((r["p99_ms"] / r["floor_p99_ms"] for r in runs), "x"),
+    })  # fmt: skip
     print(f"\n{title}")
     print(f"  ready (cache synced, tables built): {spread([r['ready_s'] for r in runs], ' s', 1)}")
     print(f"  peak RSS (VmHWM):                  {spread([r['rss_mib'] for r in runs], ' MiB', 0)}"
@@ -435,25 +458,33 @@ def main() -> None:
     parser.add_argument("--churn", type=float, default=50.0, help="pod changes per second during the extender load")
     parser.add_argument("--only", default="operator,extender,descheduler,static20k")
     parser.add_argument("--components", default="appgroup,networktopology,nodeslo", help="of netaware run")
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
+    figures: dict[str, Any] = {}
     chosen = set(args.only.split(","))
     print(f"cluster: {args.nodes} nodes, {args.pods} pods, {args.groups} AppGroups; {os.cpu_count()} CPUs")
     if "operator" in chosen:
         expected = expected_statuses(args.nodes, args.pods, args.groups)
         runs = [asyncio.run(operator_run(args, expected)) for _ in range(args.repeat)]
-        report_operator(runs)
+        report_operator(runs, figures)
     if "extender" in chosen:
         runs = [asyncio.run(extender_run(args, args.nodes, args.pods, args.churn)) for _ in range(args.repeat)]
         report_extender(
-            f"netaware extender, {args.nodes} nodes + {args.pods} pods, {args.churn:.0f} pod changes/s:", runs
+            f"netaware extender, {args.nodes} nodes + {args.pods} pods, {args.churn:.0f} pod changes/s:",
+            runs,
+            figures,
+            "churn",
         )
     if "static20k" in chosen:
         runs = [asyncio.run(extender_run(args, 20_000, 20_000, 0)) for _ in range(args.repeat)]
-        report_extender("netaware extender, 20,000 nodes + 20,000 pods, no churn:", runs)
+        report_extender("netaware extender, 20,000 nodes + 20,000 pods, no churn:", runs, figures, "20k nodes")
     if "descheduler" in chosen:
         cycles = [cycle for _ in range(1) for cycle in asyncio.run(descheduler_run(args))]
         print(f"\ndescheduler full cycle (snapshot included, dry run), {args.nodes} nodes + {args.pods} pods:")
         print(f"  {spread(cycles, ' s')}   (budget < {BUDGETS['cycle_s']:.0f} s)")
+        figures["descheduler full cycle"] = records.figure(cycles, "s", budget=f"< {BUDGETS['cycle_s']:g} s")
+    if args.record:
+        records.write(args.record, "bench_live", vars(args), figures)
 
 
 if __name__ == "__main__":

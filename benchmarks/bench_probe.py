@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from benchmarks import records
+from benchmarks.support import free_ports
 from operators.engine.measurement.probe import Peer, reported_ms
 from operators.probe import ProbeMetrics, ProbeOptions, Prober
 
@@ -55,18 +57,6 @@ def start_endpoints(ports_delays: list[tuple[int, float]]) -> subprocess.Popen[s
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready"
     return process
-
-
-def free_ports(count: int) -> list[int]:
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def prober(transactions: int) -> Prober:
@@ -137,6 +127,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peers", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     ports = free_ports(args.peers)
     process = start_endpoints([(port, 0.0) for port in ports])
@@ -177,6 +168,23 @@ async def main() -> None:
             {"cost": cost, "floorMicrosecondsPerTransaction": round(per_transaction_floor, 1), "accuracy": errors}
         )
     )
+    if args.record:
+        figures = {
+            "defaults: bytes/s per peer": records.figure(
+                [default["bytesPerSecondPerPeer"]], "B/s", budget="<= 4000 B/s"
+            ),
+            "defaults: CPU": records.figure([default["cpuPercent"]], "% of a core"),
+            "every 1 s: bytes/s per peer": records.figure([rate], "B/s"),
+            "every 1 s: CPU": records.figure([fast["cpuPercent"]], "% of a core"),
+            "CPU per transaction": records.figure([default["cpuMicrosecondsPerTransaction"]], "µs"),
+            "bare ping-pong floor per transaction": records.figure([per_transaction_floor], "µs"),
+            **{
+                f"P90 measured, {item['delayMs']:g} ms injected": records.figure([item["p90Ms"]], "ms")
+                for item in errors
+            },
+            **{f"row value, {item['delayMs']:g} ms injected": records.figure([item["rowMs"]], "ms") for item in errors},
+        }
+        records.write(args.record, "bench_probe", vars(args), figures)
 
 
 if __name__ == "__main__":

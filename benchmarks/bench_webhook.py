@@ -30,9 +30,11 @@ from typing import Any
 import aiohttp
 import trustme
 
+from benchmarks import records
 from benchmarks.support import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUDGET_MS = 5.0  # p99, docs/design/contracts.md (and at most 1.3x the empty handler)
 
 REVIEW = json.dumps(
     {
@@ -212,7 +214,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=0, help="closed loop with this many clients instead")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=3, help="runs per rate (min/median/max of the p99)")
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
+    recorded: dict[str, Any] = {}
     ca = trustme.CA()
     leaf = ca.issue_cert("127.0.0.1")
     rates = [0.0] if args.clients else [float(rate) for rate in args.rates.split(",")]
@@ -245,6 +249,16 @@ def main() -> None:
             print(f"  netaware time in the handler: p99 <= {ours['handler_p99']:.1f} ms (server-side histogram bucket)")
             ratios = f"req/s {ours['rps'] / floor['rps']:.2f}, p99 {ours['p99'] / floor['p99']:.2f}"
             print(f"  ratio netaware/floor (medians): {ratios}")
+            recorded[f"{what}: netaware p99"] = records.figure(
+                (f["p99"] for f in runs["netaware"]), "ms", budget=f"< {BUDGET_MS:g} ms"
+            )
+            recorded[f"{what}: empty handler p99"] = records.figure((f["p99"] for f in runs["floor"]), "ms")
+            recorded[f"{what}: p99 / empty handler"] = records.figure(
+                [ours["p99"] / floor["p99"]], "x", budget="<= 1.3x"
+            )
+            recorded[f"{what}: netaware req/s"] = records.figure((f["rps"] for f in runs["netaware"]), "req/s")
+    if args.record:
+        records.write(args.record, "bench_webhook", vars(args), recorded)
 
 
 if __name__ == "__main__":

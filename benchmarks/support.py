@@ -3,7 +3,7 @@ control plane's, one definition for the tests, the benchmarks and the control pl
 
 from __future__ import annotations
 
-from hack.control_plane.cluster import free_port
+from hack.control_plane.cluster import free_port, free_ports
 from hack.control_plane.shell import sh
 
-__all__ = ["free_port", "sh"]
+__all__ = ["free_port", "free_ports", "sh"]
