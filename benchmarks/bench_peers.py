@@ -50,6 +50,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import records
 from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised
 from benchmarks.figures import percentile, spread
 
@@ -387,9 +388,13 @@ def main() -> None:
         print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 + {THESIS_NODES} "
               f"KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
         if args.record:
-            record = {"benchmark": "bench_peers", "parameters": vars(args), "nodes": 48 + THESIS_NODES,
-                      "scheduler-plugins": version, "results": results}  # fmt: skip
-            pathlib.Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
+            figures = {
+                f"{name}: {key}": records.columns({mode: [row[key] for row in rows] for mode, rows in per_mode.items()})
+                for name, per_mode in results.items()
+                for key in next(iter(per_mode.values()))[0]
+            }
+            parameters = {**vars(args), "nodes": 48 + THESIS_NODES, "scheduler-plugins": version[:12]}
+            records.write(args.record, "bench_peers", parameters, figures)
         for name, per_mode in results.items():
             print(f"  {name}")
             for key in next(iter(per_mode.values()))[0]:

@@ -33,6 +33,11 @@ def figure(values: Iterable[float], unit: str = "", **extra: float | str) -> dic
             "unit": unit, **extra}  # fmt: skip
 
 
+def columns(values: Mapping[str, Iterable[float]], unit: str = "") -> dict[str, Any]:
+    """One figure measured for several subjects (a comparison's columns): each column's min / median / max."""
+    return {"unit": unit, "columns": {name: figure(column) for name, column in values.items()}}
+
+
 def write(path: str | Path, benchmark: str, parameters: Mapping[str, Any], figures: Mapping[str, Any]) -> None:
     record = {"benchmark": benchmark, "parameters": dict(parameters), "machine": machine(), "figures": dict(figures)}
     Path(path).write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
