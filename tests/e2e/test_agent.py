@@ -19,7 +19,7 @@ import yaml
 
 from hack.control_plane.cluster import ControlPlane
 from operators.api.config.descheduler import DEFAULT_POLICY
-from tests.e2e.conftest import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running, service_account
+from tests.support.e2e import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running, service_account
 from tests.support.kernel import (
     NODE,
     PODS,

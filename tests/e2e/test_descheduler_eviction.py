@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running
+from tests.support.e2e import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ import pytest
 
 from hack.control_plane.cluster import ControlPlane
 from operators.emulator import ApiEmulator
-from tests.e2e.conftest import ROOT
+from tests.support.e2e import ROOT
 
 pytestmark = pytest.mark.e2e
 

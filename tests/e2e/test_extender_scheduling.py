@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import (
+from hack.control_plane.cluster import ControlPlane, free_port
+from tests.support.e2e import (
     EXAMPLES,
     ROOT,
     eventually,
     forbidden,
-    free_port,
     kubectl_json,
     running,
     service_account,

@@ -9,16 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import (
-    EXAMPLES,
-    RELEASE_NAMESPACE,
-    ROOT,
-    ControlPlane,
-    control_plane,
-    eventually,
-    helm,
-    kubectl_json,
-)
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from tests.support.e2e import EXAMPLES, RELEASE_NAMESPACE, ROOT, eventually, helm, kubectl_json
 
 pytestmark = pytest.mark.e2e
 

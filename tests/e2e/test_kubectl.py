@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import EXAMPLES, eventually, example, kubectl_json
+from tests.support.e2e import EXAMPLES, eventually, example, kubectl_json
 
 pytestmark = pytest.mark.e2e
 

@@ -13,15 +13,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import (
-    EXAMPLES,
-    RELEASE_NAMESPACE,
-    eventually,
-    example,
-    forbidden,
-    kubectl_json,
-    running,
-)
+from tests.support.e2e import EXAMPLES, RELEASE_NAMESPACE, eventually, example, forbidden, kubectl_json, running
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import (
-    control_plane,
+from tests.support.e2e import (
     eventually,
     forbidden,
     gating_components,

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import EXAMPLES, ROOT, eventually, kubectl_json
+from tests.support.e2e import EXAMPLES, ROOT, eventually, kubectl_json
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import (
+from tests.support.e2e import (
     EXAMPLES,
     eventually,
     forbidden,

@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import (
+from hack.control_plane.cluster import ControlPlane, free_port
+from tests.support.e2e import (
     PROBE_NAMESPACE,
     RELEASE_NAMESPACE,
     apply_netperf_topology,
     eventually,
     forbidden,
-    free_port,
     kubectl_json,
     netperf_costs,
     running,

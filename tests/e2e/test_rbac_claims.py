@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from tests.e2e import rbac
-from tests.e2e.conftest import chart_rbac_yaml
+from tests.support.e2e import chart_rbac_yaml
 
 pytestmark = pytest.mark.e2e
 

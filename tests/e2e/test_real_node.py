@@ -21,38 +21,17 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import (
-    ROOT,
-    ControlPlane,
-    apply_netperf_topology,
-    control_plane,
-    eventually,
-    helm,
-    kubectl_json,
-    netperf_costs,
-)
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from tests.support.e2e import ROOT, apply_netperf_topology, eventually, helm, kubectl_json, netperf_costs, not_built
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
 
 CHART = ROOT / "helm" / "netaware"
 NAMESPACE = "netaware-system"
-IMAGES = ROOT / ".tools" / "node" / "images"
 NODES = ("real-node-1", "real-node-2")
 TCP = pathlib.Path(__file__).with_name("tcp_traffic.py")
 EGRESS_LIMIT = 20_000_000  # bits/s: the namespace default the webhook writes into kubernetes.io/egress-bandwidth
-
-
-def not_built() -> str | None:
-    missing = control_plane.missing_binaries() + [
-        name for name in ("kubelet", "kube-proxy", "containerd", "coredns") if not (control_plane.BIN / name).exists()
-    ]
-    if not (IMAGES / "netaware.tar").exists():
-        missing.append("images")
-    return (
-        f"the real node tier is not built ({', '.join(missing)}): run bash hack/control-plane/build.sh"
-        if missing
-        else None
-    )
 
 
 def values() -> dict[str, Any]:

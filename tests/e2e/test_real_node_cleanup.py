@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from tests.e2e.conftest import ControlPlane, control_plane, eventually, kubectl_json
-from tests.e2e.test_real_node import not_built
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from tests.support.e2e import eventually, kubectl_json, not_built
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
 

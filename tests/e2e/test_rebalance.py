@@ -21,7 +21,7 @@ from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.rebalancing.rebalance import placed_and_planned
 from operators.engine.simulation.ordered import BOUTIQUE
-from tests.e2e.conftest import (
+from tests.support.e2e import (
     EXAMPLES,
     eventually,
     forbidden,
@@ -261,7 +261,8 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
     """Four 1G nodes; eight pods asking 100M egress each, all put on rb-0 by hand (the others cordoned while they
     were created). The webhook turns the annotations into extended resources that kube-scheduler accounts and the
     nodebandwidth controller advertises; the rebalancer moves pods off rb-0 until free bandwidth is even."""
-    from tests.e2e.conftest import RELEASE_NAMESPACE, free_port
+    from hack.control_plane.cluster import free_port
+    from tests.support.e2e import RELEASE_NAMESPACE
     from webhooks.configuration import mutating_webhook_configuration
 
     nodes = tmp_path / "nodes.yaml"

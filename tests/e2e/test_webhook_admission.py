@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hack.control_plane.cluster import ControlPlane
-from tests.e2e.conftest import eventually, example, forbidden, free_port, kubectl_json, running, wait_for_port
+from hack.control_plane.cluster import ControlPlane, free_port
+from tests.support.e2e import eventually, example, forbidden, kubectl_json, running, wait_for_port
 from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
