@@ -23,6 +23,7 @@ import resource
 import subprocess
 import time
 
+from benchmarks import records
 from benchmarks.figures import spread
 from benchmarks.support import sh
 from operators.agent.enforce import enforce
@@ -98,6 +99,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=110)
     parser.add_argument("--changes", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     runs = [one_run(args.pods, args.changes) for _ in range(args.runs)]
     print(f"node agent, {args.pods} pods, {args.runs} runs (min / median / max)")
@@ -105,6 +107,10 @@ def main() -> None:
         print(f"  {key:32} {spread((run[key] for run in runs), '.4g')}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"  {'max RSS MiB (whole process)':32} {rss:.0f}")
+    if args.record:
+        figures = {key: records.figure(run[key] for run in runs) for key in runs[0]}
+        figures["max RSS (whole process)"] = records.figure([rss], "MiB")
+        records.write(args.record, "bench_agent", vars(args), figures)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import records
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.reconcile import reconcile
 from operators.engine.status.toposort import ALGORITHMS
@@ -38,13 +39,14 @@ def random_dag(workloads: int, edges: int, rng: random.Random) -> dict[str, list
     return {name: sorted(children) for name, children in graph.items()}
 
 
-def best(fn: Callable[[], Any], repeat: int) -> float:
+def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+    """Seconds of each of ``repeat`` calls."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return min(times)
+    return times
 
 
 def cluster(groups: int, pods: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -116,23 +118,32 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
+    figures = {}
     rng = random.Random(args.seed)
 
     graph = random_dag(args.workloads, args.edges, rng)
     print(f"topology order, {args.workloads} workloads, {args.edges} edges (best of {args.repeat}):")
     for name, algorithm in ALGORITHMS.items():
-        seconds = best(lambda algorithm=algorithm: algorithm(graph), args.repeat)
-        print(f"  {name:16s} {seconds * 1000:8.1f} ms")
+        times = timed(lambda algorithm=algorithm: algorithm(graph), args.repeat)
+        figures[f"topology order, {name}"] = records.figure((t * 1000 for t in times), "ms")
+        print(f"  {name:16s} {min(times) * 1000:8.1f} ms")
 
     objects = cluster(args.groups, args.pods, rng)
     start = time.perf_counter()
     snapshot = build_snapshot(objects)
     load = time.perf_counter() - start
-    seconds = best(lambda: reconcile(snapshot, NOW), args.repeat)
+    times = timed(lambda: reconcile(snapshot, NOW), args.repeat)
+    seconds = min(times)
+    figures["snapshot build"] = records.figure([load * 1000], "ms")
+    figures["reconcile, all AppGroups"] = records.figure((t * 1000 for t in times), "ms")
+    figures["reconcile, per AppGroup"] = records.figure((t / args.groups * 1e6 for t in times), "µs")
     print(f"reconcile, {args.groups} AppGroups, {args.pods} pods (best of {args.repeat}):")
     print(f"  snapshot build   {load * 1000:8.1f} ms")
     print(f"  reconcile        {seconds * 1000:8.1f} ms  ({seconds / args.groups * 1e6:.0f} us per AppGroup)")
+    if args.record:
+        records.write(args.record, "bench_appgroup", vars(args), figures)
 
 
 if __name__ == "__main__":

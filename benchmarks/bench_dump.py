@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import records
 from benchmarks.figures import spread
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=20_000)
     parser.add_argument("--pods", type=int, default=40_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
+    figures = {}
     objects = [*(node(i) for i in range(args.nodes)), *(pod(i, args.nodes) for i in range(args.pods))]
     listing = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": objects}
     with tempfile.TemporaryDirectory() as folder:
@@ -138,6 +141,9 @@ def main() -> None:
             }
             for key, values in rows.items():
                 print(f"    {key:30} {spread(values, '.3g')}")
+                figures[f"{form}: {key}"] = records.figure(values)
+    if args.record:
+        records.write(args.record, "bench_dump", vars(args), figures)
 
 
 if __name__ == "__main__":
