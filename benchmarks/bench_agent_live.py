@@ -33,6 +33,7 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks import records
 from benchmarks.bench_live import emulator
 from benchmarks.figures import percentile, spread
 from benchmarks.support import sh
@@ -260,12 +261,16 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="pod changes per second, open loop")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     runs = [one_run(args.pods, args.rate, args.seconds) for _ in range(args.runs)]
     print(f"live node agent, {args.pods} pods, {args.rate:g} changes/s for {args.seconds:g} s, {args.runs} runs "
           "(min / median / max)")  # fmt: skip
     for key in runs[0]:
         print(f"  {key:38} {spread((run[key] for run in runs), '.4g')}")
+    if args.record:
+        records.write(args.record, "bench_agent_live", vars(args), {key: records.figure(run[key] for run in runs)
+                                                                      for key in runs[0]})  # fmt: skip
 
 
 if __name__ == "__main__":

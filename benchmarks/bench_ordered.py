@@ -31,6 +31,7 @@ import tempfile
 import time
 from typing import Any
 
+from benchmarks import records
 from benchmarks.figures import spread
 from hack.control_plane import cluster as control_plane
 from operators.engine.cluster.objects import Pod
@@ -128,6 +129,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-bench-ordered-"))
@@ -252,6 +254,11 @@ def main() -> None:
             p = predicted[mode]
             print(f"  {mode:8s} (simulate) {p['meanCost']:<18} {p['p90Cost']:<18} {p['withinMaxNetworkCost']:<23}")
         print(json.dumps({"real": results, "simulate": predicted}))
+        if args.record:
+            keys = ("meanCost", "p90Cost", "withinMaxNetworkCost", "seconds")
+            figures = {key: records.columns({mode: [r[key] for r in rows] for mode, rows in results.items()})
+                       for key in keys}  # fmt: skip
+            records.write(args.record, "bench_ordered", vars(args), figures)
         print(f"logs: {folder}")
     finally:
         for process in processes:

@@ -36,6 +36,7 @@ import tempfile
 import time
 from typing import Any
 
+from benchmarks import records
 from benchmarks.figures import spread
 from hack.control_plane import cluster as control_plane
 from operators.engine.simulation.cluster import Cluster
@@ -195,6 +196,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1500)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settle", type=float, default=15.0, help="seconds without a new binding that end a run")
+    parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-bench-"))
@@ -301,6 +303,11 @@ def main() -> None:
                 f"overcommitted nodes per run {over}"
             )
         print(json.dumps({"real": results, "simulate": predicted}, default=str))
+        if args.record:
+            keys = ("scheduled", "pending", "overcommittedNodes", "podsPerSecond")
+            figures = {key: records.columns({name: [r[key] for r in rows] for name, rows in results.items()})
+                       for key in keys}  # fmt: skip
+            records.write(args.record, "bench_real_scheduler", vars(args), figures)
     finally:
         for process in guarantee:
             process.terminate()
