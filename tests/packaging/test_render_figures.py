@@ -77,3 +77,12 @@ def test_a_plot_is_drawn_from_its_records_and_the_check_sees_a_changed_record(do
     (docs / "figures" / "bench_peers.json").write_text(json.dumps(record))
     assert render_figures.main(["--check"]) == 1
     assert not (docs / "figures" / "latency.svg").exists()  # its records are not there: not drawn
+
+
+def test_every_benchmark_can_write_a_record() -> None:
+    benchmarks = sorted((render_figures.ROOT / "benchmarks").glob("bench_*.py"))
+    assert len(benchmarks) >= 15
+    silent = [
+        path.name for path in benchmarks if '"--record"' not in path.read_text() or "records." not in path.read_text()
+    ]
+    assert silent == []
