@@ -24,9 +24,11 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from benchmarks import records
 from benchmarks.figures import percentile
+from benchmarks.live_cluster import network_topology
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.scheduling.framework import PodInputs
 from operators.engine.scheduling.schedule import schedule
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app
@@ -57,43 +59,7 @@ def cluster(
                 "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
             }
         )
-    zone_costs = [
-        {
-            "origin": f"z{a}",
-            "costList": [
-                {"destination": f"z{b}", "networkCost": 1 + (a * b) % 9}
-                for b in range(zones)
-                if b != a and b % regions == a % regions
-            ],
-        }
-        for a in range(zones)
-    ]
-    region_costs = [
-        {
-            "origin": f"r{a}",
-            "costList": [{"destination": f"r{b}", "networkCost": 20 + a + b} for b in range(regions) if b != a],
-        }
-        for a in range(regions)
-    ]
-    objects.append(
-        {
-            "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
-            "kind": "NetworkTopology",
-            "metadata": {"name": "nt", "namespace": "default"},
-            "spec": {
-                "configmapName": "x",
-                "weights": [
-                    {
-                        "name": "UserDefined",
-                        "topologyList": [
-                            {"topologyKey": "topology.kubernetes.io/region", "originList": region_costs},
-                            {"topologyKey": "topology.kubernetes.io/zone", "originList": zone_costs},
-                        ],
-                    }
-                ],
-            },
-        }
-    )
+    objects.append(network_topology(zones, regions, name="nt", configmap="x"))
     for group in range(groups):
         workloads = [
             {
@@ -285,7 +251,7 @@ def main() -> None:
     for raw in pods:
         pod = Pod.parse(raw)
         started = time.perf_counter()
-        cycle = state.cycle(pod, index)  # shared by the two verbs, as in the server
+        cycle = state.cycle(PodInputs.of(pod), index)  # shared by the two verbs, as in the server
         first = schedule(pod, index, config, stages=("filter",), detail=False, state=cycle)
         passing = index.rows_of([name for name in index.position if name not in first.failed])
         table = index.table(config.bandwidth.default_node_bandwidth).rows(passing)

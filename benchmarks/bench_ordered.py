@@ -21,7 +21,6 @@ seconds from the apply to the last binding, min / median / max over ``--runs``; 
 from __future__ import annotations
 
 import argparse
-import base64
 import dataclasses
 import json
 import pathlib
@@ -33,6 +32,7 @@ from typing import Any
 
 from benchmarks import records
 from benchmarks.figures import spread
+from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from operators.engine.cluster.objects import Pod
 from operators.engine.simulation import ordered
@@ -142,18 +142,12 @@ def main() -> None:
     plane.start([folder / "nodes.yaml"])
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        import trustme
-
         plane.kubectl("create", "namespace", NAMESPACE)
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         plane.kubectl("apply", "-f", "-", stdin=json.dumps(topology[0]))
-        ca = trustme.CA()
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
-        leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
-        ca_b64 = base64.b64encode(ca.cert_pem.bytes()).decode()
-        tls = ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+        ca_b64 = loopback_tls(folder)
+        tls = tls_flags(folder)
         config = folder / "extender-config.yaml"
         config.write_text(
             json.dumps(

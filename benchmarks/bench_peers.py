@@ -36,7 +36,6 @@ the same cost model for all four) and the fraction of pod pairs within ``maxNetw
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import pathlib
 import random
@@ -53,6 +52,7 @@ import yaml
 from benchmarks import records
 from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised
 from benchmarks.figures import percentile, spread
+from benchmarks.support import loopback_tls, tls_flags
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -303,8 +303,6 @@ def main() -> None:
     plane.start([folder / "nodes.yaml"])
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        import trustme
-
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, AWARE, PLANNED)}
@@ -316,10 +314,7 @@ def main() -> None:
                     "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
                     "--plan-config", str(folder / "netaware-config.yaml"),
                     "--plan-affinity", args.plan_affinity, "--plan-window-ms", str(args.plan_window_ms)]  # fmt: skip
-        ca = trustme.CA()
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
-        leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
+        ca_data = loopback_tls(folder)
         profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
         for entry in profile["profiles"][0]["pluginConfig"]:
             if entry["name"] == "NetworkOverhead":
@@ -330,13 +325,12 @@ def main() -> None:
         port = control_plane.free_port()
         extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
         extender += ["--config", str(folder / "netaware-config.yaml")]
-        extender += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+        extender += tls_flags(folder)
         for command in (operator, extender):
             processes.append(subprocess.Popen(
                 [sys.executable, "-m", "operators.cli", *command, "--kubeconfig", str(plane.kubeconfig)],
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
-        ca_data = base64.b64encode(ca.cert_pem.bytes()).decode()
         processes.append(start_webhook(plane, folder, ca_data, AWARE, PLANNED))  # bandwidth resources, gates
         extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
                           "prioritizeVerb": "prioritize", "weight": 20, "enableHTTPS": True,

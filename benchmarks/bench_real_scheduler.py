@@ -38,6 +38,7 @@ from typing import Any
 
 from benchmarks import records
 from benchmarks.figures import spread
+from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.scenarios import scenario
@@ -140,7 +141,7 @@ def start_webhook(
     port = control_plane.free_port()
     command = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--kubeconfig", str(plane.kubeconfig)]
     command += ["--bandwidth-resources", "combined"]
-    command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+    command += tls_flags(folder)
     process = subprocess.Popen([sys.executable, "-m", "operators.cli", *command], cwd=ROOT,
                                stdout=(folder / "webhook.log").open("w"), stderr=subprocess.STDOUT)  # fmt: skip
     configuration = mutating_webhook_configuration(
@@ -174,18 +175,16 @@ def wait_advertised(plane: Any, nodes: int) -> None:
     raise SystemExit("the nodes were not advertised within 120 s (see the operator's log)")
 
 
-def start_guarantee(plane: Any, folder: pathlib.Path, ca: Any, nodes: int) -> list[subprocess.Popen[bytes]]:
+def start_guarantee(plane: Any, folder: pathlib.Path, ca_bundle: str, nodes: int) -> list[subprocess.Popen[bytes]]:
     """The webhook (admitting the GUARANTEED namespace) and the nodebandwidth controller (combined), until every
     node advertises netaware.io/bandwidth."""
-    import base64
-
     operator = ["run", "--components", "nodebandwidth", "--accounting-mode", "combined", "--no-leader-elect"]
     operator += ["--health-port", "0", "--kubeconfig", str(plane.kubeconfig)]
     processes = [
         subprocess.Popen([sys.executable, "-m", "operators.cli", *operator], cwd=ROOT,
                          stdout=(folder / "run.log").open("w"), stderr=subprocess.STDOUT),
     ]  # fmt: skip
-    processes.append(start_webhook(plane, folder, base64.b64encode(ca.cert_pem.bytes()).decode(), GUARANTEED))
+    processes.append(start_webhook(plane, folder, ca_bundle, GUARANTEED))
     wait_advertised(plane, nodes)
     return processes
 
@@ -206,14 +205,9 @@ def main() -> None:
     extender = None
     guarantee: list[subprocess.Popen[bytes]] = []
     try:
-        import trustme
-
         plane.kubectl("create", "namespace", "bench")
         plane.kubectl("apply", "-f", str(ROOT / "crds"))  # the extender follows netaware's kinds, as in a cluster
-        ca = trustme.CA()
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
-        leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
+        ca_bundle = loopback_tls(folder)
         config = folder / "extender-config.yaml"
         config.write_text(
             json.dumps(
@@ -232,14 +226,13 @@ def main() -> None:
         port = control_plane.free_port()
         command = ["extender", "--listen-address", "127.0.0.1", "--port", str(port), "--config", str(config)]
         command += ["--kubeconfig", str(plane.kubeconfig)]
-        command += ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+        command += tls_flags(folder)
         extender = subprocess.Popen(
             [sys.executable, "-m", "operators.cli", *command],
             cwd=ROOT,
             stdout=(folder / "extender.log").open("w"),
             stderr=subprocess.STDOUT,
         )
-        import base64
 
         scheduler = plane.scheduler_config(
             [{"schedulerName": "network-aware-scheduler"}],
@@ -250,7 +243,7 @@ def main() -> None:
                     "prioritizeVerb": "prioritize",
                     "weight": 5,
                     "enableHTTPS": True,
-                    "tlsConfig": {"caData": base64.b64encode(ca.cert_pem.bytes()).decode()},
+                    "tlsConfig": {"caData": ca_bundle},
                     "nodeCacheCapable": True,
                     "ignorable": False,
                     "httpTimeout": "10s",
@@ -261,7 +254,7 @@ def main() -> None:
         plane.start_scheduler("network-aware-scheduler", folder / "scheduler.yaml")
         time.sleep(5)  # the extender lists the cluster, the scheduler syncs its informers
         plane.kubectl("create", "namespace", GUARANTEED)
-        guarantee = start_guarantee(plane, folder, ca, args.nodes)
+        guarantee = start_guarantee(plane, folder, ca_bundle, args.nodes)
         time.sleep(5)  # the extender lists the cluster, the scheduler syncs its informers
         modes = (
             ("default", "default-scheduler", "bench"),

@@ -248,37 +248,40 @@ def appgroup(group: int) -> dict[str, Any]:
     }
 
 
-def network_topology() -> dict[str, Any]:
-    zones = [
+def network_topology(
+    zones: int = ZONES, regions: int = REGIONS, name: str = "net-topology-test", configmap: str = "netperf-metrics"
+) -> dict[str, Any]:
+    """A UserDefined NetworkTopology: zone z<a> in region r<a % regions>, costs 1..9 within a region and 20+ across."""
+    zone_costs = [
         {
             "origin": f"z{a}",
             "costList": [
                 {"destination": f"z{b}", "networkCost": 1 + (a * b) % 9}
-                for b in range(ZONES)
-                if b != a and b % REGIONS == a % REGIONS
+                for b in range(zones)
+                if b != a and b % regions == a % regions
             ],
         }
-        for a in range(ZONES)
+        for a in range(zones)
     ]
-    regions = [
+    region_costs = [
         {
             "origin": f"r{a}",
-            "costList": [{"destination": f"r{b}", "networkCost": 20 + a + b} for b in range(REGIONS) if b != a],
+            "costList": [{"destination": f"r{b}", "networkCost": 20 + a + b} for b in range(regions) if b != a],
         }
-        for a in range(REGIONS)
+        for a in range(regions)
     ]
     return {
         "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
         "kind": "NetworkTopology",
-        "metadata": {"name": "net-topology-test", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "configmapName": "netperf-metrics",
+            "configmapName": configmap,
             "weights": [
                 {
                     "name": "UserDefined",
                     "topologyList": [
-                        {"topologyKey": "topology.kubernetes.io/region", "originList": regions},
-                        {"topologyKey": "topology.kubernetes.io/zone", "originList": zones},
+                        {"topologyKey": "topology.kubernetes.io/region", "originList": region_costs},
+                        {"topologyKey": "topology.kubernetes.io/zone", "originList": zone_costs},
                     ],
                 }
             ],

@@ -1,9 +1,30 @@
 """What the benchmark scripts share besides their figures (:mod:`benchmarks.figures`): a free loopback port (the
-control plane's, one definition for the tests, the benchmarks and the control plane) and one way to run a command."""
+control plane's, one definition for the tests, the benchmarks and the control plane), one way to run a command,
+and a serving pair for components on loopback."""
 
 from __future__ import annotations
+
+import base64
+import pathlib
 
 from hack.control_plane.cluster import free_port, free_ports
 from hack.control_plane.shell import sh
 
-__all__ = ["free_port", "free_ports", "sh"]
+__all__ = ["free_port", "free_ports", "loopback_tls", "sh", "tls_flags"]
+
+
+def loopback_tls(folder: pathlib.Path) -> str:
+    """A new CA and a serving pair for 127.0.0.1 written to ``folder``/tls.crt and tls.key; the CA bundle
+    (base64, as a webhook configuration or an extender's tlsConfig takes it)."""
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
+    leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
+    return base64.b64encode(ca.cert_pem.bytes()).decode()
+
+
+def tls_flags(folder: pathlib.Path) -> list[str]:
+    """A netaware server's flags for the pair :func:`loopback_tls` wrote to ``folder``."""
+    return ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
