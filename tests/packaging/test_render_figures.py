@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -86,3 +88,28 @@ def test_every_benchmark_can_write_a_record() -> None:
         path.name for path in benchmarks if '"--record"' not in path.read_text() or "records." not in path.read_text()
     ]
     assert silent == []
+
+
+SMOKE = {  # the benchmarks that need neither root nor a control plane, at a size that runs in seconds
+    "bench_extender": ["--nodes", "60", "--zones", "5", "--pods", "60", "--groups", "5", "--samples", "5"],
+    "bench_simulate": ["--nodes", "50", "--pods", "100"],
+    "bench_networktopology": ["--nodes", "40", "--zones", "4", "--regions", "2", "--per-configmap", "500",
+                              "--repeat", "1"],
+    "bench_descheduler": ["--nodes", "50", "--pods", "500", "--repeat", "1"],
+    "bench_appgroup": ["--workloads", "100", "--edges", "200", "--groups", "10", "--pods", "100", "--repeat", "1"],
+    "bench_nodeslo": ["--nodes", "50", "--strategies", "5", "--repeat", "1"],
+    "bench_dump": ["--nodes", "20", "--pods", "40", "--runs", "1"],
+    "bench_webhook": ["--rates", "50", "--seconds", "1", "--repeat", "1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SMOKE))
+def test_a_benchmark_runs_small_and_records_its_figures(name: str, tmp_path: pathlib.Path) -> None:
+    """A benchmark nobody runs rots (bench_extender once stopped at its first pod, unseen): each runs here small."""
+    record = tmp_path / "record.json"
+    command = [sys.executable, "-m", f"benchmarks.{name}", *SMOKE[name], "--record", str(record)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=render_figures.ROOT, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = json.loads(record.read_text())
+    assert written["benchmark"] == name and written["figures"]
+    assert all("median" in figure or "columns" in figure for figure in written["figures"].values())
