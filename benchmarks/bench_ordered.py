@@ -34,6 +34,7 @@ from benchmarks import records
 from benchmarks.figures import spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
 from operators.engine.cluster.objects import Pod
 from operators.engine.simulation import ordered
 from webhooks.configuration import mutating_webhook_configuration
@@ -93,11 +94,11 @@ def deployments(scenario: ordered.AppScenario, replicas: int) -> str:
     return "\n---\n".join(json.dumps(document) for document in documents)
 
 
-def listed(plane: Any) -> list[dict[str, Any]]:
+def listed(plane: ControlPlane) -> list[dict[str, Any]]:
     return list(json.loads(plane.kubectl("get", "pods", "-n", NAMESPACE, "-o", "json").stdout)["items"])
 
 
-def measure(plane: Any, scenario: ordered.AppScenario, replicas: int, gated: bool) -> dict[str, Any]:
+def measure(plane: ControlPlane, scenario: ordered.AppScenario, replicas: int, gated: bool) -> dict[str, Any]:
     plane.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup(scenario, gated)))
     time.sleep(3)  # the webhook's view sees the annotation
     started = time.monotonic()

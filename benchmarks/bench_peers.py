@@ -50,9 +50,11 @@ from typing import Any
 import yaml
 
 from benchmarks import records
-from benchmarks.bench_real_scheduler import control_plane, start_webhook, wait_advertised
+from benchmarks.bench_real_scheduler import start_webhook, wait_advertised
 from benchmarks.figures import percentile, spread
 from benchmarks.support import loopback_tls, tls_flags
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -184,7 +186,7 @@ def thesis_pods(scheduler: str, namespace: str, run: int) -> list[dict[str, Any]
     } for index in range(THESIS_PODS)]  # fmt: skip
 
 
-def bind(plane: Any, items: list[dict[str, Any]], namespace: str, run: int, settle: float
+def bind(plane: ControlPlane, items: list[dict[str, Any]], namespace: str, run: int, settle: float
          ) -> tuple[float, dict[str, float], list[dict[str, Any]]]:  # fmt: skip
     """Create ``items`` at once and poll until all are bound or none was for ``settle`` s: the creation time, when
     each pod was seen bound, and the pods as last listed."""
@@ -220,7 +222,7 @@ def common_figures(items: list[dict[str, Any]], created: float, bound_at: dict[s
     }
 
 
-def measure_thesis(plane: Any, scheduler: str, namespace: str, run: int, settle: float) -> dict[str, float]:
+def measure_thesis(plane: ControlPlane, scheduler: str, namespace: str, run: int, settle: float) -> dict[str, float]:
     items = thesis_pods(scheduler, namespace, run)
     created, bound_at, listed = bind(plane, items, namespace, run, settle)
     asked: dict[str, int] = {}
@@ -237,7 +239,7 @@ def measure_thesis(plane: Any, scheduler: str, namespace: str, run: int, settle:
     }
 
 
-def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
+def measure(plane: ControlPlane, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
             ) -> dict[str, float]:  # fmt: skip
     items = pods(group, scheduler, run)
     namespace = group["metadata"]["namespace"]
@@ -273,7 +275,7 @@ def measure(plane: Any, group: dict[str, Any], scheduler: str, run: int, settle:
     }
 
 
-def wait_empty(plane: Any) -> None:
+def wait_empty(plane: ControlPlane) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         namespaces = (NAMESPACE, AWARE, PLANNED)
@@ -382,13 +384,13 @@ def main() -> None:
         print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 + {THESIS_NODES} "
               f"KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
         if args.record:
-            figures = {
+            recorded = {
                 f"{name}: {key}": records.columns({mode: [row[key] for row in rows] for mode, rows in per_mode.items()})
                 for name, per_mode in results.items()
                 for key in next(iter(per_mode.values()))[0]
             }
             parameters = {**vars(args), "nodes": 48 + THESIS_NODES, "scheduler-plugins": version[:12]}
-            records.write(args.record, "bench_peers", parameters, figures)
+            records.write(args.record, "bench_peers", parameters, recorded)
         for name, per_mode in results.items():
             print(f"  {name}")
             for key in next(iter(per_mode.values()))[0]:

@@ -40,6 +40,7 @@ from benchmarks import records
 from benchmarks.figures import spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.scenarios import scenario
 from operators.engine.simulation.simulate import Options, expand, report, run_scheduler
@@ -88,7 +89,7 @@ def pods(count: int, scheduler: str, run: int, namespace: str = "bench") -> dict
 
 
 def measure(
-    plane: Any, count: int, scheduler: str, run: int, settle: float, namespace: str = "bench"
+    plane: ControlPlane, count: int, scheduler: str, run: int, settle: float, namespace: str = "bench"
 ) -> dict[str, Any]:
     """Create the pods at once; poll the bindings until nothing changes for ``settle`` seconds."""
     started = time.monotonic()
@@ -119,7 +120,7 @@ def measure(
     }
 
 
-def wait_empty(plane: Any) -> None:
+def wait_empty(plane: ControlPlane) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         listed = [
@@ -131,7 +132,7 @@ def wait_empty(plane: Any) -> None:
 
 
 def start_webhook(
-    plane: Any, folder: pathlib.Path, ca_bundle: str, namespace: str, *more: str
+    plane: ControlPlane, folder: pathlib.Path, ca_bundle: str, namespace: str, *more: str
 ) -> subprocess.Popen[bytes]:
     """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``) admitting ``namespace`` (and
     ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration is applied
@@ -164,7 +165,7 @@ def start_webhook(
     return process
 
 
-def wait_advertised(plane: Any, nodes: int) -> None:
+def wait_advertised(plane: ControlPlane, nodes: int) -> None:
     """Until the nodebandwidth controller has advertised ``netaware.io/bandwidth`` on ``nodes`` nodes."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -175,7 +176,9 @@ def wait_advertised(plane: Any, nodes: int) -> None:
     raise SystemExit("the nodes were not advertised within 120 s (see the operator's log)")
 
 
-def start_guarantee(plane: Any, folder: pathlib.Path, ca_bundle: str, nodes: int) -> list[subprocess.Popen[bytes]]:
+def start_guarantee(
+    plane: ControlPlane, folder: pathlib.Path, ca_bundle: str, nodes: int
+) -> list[subprocess.Popen[bytes]]:
     """The webhook (admitting the GUARANTEED namespace) and the nodebandwidth controller (combined), until every
     node advertises netaware.io/bandwidth."""
     operator = ["run", "--components", "nodebandwidth", "--accounting-mode", "combined", "--no-leader-elect"]
