@@ -98,7 +98,7 @@ class Cluster:
 
 
 def map_addresses() -> set[str]:
-    listed = json.loads(sh("ip", "netns", "exec", NETNS, "nft", "-j", "list", "map", "ip", "netaware", "egress"))
+    listed = json.loads(sh("ip", "netns", "exec", NETNS, "nft", "-j", "list", "map", "ip", "netaware", "egress").stdout)
     found = set()
     for item in listed["nftables"]:
         for key, _ in item.get("map", {}).get("elem", []):

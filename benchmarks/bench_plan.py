@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -92,7 +93,7 @@ def large(rng: random.Random) -> ordered.AppScenario:
 
 UNITS = {"build s": "s", "greedy s": "s", "plan s": "s", "reference s": "s"}  # the others: counts, costs, ratios
 
-INSTANCES = {
+INSTANCES: dict[str, Callable[[], ordered.AppScenario]] = {
     "boutique": lambda: ordered.boutique(3),
     "random-dag": lambda: ordered.app_scenario(
         "dag", ordered.random_dag(12, 0.3, random.Random(3)), 3, ordered.zoned_cluster()

@@ -96,7 +96,7 @@ async def real_api(
 ) -> AsyncIterator[tuple[aiohttp.ClientSession, str, list[str]]]:
     """hack/control-plane with live_cluster.py's objects loaded: a session as its admin, its URL, and how
     ``netaware run`` reaches it."""
-    from benchmarks.bench_real_scheduler import control_plane
+    from hack.control_plane import cluster as control_plane
 
     build = ["bash", str(ROOT / "hack" / "control-plane" / "build.sh")]
     subprocess.run(build, check=True, stdout=subprocess.DEVNULL)  # noqa: ASYNC221 (before anything is measured)
