@@ -72,18 +72,23 @@ class Nftables(Netlink):
     def _nft_command(self) -> list[str]:
         return (["ip", "netns", "exec", self.netns] if self.netns else []) + ["nft"]
 
+    def _run(self, arguments: list[str], script: str | None = None) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                [*self._nft_command(), *arguments], input=script, capture_output=True, text=True, timeout=30,
+                check=False,
+            )  # fmt: skip
+        except FileNotFoundError:
+            raise KernelError("the nft command is not installed (Debian package nftables)") from None
+
     def _nft(self, script: str, operations: int) -> None:
         self.operations += operations
-        done = subprocess.run(
-            [*self._nft_command(), "-f", "-"], input=script, capture_output=True, text=True, timeout=30, check=False
-        )
+        done = self._run(["-f", "-"], script)
         if done.returncode:
             raise KernelError(f"nft: {done.stderr.strip().splitlines()[0] if done.stderr.strip() else done.returncode}")
 
     def _nft_json(self, command: list[str], missing_ok: bool = False) -> list[dict[str, Any]] | None:
-        done = subprocess.run(
-            [*self._nft_command(), "-j", *command], capture_output=True, text=True, timeout=30, check=False
-        )
+        done = self._run(["-j", *command])
         if done.returncode:
             if missing_ok and "No such file or directory" in done.stderr:
                 return None
