@@ -301,8 +301,14 @@ def main() -> None:
         print(json.dumps({"real": results, "simulate": predicted}, default=str))
         if args.record:
             keys = ("scheduled", "pending", "overcommittedNodes", "podsPerSecond")
-            figures = {key: records.columns({name: [r[key] for r in rows] for name, rows in results.items()})
-                       for key in keys}  # fmt: skip
+            figures = {
+                key: records.columns({
+                    **{name: [r[key] for r in rows] for name, rows in results.items()},
+                    **{f"{name} (simulate)": [float(p[key])] for name, p in predicted.items()
+                       if isinstance(p.get(key), int | float)},
+                })
+                for key in keys
+            }  # fmt: skip
             records.write(args.record, "bench_real_scheduler", vars(args), figures)
     finally:
         for process in guarantee:

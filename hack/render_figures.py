@@ -7,18 +7,21 @@ every page region between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->
 A record is what a benchmark's ``--record FILE`` writes (:mod:`benchmarks.records`): its parameters, the machine,
 and each figure's min / median / max with its unit — or, for a comparison, one such figure per column. A region
 may name the figures it shows: ``<!-- figures:bench_plan only=boutique/,tight/ -->`` keeps the figures whose
-names start with one of those. A plot carries the digest of the records it was drawn from (its SVG description),
-so the check does not depend on matplotlib drawing the same bytes from one version to the next.
+names start with one of those, and ``columns="a,b c"`` the columns of a comparison it shows, in that order. A
+plot carries the digest of the records and the code it was drawn from (its SVG description), so the check does not
+depend on matplotlib drawing the same bytes from one version to the next.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import math
 import pathlib
 import re
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -40,10 +43,12 @@ def _number(value: float) -> str:
 def _spread(figure: dict[str, Any]) -> str:
     """A comparison's cell: the median, and the min-max when the runs differ."""
     low, median, high = (figure[key] for key in ("min", "median", "max"))
-    return _number(median) if low == high or math.isnan(median) else f"{_number(median)} ({_number(low)}-{_number(high)})"
+    return (
+        _number(median) if low == high or math.isnan(median) else f"{_number(median)} ({_number(low)}-{_number(high)})"
+    )
 
 
-def table(record: Record, only: tuple[str, ...]) -> str:
+def table(record: Record, only: tuple[str, ...], columns: tuple[str, ...] = ()) -> str:
     parameters = ", ".join(
         f"{key} {value}" for key, value in record["parameters"].items() if value is not None and key != "record"
     )
@@ -55,7 +60,7 @@ def table(record: Record, only: tuple[str, ...]) -> str:
     ]
     chosen = {name: figure for name, figure in record["figures"].items() if not only or name.startswith(only)}
     if any("columns" in figure for figure in chosen.values()):
-        names = list(next(figure for figure in chosen.values() if "columns" in figure)["columns"])
+        names = list(columns or next(figure for figure in chosen.values() if "columns" in figure)["columns"])
         lines += ["| figure | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
         for name, figure in chosen.items():
             cells = [_spread(figure["columns"][column]) if column in figure["columns"] else "" for column in names]
@@ -76,9 +81,10 @@ def render(text: str, records: dict[str, Record]) -> str:
         name = match.group("name")
         if name not in records:
             raise SystemExit(f"no record docs/figures/{name}.json for the region figures:{name}")
-        options = dict(part.split("=", 1) for part in match.group("options").split() if "=" in part)
+        options = dict(part.split("=", 1) for part in shlex.split(match.group("options")) if "=" in part)
         only = tuple(options["only"].split(",")) if "only" in options else ()
-        return match.group(1) + table(records[name], only) + match.group(5)
+        columns = tuple(options["columns"].split(",")) if "columns" in options else ()
+        return match.group(1) + table(records[name], only, columns) + match.group(5)
 
     return REGION.sub(replace, text)
 
@@ -138,7 +144,7 @@ def latency_plot(records: dict[str, Record], pyplot: Any) -> Any:
         axes.hlines(row[3], i - 0.45, i + 0.45, colors="black", linestyles="dashed", linewidth=1)
     axes.set_xticks(range(len(rows)), [row[0] for row in rows], fontsize=8)
     axes.set_ylabel("p99, ms (dashed: budget)")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     return figure
 
@@ -149,8 +155,9 @@ PLOTS: dict[str, tuple[tuple[str, ...], Callable[[dict[str, Record], Any], Any]]
 }
 
 
-def digest(records: dict[str, Record], names: tuple[str, ...]) -> str:
-    text = json.dumps([records[name] for name in names], sort_keys=True)
+def digest(records: dict[str, Record], names: tuple[str, ...], plot: Callable[..., Any]) -> str:
+    """What a plot is drawn from: its records and the code that draws it."""
+    text = json.dumps([records[name] for name in names], sort_keys=True) + inspect.getsource(plot)
     return "records sha256 " + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -189,10 +196,10 @@ def main(argv: list[str] | None = None) -> int:
                 drift.append(str(page.relative_to(FIGURES.parent.parent)))
             else:
                 page.write_text(rendered)
-    for name, (needs, _) in PLOTS.items():
+    for name, (needs, plot) in PLOTS.items():
         if not all(need in records for need in needs):
             continue
-        stamp = digest(records, needs)
+        stamp = digest(records, needs, plot)
         if drawn_from(FIGURES / f"{name}.svg") != stamp:
             if args.check:
                 drift.append(f"docs/figures/{name}.svg")

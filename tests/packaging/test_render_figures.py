@@ -40,6 +40,15 @@ def test_a_comparison_renders_one_column_per_subject_with_its_spread() -> None:
     ]
 
 
+def test_a_region_may_choose_and_order_the_columns_of_a_comparison() -> None:
+    columns = {"a": _stats(1, 1, 1), "b c": _stats(2, 2, 2), "d": _stats(3, 3, 3)}
+    record = {"benchmark": "bench_x", "parameters": {}, "machine": MACHINE,
+              "figures": {"rate": {"unit": "", "columns": columns}}}  # fmt: skip
+    page = '<!-- figures:bench_x columns="d,b c" -->\nold\n<!-- /figures:bench_x -->\n'
+    rendered = render_figures.render(page, {"bench_x": record})
+    assert "| figure | d | b c |\n|---|---|---|\n| rate | 3 | 2 |" in rendered
+
+
 @pytest.fixture(name="docs")
 def docs_tree(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     figures = tmp_path / "docs" / "figures"
@@ -73,7 +82,8 @@ def test_a_plot_is_drawn_from_its_records_and_the_check_sees_a_changed_record(do
     (docs / "figures" / "bench_peers.json").write_text(json.dumps(record))
     assert render_figures.main([]) == 0
     svg = (docs / "figures" / "peers.svg").read_text()
-    assert "<svg" in svg and render_figures.digest({"bench_peers": record}, ("bench_peers",)) in svg
+    stamp = render_figures.digest({"bench_peers": record}, ("bench_peers",), render_figures.peers_plot)
+    assert "<svg" in svg and stamp in svg
     assert render_figures.main(["--check"]) == 0
     record["figures"]["thesis-1: pods/s"]["columns"]["netaware"]["median"] = 37
     (docs / "figures" / "bench_peers.json").write_text(json.dumps(record))
