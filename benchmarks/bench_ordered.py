@@ -35,6 +35,7 @@ from benchmarks.figures import spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import member_deployment
 from operators.engine.cluster.objects import Pod
 from operators.engine.simulation import ordered
 from webhooks.configuration import mutating_webhook_configuration
@@ -68,29 +69,8 @@ def deployments(scenario: ordered.AppScenario, replicas: int) -> str:
     order = sorted(scenario.group.status.topology_order or (), key=lambda entry: entry.index)  # type: ignore[union-attr]
     documents = []
     for entry in order:
-        selector = entry.workload.selector
-        labels = {
-            "appgroup.diktyo.x-k8s.io": scenario.group.metadata.name,
-            "appgroup.diktyo.x-k8s.io.workload": selector,
-        }
-        documents.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": selector, "namespace": NAMESPACE},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {
-                            "schedulerName": SCHEDULER,
-                            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
-                        },
-                    },
-                },
-            }
-        )
+        group = scenario.group.metadata.name
+        documents.append(member_deployment(NAMESPACE, group, entry.workload.selector, replicas, scheduler=SCHEDULER))
     return "\n---\n".join(json.dumps(document) for document in documents)
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import member_deployment
 from tests.support.e2e import (
     eventually,
     forbidden,
@@ -64,20 +65,8 @@ def appgroup() -> dict[str, Any]:
 
 
 def deployment(selector: str) -> dict[str, Any]:
-    labels = {"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": selector}
-    spec: dict[str, Any] = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
-    if selector == "batch":
-        spec["schedulingGates"] = [{"name": FOREIGN}]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": selector, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": REPLICAS[selector],
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": spec},
-        },
-    }
+    gates = (FOREIGN,) if selector == "batch" else ()
+    return member_deployment(NAMESPACE, "shop", selector, REPLICAS[selector], gates=gates)
 
 
 class BindingWatch:

@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     eventually,
     forbidden,
     gating_components,
     kubectl_json,
-    member_deployment,
     running,
     wait_for_port,
 )

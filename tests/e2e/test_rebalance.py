@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import member_deployment
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.engine.cluster.snapshot import build_snapshot
@@ -27,7 +28,6 @@ from tests.support.e2e import (
     forbidden,
     gating_components,
     kubectl_json,
-    member_deployment,
     running,
     wait_for_port,
 )

@@ -105,22 +105,6 @@ def gating_components(
     return port, configuration, webhook, operator
 
 
-def member_deployment(namespace: str, group: str, selector: str, replicas: int, cpu: str) -> dict[str, Any]:
-    """A Deployment of pause pods labelled as AppGroup ``group``'s workload ``selector``, each asking ``cpu``."""
-    labels = {"appgroup.diktyo.x-k8s.io": group, "appgroup.diktyo.x-k8s.io.workload": selector}
-    container = {"name": "app", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": selector, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
-
-
 def example(name: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
 
