@@ -231,14 +231,7 @@ def main() -> None:
         print(json.dumps({"real": results, "simulate": predicted}))
         if args.record:
             keys = ("meanCost", "p90Cost", "withinMaxNetworkCost", "seconds")
-            figures = {
-                key: records.columns({
-                    **{mode: [r[key] for r in rows] for mode, rows in results.items()},
-                    **{f"{mode} (simulate)": [float(p[key])] for mode, p in predicted.items()
-                       if isinstance(p.get(key), int | float)},
-                })
-                for key in keys
-            }  # fmt: skip
+            figures = records.measured_and_simulated(results, predicted, keys)
             records.write(args.record, "bench_ordered", vars(args), figures)
         print(f"logs: {folder}")
     finally:

@@ -301,14 +301,7 @@ def main() -> None:
         print(json.dumps({"real": results, "simulate": predicted}, default=str))
         if args.record:
             keys = ("scheduled", "pending", "overcommittedNodes", "podsPerSecond")
-            figures = {
-                key: records.columns({
-                    **{name: [r[key] for r in rows] for name, rows in results.items()},
-                    **{f"{name} (simulate)": [float(p[key])] for name, p in predicted.items()
-                       if isinstance(p.get(key), int | float)},
-                })
-                for key in keys
-            }  # fmt: skip
+            figures = records.measured_and_simulated(results, predicted, keys)
             records.write(args.record, "bench_real_scheduler", vars(args), figures)
     finally:
         for process in guarantee:

@@ -8,7 +8,7 @@ import json
 import os
 import platform
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,21 @@ def figure(values: Iterable[float], unit: str = "", **extra: float | str) -> dic
 def columns(values: Mapping[str, Iterable[float]], unit: str = "") -> dict[str, Any]:
     """One figure measured for several subjects (a comparison's columns): each column's min / median / max."""
     return {"unit": unit, "columns": {name: figure(column) for name, column in values.items()}}
+
+
+def measured_and_simulated(
+    measured: Mapping[str, Sequence[Mapping[str, Any]]], simulated: Mapping[str, Mapping[str, Any]], keys: Iterable[str]
+) -> dict[str, Any]:
+    """Comparisons of a benchmark on the real control plane: per figure ``key``, a column per mode measured (its
+    runs) and one per mode the simulator predicted (``MODE (simulate)``, where it predicts a number)."""
+    return {
+        key: columns({
+            **{mode: [run[key] for run in runs] for mode, runs in measured.items()},
+            **{f"{mode} (simulate)": [float(predicted[key])] for mode, predicted in simulated.items()
+               if isinstance(predicted.get(key), int | float)},
+        })
+        for key in keys
+    }  # fmt: skip
 
 
 def write(path: str | Path, benchmark: str, parameters: Mapping[str, Any], figures: Mapping[str, Any]) -> None:
