@@ -92,15 +92,27 @@ def render(text: str, records: dict[str, Record]) -> str:
 # -- plots ---------------------------------------------------------------------------------------------------
 
 
+def _medians_and_errors(cells: list[dict[str, Any] | None]) -> tuple[list[float], list[list[float]]]:
+    """Bar heights (the medians; 0 where a cell is missing) and their error bars (down to the min, up to the max)."""
+    stats = [cell or {"min": 0.0, "median": 0.0, "max": 0.0} for cell in cells]
+    medians = [cell["median"] for cell in stats]
+    return medians, [[cell["median"] - cell["min"] for cell in stats], [cell["max"] - cell["median"] for cell in stats]]
+
+
+def _budget(figure: dict[str, Any]) -> float:
+    """The number of a figure's recorded budget ("< 5 ms" -> 5)."""
+    found = re.search(r"[\d.]+", str(figure.get("budget", "")))
+    if found is None:
+        raise SystemExit(f"a plotted figure has no budget: {figure}")
+    return float(found.group())
+
+
 def _bars(axes: Any, record: Record, figures: list[tuple[str, str]], title: str) -> None:
     """Grouped bars: one group per (figure name, label), one bar per column, the min-max as an error bar."""
     columns = list(record["figures"][figures[0][0]]["columns"])
     width = 0.8 / len(columns)
     for position, column in enumerate(columns):
-        cells = [record["figures"][name]["columns"].get(column) for name, _ in figures]
-        medians = [cell["median"] if cell else 0.0 for cell in cells]
-        errors = [[m - (c["min"] if c else 0.0) for m, c in zip(medians, cells, strict=True)],
-                  [(c["max"] if c else 0.0) - m for m, c in zip(medians, cells, strict=True)]]  # fmt: skip
+        medians, errors = _medians_and_errors([record["figures"][name]["columns"].get(column) for name, _ in figures])
         offsets = [group + (position - (len(columns) - 1) / 2) * width for group in range(len(figures))]
         axes.bar(offsets, medians, width, yerr=errors, capsize=2, label=column)
     axes.set_xticks(range(len(figures)), [label for _, label in figures])
@@ -127,21 +139,18 @@ def latency_plot(records: dict[str, Record], pyplot: Any) -> Any:
     webhook, live = records["bench_webhook"]["figures"], records["bench_live"]["figures"]
     rows = [
         ("webhook\n500 req/s", webhook["open loop 500 req/s: netaware p99"],
-         webhook["open loop 500 req/s: empty handler p99"], 5.0),
+         webhook["open loop 500 req/s: empty handler p99"]),
         ("webhook\n1,000 req/s", webhook["open loop 1000 req/s: netaware p99"],
-         webhook["open loop 1000 req/s: empty handler p99"], 5.0),
-        ("extender\n5k nodes, churn", live["extender churn: p99"], live["extender churn: protocol floor p99"], 20.0),
-        ("extender\n20k nodes", live["extender 20k nodes: p99"], live["extender 20k nodes: protocol floor p99"],
-         20.0),
+         webhook["open loop 1000 req/s: empty handler p99"]),
+        ("extender\n5k nodes, churn", live["extender churn: p99"], live["extender churn: protocol floor p99"]),
+        ("extender\n20k nodes", live["extender 20k nodes: p99"], live["extender 20k nodes: protocol floor p99"]),
     ]  # fmt: skip
     figure, axes = pyplot.subplots(figsize=(8, 3.6))
-    for offset, (label, key) in ((-0.2, ("netaware", 1)), (0.2, ("floor", 2))):
-        medians = [row[key]["median"] for row in rows]
-        errors = [[m - row[key]["min"] for m, row in zip(medians, rows, strict=True)],
-                  [row[key]["max"] - m for m, row in zip(medians, rows, strict=True)]]  # fmt: skip
+    for offset, label, column in ((-0.2, "netaware", 1), (0.2, "floor", 2)):
+        medians, errors = _medians_and_errors([row[column] for row in rows])
         axes.bar([i + offset for i in range(len(rows))], medians, 0.4, yerr=errors, capsize=2, label=label)
-    for i, row in enumerate(rows):
-        axes.hlines(row[3], i - 0.45, i + 0.45, colors="black", linestyles="dashed", linewidth=1)
+    for i, row in enumerate(rows):  # each netaware figure's budget, as its benchmark recorded it
+        axes.hlines(_budget(row[1]), i - 0.45, i + 0.45, colors="black", linestyles="dashed", linewidth=1)
     axes.set_xticks(range(len(rows)), [row[0] for row in rows], fontsize=8)
     axes.set_ylabel("p99, ms (dashed: budget)")
     axes.legend(fontsize=8, loc="upper left")

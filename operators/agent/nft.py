@@ -69,15 +69,11 @@ class Nftables(Netlink):
         if lines:
             self._nft("\n".join(lines) + "\n", len(lines))
 
-    def _nft_command(self) -> list[str]:
-        return (["ip", "netns", "exec", self.netns] if self.netns else []) + ["nft"]
-
     def _run(self, arguments: list[str], script: str | None = None) -> subprocess.CompletedProcess[str]:
+        """``nft ARGUMENTS`` (in the interface's network namespace, when it has one)."""
+        command = [*(("ip", "netns", "exec", self.netns) if self.netns else ()), "nft", *arguments]
         try:
-            return subprocess.run(
-                [*self._nft_command(), *arguments], input=script, capture_output=True, text=True, timeout=30,
-                check=False,
-            )  # fmt: skip
+            return subprocess.run(command, input=script, capture_output=True, text=True, timeout=30, check=False)
         except FileNotFoundError:
             raise KernelError("the nft command is not installed (Debian package nftables)") from None
 
