@@ -129,10 +129,15 @@ async def test_gated_pods_are_released_to_their_planned_nodes(api: Api, emulator
         def gone() -> bool:
             return all(emulator.get_object("v1/pods", "default", n) is None for n in ("web-1", "web-2"))
 
+        def abandoned_events() -> list[str]:
+            return [e["message"] for e in emulator.list_objects("v1/events", "default")
+                    if e.get("reason") == "PlanAbandoned"]  # fmt: skip
+
         await until("the stranded pods evicted", gone, 10)
         assert emulator.get_object("v1/pods", "default", first) is not None  # bound on n-5
-        abandoned = [e["message"] for e in emulator.list_objects("v1/events", "default")
-                     if e.get("reason") == "PlanAbandoned"]  # fmt: skip
+        # each Event is posted after its eviction succeeded: the last one may still be on its way
+        await until("both abandonments announced", lambda: len(abandoned_events()) >= 2, 10)
+        abandoned = abandoned_events()
         assert len(abandoned) == 2 and all("its planned node n-6 no longer fits it: Insufficient cpu" in m
                                            for m in abandoned), abandoned  # fmt: skip
 
