@@ -26,17 +26,25 @@ tainted so that only the thesis' pods go there. The same pods, created at once, 
 Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 nodes of 1Gi: 1,000 fit),
 Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
 maxNetworkCost 10, 3 replicas each). Figures per scheduler, min / median / max over ``--runs``: pods/s (pods
-bound / seconds from the creation to the last binding), pending, the p99 time from creation to binding (polled
-every 0.2 s); for the thesis, overcommitted nodes (in + out asked above 1Gi) and the worst overcommit; for the
-AppGroups (whose pods ask no bandwidth, so no node can be overcommitted), the mean and p90 over the dependency
-edges of an edge's network cost (the mean over its placed pod pairs; ``netaware explain appgroup`` on a dump:
-the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
+bound / seconds from the creation to the last binding), pending, the p99 time from creation to binding (seen
+by a watch: :mod:`benchmarks.bindings`); for the thesis, overcommitted nodes (in + out asked above 1Gi) and the worst
+overcommit; for the AppGroups (whose pods ask no bandwidth, so no node can be overcommitted), the mean and p90 over
+the dependency edges of an edge's network cost (the mean over its placed pod pairs; ``netaware explain appgroup``
+on a dump: the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
+
+``--breakdown`` measures instead where a 33-pod apply's time goes (Online Boutique's pods, each step added to the
+one before): created with no scheduler (nobody binds them), through netaware's webhook, gated and released by
+plan, then bound by (d) ``sp-default``, by netaware's scheduler and extender without a gate (pods without the
+AppGroup label: the floor of any netaware design that keeps its webhook and extender) and by (e). Figures: the
+seconds ``kubectl create`` of the List took, the seconds to the last binding, pods/s, and the CPU seconds each
+process used meanwhile (``/proc``: the API server, etcd, the schedulers, netaware's processes, KWOK).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import random
 import shutil
@@ -51,6 +59,7 @@ import yaml
 
 from benchmarks import records
 from benchmarks.bench_real_scheduler import start_webhook, wait_advertised
+from benchmarks.bindings import BindingWatch
 from benchmarks.figures import percentile, spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
@@ -188,28 +197,28 @@ def thesis_pods(scheduler: str, namespace: str, run: int) -> list[dict[str, Any]
 
 def bind(plane: ControlPlane, items: list[dict[str, Any]], namespace: str, run: int, settle: float
          ) -> tuple[float, dict[str, float], list[dict[str, Any]]]:  # fmt: skip
-    """Create ``items`` at once and poll until all are bound or none was for ``settle`` s: the creation time, when
-    each pod was seen bound, and the pods as last listed."""
-    created = time.monotonic()
-    plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    CREATION[0] = time.monotonic() - created  # the API server admits a List's items one by one
-    bound_at: dict[str, float] = {}
-    last_change = time.monotonic()
-    listed: list[dict[str, Any]] = []
-    while time.monotonic() - last_change < settle and len(bound_at) < len(items):
-        listed = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)[
-            "items"
-        ]
-        now = time.monotonic()
-        for pod in listed:
-            if pod["spec"].get("nodeName") and pod["metadata"]["name"] not in bound_at:
-                bound_at[pod["metadata"]["name"]] = now
-                last_change = now
-        time.sleep(0.2)
-    return created, bound_at, listed
+    """Create ``items`` at once and watch until all are bound or none was for ``settle`` s: the creation time, when
+    each pod was seen bound, and the pods as last seen."""
+    watch = BindingWatch(plane, namespace, f"run={run}")
+    try:
+        created = time.monotonic()
+        plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+        CREATION[0] = time.monotonic() - created  # the API server admits a List's items one by one
+        watch.wait(len(items), settle)
+    finally:
+        watch.close()
+    if TIMELINE:
+        for name in sorted(watch.bound_at, key=watch.bound_at.__getitem__):
+            print(
+                f"      {name}: released {watch.ungated_at.get(name, created) - created:.3f} s, "
+                f"bound {watch.bound_at[name] - created:.3f} s",
+                file=sys.stderr,
+            )
+    return created, dict(watch.bound_at), list(watch.pods.values())
 
 
 CREATION = [0.0]  # seconds the last `kubectl create` took
+TIMELINE = False  # --timeline: print when each pod was released and bound
 
 
 def common_figures(items: list[dict[str, Any]], created: float, bound_at: dict[str, float]) -> dict[str, float]:
@@ -275,6 +284,62 @@ def measure(plane: ControlPlane, group: dict[str, Any], scheduler: str, run: int
     }
 
 
+# --breakdown: (name, namespace, scheduler, with the AppGroup labels)
+STEPS = (
+    ("created", NAMESPACE, "none", True),
+    ("+ webhook", AWARE, "none", False),
+    ("+ webhook, gate, plan release", PLANNED, "none", True),
+    ("sp-default", NAMESPACE, "sp-default", True),
+    ("netaware floor (webhook, extender, no gate)", AWARE, "netaware", False),
+    ("netaware-plan", PLANNED, "netaware", True),
+)
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds each process (with its threads) has used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name, pid in pids.items():
+        try:
+            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def breakdown(plane: ControlPlane, pids: dict[str, int], run: int, settle: float) -> dict[str, dict[str, float]]:
+    """One pass over :data:`STEPS` with Online Boutique's pods: each step's figures."""
+    out = {}
+    for step, (name, namespace, scheduler, grouped) in enumerate(STEPS):
+        label = 1000 * run + step
+        group = next(group for group in appgroups(namespace) if group["metadata"]["name"] == "onlineboutique")
+        items = pods(group, scheduler, label)
+        if not grouped:
+            for item in items:
+                item["metadata"]["labels"] = {"run": str(label)}
+        before = cpu_seconds(pids)
+        if scheduler == "none":
+            watch = BindingWatch(plane, namespace, f"run={label}")
+            created = time.monotonic()
+            plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+            CREATION[0] = time.monotonic() - created
+            time.sleep(1.0)  # the releases that follow the last creation
+            watch.close()
+            figures = {"creation s (kubectl create of the List)": CREATION[0]}
+        else:
+            created, bound_at, _ = bind(plane, items, namespace, label, settle)
+            figures = common_figures(items, created, bound_at)
+            figures["last binding s"] = max(bound_at.values()) - created if bound_at else float("nan")
+        after = cpu_seconds(pids)
+        figures.update({f"CPU s {process}": after[process] - before[process] for process in after if process in before})
+        out[name] = figures
+        plane.kubectl("delete", "pods", "-n", namespace, "-l", f"run={label}", "--wait=false", "--grace-period=0",
+                      "--force")  # fmt: skip
+        wait_empty(plane)
+    return out
+
+
 def wait_empty(plane: ControlPlane) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -283,6 +348,24 @@ def wait_empty(plane: ControlPlane) -> None:
         if not any(listing["items"] for listing in listed):
             return
         time.sleep(0.5)
+
+
+def report_breakdown(plane: ControlPlane, pids: dict[str, int], args: argparse.Namespace) -> None:
+    passes = [breakdown(plane, pids, run, args.settle) for run in range(1, args.runs + 1)]
+    steps = [name for name, *_ in STEPS]
+    keys = list(dict.fromkeys(key for figures in passes for name in steps for key in figures[name]))
+    print(f"where an apply of {len(pods(appgroups(PLANNED)[0], 'none', 0))} pods goes, {args.runs} runs "
+          "(min / median / max)")  # fmt: skip
+    recorded = {}
+    for key in keys:
+        columns = {name: [figures[name][key] for figures in passes if key in figures[name]] for name in steps}
+        columns = {name: values for name, values in columns.items() if values}
+        recorded[f"breakdown: {key}"] = records.columns(columns)
+        print(f"  {key}")
+        for name, values in columns.items():
+            print(f"    {name:45s} {spread(values, '.3g')}")
+    if args.record:
+        records.write(args.record, "bench_peers", {**vars(args), "nodes": 48 + THESIS_NODES}, recorded)
 
 
 def main() -> None:
@@ -296,7 +379,11 @@ def main() -> None:
     parser.add_argument("--plan-affinity", choices=("required", "preferred"), default="required",
                         help="how the plan column's pods carry their planned node")  # fmt: skip
     parser.add_argument("--plan-window-ms", type=int, default=100, help="the plan column's batching window")
+    parser.add_argument("--timeline", action="store_true", help="print when each pod was released and bound")
+    parser.add_argument("--breakdown", action="store_true", help="where an apply's time goes (see above), only")
     args = parser.parse_args()
+    global TIMELINE
+    TIMELINE = args.timeline
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
     folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-peers-"))
@@ -334,6 +421,8 @@ def main() -> None:
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
         processes.append(start_webhook(plane, folder, ca_data, AWARE, PLANNED))  # bandwidth resources, gates
+        pids = {**plane.pids, **{name: process.pid for name, process in zip(("operator", "extender", "webhook"),
+                                                                           processes, strict=True)}}  # fmt: skip
         extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
                           "prioritizeVerb": "prioritize", "weight": 20, "enableHTTPS": True,
                           "tlsConfig": {"caData": ca_data}, "nodeCacheCapable": True, "ignorable": False,
@@ -357,6 +446,10 @@ def main() -> None:
         plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
         wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES)
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
+        pids.update(plane.pids)
+        if args.breakdown:
+            report_breakdown(plane, pids, args)
+            return
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
                  "netaware-plan": ("netaware", PLANNED), "sp-network": ("sp-network", NAMESPACE),
                  "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
