@@ -68,8 +68,10 @@ from hack.control_plane.cluster import ControlPlane
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 NAMESPACE = "bench"
-AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace and PLANNED only
+AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace, PLANNED and UNGATED only
 PLANNED = "bench-plan"  # netaware with plans: the AppGroups annotated ordered-scheduling: plan
+UNGATED = "bench-ungated"  # ... ordered-scheduling: plan-ungated (planned by the extender, no gate)
+MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated"}
 ZONES = {"us-west-1": ("Z1", "Z2", "Z3", "Z4"), "us-east-1": ("Z5", "Z6", "Z7", "Z8")}
 
 
@@ -158,9 +160,8 @@ def appgroups(namespace: str, seed: int = 7) -> list[dict[str, Any]]:
     out = []
     for group in (boutique, random_dag):
         moved = json.loads(json.dumps(group).replace('"namespace": "default"', f'"namespace": "{namespace}"'))
-        if namespace in (AWARE, PLANNED):
-            mode = "true" if namespace == AWARE else "plan"
-            moved["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": mode}
+        if namespace in MODES:
+            moved["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": MODES[namespace]}
         out.append(moved)
     return out
 
@@ -292,6 +293,7 @@ STEPS = (
     ("sp-default", NAMESPACE, "sp-default", True),
     ("netaware floor (webhook, extender, no gate)", AWARE, "netaware", False),
     ("netaware-plan", PLANNED, "netaware", True),
+    ("netaware-plan-ungated", UNGATED, "netaware", True),
 )
 
 
@@ -343,7 +345,7 @@ def breakdown(plane: ControlPlane, pids: dict[str, int], run: int, settle: float
 def wait_empty(plane: ControlPlane) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        namespaces = (NAMESPACE, AWARE, PLANNED)
+        namespaces = (NAMESPACE, *MODES)
         listed = [json.loads(plane.kubectl("get", "pods", "-n", ns, "-o", "json").stdout) for ns in namespaces]
         if not any(listing["items"] for listing in listed):
             return
@@ -374,8 +376,8 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
     parser.add_argument("--scenarios", default="thesis-1,onlineboutique,random-dag", help="comma-separated")
     parser.add_argument("--record", default=None, help="also write every run's figures as JSON to this file")
-    parser.add_argument("--modes", default="kube-scheduler,netaware,netaware-plan,sp-network,sp-default",
-                        help="the columns to run, comma-separated")  # fmt: skip
+    columns = "kube-scheduler,netaware,netaware-plan,netaware-plan-ungated,sp-network,sp-default"
+    parser.add_argument("--modes", default=columns, help="the columns to run, comma-separated")
     parser.add_argument("--plan-affinity", choices=("required", "preferred"), default="required",
                         help="how the plan column's pods carry their planned node")  # fmt: skip
     parser.add_argument("--plan-window-ms", type=int, default=100, help="the plan column's batching window")
@@ -394,7 +396,7 @@ def main() -> None:
     try:
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-        groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, AWARE, PLANNED)}
+        groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, *MODES)}
         for namespace, documents in groups.items():
             plane.kubectl("create", "namespace", namespace)
             for document in [network_topology(namespace), *documents]:
@@ -407,7 +409,7 @@ def main() -> None:
         profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
         for entry in profile["profiles"][0]["pluginConfig"]:
             if entry["name"] == "NetworkOverhead":
-                entry["args"] = {**network_args(AWARE), "namespaces": [AWARE, PLANNED]}
+                entry["args"] = {**network_args(AWARE), "namespaces": list(MODES)}
             if entry["name"] == "NetworkBandwidth":
                 entry["args"]["accountingMode"] = "combined"
         (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
@@ -420,7 +422,7 @@ def main() -> None:
                 [sys.executable, "-m", "operators.cli", *command, "--kubeconfig", str(plane.kubeconfig)],
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
-        processes.append(start_webhook(plane, folder, ca_data, AWARE, PLANNED))  # bandwidth resources, gates
+        processes.append(start_webhook(plane, folder, ca_data, *MODES))  # bandwidth resources, gates
         pids = {**plane.pids, **{name: process.pid for name, process in zip(("operator", "extender", "webhook"),
                                                                            processes, strict=True)}}  # fmt: skip
         extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
@@ -451,7 +453,8 @@ def main() -> None:
             report_breakdown(plane, pids, args)
             return
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
-                 "netaware-plan": ("netaware", PLANNED), "sp-network": ("sp-network", NAMESPACE),
+                 "netaware-plan": ("netaware", PLANNED), "netaware-plan-ungated": ("netaware", UNGATED),
+                 "sp-network": ("sp-network", NAMESPACE),
                  "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
         modes = {mode: where for mode, where in modes.items() if mode in args.modes.split(",")}
         names = [group["metadata"]["name"] for group in groups[NAMESPACE]]

@@ -38,3 +38,30 @@ def member_deployment(
             "template": {"metadata": {"labels": labels}, "spec": spec},
         },
     }
+
+
+def member_appgroup(
+    namespace: str, name: str, graph: dict[str, list[str]], annotations: dict[str, str], max_cost: int = 5
+) -> dict[str, Any]:
+    """AppGroup ``name`` of Deployments named by their selectors, ``graph`` its dependencies (each with
+    ``maxNetworkCost``), with ``annotations``."""
+
+    def workload(selector: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": selector, "selector": selector, "apiVersion": "apps/v1"}
+
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {
+            "numMembers": len(graph),
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [
+                {
+                    "workload": workload(selector),
+                    "dependencies": [{"workload": workload(d), "maxNetworkCost": max_cost} for d in children],
+                }
+                for selector, children in graph.items()
+            ],
+        },
+    }

@@ -69,6 +69,9 @@ TOPOLOGY_ORDER_GATE: Final = "netaware.io/topology-order"
 # seconds a gated pod waits at most (from its creation) before it is released whatever the order.
 ORDERED_SCHEDULING: Final = "netaware.io/ordered-scheduling"
 ORDERED_SCHEDULING_TIMEOUT: Final = "netaware.io/ordered-scheduling-timeout"
+# ordered-scheduling "plan-ungated": never gated; the extender plans the pending pods as a whole when
+# kube-scheduler asks about one of them, and answers with the planned node.
+UNGATED_PLAN: Final = "plan-ungated"
 # A pod released by a whole-AppGroup plan (ordered-scheduling "plan"): the node the plan gave it (it also carries
 # a required node affinity for that node; NetworkOverhead's filter leaves it to the plan).
 PLANNED_NODE: Final = "netaware.io/planned-node"

@@ -16,6 +16,7 @@ from operators.engine.scheduling.framework import CycleState, PodInputs
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable
 from operators.extender.args import item_name
+from operators.extender.plans import PlanFollower
 from operators.extender.wire import NameListMemo, PriorityTemplate
 
 
@@ -35,7 +36,8 @@ ANSWERS_KEPT = 256
 @dataclass
 class ExtenderState:
     """Where the cluster comes from and the config: a fixed snapshot (``source``), or a live index kept by delta
-    (``indexes``: :class:`operators.extender.live.LiveIndex`). Holds the current index, the cycle state of the
+    (``indexes``: :class:`operators.extender.live.LiveIndex`; ``source`` then gives the cache's snapshot, with
+    every pod, which the plans of plan-ungated AppGroups read). Holds the current index, the cycle state of the
     last pod (its /filter and /prioritize share it), the table of the last NodeNames list (kube-scheduler sends
     the same list pod after pod) and the answers given on them: a Deployment's replicas are the same pod to
     every plugin, so the next replica's answer is the encoded bytes of the first's."""
@@ -52,6 +54,7 @@ class ExtenderState:
     _nowhere: dict[tuple[str, Candidates, PodInputs], tuple[str, ...]] = field(default_factory=dict)  # why, per answer
     names_memo: NameListMemo = field(default_factory=NameListMemo)
     answers_reused: int = 0
+    follower: PlanFollower = field(default_factory=PlanFollower)  # plan-ungated AppGroups' pods
 
     def __post_init__(self) -> None:
         # kube-scheduler runs its own NodeResourcesFit before it calls an extender: the extender answers for

@@ -22,6 +22,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
+from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.explain import summary
@@ -30,6 +31,7 @@ from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import weighted_totals
 from operators.extender.answers import Candidates, ExtenderState
 from operators.extender.args import BadArgs, item_name, parse_args
+from operators.extender.plans import ON_PLAN, PlanMetrics
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 
@@ -115,9 +117,13 @@ async def filter_handler(request: web.Request) -> web.Response:
 
 
 def filter_body(call: Call) -> tuple[bytes, tuple[str, ...]]:
-    """The encoded ExtenderFilterResult of ``call`` (an answer shared by pods of equal inputs on a NodeNames list),
-    and why the pod fits none of the nodes (empty when one passes)."""
+    """The encoded ExtenderFilterResult of ``call`` (an answer shared by pods of equal inputs on a NodeNames list,
+    but for the pods of plan-ungated AppGroups: each has its own node), and why the pod fits none of the nodes
+    (empty when one passes)."""
     candidates = call.state.candidates(call.index, call.names, call.items)
+    group = call.state.follower.group_of(call.pod, call.index.snapshot)
+    if group is not None:
+        return _planned_filter(call, candidates, group)
 
     def compute() -> tuple[bytes, tuple[str, ...]]:
         answer, nowhere = _filter_answer(call, candidates)
@@ -143,6 +149,30 @@ def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], 
         )
     nowhere = () if passing or not failed else tuple(summary(by_plugin, len(candidates.table)))
     return answer, nowhere
+
+
+def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tuple[bytes, tuple[str, ...]]:
+    """The filter answer narrowed to the node planned for the pod (:mod:`operators.extender.plans`) when it passes;
+    else the answer as for any pod."""
+    follower = call.state.follower
+    names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
+    node = follower.node_for(call.pod, group, call.state.source(), call.state.config, names)
+    answer, nowhere = _filter_answer(call, candidates)
+    if node is None:
+        return orjson.dumps(answer), nowhere
+    by_names = call.names is not None
+    passing = answer["NodeNames"] if by_names else [item["metadata"]["name"] for item in answer["Nodes"]["items"]]
+    if node not in passing:
+        follower.missed(call.pod, node)
+        return orjson.dumps(answer), nowhere
+    follower.count(ON_PLAN)
+    reason = f"AppGroup {group.metadata.namespace}/{group.metadata.name}'s plan places this pod on node {node}"
+    answer["FailedNodes"] = {**answer["FailedNodes"], **{name: reason for name in passing if name != node}}
+    if by_names:
+        answer["NodeNames"] = [node]
+    else:
+        answer["Nodes"]["items"] = [candidates.raw[node]]
+    return orjson.dumps(answer), ()
 
 
 class PodNotifier:
@@ -228,6 +258,7 @@ def build_app(state: ExtenderState, notifier: PodNotifier | None = None) -> web.
     app[STATE_KEY] = state
     app[NOTIFIER_KEY] = notifier or PodNotifier()
     app[METRICS_KEY] = ExtenderMetrics.create()
+    state.follower.metrics = PlanMetrics.create(app[METRICS_KEY].registry)
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
     add_probes(app, state.ready, "cluster cache not synced yet", app[METRICS_KEY].registry)

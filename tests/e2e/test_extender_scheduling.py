@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import ssl
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
@@ -23,6 +20,7 @@ from tests.support.e2e import (
     ROOT,
     eventually,
     forbidden,
+    https_get,
     kubectl_json,
     running,
     service_account,
@@ -78,21 +76,12 @@ def network_warnings(cluster: ControlPlane, pod: str) -> list[dict[str, Any]]:
 
 def probe(port: int, path: str, ca_file: pathlib.Path) -> int:
     """The HTTP status of a GET on the extender (0 when it does not answer)."""
-    context = ssl.create_default_context(cafile=str(ca_file))
-    try:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=context, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return 0
+    return https_get(port, path, ca_file)[0]
 
 
 def extender_calls(port: int, ca_file: pathlib.Path) -> dict[str, float]:
     """How many /filter and /prioritize calls the extender served (its latency histogram's counts)."""
-    context = ssl.create_default_context(cafile=str(ca_file))
-    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=10) as response:
-        text = response.read().decode()
+    text = https_get(port, "/metrics", ca_file)[1]
     counts = dict.fromkeys(("filter", "prioritize"), 0.0)
     for verb in counts:
         match = re.search(rf'netaware_extender_latency_seconds_count{{verb="{verb}"}} ([\d.]+)', text)

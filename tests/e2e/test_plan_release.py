@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
-from hack.control_plane.objects import member_deployment
+from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     eventually,
@@ -37,26 +37,8 @@ REPLICAS = {"web": 2, "api": 2, "db": 1}
 
 
 def appgroup() -> dict[str, Any]:
-    def workload(name: str) -> dict[str, str]:
-        return {"kind": "Deployment", "name": name, "selector": name, "apiVersion": "apps/v1"}
-
-    return {
-        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
-        "kind": "AppGroup",
-        "metadata": {
-            "name": "shop",
-            "namespace": NAMESPACE,
-            "annotations": {"netaware.io/ordered-scheduling": "plan", "netaware.io/ordered-scheduling-timeout": "60"},
-        },
-        "spec": {
-            "numMembers": len(GRAPH),
-            "topologySortingAlgorithm": "KahnSort",
-            "workloads": [
-                {"workload": workload(s), "dependencies": [{"workload": workload(d), "maxNetworkCost": 5} for d in c]}
-                for s, c in GRAPH.items()
-            ],
-        },
-    }
+    annotations = {"netaware.io/ordered-scheduling": "plan", "netaware.io/ordered-scheduling-timeout": "60"}
+    return member_appgroup(NAMESPACE, "shop", GRAPH, annotations)
 
 
 def deployment(selector: str, replicas: int) -> dict[str, Any]:

@@ -8,9 +8,12 @@ import json
 import os
 import pathlib
 import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -207,3 +210,15 @@ def not_built() -> str | None:
         if missing
         else None
     )
+
+
+def https_get(port: int, path: str, ca_file: pathlib.Path) -> tuple[int, str]:
+    """The HTTP status and body of a GET on a netaware server on loopback (status 0: it does not answer)."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=context, timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), ""
+    except OSError:
+        return 0, ""

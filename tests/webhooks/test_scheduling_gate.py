@@ -99,6 +99,9 @@ def test_reinvocation_adds_nothing() -> None:
         (appgroup({"netaware.io/ordered-scheduling": "true"}), pod(None), False),  # outside any AppGroup
         (appgroup({"netaware.io/ordered-scheduling": "true"}), pod("p1", group="other"), False),  # no such AppGroup
         (appgroup({"netaware.io/ordered-scheduling": "true"}), pod("p1", nodeName="n-1"), False),  # bound already
+        # planned by the extender when kube-scheduler asks: never gated, not even by default
+        (appgroup({"netaware.io/ordered-scheduling": "plan-ungated"}), pod("p1"), False),
+        (appgroup({"netaware.io/ordered-scheduling": "plan-ungated"}), pod("p1"), True),
     ],
 )
 def test_pods_that_are_never_gated(group: dict[str, Any], body: dict[str, Any], by_default: bool) -> None:

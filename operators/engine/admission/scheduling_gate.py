@@ -6,7 +6,8 @@ A pod is gated when all of these hold:
    AppGroup exists for its namespace (:func:`~operators.engine.cluster.appgroups.pod_appgroup`).
 2. The AppGroup opted in: annotation ``netaware.io/ordered-scheduling: "true"`` (released dependencies first)
    or ``"plan"`` (released by a whole-group plan), or the webhook gates by default
-   (``--ordered-scheduling-default``) and the annotation is not ``"false"``.
+   (``--ordered-scheduling-default``) and the annotation is neither ``"false"`` nor ``"plan-ungated"`` (planned
+   by the extender when kube-scheduler asks about the pod: never gated).
 3. The AppGroup is Ready and its ``status.topologyOrder`` has the pod's workload (an order the controller has
    computed; a new or invalid AppGroup gates nobody).
 4. The pod is not bound already (``spec.nodeName``: the API server refuses gates on a bound pod) and does not
@@ -29,7 +30,7 @@ GATE = keys.TOPOLOGY_ORDER_GATE
 
 def opted_in(group: AppGroup, gate_by_default: bool) -> bool:
     value = (group.metadata.annotations or {}).get(keys.ORDERED_SCHEDULING, "").strip().lower()
-    return value in ("true", "plan") or (gate_by_default and value != "false")
+    return value in ("true", "plan") or (gate_by_default and value not in ("false", keys.UNGATED_PLAN))
 
 
 def _ready_with(group: AppGroup, selector: str) -> bool:

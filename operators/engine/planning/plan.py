@@ -222,11 +222,7 @@ def edge_costs(problem: Problem, assignment: Sequence[int] | np.ndarray[Any, Any
             engine.put(state, pod, int(node))
     out = []
     for edge in problem.edges:
-        alone = Problem(**{**vars(problem), "edges": [edge]})
-        placed = Search(alone).objective(state)
+        cost, over = engine.edge_cost(state, edge)
         pairs = int(state.count_node[edge.source].sum() * state.count_node[edge.target].sum())
-        out.append(
-            EdgeCost(problem.workloads[edge.source], problem.workloads[edge.target], pairs, placed.cost,
-                     placed.over_limit)
-        )  # fmt: skip
+        out.append(EdgeCost(problem.workloads[edge.source], problem.workloads[edge.target], pairs, cost, over))
     return out

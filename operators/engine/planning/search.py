@@ -32,6 +32,7 @@ import numpy as np
 from operators.engine.planning.problem import (
     OVER_LIMIT_PENALTY,
     Bools,
+    Edge,
     Ints,
     Problem,
     incident,
@@ -492,17 +493,18 @@ class Search:
 
     def objective(self, state: Assignment) -> PlacedCost:
         """The cost of ``state`` over every pair of the AppGroup (bound members included)."""
-        grid = self.problem.place_cost
-        cost = over = 0
-        for edge in self.problem.edges:
-            source, target = state.count_place[edge.source], state.count_place[edge.target]
-            same_node = state.count_node[edge.source] @ (state.count_node[edge.target] * self.cost_diagonal)
-            cost += int(source @ grid @ target) - int(same_node)
-            if id(edge) in self.above:
-                above, diagonal = self.above[id(edge)]
-                same = state.count_node[edge.source] @ (state.count_node[edge.target] * diagonal)
-                over += int(source @ above @ target) - int(same)
-        return PlacedCost(cost, over, int((state.node < 0).sum()))
+        costs = [self.edge_cost(state, edge) for edge in self.problem.edges]
+        return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), int((state.node < 0).sum()))
+
+    def edge_cost(self, state: Assignment, edge: Edge) -> tuple[int, int]:
+        """The network cost of ``edge``'s pod pairs in ``state``, and how many are above its maxNetworkCost."""
+        source, target = state.count_place[edge.source], state.count_place[edge.target]
+        here, there = state.count_node[edge.source], state.count_node[edge.target]
+        cost = int(source @ self.problem.place_cost @ target - here @ (there * self.cost_diagonal))
+        if id(edge) not in self.above:
+            return cost, 0
+        above, diagonal = self.above[id(edge)]
+        return cost, int(source @ above @ target - here @ (there * diagonal))
 
 
 def dependency_order(problem: Problem) -> list[int]:
@@ -558,14 +560,13 @@ def search(
 
     engine = Search(problem, seed)
     best, unplaceable = engine.greedy()
-    greedy = best_cost = engine.objective(best)
+    greedy = engine.objective(best)
     if greedy.objective == 0:  # nothing to gain: every pair on one node or free
         return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)
     converged, sweeps = engine.improve(best, deadline)
-    if engine.objective(best).objective > 0:
+    if (best_cost := engine.objective(best)).objective > 0:
         best, walked = engine.tabu(best, deadline)
-        converged = converged and walked
-    best_cost = engine.objective(best)
+        converged, best_cost = converged and walked, engine.objective(best)
     rng = np.random.default_rng([seed, RESTARTS])
     for restart in range(1, RESTARTS):
         if not converged or deadline() or best_cost.objective == 0:
@@ -579,7 +580,6 @@ def search(
         done, more = other.improve(state, deadline)
         state, walked = other.tabu(state, deadline)
         converged, sweeps = converged and done and walked, sweeps + more
-        cost = other.objective(state)
-        if cost.objective < best_cost.objective:
+        if (cost := other.objective(state)).objective < best_cost.objective:
             best, best_cost, unplaceable = state, cost, missing
     return SearchResult(best.node.copy(), best_cost, greedy, converged, sweeps, clock() - started, unplaceable)

@@ -38,6 +38,7 @@ from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import Plan as LowNodeLoadPlan
 from operators.engine.descheduling.lownodeload import Planner
 from operators.engine.planning.release import plans_by_whole_group
+from operators.engine.planning.ungated import plans_ungated
 from operators.engine.rebalancing.appgroups import group_moves, placed_and_planned
 from operators.engine.rebalancing.bandwidth import bandwidth_moves
 from operators.engine.rebalancing.model import Balance, Ceilings, Cycle, Move, Rebalance, Usage
@@ -81,7 +82,7 @@ def rebalance(
     weight = args.weights
     if weight.network_cost > 0:
         for group in sorted(snapshot.app_groups, key=lambda g: (g.metadata.namespace, g.metadata.name)):
-            if plans_by_whole_group(group):
+            if plans_by_whole_group(group) or plans_ungated(group):
                 group_moves(cycle, group, result)
     if weight.bandwidth_balance > 0:
         bandwidth_moves(cycle, result)

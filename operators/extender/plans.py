@@ -1,0 +1,141 @@
+"""The extender's plans for AppGroups annotated ``netaware.io/ordered-scheduling: plan-ungated``: the shell over
+:func:`operators.engine.planning.ungated.plan_pending`.
+
+* When kube-scheduler asks about a pending pod of such an AppGroup, the pod's node comes from the last plan that
+  covered it and was not used yet; otherwise a plan is made now, of every pending member the cache holds, and
+  the nodes of the others are kept for when kube-scheduler asks about them.
+* The answer is narrowed to that node when kube-scheduler's candidates and netaware's filters both pass it; when
+  they do not (the cluster changed since the plan), the pod is answered as any other and counted ``off-plan``.
+* The nodes answered are counted as placed by the next plans until the pod is seen bound or gone, or for
+  :data:`ANSWERED_SECONDS` (kube-scheduler asks again only after an attempt that did not bind).
+
+One extender process keeps these in memory; replicas behind one Service would each plan on their own (the
+plans stay feasible — kube-scheduler checks every node it binds to — but may disagree), so the chart runs one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.ungated import plan_pending, plans_ungated
+from operators.engine.status.dependencies import validate
+
+logger = logging.getLogger("netaware.extender")
+
+ANSWERED_SECONDS = 60.0
+KEPT = 10_000  # answers and planned nodes held at most (pods of AppGroups deleted meanwhile are never asked about)
+ON_PLAN, OFF_PLAN, UNPLACEABLE = "on-plan", "off-plan", "unplaceable"
+
+
+@dataclass
+class PlanMetrics:
+    plans: Histogram
+    pods: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> PlanMetrics:
+        return cls(
+            Histogram(
+                "netaware_extender_plan_seconds",
+                "Seconds to plan an AppGroup's pending pods when kube-scheduler asked about one (plan-ungated).",
+                registry=registry,
+                buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+            ),
+            Counter(
+                "netaware_extender_planned_pods_total",
+                "Pods of plan-ungated AppGroups asked about: answered with their planned node (on-plan), answered "
+                "as any pod because the planned node no longer passed (off-plan), or placed nowhere by the plan "
+                "(unplaceable).",
+                ["result"],
+                registry=registry,
+            ),
+        )
+
+
+@dataclass
+class PlanFollower:
+    """See the module docstring."""
+
+    clock: Callable[[], float] = time.time
+    metrics: PlanMetrics | None = None
+    # pod key -> (node, its AppGroup, when answered)
+    answered: dict[str, tuple[str, str, float]] = field(default_factory=dict)
+    # pod key -> (node, its AppGroup): of a plan, not asked about yet
+    planned: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def group_of(self, pod: Pod, cluster: Snapshot) -> AppGroup | None:
+        """The plan-ungated AppGroup of a pending ``pod`` (None: answered as any pod)."""
+        name = pod.labels.get(keys.APPGROUP_LABEL)
+        if not name or pod.node_name:
+            return None
+        group = pod_appgroup(name, pod.namespace, cluster.app_groups)
+        if group is None or not plans_ungated(group) or validate(group.spec):
+            return None
+        return group
+
+    def node_for(
+        self, pod: Pod, group: AppGroup, cluster: Snapshot, config: SchedulerConfig, candidates: Collection[str]
+    ) -> str | None:
+        """The node planned for ``pod`` (``cluster``: with every pod; ``candidates``: kube-scheduler's nodes for
+        it); None when the plan places it nowhere."""
+        now = self.clock()
+        reference = f"{group.metadata.namespace}/{group.metadata.name}"
+        self._forget(reference, group, cluster, now)
+        node = self.planned.pop(pod.key, (None, ""))[0]
+        if node is None or node not in cluster.node_by_name:
+            answered = {key: held for key, (held, _, _) in self.answered.items()}
+            started = time.perf_counter()
+            plan = plan_pending(cluster, group, config, answered, pod, now, candidates)
+            if self.metrics is not None:
+                self.metrics.plans.observe(time.perf_counter() - started)
+            places = {planned.pod: planned.node for planned in plan.pods}
+            node = places.pop(pod.key, None)
+            self.planned.update({key: (place, reference) for key, place in places.items()})
+            logger.info(
+                "AppGroup %s/%s: %d pod(s) planned for pod %s, network cost %d (greedy start %d)",
+                group.metadata.namespace, group.metadata.name, len(plan.pods), pod.key, plan.cost.cost,
+                plan.greedy.cost,
+            )  # fmt: skip
+        if node is None:
+            self.count(UNPLACEABLE)
+            return None
+        self.answered[pod.key] = (node, reference, now)
+        return node
+
+    def missed(self, pod: Pod, node: str) -> None:
+        """kube-scheduler's candidates or netaware's filters refused ``pod``'s planned ``node``."""
+        self.answered.pop(pod.key, None)
+        self.count(OFF_PLAN)
+        logger.info("pod %s: its planned node %s no longer passes; answered as any pod", pod.key, node)
+
+    def count(self, result: str) -> None:
+        if self.metrics is not None:
+            self.metrics.pods.labels(result).inc()
+
+    def _forget(self, reference: str, group: AppGroup, cluster: Snapshot, now: float) -> None:
+        """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of ``group``'s pods
+        (``reference``: its namespace/name) now bound or gone."""
+        self.answered = {key: held for key, held in self.answered.items() if now - held[2] < ANSWERED_SECONDS}
+        if len(self.answered) > KEPT:
+            self.answered.clear()
+        pending = {
+            pod.key
+            for namespace in workload_namespaces(group)
+            for pod in cluster.appgroup_pods(namespace, group.metadata.name)
+            if not pod.node_name and not pod.is_terminal
+        }
+        self.answered = {key: held for key, held in self.answered.items() if held[1] != reference or key in pending}
+        self.planned = {key: held for key, held in self.planned.items() if held[1] != reference or key in pending}
+        if len(self.planned) > KEPT:
+            self.planned.clear()

@@ -1,0 +1,99 @@
+"""Plans made by the extender on the real control plane (``netaware.io/ordered-scheduling: plan-ungated``): no
+gate and no write — the real kube-scheduler asks `netaware extender` (the chart's ServiceAccount) about each pod,
+the extender plans the AppGroup's pending pods as a whole and answers with the planned node; every pod binds
+there, and a replica added by a scale-up is planned against the placed ones."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.objects import member_appgroup, member_deployment
+from tests.support.e2e import EXAMPLES, ROOT, eventually, forbidden, https_get, kubectl_json, running, wait_for_port
+
+pytestmark = pytest.mark.e2e
+
+NAMESPACE = "ungated-e2e"
+SCHEDULER = "netaware-ungated"
+GRAPH = {"web": ["api"], "api": ["db"], "db": []}
+REPLICAS = {"web": 2, "api": 2, "db": 1}
+
+
+@pytest.fixture
+def ungated_namespace(cluster: ControlPlane) -> Iterator[str]:
+    cluster.kubectl("create", "namespace", NAMESPACE)
+    try:
+        yield NAMESPACE
+    finally:
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+
+
+def bound(cluster: ControlPlane, count: int) -> list[dict[str, Any]] | None:
+    pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
+    found = [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    return found if len(found) >= count else None
+
+
+def on_plan(port: int, ca_file: pathlib.Path) -> float:
+    """Pods the extender answered with their planned node (its metric)."""
+    text = https_get(port, "/metrics", ca_file)[1]
+    match = re.search(r'netaware_extender_planned_pods_total\{result="on-plan"\} ([\d.]+)', text)
+    return float(match.group(1)) if match else 0.0
+
+
+def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
+    cluster: ControlPlane,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    ungated_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
+    port = free_port()
+    extender = {
+        "urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter", "prioritizeVerb": "prioritize",
+        "weight": 20, "enableHTTPS": True, "tlsConfig": {"caData": host_tls["ca_b64"]}, "nodeCacheCapable": True,
+        "ignorable": False, "httpTimeout": "5s",
+    }  # fmt: skip
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
+    args = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
+    profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
+    for entry in profile["profiles"][0]["pluginConfig"]:
+        if entry["name"] == "NetworkOverhead":  # the AppGroup's namespace beside the NetworkTopology's
+            entry["args"]["namespaces"] = ["default", NAMESPACE]
+    (tmp_path / "netaware.yaml").write_text(yaml.safe_dump(profile))
+    args += ["--kubeconfig", str(chart_rbac["extender"]), "--config", str(tmp_path / "netaware.yaml")]
+    args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    cluster.start_scheduler(SCHEDULER, config)
+    try:
+        with running(args, tmp_path / "extender.log") as process:
+            wait_for_port(port, process=process)
+            eventually(lambda: https_get(port, "/readyz", host_tls["ca"])[0] == 200, 60, "extender synced")
+            group = member_appgroup(NAMESPACE, "shop", GRAPH, {"netaware.io/ordered-scheduling": "plan-ungated"})
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))
+            manifests = [member_deployment(NAMESPACE, "shop", s, REPLICAS[s], "1", SCHEDULER) for s in GRAPH]
+            cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
+            every = sum(REPLICAS.values())
+            placed = eventually(lambda: bound(cluster, every), 90, "every pod bound")
+            # 5 pods of 1 cpu on nodes of 8: planned as a whole, the chain is on one node (cost 0), every pod
+            # answered with its planned node (a pod answered otherwise would count off-plan)
+            assert len({pod["spec"]["nodeName"] for pod in placed}) == 1, [p["spec"]["nodeName"] for p in placed]
+            assert on_plan(port, host_tls["ca"]) == every
+            assert not any(pod["spec"].get("schedulingGates") for pod in placed)
+            # a scale-up: the new replica is planned against the placed pods, beside them
+            cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
+            grown = eventually(lambda: bound(cluster, every + 1), 60, "the new replica bound")
+            assert {pod["spec"]["nodeName"] for pod in grown} == {placed[0]["spec"]["nodeName"]}
+            assert on_plan(port, host_tls["ca"]) == every + 1
+            assert "no longer passes" not in process.text()
+        assert forbidden(cluster, "extender") == []
+    finally:
+        cluster.stop_component(SCHEDULER)

@@ -1,0 +1,72 @@
+"""Plans made when kube-scheduler asks about a pod (``ordered-scheduling: plan-ungated``): the pods the extender
+answered for are counted on their node, the pod asked about is planned again, the others pending are planned with
+it. Cluster: n1 and n2 in zone za, n3 in zb (5 between the zones), the dependency a -> b."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.planning.ungated import plan_pending, plans_ungated
+from operators.engine.simulation import ordered
+from tests.support.planning import CONFIG, node, placed, pod, topology
+
+
+def ungated(graph: dict[str, list[str]], mode: str = "plan-ungated") -> AppGroup:
+    group = ordered.appgroup("pair", graph)
+    meta = group.metadata.model_copy(update={"annotations": {keys.ORDERED_SCHEDULING: mode}})
+    return group.model_copy(update={"metadata": meta})
+
+
+def cluster(*pods: dict[str, object], n1_pods: str = "110") -> tuple[Snapshot, AppGroup]:
+    group = ungated({"a": ["b"], "b": []})
+    objects = [node("n1", "za", pods=n1_pods), node("n2", "za"), node("n3", "zb"), topology(5), *pods]
+    return replace(build_snapshot(objects), app_groups=(group,)), group
+
+
+def test_the_mode_is_the_annotation() -> None:
+    assert plans_ungated(ungated({"a": []}))
+    assert plans_ungated(ungated({"a": []}, " Plan-Ungated "))
+    assert not plans_ungated(ungated({"a": []}, "plan"))
+    assert not plans_ungated(None)
+
+
+def test_pending_pods_are_planned_together() -> None:
+    # nothing placed: a-0 and b-0 on one node costs 0 (any node holds both)
+    snapshot, group = cluster(pod("a-0", "a"), pod("b-0", "b"))
+    plan = plan_pending(snapshot, group, CONFIG, {}, Pod.parse(pod("b-0", "b")), now=0.0)
+    nodes = placed(plan)
+    assert set(nodes) == {"a-0", "b-0"} and nodes["a-0"] == nodes["b-0"] and plan.cost.cost == 0
+
+
+def test_an_answered_pod_holds_its_node_and_is_not_planned_again() -> None:
+    # a-0 was answered n1, which then holds one pod: b-0 cannot join it and goes to n2 in the same zone (cost 1)
+    # rather than n3 (5); a-0 is no part of the plan.
+    snapshot, group = cluster(pod("a-0", "a"), pod("b-0", "b"), n1_pods="1")
+    answered = {f"{ordered.NAMESPACE}/a-0": "n1"}
+    plan = plan_pending(snapshot, group, CONFIG, answered, Pod.parse(pod("b-0", "b")), 0.0)
+    assert placed(plan) == {"b-0": "n2"} and plan.cost.cost == 1
+
+
+def test_the_pod_asked_about_is_planned_again_even_if_answered_before() -> None:
+    # kube-scheduler asks again only after an attempt that did not bind: b-0's answer n3 is not kept; it joins
+    # the bound a-0 on n1
+    snapshot, group = cluster(pod("a-0", "a", on="n1"), pod("b-0", "b"))
+    asking = Pod.parse(pod("b-0", "b"))
+    assert placed(plan_pending(snapshot, group, CONFIG, {asking.key: "n3"}, asking, 0.0)) == {"b-0": "n1"}
+
+
+def test_the_pod_asked_about_is_planned_when_the_cache_does_not_hold_it_yet() -> None:
+    snapshot, group = cluster(pod("a-0", "a", on="n1"))
+    assert placed(plan_pending(snapshot, group, CONFIG, {}, Pod.parse(pod("b-0", "b")), 0.0)) == {"b-0": "n1"}
+
+
+def test_the_plan_is_made_on_the_candidates_and_the_placed_members_nodes() -> None:
+    # kube-scheduler's candidates for b-0 are n2 and n3; n1 stays for a-0's pairs: b-0 goes to n2, in a-0's zone
+    # (1), not n3 (5) — and never n1, which is no candidate
+    snapshot, group = cluster(pod("a-0", "a", on="n1"), pod("b-0", "b"))
+    plan = plan_pending(snapshot, group, CONFIG, {}, Pod.parse(pod("b-0", "b")), 0.0, nodes=["n2", "n3"])
+    assert placed(plan) == {"b-0": "n2"} and plan.cost.cost == 1

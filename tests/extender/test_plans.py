@@ -1,0 +1,85 @@
+"""The extender's answers for the pods of a plan-ungated AppGroup: narrowed to the node planned for each pod, the
+pods pending together planned once, replicas with equal inputs given their own nodes (never another's cached
+answer), and the answer of any pod when the planned node no longer passes. Cluster: n1 and n2 in zone za, n3 in
+zb (5 between the zones), the dependency a -> b, a-0 bound on n1."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+from prometheus_client import CollectorRegistry
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.simulation import ordered
+from operators.extender.answers import ExtenderState
+from operators.extender.plans import PlanMetrics
+from operators.extender.server import Call, filter_body
+from tests.support.planning import CONFIG, node, pod, topology
+
+NAMES = ["n1", "n2", "n3"]
+
+
+def group_with(mode: str) -> AppGroup:
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    meta = group.metadata.model_copy(update={"annotations": {keys.ORDERED_SCHEDULING: mode}})
+    return group.model_copy(update={"metadata": meta})
+
+
+def state_of(*pending: dict[str, Any], mode: str = "plan-ungated", n1_pods: str = "2") -> ExtenderState:
+    objects = [node("n1", "za", pods=n1_pods), node("n2", "za"), node("n3", "zb"), topology(5)]
+    snapshot = replace(build_snapshot([*objects, pod("a-0", "a", on="n1"), *pending]), app_groups=(group_with(mode),))
+    state = ExtenderState(lambda: snapshot, CONFIG)
+    state.follower.metrics = PlanMetrics.create(CollectorRegistry())
+    return state
+
+
+def filter_of(state: ExtenderState, raw: dict[str, Any], names: list[str] = NAMES) -> dict[str, Any]:
+    return dict(orjson.loads(filter_body(Call(state, state.index(), Pod.parse(raw), list(names), None))[0]))
+
+
+def counted(state: ExtenderState, result: str) -> float:
+    assert state.follower.metrics is not None
+    return state.follower.metrics.pods.labels(result)._value.get()
+
+
+def plans_made(state: ExtenderState) -> float:
+    assert state.follower.metrics is not None
+    return next(s.value for s in state.follower.metrics.plans.collect()[0].samples if s.name.endswith("_count"))
+
+
+def test_the_answer_is_the_planned_node_and_replicas_get_their_own() -> None:
+    # n1 holds a-0 and one more pod: one b replica joins a-0 there (cost 0), the other goes to n2 in the same zone
+    # (cost 1), never to n3 (5). Both replicas have the same inputs: a shared answer would send both to n1.
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    first = filter_of(state, pod("b-0", "b"))
+    second = filter_of(state, pod("b-1", "b"))
+    assert {first["NodeNames"][0], second["NodeNames"][0]} == {"n1", "n2"}
+    assert len(first["NodeNames"]) == len(second["NodeNames"]) == 1
+    reason = "AppGroup default/pair's plan places this pod on node " + first["NodeNames"][0]
+    assert first["FailedNodes"] == {name: reason for name in NAMES if name != first["NodeNames"][0]}
+    assert plans_made(state) == 1  # b-1's node came from the plan made when b-0 was asked about
+    assert counted(state, "on-plan") == 2
+
+
+def test_a_planned_node_that_no_longer_passes_gives_the_answer_of_any_pod() -> None:
+    # b-1's node comes from the plan made for b-0; by the time kube-scheduler asks about b-1 its own filters have
+    # left that node out (say it filled meanwhile): b-1 is answered as any pod, and not counted as placed
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    filter_of(state, pod("b-0", "b"))
+    planned = state.follower.planned["default/b-1"][0]
+    offered = [name for name in NAMES if name != planned]
+    answer = filter_of(state, pod("b-1", "b"), offered)
+    assert answer["NodeNames"] == offered and answer["FailedNodes"] == {}
+    assert counted(state, "off-plan") == 1 and "default/b-1" not in state.follower.answered
+
+
+def test_the_pods_of_other_modes_are_not_narrowed() -> None:
+    for mode in ("plan", "true", ""):
+        state = state_of(pod("b-0", "b"), mode=mode, n1_pods="110")
+        assert filter_of(state, pod("b-0", "b"))["NodeNames"] == NAMES
+        assert plans_made(state) == 0

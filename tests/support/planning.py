@@ -1,0 +1,78 @@
+"""Builders of the planning tests: a small zoned cluster, its NetworkTopology, an AppGroup's pods, and the
+example configuration (upstream's NetworkOverhead weight)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from operators.api import keys
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.planning.plan import Plan, plan_appgroup
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.simulation import ordered
+
+NAMESPACE = ordered.NAMESPACE
+CONFIG = ordered.config()
+
+
+def node(name: str, zone: str, region: str = "r1", pods: str = "110", taint: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]} if taint else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: zone, keys.REGION_LABEL: region},
+            "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "1G"},
+        },
+        "spec": spec,
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": pods}},
+    }
+
+
+def topology(zone_cost: int) -> dict[str, Any]:
+    origins = [
+        {"origin": a, "costList": [{"destination": b, "networkCost": zone_cost}]}
+        for a, b in (("za", "zb"), ("zb", "za"))
+    ]
+    return {
+        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}",
+        "kind": "NetworkTopology",
+        "metadata": {"name": ordered.TOPOLOGY, "namespace": NAMESPACE},
+        "spec": {
+            "configmapName": "netperf",
+            "weights": [
+                {
+                    "name": keys.USER_DEFINED_WEIGHT,
+                    "topologyList": [{"topologyKey": keys.ZONE_LABEL, "originList": origins}],
+                }
+            ],
+        },
+    }
+
+
+def pod(name: str, workload: str, on: str = "", cpu: str = "100m", group: str = "pair") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {keys.APPGROUP_LABEL: group, keys.APPGROUP_WORKLOAD_LABEL: workload},
+        },
+        "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+        if on
+        else {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running" if on else "Pending"},
+    }
+
+
+def plan_of(objects: list[dict[str, Any]], graph: dict[str, list[str]], max_cost: int = 10, **kwargs: Any) -> Plan:
+    group = ordered.appgroup("pair", graph, max_cost=max_cost)
+    snapshot = replace(build_snapshot(objects), app_groups=(group,))
+    return plan_appgroup(ClusterIndex.build(snapshot), group, CONFIG, **kwargs)
+
+
+def placed(plan: Plan) -> dict[str, str]:
+    return {pod.pod.split("/")[1]: pod.node for pod in plan.pods}
