@@ -32,7 +32,7 @@ overcommit; for the AppGroups (whose pods ask no bandwidth, so no node can be ov
 the dependency edges of an edge's network cost (the mean over its placed pod pairs; ``netaware explain appgroup``
 on a dump: the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
 
-``--breakdown`` measures instead where a 33-pod apply's time goes (Online Boutique's pods, each step added to the
+``--breakdown`` also measures where a 33-pod apply's time goes (Online Boutique's pods, each step added to the
 one before): created with no scheduler (nobody binds them), through netaware's webhook, gated and released by
 plan, then bound by (d) ``sp-default``, by netaware's scheduler and extender without a gate (pods without the
 AppGroup label: the floor of any netaware design that keeps its webhook and extender) and by (e). Figures: the
@@ -352,7 +352,8 @@ def wait_empty(plane: ControlPlane) -> None:
         time.sleep(0.5)
 
 
-def report_breakdown(plane: ControlPlane, pids: dict[str, int], args: argparse.Namespace) -> None:
+def report_breakdown(plane: ControlPlane, pids: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`breakdown` ``--runs`` times, printed; its figures as a record's."""
     passes = [breakdown(plane, pids, run, args.settle) for run in range(1, args.runs + 1)]
     steps = [name for name, *_ in STEPS]
     keys = list(dict.fromkeys(key for figures in passes for name in steps for key in figures[name]))
@@ -366,8 +367,7 @@ def report_breakdown(plane: ControlPlane, pids: dict[str, int], args: argparse.N
         print(f"  {key}")
         for name, values in columns.items():
             print(f"    {name:45s} {spread(values, '.3g')}")
-    if args.record:
-        records.write(args.record, "bench_peers", {**vars(args), "nodes": 48 + THESIS_NODES}, recorded)
+    return recorded
 
 
 def main() -> None:
@@ -382,7 +382,7 @@ def main() -> None:
                         help="how the plan column's pods carry their planned node")  # fmt: skip
     parser.add_argument("--plan-window-ms", type=int, default=100, help="the plan column's batching window")
     parser.add_argument("--timeline", action="store_true", help="print when each pod was released and bound")
-    parser.add_argument("--breakdown", action="store_true", help="where an apply's time goes (see above), only")
+    parser.add_argument("--breakdown", action="store_true", help="also measure where an apply's time goes (above)")
     args = parser.parse_args()
     global TIMELINE
     TIMELINE = args.timeline
@@ -449,9 +449,6 @@ def main() -> None:
         wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES)
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
         pids.update(plane.pids)
-        if args.breakdown:
-            report_breakdown(plane, pids, args)
-            return
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
                  "netaware-plan": ("netaware", PLANNED), "netaware-plan-ungated": ("netaware", UNGATED),
                  "sp-network": ("sp-network", NAMESPACE),
@@ -479,12 +476,14 @@ def main() -> None:
         ).get("Origin", {}).get("Hash", "")  # fmt: skip
         print(f"netaware vs. scheduler-plugins v0.34.7 ({version[:12] or 'commit unknown'}), 48 + {THESIS_NODES} "
               f"KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
+        broken_down = report_breakdown(plane, pids, args) if args.breakdown else {}
         if args.record:
             recorded = {
                 f"{name}: {key}": records.columns({mode: [row[key] for row in rows] for mode, rows in per_mode.items()})
                 for name, per_mode in results.items()
                 for key in next(iter(per_mode.values()))[0]
             }
+            recorded.update(broken_down)
             parameters = {**vars(args), "nodes": 48 + THESIS_NODES, "scheduler-plugins": version[:12]}
             records.write(args.record, "bench_peers", parameters, recorded)
         for name, per_mode in results.items():

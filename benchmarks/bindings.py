@@ -71,7 +71,7 @@ class BindingWatch:
                     elif event["type"] in ("ADDED", "MODIFIED"):
                         self._see(event["object"], now)
                     self.changed.notify_all()
-        except (OSError, ValueError):  # closed by :meth:`close`
+        except (OSError, ValueError, http.client.HTTPException):  # closed by :meth:`close`
             return
         finally:
             connection.close()

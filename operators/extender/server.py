@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
@@ -152,27 +153,25 @@ def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], 
 
 
 def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tuple[bytes, tuple[str, ...]]:
-    """The filter answer narrowed to the node planned for the pod (:mod:`operators.extender.plans`) when it passes;
-    else the answer as for any pod."""
+    """The filter answer narrowed to the node planned for the pod (:mod:`operators.extender.plans`) when it is a
+    candidate and netaware's filters pass it (they run on that node alone); else the answer as for any pod."""
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
     node = follower.node_for(call.pod, group, call.state.source(), call.state.config, names)
-    answer, nowhere = _filter_answer(call, candidates)
-    if node is None:
-        return orjson.dumps(answer), nowhere
-    by_names = call.names is not None
-    passing = answer["NodeNames"] if by_names else [item["metadata"]["name"] for item in answer["Nodes"]["items"]]
-    if node not in passing:
+    row = candidates.table.row_of.get(node) if node is not None else None
+    if node is not None and row is not None:
+        alone = Candidates(candidates.table.rows(np.array([row])), candidates.raw, {})
+        answer, _ = _filter_answer(call, alone)
+        if not answer["FailedNodes"]:
+            follower.count(ON_PLAN)
+            reason = f"AppGroup {group.metadata.namespace}/{group.metadata.name}'s plan places this pod on node {node}"
+            others = {name: reason for name in names if name != node}
+            answer["FailedNodes"] = {**others, **candidates.failed}
+            return orjson.dumps(answer), ()
+    if node is not None:
         follower.missed(call.pod, node)
-        return orjson.dumps(answer), nowhere
-    follower.count(ON_PLAN)
-    reason = f"AppGroup {group.metadata.namespace}/{group.metadata.name}'s plan places this pod on node {node}"
-    answer["FailedNodes"] = {**answer["FailedNodes"], **{name: reason for name in passing if name != node}}
-    if by_names:
-        answer["NodeNames"] = [node]
-    else:
-        answer["Nodes"]["items"] = [candidates.raw[node]]
-    return orjson.dumps(answer), ()
+    answer, nowhere = _filter_answer(call, candidates)
+    return orjson.dumps(answer), nowhere
 
 
 class PodNotifier:

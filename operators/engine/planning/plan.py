@@ -148,11 +148,13 @@ def plan_appgroup(
     exact_seconds: float | None = None,
     bound: bool = False,
     layout: Layout | None = None,
+    with_edges: bool = True,
 ) -> Plan:
     """The plan for ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with
     ``exact_seconds``, the exact reference computed within that time (needs the ``exact`` extra); with ``bound``,
     the solver-free lower bound (:mod:`.bound`) as the reference when there is no exact one, or when it is higher
-    than the exact solver's unproven bound."""
+    than the exact solver's unproven bound; without ``with_edges``, no cost per edge (a caller that reads only
+    the places)."""
     problem = build_problem(index, group, config, layout)
     result = search(problem, seed, budget_seconds)
     reference = None
@@ -169,7 +171,7 @@ def plan_appgroup(
             reference = dataclasses.replace(reference, bound=lower)
     return describe(problem, result.assignment, result.cost, result.greedy, result.unplaceable, seed,
                     converged=result.converged, sweeps=result.sweeps, seconds=result.seconds, reference=reference,
-                    now=now)  # fmt: skip
+                    now=now, with_edges=with_edges)  # fmt: skip
 
 
 def describe(
@@ -184,6 +186,7 @@ def describe(
     seconds: float = 0.0,
     reference: Reference | None = None,
     now: datetime.datetime | None = None,
+    with_edges: bool = True,
 ) -> Plan:
     pods = tuple(
         PlannedPod(
@@ -202,7 +205,7 @@ def describe(
         unplaceable=unplaceable,
         cost=cost,
         greedy=greedy,
-        edges=tuple(edge_costs(problem, assignment)),
+        edges=tuple(edge_costs(problem, assignment)) if with_edges else (),
         converged=converged,
         sweeps=sweeps,
         seconds=seconds,

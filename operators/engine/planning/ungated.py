@@ -83,7 +83,8 @@ def plan_pending(
         )
     index = ClusterIndex.build(replace(cluster, pods=tuple(pods)))
     at = datetime.datetime.fromtimestamp(now, datetime.UTC)
-    return plan_appgroup(index, group, config, seed, budget_seconds, now=at, layout=layout_at(group, now))
+    layout = layout_at(group, now)
+    return plan_appgroup(index, group, config, seed, budget_seconds, now=at, layout=layout, with_edges=False)
 
 
 def _bound(pod: Pod, node: str) -> Pod:
