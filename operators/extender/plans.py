@@ -9,8 +9,9 @@
 * The nodes answered are counted as placed by the next plans until the pod is seen bound or gone, or for
   :data:`ANSWERED_SECONDS` (kube-scheduler asks again only after an attempt that did not bind).
 
-One extender process keeps these in memory; replicas behind one Service would each plan on their own (the
-plans stay feasible — kube-scheduler checks every node it binds to — but may disagree), so the chart runs one.
+One extender process keeps these in memory: the chart's extender Service keeps a scheduler on one replica
+(``sessionAffinity: ClientIP``). Replicas answering one scheduler in turn would each plan on their own: the
+plans stay feasible (kube-scheduler checks every node it binds to) but may disagree.
 """
 
 from __future__ import annotations

@@ -396,3 +396,11 @@ def test_the_terway_agent_writes_the_hosts_terway_directory_with_no_capability_a
         check=False,
     )
     assert refused.returncode != 0 and "/agent/backend': value must be one of 'tc', 'terway-qos'" in refused.stderr
+
+
+def test_a_scheduler_reaches_one_extender_replica(helm: str) -> None:
+    """The plans of plan-ungated AppGroups live in one extender process's memory: its Service keeps a client (the
+    scheduler) on one replica; the webhook's keeps no affinity."""
+    services = {d["metadata"]["name"].rsplit("-", 1)[-1]: d for d in render(helm) if d["kind"] == "Service"}
+    assert services["extender"]["spec"]["sessionAffinity"] == "ClientIP"
+    assert "sessionAffinity" not in services["webhook"]["spec"]
