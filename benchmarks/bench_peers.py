@@ -322,12 +322,10 @@ def breakdown(plane: ControlPlane, pids: dict[str, int], run: int, settle: float
                 item["metadata"]["labels"] = {"run": str(label)}
         before = cpu_seconds(pids)
         if scheduler == "none":
-            watch = BindingWatch(plane, namespace, f"run={label}")
             created = time.monotonic()
             plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
             CREATION[0] = time.monotonic() - created
             time.sleep(1.0)  # the releases that follow the last creation
-            watch.close()
             figures = {"creation s (kubectl create of the List)": CREATION[0]}
         else:
             created, bound_at, _ = bind(plane, items, namespace, label, settle)

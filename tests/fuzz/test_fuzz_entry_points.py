@@ -310,9 +310,15 @@ def serve_in_thread(app: Any) -> Iterator[Served]:
     thread.join(10)
 
 
-@pytest.fixture(scope="module")
-def extender() -> Iterator[Served]:
-    snapshot = build_snapshot(example_documents())
+@pytest.fixture(scope="module", params=["", "plan-ungated"])
+def extender(request: pytest.FixtureRequest) -> Iterator[Served]:
+    """The extender on the examples; with ``plan-ungated``, AppGroup a1's pods (which the fuzzed pods may claim
+    to be) are planned when asked about."""
+    documents = example_documents()
+    for document in documents:
+        if request.param and document.get("kind") == "AppGroup":
+            document["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": request.param}
+    snapshot = build_snapshot(documents)
     config = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
     yield from serve_in_thread(extender_app(ExtenderState(lambda: snapshot, config)))
 
@@ -354,6 +360,19 @@ extender_args = st.one_of(
     }
 )
 @example({"Pod": {"metadata": {"name": "x"}}, "Nodes": {"items": None}})
+@example(  # a pending pod of a1: planned when a1 is plan-ungated, an unknown node beside
+    {
+        "Pod": {
+            "metadata": {
+                "name": "x",
+                "namespace": "default",
+                "labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p1"},
+            },
+            "spec": {"containers": [{"resources": {"requests": {"cpu": "1e15"}}}]},
+        },
+        "NodeNames": ["n-1", "zz"],
+    }
+)
 @example({"Pod": {"metadata": {"name": "x"}}, "Nodes": {"items": [{"metadata": ["n-1"]}, {"metadata": "n-2"}, 5]}})
 @example(
     {
