@@ -129,6 +129,13 @@ class Pod:
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
+    def on_node(self, node: str) -> Pod:
+        """This pod as if bound to ``node`` (empty: unbound), parsed again from its object."""
+        spec = {key: value for key, value in (self.raw.get("spec") or {}).items() if key != "nodeName"}
+        if node:
+            spec["nodeName"] = node
+        return Pod.parse({**self.raw, "spec": spec}, self.namespace)
+
     @classmethod
     def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> Pod:
         meta = _metadata(raw)

@@ -166,8 +166,8 @@ def _as_placed(cluster: Snapshot, members: list[Pod], waiting: list[Pod]) -> Sna
     for pod in members:
         if pod.node_name or pod.key in waiting_keys:
             pods.append(pod)
-        elif not is_gated(pod) and (node := planned_node(pod)) in nodes:
-            pods.append(Pod.parse({**pod.raw, "spec": {**(pod.raw.get("spec") or {}), "nodeName": node}}))
+        elif not is_gated(pod) and (node := planned_node(pod)) is not None and node in nodes:
+            pods.append(pod.on_node(node))
     return replace(cluster, pods=tuple(pods))
 
 

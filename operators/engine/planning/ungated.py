@@ -63,7 +63,7 @@ def plan_pending(
     placed = {key: node for key, node in answered.items() if key != asking.key and node in by_name}
     ours = {pod.key for pod in members(group, cluster.pods)} | {asking.key}
     pods = [
-        _bound(pod, placed[pod.key]) if pod.key in ours and not pod.node_name and pod.key in placed else pod
+        pod.on_node(placed[pod.key]) if pod.key in ours and not pod.node_name and pod.key in placed else pod
         for pod in cluster.pods
         if pod.key != asking.key
     ]
@@ -85,7 +85,3 @@ def plan_pending(
     at = datetime.datetime.fromtimestamp(now, datetime.UTC)
     layout = layout_at(group, now)
     return plan_appgroup(index, group, config, seed, budget_seconds, now=at, layout=layout, with_edges=False)
-
-
-def _bound(pod: Pod, node: str) -> Pod:
-    return Pod.parse({**pod.raw, "spec": {**(pod.raw.get("spec") or {}), "nodeName": node}})

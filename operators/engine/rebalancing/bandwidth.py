@@ -11,7 +11,7 @@ from operators.api import keys
 from operators.api.config.scheduler import RESOURCES_FIT
 from operators.engine.cluster.fit import placement_reasons
 from operators.engine.cluster.objects import Pod
-from operators.engine.rebalancing.model import Cycle, Move, Rebalance, unbound_on
+from operators.engine.rebalancing.model import Cycle, Move, Rebalance
 from operators.engine.rebalancing.safety import workload_of
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
@@ -61,7 +61,7 @@ def _scheduled(cycle: Cycle, pod: Pod) -> str | None:
     """Where the simulated kube-scheduler + extender puts ``pod``'s replacement on the cluster without it:
     kube-scheduler's own filters (unschedulable, taints, node affinity, NodeResourcesFit) and the extender's
     filters and scores as ``config`` has them."""
-    replacement = unbound_on(pod, "")
+    replacement = pod.on_node("")
     others = replace(cycle.snapshot, pods=tuple(p for p in cycle.snapshot.pods if p.key != pod.key))
     index = ClusterIndex.build(others)
     allowed = [node for node in others.nodes if not placement_reasons(replacement, node)]

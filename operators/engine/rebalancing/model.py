@@ -179,14 +179,14 @@ class Cycle:
 
 def moved(snapshot: Snapshot, pod: Pod, node: str) -> Snapshot:
     """``snapshot`` with ``pod`` on ``node`` (its replacement, as far as placement goes)."""
-    return replace(snapshot, pods=tuple(unbound_on(p, node) if p.key == pod.key else p for p in snapshot.pods))
+    return replace(snapshot, pods=tuple(p.on_node(node) if p.key == pod.key else p for p in snapshot.pods))
 
 
 def replacement(pod: Pod) -> Pod:
     """What the owner of ``pod`` would create in its place: unbound, without the node affinity term and the
     annotation a plan's release added to it (the template never had them)."""
     planned = pod.annotations.get(keys.PLANNED_NODE)
-    raw = dict(unbound_on(pod, "").raw)
+    raw = dict(pod.on_node("").raw)
     if not planned:
         return Pod.parse(raw)
     ours = {"key": "metadata.name", "operator": "In", "values": [planned]}
@@ -215,13 +215,6 @@ def replacement(pod: Pod) -> Pod:
     metadata = dict(raw["metadata"])
     metadata["annotations"] = {k: v for k, v in pod.annotations.items() if k != keys.PLANNED_NODE}
     return Pod.parse({**raw, "metadata": metadata, "spec": spec})
-
-
-def unbound_on(pod: Pod, node: str) -> Pod:
-    spec = {key: value for key, value in (pod.raw.get("spec") or {}).items() if key != "nodeName"}
-    if node:
-        spec["nodeName"] = node
-    return Pod.parse({**pod.raw, "spec": spec})
 
 
 def under(ceilings: Ceilings, used: Mapping[str, int], node: str) -> bool:
