@@ -23,13 +23,13 @@ from typing import Any
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
-from operators.engine.cluster.appgroups import pod_appgroup
+from operators.engine.cluster.appgroups import ordered_scheduling, pod_appgroup
 
 GATE = keys.TOPOLOGY_ORDER_GATE
 
 
 def opted_in(group: AppGroup, gate_by_default: bool) -> bool:
-    value = (group.metadata.annotations or {}).get(keys.ORDERED_SCHEDULING, "").strip().lower()
+    value = ordered_scheduling(group)
     return value in ("true", "plan") or (gate_by_default and value not in ("false", keys.UNGATED_PLAN))
 
 

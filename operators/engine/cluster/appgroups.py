@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from operators.api import keys
 from operators.api.appgroup import AppGroup
+
+
+def ordered_scheduling(group: AppGroup | None) -> str:
+    """``group``'s ``netaware.io/ordered-scheduling`` annotation, trimmed and lower-cased ("" when absent)."""
+    annotations = (group.metadata.annotations or {}) if group is not None else {}
+    return annotations.get(keys.ORDERED_SCHEDULING, "").strip().lower()
 
 
 def workload_namespaces(group: AppGroup) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from typing import Any
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.appgroups import ordered_scheduling
 from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -83,8 +84,7 @@ class ReleaseDecision:
 
 def plans_by_whole_group(group: AppGroup | None) -> bool:
     """Whether ``group`` asked for releases by plan (``netaware.io/ordered-scheduling: plan``)."""
-    annotations = (group.metadata.annotations or {}) if group is not None else {}
-    return annotations.get(keys.ORDERED_SCHEDULING, "").strip().lower() == PLAN_MODE
+    return ordered_scheduling(group) == PLAN_MODE
 
 
 def planned_node(pod: Pod) -> str | None:

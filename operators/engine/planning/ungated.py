@@ -27,6 +27,7 @@ from dataclasses import replace
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.cluster.appgroups import ordered_scheduling
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
@@ -34,13 +35,10 @@ from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_ap
 from operators.engine.planning.problem import members
 from operators.engine.scheduling.index import ClusterIndex
 
-UNGATED_PLAN_MODE = keys.UNGATED_PLAN
-
 
 def plans_ungated(group: AppGroup | None) -> bool:
     """Whether ``group`` asked for plans made at scheduling time (``netaware.io/ordered-scheduling: plan-ungated``)."""
-    annotations = (group.metadata.annotations or {}) if group is not None else {}
-    return annotations.get(keys.ORDERED_SCHEDULING, "").strip().lower() == UNGATED_PLAN_MODE
+    return ordered_scheduling(group) == keys.UNGATED_PLAN
 
 
 def plan_pending(
