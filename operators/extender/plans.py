@@ -127,16 +127,18 @@ class PlanFollower:
     def _forget(self, reference: str, group: AppGroup, cluster: Snapshot, now: float) -> None:
         """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of ``group``'s pods
         (``reference``: its namespace/name) now bound or gone."""
-        self.answered = {key: held for key, held in self.answered.items() if now - held[2] < ANSWERED_SECONDS}
-        if len(self.answered) > KEPT:
-            self.answered.clear()
         pending = {
             pod.key
             for namespace in workload_namespaces(group)
             for pod in cluster.appgroup_pods(namespace, group.metadata.name)
             if not pod.node_name and not pod.is_terminal
         }
-        self.answered = {key: held for key, held in self.answered.items() if held[1] != reference or key in pending}
+        self.answered = {
+            key: held
+            for key, held in self.answered.items()
+            if now - held[2] < ANSWERED_SECONDS and (held[1] != reference or key in pending)
+        }
         self.planned = {key: held for key, held in self.planned.items() if held[1] != reference or key in pending}
-        if len(self.planned) > KEPT:
-            self.planned.clear()
+        for held in (self.answered, self.planned):
+            if len(held) > KEPT:
+                held.clear()

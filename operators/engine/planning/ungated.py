@@ -67,10 +67,10 @@ def plan_pending(
     ]
     pods.append(asking)
     if nodes is not None:
-        kept = set(nodes) | {pod.node_name for pod in pods if pod.key in ours and pod.node_name}
+        offered = set(nodes)
+        kept = offered | {pod.node_name for pod in pods if pod.key in ours and pod.node_name}
         pods = [pod for pod in pods if pod.node_name in kept or (not pod.node_name and pod.key in ours)]
         # the placed members' other nodes count for their pairs, never as a place: kube-scheduler did not offer them
-        offered = set(nodes)
         cluster = replace(
             cluster,
             nodes=tuple(
