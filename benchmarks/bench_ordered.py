@@ -35,7 +35,7 @@ from benchmarks.figures import spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
-from hack.control_plane.objects import member_deployment
+from hack.control_plane.objects import extender_entry, member_deployment
 from operators.engine.cluster.objects import Pod
 from operators.engine.simulation import ordered
 from webhooks.configuration import mutating_webhook_configuration
@@ -193,19 +193,7 @@ def main() -> None:
         plane.kubectl("apply", "-f", "-", stdin=json.dumps(hook))
         scheduler = plane.scheduler_config(
             [{"schedulerName": SCHEDULER}],
-            [
-                {
-                    "urlPrefix": f"https://127.0.0.1:{extender_port}",
-                    "filterVerb": "filter",
-                    "prioritizeVerb": "prioritize",
-                    "weight": 10,
-                    "enableHTTPS": True,
-                    "tlsConfig": {"caData": ca_b64},
-                    "nodeCacheCapable": True,
-                    "ignorable": False,
-                    "httpTimeout": "10s",
-                }
-            ],
+            [extender_entry(extender_port, ca_b64, weight=10, ignorable=False, timeout="10s")],
         )
         (folder / "scheduler.yaml").write_text(json.dumps(scheduler))
         plane.start_scheduler(SCHEDULER, folder / "scheduler.yaml")

@@ -64,6 +64,7 @@ from benchmarks.figures import percentile, spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import extender_entry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -423,11 +424,8 @@ def main() -> None:
         processes.append(start_webhook(plane, folder, ca_data, *MODES))  # bandwidth resources, gates
         pids = {**plane.pids, **{name: process.pid for name, process in zip(("operator", "extender", "webhook"),
                                                                            processes, strict=True)}}  # fmt: skip
-        extender_entry = {"urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter",
-                          "prioritizeVerb": "prioritize", "weight": 20, "enableHTTPS": True,
-                          "tlsConfig": {"caData": ca_data}, "nodeCacheCapable": True, "ignorable": False,
-                          "httpTimeout": "10s"}  # fmt: skip
-        netaware = plane.scheduler_config([{"schedulerName": "netaware"}], [extender_entry])
+        entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")
+        netaware = plane.scheduler_config([{"schedulerName": "netaware"}], [entry])
         (folder / "netaware-scheduler.yaml").write_text(json.dumps(netaware))
         plane.start_scheduler("netaware", folder / "netaware-scheduler.yaml")
         upstream = {

@@ -41,6 +41,7 @@ from benchmarks.figures import spread
 from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import extender_entry
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.scenarios import scenario
 from operators.engine.simulation.simulate import Options, expand, report, run_scheduler
@@ -239,19 +240,7 @@ def main() -> None:
 
         scheduler = plane.scheduler_config(
             [{"schedulerName": "network-aware-scheduler"}],
-            [
-                {
-                    "urlPrefix": f"https://127.0.0.1:{port}",
-                    "filterVerb": "filter",
-                    "prioritizeVerb": "prioritize",
-                    "weight": 5,
-                    "enableHTTPS": True,
-                    "tlsConfig": {"caData": ca_bundle},
-                    "nodeCacheCapable": True,
-                    "ignorable": False,
-                    "httpTimeout": "10s",
-                }
-            ],
+            [extender_entry(port, ca_bundle, weight=5, ignorable=False, timeout="10s")],
         )
         (folder / "scheduler.yaml").write_text(json.dumps(scheduler))
         plane.start_scheduler("network-aware-scheduler", folder / "scheduler.yaml")

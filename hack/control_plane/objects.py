@@ -65,3 +65,22 @@ def member_appgroup(
             ],
         },
     }
+
+
+def extender_entry(port: int, ca_data: str | None, weight: int, ignorable: bool, timeout: str) -> dict[str, Any]:
+    """A KubeSchedulerConfiguration's extender entry for `netaware extender` on loopback ``port`` over TLS (CA
+    bundle ``ca_data``, base64; None: the system's), ``nodeCacheCapable``, with its weight, ``ignorable`` and
+    ``httpTimeout``."""
+    entry: dict[str, Any] = {
+        "urlPrefix": f"https://127.0.0.1:{port}",
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": weight,
+        "enableHTTPS": True,
+        "nodeCacheCapable": True,
+        "ignorable": ignorable,
+        "httpTimeout": timeout,
+    }
+    if ca_data is not None:
+        entry["tlsConfig"] = {"caData": ca_data}
+    return entry

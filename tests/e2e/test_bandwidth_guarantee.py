@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.objects import extender_entry
 from tests.support.e2e import RELEASE_NAMESPACE, Process, eventually, kubectl_json, running, wait_for_port
 from webhooks.configuration import mutating_webhook_configuration
 
@@ -269,16 +270,8 @@ def test_an_extender_outage_loses_the_scores_not_the_guarantee(
     nodes.write_text(json.dumps(node("bw-outage", "outage")))
     cluster.add_nodes(nodes)
     eventually(lambda: advertised(cluster, "bw-outage") == {EGRESS: "1G", INGRESS: "1G"}, 60, "bw-outage advertised")
-    extender = {
-        "urlPrefix": f"https://127.0.0.1:{free_port()}",  # nothing listens there: the extender is down
-        "filterVerb": "filter",
-        "prioritizeVerb": "prioritize",
-        "weight": 5,
-        "enableHTTPS": True,
-        "nodeCacheCapable": True,
-        "ignorable": True,
-        "httpTimeout": "2s",
-    }
+    # nothing listens on that port: the extender is down
+    extender = extender_entry(free_port(), None, weight=5, ignorable=True, timeout="2s")
     config = tmp_path / "scheduler.yaml"
     config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": "bandwidth-outage"}], [extender])))
     cluster.start_scheduler("bandwidth-outage", config)

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.objects import extender_entry
 from tests.support.e2e import (
     EXAMPLES,
     ROOT,
@@ -102,17 +103,8 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
         str(EXAMPLES / "networktopology.yaml"),
     )
     port = free_port()
-    extender = {
-        "urlPrefix": f"https://127.0.0.1:{port}",
-        "filterVerb": "filter",
-        "prioritizeVerb": "prioritize",
-        "weight": 20,  # the extender's 0..10 decides over the in-tree scores (KWOK nodes are alike)
-        "enableHTTPS": True,
-        "tlsConfig": {"caData": host_tls["ca_b64"]},
-        "nodeCacheCapable": True,
-        "ignorable": True,
-        "httpTimeout": "5s",
-    }
+    # weight 20: the extender's 0..10 decides over the in-tree scores (KWOK nodes are alike)
+    extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=True, timeout="5s")
     config = tmp_path / "scheduler.yaml"
     config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
     args = [

@@ -18,6 +18,7 @@ from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
+    bound_pods,
     eventually,
     forbidden,
     gating_components,
@@ -57,11 +58,6 @@ def plan_namespace(cluster: ControlPlane) -> Iterator[str]:
 
 def pods(cluster: ControlPlane) -> list[dict[str, Any]]:
     return list(kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"])
-
-
-def bound_where_planned(cluster: ControlPlane, count: int) -> list[dict[str, Any]] | None:
-    found = [p for p in pods(cluster) if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-    return found if len(found) >= count else None
 
 
 def free_millicores(cluster: ControlPlane, node: str) -> int:
@@ -116,7 +112,7 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         manifests = "\n---\n".join(json.dumps(deployment(s, REPLICAS[s])) for s in GRAPH)
         cluster.kubectl("apply", "-f", "-", stdin=manifests)
         every = sum(REPLICAS.values())
-        placed = eventually(lambda: bound_where_planned(cluster, every), 90, "every pod bound")
+        placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
         for pod in placed:
             annotations = pod["metadata"].get("annotations") or {}
             assert annotations.get(PLANNED) == pod["spec"]["nodeName"], pod["metadata"]["name"]
@@ -127,7 +123,7 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         # a scale-up: the new replica is planned against the placed pods, beside them
         node = placed[0]["spec"]["nodeName"]
         cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
-        grown = eventually(lambda: bound_where_planned(cluster, every + 1), 60, "the new replica bound")
+        grown = eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")
         new = [p for p in grown if p["metadata"]["name"] not in {q["metadata"]["name"] for q in placed}]
         assert [(p["spec"]["nodeName"], (p["metadata"].get("annotations") or {}).get(PLANNED)) for p in new] == [
             (node, node)

@@ -15,8 +15,17 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane, free_port
-from hack.control_plane.objects import member_appgroup, member_deployment
-from tests.support.e2e import EXAMPLES, ROOT, eventually, forbidden, https_get, kubectl_json, running, wait_for_port
+from hack.control_plane.objects import extender_entry, member_appgroup, member_deployment
+from tests.support.e2e import (
+    EXAMPLES,
+    ROOT,
+    bound_pods,
+    eventually,
+    forbidden,
+    https_get,
+    running,
+    wait_for_port,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -35,12 +44,6 @@ def ungated_namespace(cluster: ControlPlane) -> Iterator[str]:
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)
 
 
-def bound(cluster: ControlPlane, count: int) -> list[dict[str, Any]] | None:
-    pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
-    found = [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-    return found if len(found) >= count else None
-
-
 def on_plan(port: int, ca_file: pathlib.Path) -> float:
     """Pods the extender answered with their planned node (its metric)."""
     text = https_get(port, "/metrics", ca_file)[1]
@@ -57,11 +60,7 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
 ) -> None:
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
     port = free_port()
-    extender = {
-        "urlPrefix": f"https://127.0.0.1:{port}", "filterVerb": "filter", "prioritizeVerb": "prioritize",
-        "weight": 20, "enableHTTPS": True, "tlsConfig": {"caData": host_tls["ca_b64"]}, "nodeCacheCapable": True,
-        "ignorable": False, "httpTimeout": "5s",
-    }  # fmt: skip
+    extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=False, timeout="5s")
     config = tmp_path / "scheduler.yaml"
     config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
     args = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
@@ -82,7 +81,7 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
             manifests = [member_deployment(NAMESPACE, "shop", s, REPLICAS[s], "1", SCHEDULER) for s in GRAPH]
             cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
             every = sum(REPLICAS.values())
-            placed = eventually(lambda: bound(cluster, every), 90, "every pod bound")
+            placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
             # 5 pods of 1 cpu on nodes of 8: planned as a whole, the chain is on one node (cost 0), every pod
             # answered with its planned node (a pod answered otherwise would count off-plan)
             assert len({pod["spec"]["nodeName"] for pod in placed}) == 1, [p["spec"]["nodeName"] for p in placed]
@@ -90,7 +89,7 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
             assert not any(pod["spec"].get("schedulingGates") for pod in placed)
             # a scale-up: the new replica is planned against the placed pods, beside them
             cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
-            grown = eventually(lambda: bound(cluster, every + 1), 60, "the new replica bound")
+            grown = eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")
             assert {pod["spec"]["nodeName"] for pod in grown} == {placed[0]["spec"]["nodeName"]}
             assert on_plan(port, host_tls["ca"]) == every + 1
             assert "no longer passes" not in process.text()

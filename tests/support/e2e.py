@@ -222,3 +222,10 @@ def https_get(port: int, path: str, ca_file: pathlib.Path) -> tuple[int, str]:
         return int(error.code), ""
     except OSError:
         return 0, ""
+
+
+def bound_pods(cluster: ControlPlane, namespace: str, count: int) -> list[dict[str, Any]] | None:
+    """The pods of ``namespace`` bound to a node and not being deleted, once there are ``count`` (None before)."""
+    pods = kubectl_json(cluster, "get", "pods", "-n", namespace)["items"]
+    found = [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    return found if len(found) >= count else None
