@@ -197,15 +197,22 @@ def thesis_pods(scheduler: str, namespace: str, run: int) -> list[dict[str, Any]
     } for index in range(THESIS_PODS)]  # fmt: skip
 
 
+def create(plane: ControlPlane, items: list[dict[str, Any]]) -> float:
+    """``kubectl create`` of ``items`` as one List: when it started; how long it took in :data:`CREATION` (the API
+    server admits a List's items one by one, each through the admission webhooks)."""
+    created = time.monotonic()
+    plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    CREATION[0] = time.monotonic() - created
+    return created
+
+
 def bind(plane: ControlPlane, items: list[dict[str, Any]], namespace: str, run: int, settle: float
          ) -> tuple[float, dict[str, float], list[dict[str, Any]]]:  # fmt: skip
     """Create ``items`` at once and watch until all are bound or none was for ``settle`` s: the creation time, when
     each pod was seen bound, and the pods as last seen."""
     watch = BindingWatch(plane, namespace, f"run={run}")
     try:
-        created = time.monotonic()
-        plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-        CREATION[0] = time.monotonic() - created  # the API server admits a List's items one by one
+        created = create(plane, items)
         watch.wait(len(items), settle)
     finally:
         watch.close()
@@ -323,9 +330,7 @@ def breakdown(plane: ControlPlane, pids: dict[str, int], run: int, settle: float
                 item["metadata"]["labels"] = {"run": str(label)}
         before = cpu_seconds(pids)
         if scheduler == "none":
-            created = time.monotonic()
-            plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-            CREATION[0] = time.monotonic() - created
+            create(plane, items)
             time.sleep(1.0)  # the releases that follow the last creation
             figures = {"creation s (kubectl create of the List)": CREATION[0]}
         else:
