@@ -33,9 +33,11 @@ the dependency edges of an edge's network cost (the mean over its placed pod pai
 on a dump: the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
 
 ``--breakdown`` also measures where a 33-pod apply's time goes (Online Boutique's pods, each step added to the
-one before): created with no scheduler (nobody binds them), through netaware's webhook, gated and released by
-plan, then bound by (d) ``sp-default``, by netaware's scheduler and extender without a gate (pods without the
-AppGroup label: the floor of any netaware design that keeps its webhook and extender) and by (e). Figures: the
+one before): created with no scheduler (nobody binds them), through netaware's webhook (without the AppGroup
+label: nothing to change; with it, in an AppGroup annotated ``ordered-scheduling: false``: the bandwidth its
+dependencies ask, written into the pod), gated and released by plan, then bound by (d) ``sp-default``, by
+netaware's scheduler and extender without a gate (without the label, and with it in the ``false`` AppGroup: the
+floors of any netaware design that keeps its webhook and extender), by (e) and by the plan-ungated mode. Figures: the
 seconds ``kubectl create`` of the List took, the seconds to the last binding, pods/s, and the CPU seconds each
 process used meanwhile (``/proc``: the API server, etcd, the schedulers, netaware's processes, KWOK).
 """
@@ -72,7 +74,8 @@ NAMESPACE = "bench"
 AWARE = "bench-aware"  # netaware's mode: the webhook admits (and gates) this namespace, PLANNED and UNGATED only
 PLANNED = "bench-plan"  # netaware with plans: the AppGroups annotated ordered-scheduling: plan
 UNGATED = "bench-ungated"  # ... ordered-scheduling: plan-ungated (planned by the extender, no gate)
-MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated"}
+UNORDERED = "bench-unordered"  # ... ordered-scheduling: false (--breakdown: bandwidth from the AppGroup, no plan)
+MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated", UNORDERED: "false"}
 ZONES = {"us-west-1": ("Z1", "Z2", "Z3", "Z4"), "us-east-1": ("Z5", "Z6", "Z7", "Z8")}
 
 
@@ -297,9 +300,11 @@ def measure(plane: ControlPlane, group: dict[str, Any], scheduler: str, run: int
 STEPS = (
     ("created", NAMESPACE, "none", True),
     ("+ webhook", AWARE, "none", False),
+    ("+ webhook, bandwidth of the AppGroup", UNORDERED, "none", True),
     ("+ webhook, gate, plan release", PLANNED, "none", True),
     ("sp-default", NAMESPACE, "sp-default", True),
     ("netaware floor (webhook, extender, no gate)", AWARE, "netaware", False),
+    ("netaware, AppGroup not ordered (bandwidth, no plan)", UNORDERED, "netaware", True),
     ("netaware-plan", PLANNED, "netaware", True),
     ("netaware-plan-ungated", UNGATED, "netaware", True),
 )

@@ -199,12 +199,24 @@ def node_capacity(node: Node, slo_total: Any, default: Quantity | None) -> Capac
 
 
 def capacity_or_problem(node: Node, slo_total: Any, default: Quantity | None) -> tuple[int | None, str]:
-    """(capacity bits/s or None, "" or why it is unreadable): :func:`node_capacity` without raising."""
-    try:
-        found = node_capacity(node, slo_total, default)
-    except FieldError as error:
-        return None, f"node {node.name} bandwidth capacity unreadable: {error}"
-    return (found.bits if found is not None else None), ""
+    """(capacity bits/s or None, "" or why it is unreadable): :func:`node_capacity` without raising; kept per
+    node name and the values it reads (every table of the nodes reads them, and they rarely change)."""
+    key = (node.name, *(node.annotations.get(annotation) for annotation in CAPACITY_ANNOTATIONS), slo_total, default)
+    held = _CAPACITIES.get(key)
+    if held is None:
+        try:
+            found = node_capacity(node, slo_total, default)
+            held = (found.bits if found is not None else None), ""
+        except FieldError as error:
+            held = None, f"node {node.name} bandwidth capacity unreadable: {error}"
+        if len(_CAPACITIES) >= _CAPACITIES_KEPT:
+            _CAPACITIES.clear()
+        _CAPACITIES[key] = held
+    return held
+
+
+_CAPACITIES: dict[tuple[Any, ...], tuple[int | None, str]] = {}
+_CAPACITIES_KEPT = 20_000
 
 
 def slo_network_total(slo: NodeSLO) -> Quantity | None:

@@ -4,7 +4,7 @@ NodeMetric, each parsed from its raw dict once, with errors naming the field."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -130,11 +130,12 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
     def on_node(self, node: str) -> Pod:
-        """This pod as if bound to ``node`` (empty: unbound), parsed again from its object."""
+        """This pod as if bound to ``node`` (empty: unbound): its object with ``spec.nodeName`` so, and the one
+        field parsed from it (the plans place every member this way, per plan)."""
         spec = {key: value for key, value in (self.raw.get("spec") or {}).items() if key != "nodeName"}
         if node:
             spec["nodeName"] = node
-        return Pod.parse({**self.raw, "spec": spec}, self.namespace)
+        return replace(self, node_name=node, raw={**self.raw, "spec": spec})
 
     @classmethod
     def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> Pod:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,7 @@ from operators.api.errors import FieldError
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
 from operators.engine.cluster.fit import DEFAULT_PODS, amount, placement_reasons, requested_on_nodes
-from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.objects import Node, Pod
 from operators.engine.planning.layout import Layout
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_bandwidth import passing
@@ -188,7 +189,7 @@ def build_problem(
     for pod in pending:
         shape = _shape(pod)
         if shape not in masks:
-            masks[shape] = np.array([not placement_reasons(pod, node) for node in nodes], dtype=np.bool_)
+            masks[shape] = np.array([_placeable(shape, pod, node) for node in nodes], dtype=np.bool_)
         eligible.append(masks[shape] if pod.key not in unplaceable else np.zeros(len(nodes), dtype=np.bool_))
     if layout:
         eligible = _follow(layout, selectors, position, fixed, pending, eligible)
@@ -253,6 +254,22 @@ def _follow(
             if narrowed.any():
                 out[row] = narrowed
     return out
+
+
+def _placeable(shape: str, pod: Pod, node: Node) -> bool:
+    """No placement reason keeps ``pod`` (of ``shape``) off ``node``; kept per shape and node object (a node's
+    object is replaced when it changes), as the extender plans pod after pod on the same nodes."""
+    key = (shape, id(node.raw), node.unschedulable)
+    held = _PLACEABLE.get(key)
+    if held is None or held[0] is not node.raw:
+        if len(_PLACEABLE) >= _PLACEABLE_KEPT:
+            _PLACEABLE.clear()
+        held = _PLACEABLE[key] = (node.raw, not placement_reasons(pod, node))
+    return held[1]
+
+
+_PLACEABLE: dict[tuple[str, int, bool], tuple[Mapping[str, Any], bool]] = {}
+_PLACEABLE_KEPT = 50_000
 
 
 def _shape(pod: Pod) -> str:

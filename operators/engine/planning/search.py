@@ -205,13 +205,12 @@ class Search:
         return state, unplaceable
 
     def greedy_order(self, state: Assignment) -> list[int]:
-        """Workloads, most tied to what is placed first: each time the one with the most pod pairs to bound
-        members and workloads already taken (ties: dependencies first, the spec's order); workloads without
-        edges last."""
-        problem = self.problem
-        order = dependency_order(problem)
+        """Workloads with pods to place, most tied to what is placed first: each time the one with the most pod
+        pairs to bound members and workloads already taken (ties: dependencies first, the spec's order); workloads
+        without edges last. (A workload with none to place counts the same taken or not: it is left out.)"""
+        problem, pending = self.problem, np.bincount(self.problem.pod_workload, minlength=len(self.problem.workloads))
         placed = state.count_node.sum(axis=1).astype(np.int64)  # bound members per workload
-        size = np.bincount(problem.pod_workload, minlength=len(problem.workloads)) + placed
+        size, order = pending + placed, [w for w in dependency_order(problem) if pending[w]]
         taken: list[int] = []
         left = [w for w in order if self.linked[w]]
         while left:
@@ -561,7 +560,7 @@ def search(
     engine = Search(problem, seed)
     best, unplaceable = engine.greedy()
     greedy = engine.objective(best)
-    if greedy.objective == 0:  # nothing to gain: every pair on one node or free
+    if greedy.objective == 0 or len(problem.pods) == 1:  # optimal: no pair to gain, or one pod on its best node
         return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)
     converged, sweeps = engine.improve(best, deadline)
     if (best_cost := engine.objective(best)).objective > 0:
