@@ -27,7 +27,8 @@ Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 n
 Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
 maxNetworkCost 10, 3 replicas each). Figures per scheduler, min / median / max over ``--runs``: pods/s (pods
 bound / seconds from the creation to the last binding), pending, the p99 time from creation to binding (seen
-by a watch: :mod:`benchmarks.bindings`); for the thesis, overcommitted nodes (in + out asked above 1Gi) and the worst
+by a watch: :mod:`benchmarks.bindings`; the columns' order rotates from run to run, and each run starts 2 s after
+the last one's pods are gone); for the thesis, overcommitted nodes (in + out asked above 1Gi) and the worst
 overcommit; for the AppGroups (whose pods ask no bandwidth, so no node can be overcommitted), the mean and p90 over
 the dependency edges of an edge's network cost (the mean over its placed pod pairs; ``netaware explain appgroup``
 on a dump: the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
@@ -351,14 +352,20 @@ def breakdown(plane: ControlPlane, pids: dict[str, int], run: int, settle: float
     return out
 
 
+QUIET_SECONDS = 2.0  # after the last run's pods are gone: its trailing work (status writes, once a second at most)
+
+
 def wait_empty(plane: ControlPlane) -> None:
+    """Until no pod of the last run is left, then :data:`QUIET_SECONDS` more, so that the controllers' work on
+    that run does not land in the next run's seconds."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         namespaces = (NAMESPACE, *MODES)
         listed = [json.loads(plane.kubectl("get", "pods", "-n", ns, "-o", "json").stdout) for ns in namespaces]
         if not any(listing["items"] for listing in listed):
-            return
+            break
         time.sleep(0.5)
+    time.sleep(QUIET_SECONDS)
 
 
 def report_breakdown(plane: ControlPlane, pids: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
@@ -464,9 +471,10 @@ def main() -> None:
         chosen = [name for name in ["thesis-1", *names] if name in args.scenarios.split(",")]
         results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in chosen}
         run = 0
-        for _ in range(args.runs):
+        for number in range(args.runs):
+            turn = number % len(modes)  # the columns' order rotates: none always follows the same one
             for name in chosen:
-                for mode, (scheduler, namespace) in modes.items():
+                for mode, (scheduler, namespace) in [*modes.items()][turn:] + [*modes.items()][:turn]:
                     run += 1
                     if name == "thesis-1":
                         figures = measure_thesis(plane, scheduler, namespace, run, args.settle)
