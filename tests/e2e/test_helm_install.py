@@ -109,9 +109,38 @@ def test_install_upgrade_uninstall_leaves_nothing_behind(bare: Any) -> None:
     assert "netaware-scheduler" in names
 
     assert release_objects(bare, "netaware")
-    helm(bare, "uninstall", "netaware", "-n", RELEASE_NAMESPACE, "--wait", "--timeout=180s")
+    uninstall(bare, "netaware", RELEASE_NAMESPACE)
     eventually(lambda: release_objects(bare, "netaware") == [], 60, "nothing of the release left")
     eventually(lambda: not kubectl_json(bare, "get", "pods", "-n", RELEASE_NAMESPACE)["items"], 60, "pods gone")
+
+
+def reinitializing(crd: dict[str, Any]) -> bool:
+    """kube-apiserver's CRD finalizer could not list the instances because the CRD's storage was re-initialized
+    (the CRD updated, or marked deleted, a moment before): it then retries with a growing back-off, minutes long
+    (upstream behaviour, seen once in CI here after `helm upgrade` then `helm uninstall`)."""
+    return any(
+        condition.get("type") == "Terminating"
+        and condition.get("reason") == "InstanceDeletionFailed"
+        and "(re)initializing" in condition.get("message", "")
+        for condition in (crd.get("status") or {}).get("conditions") or ()
+    )
+
+
+def uninstall(plane: Any, release: str, namespace: str) -> None:
+    """``helm uninstall --wait``; a CRD left terminating by the upstream back-off above is written to (an annotation),
+    which queues its cleanup again, as docs/running.md tells users to do. Any other failure fails the test."""
+    done = helm(plane, "uninstall", release, "-n", namespace, "--wait", "--timeout=120s", check=False)
+    if done.returncode == 0:
+        return
+    stuck = deleting(plane)
+    assert stuck and all(reinitializing(crd) for crd in stuck), done.stderr
+    for crd in stuck:
+        plane.kubectl("annotate", "crd", crd["metadata"]["name"], "netaware.io/cleanup-retry=1", "--overwrite")
+    eventually(lambda: not deleting(plane), 60, "the CRDs deleted once their cleanup was queued again")
+
+
+def deleting(plane: Any) -> list[dict[str, Any]]:
+    return [crd for crd in kubectl_json(plane, "get", "crds")["items"] if crd["metadata"].get("deletionTimestamp")]
 
 
 def test_install_over_crds_applied_before(bare: Any) -> None:
