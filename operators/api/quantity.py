@@ -45,6 +45,7 @@ from typing import Annotated, Any
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 
 from operators.api.errors import FieldError
+from operators.memo import remember
 
 NANO = 10**9
 MAX_VALUE = 2**63 - 1  # the largest magnitude, in units: upstream's Value() is an int64
@@ -122,11 +123,7 @@ class Quantity:
                 raise QuantityError(path, value, _OUT_OF_RANGE)
             return cls(value * NANO, Format.DECIMAL_SI, str(value))
         nanos, fmt = _parse(value, path)
-        parsed = cls(nanos, fmt, value)
-        if len(_PARSED) >= _PARSED_KEPT:
-            _PARSED.clear()
-        _PARSED[value] = parsed
-        return parsed
+        return remember(_PARSED, value, cls(nanos, fmt, value), _PARSED_KEPT)
 
     @classmethod
     def of(cls, number: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:

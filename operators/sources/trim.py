@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from operators.memo import remember
+
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 Trim = Callable[[dict[str, Any]], dict[str, Any]]
@@ -45,10 +47,7 @@ def shared(value: Any) -> Any:
     held = _shared.get(key)
     if held is not None:
         return held if held == value else value
-    if len(_shared) >= _SHARED_KEPT:
-        _shared.clear()
-    _shared[key] = value
-    return value
+    return remember(_shared, key, value, _SHARED_KEPT)
 
 
 def _text(value: Any) -> Any:

@@ -40,6 +40,7 @@ from operators.api.nodeslo import NodeSLO
 from operators.api.quantity import Quantity, parse_bandwidth
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import Snapshot
+from operators.memo import remember
 
 DIRECTIONS = ("ingress", "egress")
 CAPACITY_ANNOTATIONS = (keys.NODE_BANDWIDTH_KOORDINATOR, keys.NODE_BANDWIDTH_THESIS)
@@ -209,9 +210,7 @@ def capacity_or_problem(node: Node, slo_total: Any, default: Quantity | None) ->
             held = (found.bits if found is not None else None), ""
         except FieldError as error:
             held = None, f"node {node.name} bandwidth capacity unreadable: {error}"
-        if len(_CAPACITIES) >= _CAPACITIES_KEPT:
-            _CAPACITIES.clear()
-        _CAPACITIES[key] = held
+        remember(_CAPACITIES, key, held, _CAPACITIES_KEPT)
     return held
 
 

@@ -31,6 +31,7 @@ from operators.engine.cluster.objects import (
     Pod,
     PodDisruptionBudget,
 )
+from operators.memo import remember
 
 # Old API groups of the diktyo CRDs (docs/design/contracts.md); read with a warning.
 _LEGACY_API_VERSIONS = {
@@ -154,9 +155,7 @@ def _with_shared_parts(raw: dict[str, Any], parts: tuple[tuple[str, type[pydanti
                 held = model.model_validate(part)
             except (pydantic.ValidationError, ValueError, TypeError, RecursionError):
                 continue
-            if len(_parts) >= _PARTS_KEPT:
-                _parts.clear()
-            _parts[key] = held
+            remember(_parts, key, held, _PARTS_KEPT)
         shared[field] = held
     return shared
 

@@ -39,6 +39,7 @@ from operators.engine.planning.layout import Layout
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_bandwidth import passing
 from operators.engine.scheduling.network_overhead import MAX_COST, place_costs
+from operators.memo import remember
 
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -262,9 +263,7 @@ def _placeable(shape: str, pod: Pod, node: Node) -> bool:
     key = (shape, id(node.raw), node.unschedulable)
     held = _PLACEABLE.get(key)
     if held is None or held[0] is not node.raw:
-        if len(_PLACEABLE) >= _PLACEABLE_KEPT:
-            _PLACEABLE.clear()
-        held = _PLACEABLE[key] = (node.raw, not placement_reasons(pod, node))
+        held = remember(_PLACEABLE, key, (node.raw, not placement_reasons(pod, node)), _PLACEABLE_KEPT)
     return held[1]
 
 

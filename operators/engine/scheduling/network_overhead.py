@@ -31,6 +31,7 @@ from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable, Place
+from operators.memo import remember
 
 NAME = "NetworkOverhead"
 MAX_COST = 100  # a missing cost, upstream's MaxCost
@@ -181,9 +182,7 @@ def _pair_rules(
     key = (id(places), id(costs))
     held = _RULES.get(key)
     if held is None or held[0] is not places or held[1] is not costs:
-        if len(_RULES) >= 16:
-            _RULES.clear()
-        held = _RULES[key] = (places, costs, {})
+        held = remember(_RULES, key, (places, costs, {}), 16)
     columns = held[2]
     for host in hosts:
         if host not in columns:
