@@ -20,6 +20,7 @@ from tests.support.e2e import (
     EXAMPLES,
     ROOT,
     eventually,
+    extender_command,
     forbidden,
     https_get,
     kubectl_json,
@@ -107,17 +108,7 @@ def test_pods_land_where_netaware_schedule_says_and_ignorable_survives_an_outage
     extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=True, timeout="5s")
     config = tmp_path / "scheduler.yaml"
     config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
-    args = [
-        "extender",
-        "--listen-address",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--kubeconfig",
-        str(chart_rbac["extender"]),
-    ]
-    args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
-    args += ["--config", str(ROOT / "hack" / "configs" / "scheduler-config.yaml")]
+    args = extender_command(port, chart_rbac, host_tls, ROOT / "hack" / "configs" / "scheduler-config.yaml")
     cluster.start_scheduler(SCHEDULER, config)
     try:
         with running(args, tmp_path / "extender.log") as process:

@@ -21,6 +21,7 @@ from tests.support.e2e import (
     ROOT,
     bound_pods,
     eventually,
+    extender_command,
     forbidden,
     https_get,
     running,
@@ -63,14 +64,12 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
     extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=False, timeout="5s")
     config = tmp_path / "scheduler.yaml"
     config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
-    args = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
     profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
     for entry in profile["profiles"][0]["pluginConfig"]:
         if entry["name"] == "NetworkOverhead":  # the AppGroup's namespace beside the NetworkTopology's
             entry["args"]["namespaces"] = ["default", NAMESPACE]
     (tmp_path / "netaware.yaml").write_text(yaml.safe_dump(profile))
-    args += ["--kubeconfig", str(chart_rbac["extender"]), "--config", str(tmp_path / "netaware.yaml")]
-    args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    args = extender_command(port, chart_rbac, host_tls, tmp_path / "netaware.yaml")
     cluster.start_scheduler(SCHEDULER, config)
     try:
         with running(args, tmp_path / "extender.log") as process:

@@ -108,6 +108,17 @@ def gating_components(
     return port, configuration, webhook, operator
 
 
+def extender_command(
+    port: int, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], config: pathlib.Path
+) -> list[str]:
+    """`netaware extender` on loopback ``port`` over TLS, run with its chart ServiceAccount's credentials, with the
+    scheduler configuration ``config``."""
+    args = ["extender", "--listen-address", "127.0.0.1", "--port", str(port), "--config", str(config)]
+    args += ["--kubeconfig", str(chart_rbac["extender"])]
+    args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
+    return args
+
+
 def example(name: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
 
