@@ -36,7 +36,8 @@ on a dump: the same cost model for all four) and the fraction of pod pairs withi
 ``--breakdown`` also measures where a 33-pod apply's time goes (Online Boutique's pods, each step added to the
 one before): created with no scheduler (nobody binds them), through netaware's webhook (without the AppGroup
 label: nothing to change; with it, in an AppGroup annotated ``ordered-scheduling: false``: the bandwidth its
-dependencies ask, written into the pod), gated and released by plan, then bound by (d) ``sp-default``, by
+dependencies ask, written into the pod), gated and released by plan, then bound by (d) ``sp-default`` (also on
+the pods netaware's webhook wrote the bandwidth into: the peer with netaware's admission), by
 netaware's scheduler and extender without a gate (without the label, and with it in the ``false`` AppGroup: the
 floors of any netaware design that keeps its webhook and extender), by (e) and by the plan-ungated mode. Figures: the
 seconds ``kubectl create`` of the List took, the seconds to the last binding, pods/s, and the CPU seconds each
@@ -304,6 +305,7 @@ STEPS = (
     ("+ webhook, bandwidth of the AppGroup", UNORDERED, "none", True),
     ("+ webhook, gate, plan release", PLANNED, "none", True),
     ("sp-default", NAMESPACE, "sp-default", True),
+    ("sp-default through netaware's webhook (bandwidth of the AppGroup)", UNORDERED, "sp-default", True),
     ("netaware floor (webhook, extender, no gate)", AWARE, "netaware", False),
     ("netaware, AppGroup not ordered (bandwidth, no plan)", UNORDERED, "netaware", True),
     ("netaware-plan", PLANNED, "netaware", True),

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks import records
@@ -133,21 +134,30 @@ def wait_empty(plane: ControlPlane) -> None:
 
 
 def start_webhook(
-    plane: ControlPlane, folder: pathlib.Path, ca_bundle: str, namespace: str, *more: str
+    plane: ControlPlane,
+    folder: pathlib.Path,
+    ca_bundle: str,
+    namespace: str,
+    *more: str,
+    server: Sequence[str] = (),
+    name: str = "bench",
 ) -> subprocess.Popen[bytes]:
     """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``) admitting ``namespace`` (and
-    ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration is applied
-    once it listens."""
+    ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration (``name``) is
+    applied once it listens. ``server``: another webhook's command instead, given the port as its last argument."""
     from webhooks.configuration import mutating_webhook_configuration
 
     port = control_plane.free_port()
-    command = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--kubeconfig", str(plane.kubeconfig)]
-    command += ["--bandwidth-resources", "combined"]
-    command += tls_flags(folder)
-    process = subprocess.Popen([sys.executable, "-m", "operators.cli", *command], cwd=ROOT,
-                               stdout=(folder / "webhook.log").open("w"), stderr=subprocess.STDOUT)  # fmt: skip
+    if server:
+        command = [*server, str(port)]
+    else:
+        command = [sys.executable, "-m", "operators.cli", "webhook", "--listen-address", "127.0.0.1", "--port",
+                   str(port), "--kubeconfig", str(plane.kubeconfig), "--bandwidth-resources", "combined",
+                   *tls_flags(folder)]  # fmt: skip
+    log = folder / f"{name}-webhook.log"
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
     configuration = mutating_webhook_configuration(
-        "bench", "unused", "netaware-system", ca_bundle, bandwidth_failure_policy="Fail"
+        name, "unused", "netaware-system", ca_bundle, bandwidth_failure_policy="Fail"
     )
     for entry in configuration["webhooks"]:
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_bundle}
@@ -160,7 +170,7 @@ def start_webhook(
             break
         except OSError:
             if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit(f"the webhook did not listen within 60 s (see {folder / 'webhook.log'})") from None
+                raise SystemExit(f"the webhook did not listen within 60 s (see {log})") from None
             time.sleep(0.3)
     plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
     return process
