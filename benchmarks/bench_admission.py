@@ -82,6 +82,17 @@ def written_patch(group: dict[str, Any], pod: dict[str, Any]) -> str:
     return base64.b64decode(answer["patch"]).decode()
 
 
+def check_written(plane: ControlPlane, column: str, namespace: str) -> None:
+    """Stop unless the column's pods carry the bandwidth resource exactly when its webhook writes it (a figure
+    of a patch nobody applied would be the floor's)."""
+    listed = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
+    asked = [pod["spec"]["containers"][0]["resources"].get("requests", {}) for pod in listed]
+    written = ["netaware.io/bandwidth" in requests for requests in asked]
+    expected = column.endswith(("written", "same patch"))
+    if not listed or any(flag != expected for flag in written):
+        raise SystemExit(f"column {column!r}: {sum(written)} of {len(listed)} pods carry netaware.io/bandwidth")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
@@ -123,6 +134,8 @@ def main() -> None:
                         item["metadata"]["labels"] = {"run": str(run)}
                 create(plane, items)
                 seconds[column].append(CREATION[0])
+                if run == 0:
+                    check_written(plane, column, namespace)
                 plane.kubectl("delete", "pods", "-n", namespace, "--all", "--grace-period=0", "--force")
                 time.sleep(0.5)
         floor_seconds = statistics.median(seconds["no webhook"])
