@@ -40,10 +40,10 @@ import uuid
 from typing import Any
 
 from benchmarks import records
-from benchmarks.bench_peers import CREATION, appgroups, create, network_topology, pods
+from benchmarks.bench_peers import CREATION, boutique, create, network_topology, pods
 from benchmarks.bench_real_scheduler import start_webhook
 from benchmarks.figures import spread
-from benchmarks.support import loopback_tls, tls_flags
+from benchmarks.support import loopback_tls, rotated, tls_flags
 from hack.control_plane.cluster import ControlPlane
 from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.snapshot import build_snapshot
@@ -52,7 +52,7 @@ from webhooks.view import ClusterView
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FLOOR = ROOT / ".tools" / "bin" / "admission-floor"
-ORDERED = "netaware.io/ordered-scheduling"
+UNGATED = "false"  # the AppGroups' ordered-scheduling: no gate, the bandwidth still written
 
 # column: (namespace, with the AppGroup label, webhook)
 COLUMNS = {
@@ -62,13 +62,6 @@ COLUMNS = {
     "netaware, bandwidth written": ("admission-netaware", True, "netaware"),
     "floor, same patch": ("admission-floor", True, "floor-patch"),
 }
-
-
-def boutique(namespace: str) -> dict[str, Any]:
-    """Online Boutique's AppGroup in ``namespace``, annotated ``ordered-scheduling: false`` (no gate)."""
-    group = next(group for group in appgroups(namespace) if group["metadata"]["name"] == "onlineboutique")
-    group["metadata"].setdefault("annotations", {})[ORDERED] = "false"
-    return group
 
 
 def written_patch(group: dict[str, Any], pod: dict[str, Any]) -> str:
@@ -109,11 +102,11 @@ def main() -> None:
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         for namespace, *_ in COLUMNS.values():
             plane.kubectl("create", "namespace", namespace)
-            for document in (network_topology(namespace), boutique(namespace)):
+            for document in (network_topology(namespace), boutique(namespace, UNGATED)):
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
         ca_bundle = loopback_tls(folder)
         served = {webhook: [ns for ns, _, by in COLUMNS.values() if by == webhook] for *_, webhook in COLUMNS.values()}
-        group = boutique("admission-floor")
+        group = boutique("admission-floor", UNGATED)
         patch = written_patch(group, pods(group, "none", 0)[0])
         for webhook, namespaces in served.items():
             if webhook is None:
@@ -124,11 +117,10 @@ def main() -> None:
             processes.append(start_webhook(plane, folder, ca_bundle, *namespaces, server=server, name=webhook))
         time.sleep(3)  # netaware's webhook lists the AppGroups
         seconds: dict[str, list[float]] = {column: [] for column in COLUMNS}
-        order = list(COLUMNS)
         for run in range(args.runs):
-            for column in order[run % len(order) :] + order[: run % len(order)]:
+            for column in rotated(list(COLUMNS), run):
                 namespace, grouped, _ = COLUMNS[column]
-                items = pods(boutique(namespace), "none", run)
+                items = pods(boutique(namespace, UNGATED), "none", run)
                 if not grouped:
                     for item in items:
                         item["metadata"]["labels"] = {"run": str(run)}

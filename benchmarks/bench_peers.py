@@ -65,10 +65,11 @@ from benchmarks import records
 from benchmarks.bench_real_scheduler import start_webhook, wait_advertised
 from benchmarks.bindings import BindingWatch
 from benchmarks.figures import percentile, spread
-from benchmarks.support import loopback_tls, tls_flags
+from benchmarks.support import loopback_tls, rotated, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
+from operators.api import keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -146,8 +147,10 @@ def workload(selector: str) -> dict[str, Any]:
             "namespace": "default"}  # fmt: skip
 
 
-def appgroups(namespace: str, seed: int = 7) -> list[dict[str, Any]]:
-    """Online Boutique and a seeded random DAG in ``namespace`` (netaware's copies opt in to ordered scheduling)."""
+def appgroups(namespace: str, seed: int = 7, mode: str | None = None) -> list[dict[str, Any]]:
+    """Online Boutique and a seeded random DAG in ``namespace``, annotated ``ordered-scheduling: mode`` (by default
+    the namespace's in :data:`MODES`: netaware's copies opt in; none in the peers' namespace)."""
+    mode = mode or MODES.get(namespace)
     boutique = yaml.safe_load((ROOT / "hack" / "examples" / "appgroup-onlineboutique.yaml").read_text())
     rng = random.Random(seed)
     names = [f"w{i}" for i in range(12)]
@@ -166,10 +169,15 @@ def appgroups(namespace: str, seed: int = 7) -> list[dict[str, Any]]:
     out = []
     for group in (boutique, random_dag):
         moved = json.loads(json.dumps(group).replace('"namespace": "default"', f'"namespace": "{namespace}"'))
-        if namespace in MODES:
-            moved["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": MODES[namespace]}
+        if mode:
+            moved["metadata"]["annotations"] = {keys.ORDERED_SCHEDULING: mode}
         out.append(moved)
     return out
+
+
+def boutique(namespace: str, mode: str | None = None) -> dict[str, Any]:
+    """Online Boutique's AppGroup of :func:`appgroups`."""
+    return appgroups(namespace, mode=mode)[0]
 
 
 def pods(group: dict[str, Any], scheduler: str, run: int, replicas: int = 3) -> list[dict[str, Any]]:
@@ -331,7 +339,7 @@ def breakdown(plane: ControlPlane, pids: dict[str, int], run: int, settle: float
     out = {}
     for step, (name, namespace, scheduler, grouped) in enumerate(STEPS):
         label = 1000 * run + step
-        group = next(group for group in appgroups(namespace) if group["metadata"]["name"] == "onlineboutique")
+        group = boutique(namespace)
         items = pods(group, scheduler, label)
         if not grouped:
             for item in items:
@@ -375,7 +383,7 @@ def report_breakdown(plane: ControlPlane, pids: dict[str, int], args: argparse.N
     passes = [breakdown(plane, pids, run, args.settle) for run in range(1, args.runs + 1)]
     steps = [name for name, *_ in STEPS]
     keys = list(dict.fromkeys(key for figures in passes for name in steps for key in figures[name]))
-    print(f"where an apply of {len(pods(appgroups(PLANNED)[0], 'none', 0))} pods goes, {args.runs} runs "
+    print(f"where an apply of {len(pods(boutique(PLANNED), 'none', 0))} pods goes, {args.runs} runs "
           "(min / median / max)")  # fmt: skip
     recorded = {}
     for key in keys:
@@ -474,9 +482,8 @@ def main() -> None:
         results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in chosen}
         run = 0
         for number in range(args.runs):
-            turn = number % len(modes)  # the columns' order rotates: none always follows the same one
             for name in chosen:
-                for mode, (scheduler, namespace) in [*modes.items()][turn:] + [*modes.items()][:turn]:
+                for mode, (scheduler, namespace) in rotated([*modes.items()], number):
                     run += 1
                     if name == "thesis-1":
                         figures = measure_thesis(plane, scheduler, namespace, run, args.settle)

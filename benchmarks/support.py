@@ -6,11 +6,22 @@ from __future__ import annotations
 
 import base64
 import pathlib
+from collections.abc import Sequence
+from typing import TypeVar
 
 from hack.control_plane.cluster import free_port, free_ports
 from hack.control_plane.shell import sh
 
-__all__ = ["free_port", "free_ports", "loopback_tls", "sh", "tls_flags"]
+__all__ = ["free_port", "free_ports", "loopback_tls", "rotated", "sh", "tls_flags"]
+
+T = TypeVar("T")
+
+
+def rotated(columns: Sequence[T], run: int) -> list[T]:
+    """``columns`` in the order of ``run`` (the run-th rotation): no column always follows the same one, so
+    one's trailing work does not always land in the same next one's seconds."""
+    turn = run % len(columns) if columns else 0
+    return [*columns[turn:], *columns[:turn]]
 
 
 def loopback_tls(folder: pathlib.Path) -> str:
