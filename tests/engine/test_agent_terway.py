@@ -136,6 +136,165 @@ def test_a_nodeslo_terway_qos_would_refuse_is_reported_and_never_written(
     assert any(why in problem for problem in result.problems)
 
 
+# lsClass 60 % + beClass 40 % of 1G in both directions: exactly the total, which terway-qos accepts.
+FITS = {
+    "resourceQOSStrategy": {
+        "lsClass": {"networkQOS": {"enable": True, "egressLimit": 60, "ingressLimit": 60}},
+        "beClass": {"networkQOS": {"enable": True, "egressLimit": 40, "ingressLimit": 40}},
+    }
+}
+# FITS's levels, whatever its pods ask: no class requests anything (every min 0); L1's max lsClass's 60 % of
+# 1 Gbit/s = 600 Mbit/s = 75,000,000 B/s; L2's max beClass's 40 % = 400 Mbit/s = 50,000,000 B/s; 75 + 50 = 125 M,
+# the node's 125,000,000 B/s.
+FITS_LEVELS = {
+    "hw_tx_bps_max": 125_000_000,
+    "hw_rx_bps_max": 125_000_000,
+    "offline_l1_tx_bps_min": 0,
+    "offline_l1_tx_bps_max": 75_000_000,
+    "offline_l1_rx_bps_min": 0,
+    "offline_l1_rx_bps_max": 75_000_000,
+    "offline_l2_tx_bps_min": 0,
+    "offline_l2_tx_bps_max": 50_000_000,
+    "offline_l2_rx_bps_min": 0,
+    "offline_l2_rx_bps_max": 50_000_000,
+}
+
+
+def pods_asking(label: str, annotations: dict[str, str], count: int = 2) -> list[Pod]:
+    return [with_uid(make_pod(f"{label.lower()}{i}", label, annotations, ip=f"10.0.1.{i}")) for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        # LS's leaves need 2 x 350M = 700M egress, above lsClass's 600M: the tc class's rate and ceil rise to 700M
+        # (before: L1's max 87,500,000 B/s, + 50,000,000 above the node's 125,000,000: nothing written)
+        pods_asking("LS", {"kubernetes.io/egress-request": "350M"}),
+        # 2 x 600M (each capped by lsClass's 600M) = 1.2G, above the node: every rate scaled to 83 %, LS's to
+        # 999.98M (before: L1's max 124,997,500 B/s)
+        pods_asking("LS", {"kubernetes.io/egress-request": "600M"}),
+        # one LS pod whose own egress-bandwidth (1G) lets its 900M request past lsClass's 600M
+        pods_asking("LS", {"kubernetes.io/egress-request": "900M", "kubernetes.io/egress-bandwidth": "1G"}, 1),
+        # BE's leaves need 2 x 300M = 600M ingress, above beClass's 400M (before: L2's rx max 75,000,000 B/s)
+        pods_asking("BE", {"kubernetes.io/ingress-request": "300M"}),
+    ],
+    ids=["ls-pods-above-the-limit", "ls-pods-above-the-total", "ls-pod-with-its-own-bandwidth", "be-pods-ingress"],
+)
+def test_pods_requests_never_lift_a_level_above_its_class_limit(pods: list[Pod], tmp_path: Path) -> None:
+    """terway-qos has no per-pod minimum: the pods' requests are not its to honour, and a level's max stays its
+    class's limit, so a NodeSLO whose limits fit is written (and terway-qos takes it) however much its pods ask."""
+    plan = plan_for(FITS, pods)
+    assert refusals(plan) == []
+    result = TerwayBackend(tmp_path).enforce(lambda _: plan, dry_run=False)
+    assert result.applied and result.operations == 2
+    written = files(tmp_path)
+    assert config_lines(written["global_bps_config"]) == FITS_LEVELS
+    levels = read_global_config(written["global_bps_config"])  # terway-qos's parser, Default and Validate
+    assert (levels["egress"].l1_max, levels["egress"].l2_max) == (75_000_000, 50_000_000)
+    assert (levels["ingress"].l1_max, levels["ingress"].l2_max) == (75_000_000, 50_000_000)
+    assert len(read_pod_config(written["pod.json"])) == len(pods)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "pods", "why"),
+    [
+        # lsClass 60 % + beClass 50 % of egress = 1.1G: refused whatever the pods ask; L1's max is lsClass's
+        # 600M / 8 (not the 700M the two LS pods' requests raise the tc class to: 87,500,000 B/s), L2's 500M / 8
+        (
+            {
+                "resourceQOSStrategy": {
+                    "lsClass": {"networkQOS": {"enable": True, "egressLimit": 60, "ingressLimit": 60}},
+                    "beClass": {"networkQOS": {"enable": True, "egressLimit": 50, "ingressLimit": 40}},
+                }
+            },
+            pods_asking("LS", {"kubernetes.io/egress-request": "350M"}),
+            [
+                "(tx): L1's max (lsClass egressLimit, 75000000 B/s) plus L2's max (beClass egressLimit, 62500000 "
+                "B/s) is above the node's 125000000 B/s"
+            ],
+        ),
+        # lsrClass's and lsClass's requests (300M + 300M) above lsClass's 500M limit: L1's max is raised to its min,
+        # 600M / 8 = 75,000,000 B/s (terway-qos refuses a min above its max), + beClass's 500M / 8 = 62,500,000
+        (
+            {
+                "resourceQOSStrategy": {
+                    "lsrClass": {"networkQOS": {"enable": True, "egressRequest": 30}},
+                    "lsClass": {
+                        "networkQOS": {"enable": True, "egressRequest": 30, "egressLimit": 50, "ingressLimit": 60}
+                    },
+                    "beClass": {"networkQOS": {"enable": True, "egressLimit": 50, "ingressLimit": 40}},
+                }
+            },
+            [],
+            [
+                "(tx): L1's max (lsrClass and lsClass egressRequests, 75000000 B/s) plus L2's max (beClass "
+                "egressLimit, 62500000 B/s) is above the node's 125000000 B/s"
+            ],
+        ),
+        # lsClass's absolute 2G ingress limit on a 1G node: 250,000,000 B/s; beClass's "0" is HTB's smallest rate,
+        # 8,000 bits/s = 1,000 B/s
+        (
+            {
+                "resourceQOSStrategy": {
+                    "lsClass": {"networkQOS": {"enable": True, "egressLimit": 60, "ingressLimit": "2G"}},
+                    "beClass": {"networkQOS": {"enable": True, "egressLimit": 40, "ingressLimit": "0"}},
+                }
+            },
+            [],
+            [
+                "(rx): L1's max (lsClass ingressLimit, 250000000 B/s) is above the node's 125000000 B/s",
+                "(rx): L1's max (lsClass ingressLimit, 250000000 B/s) plus L2's max (beClass ingressLimit, 1000 B/s) "
+                "is above the node's 125000000 B/s",
+            ],
+        ),
+    ],
+    ids=["limits-above-the-total", "requests-above-ls-limit", "limit-above-the-node"],
+)
+def test_a_refusal_names_what_each_max_is_made_of(strategy: dict[str, Any], pods: list[Pod], why: list[str]) -> None:
+    plan = plan_for(strategy, pods)
+    assert refusals(plan) == [f"terway-qos would refuse global_bps_config {reason}" for reason in why]
+    with pytest.raises(Refused):  # and terway-qos would: the numbers named are those of the file
+        read_global_config(global_bps_config(plan))
+
+
+def test_the_file_with_lsclass_limit_as_l1_max_is_refused_too() -> None:
+    """The second case above cannot be written any other way: with lsClass's 500M (62,500,000 B/s) as L1's max,
+    L1's min (75,000,000 B/s) is above it, which terway-qos refuses as well."""
+    with pytest.raises(Refused, match="egress config is not valid"):
+        read_global_config(
+            "hw_tx_bps_max 125000000\nhw_rx_bps_max 125000000\n"
+            "offline_l1_tx_bps_min 75000000\noffline_l1_tx_bps_max 62500000\n"
+            "offline_l2_tx_bps_max 62500000\n"
+        )
+
+
+requests = st.sampled_from(["0", "100M", "350M", "700M", "1G", "3G"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["SYSTEM", "LSR", "LS", "BE"]),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    f"kubernetes.io/{direction}-{kind}": requests
+                    for direction in ("egress", "ingress")
+                    for kind in ("request", "bandwidth")
+                },
+            ),
+        ),
+        max_size=6,
+    )
+)
+def test_the_levels_are_the_nodeslos_alone_whatever_the_pods_ask(pods: list[tuple[str, dict[str, str]]]) -> None:
+    bound = [with_uid(make_pod(f"p{i}", label, asked, ip=f"10.0.2.{i}")) for i, (label, asked) in enumerate(pods)]
+    plan = plan_for(FITS, bound)
+    assert refusals(plan) == []
+    assert config_lines(global_bps_config(plan)) == FITS_LEVELS
+
+
 limits = st.one_of(st.integers(0, 100), st.sampled_from(["0", "100M", "300M", "700M", "1G"]))
 
 

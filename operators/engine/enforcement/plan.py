@@ -83,6 +83,9 @@ class DirectionPlan:
     classes: tuple[TrafficClass, ...]
     pods: tuple[PodTraffic, ...]
     host_rate: int = MIN_RATE  # the node's own leaf under system: what system's pods leave of its rate (rule 5)
+    # class -> its ceil as the NodeSLO gives it (rule 2), before the pods' requests raise ``ceil`` (every level fits
+    # its parent): the terway-qos backend's level maxima, which have no per-pod minimum to make room for
+    limits: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def klass(self, name: str) -> TrafficClass:
         return next(c for c in self.classes if c.name == name)
@@ -198,7 +201,8 @@ def node_plan(
             )
             for name, (minor, priority) in CLASSES.items()
         )
-        directions[direction] = DirectionPlan(total.value(), classes, tuple(leaves), host_rate)
+        limits = {name: asked[name][1] for name in CLASSES}
+        directions[direction] = DirectionPlan(total.value(), classes, tuple(leaves), host_rate, limits)
     return NodePlan(node.name, directions, tuple(problems))
 
 

@@ -6,7 +6,10 @@ terway-qos reads (v0.3.2, the last release, and its main branch since: ``pkg/con
 1. ``global_bps_config``: ``key value`` lines in **bytes/s** (the plan's bits/s ÷ 8, rounded down):
    ``hw_tx_bps_max``/``hw_rx_bps_max`` = the node's total per direction (tx = egress, rx = ingress);
    ``offline_l1_*`` = L1, LSR and LS together (min: the sum of their requests; max: lsClass's limit, at least
-   that min); ``offline_l2_*`` = L2, BE. L0 (system) is left out: terway-qos gives it ``hw - L1 min - L2 min``.
+   that min); ``offline_l2_*`` = L2, BE (beClass's request and limit). L0 (system) is left out: terway-qos gives
+   it ``hw - L1 min - L2 min``. Only the NodeSLO sets the levels: terway-qos has no per-pod minimum, so the pods'
+   ``kubernetes.io/*-request`` (which raise the tc classes' rates and ceils) never raise a level above its class's
+   limit.
 2. terway-qos refuses the whole file (``GlobalConfig.Validate``) when a level's max exceeds the hardware max, a
    level's min exceeds its max, or **L1's max plus L2's max exceeds the hardware max**. A NodeSLO that gives
    such numbers (the defaults do: every limit 100 %) cannot be expressed for terway-qos: nothing is written for
@@ -58,15 +61,23 @@ class Level:
 
 
 def levels(plan: DirectionPlan) -> dict[str, Level]:
-    """terway-qos's levels of one direction (rule 1): ``hw`` (min = max = the total), ``l1``, ``l2``."""
+    """terway-qos's levels of one direction (rule 1): ``hw`` (min = max = the total), ``l1``, ``l2``; the maxima
+    are the classes' limits as the NodeSLO gives them (``plan.limits``), not the ceils the pods' requests raised."""
     lsr, ls, be = plan.klass("lsr"), plan.klass("ls"), plan.klass("be")
     l1_min = lsr.request + ls.request
     total = byte_rate(plan.total)
     return {
         "hw": Level(total, total),
-        "l1": Level(byte_rate(l1_min), byte_rate(max(ls.ceil, l1_min))),
-        "l2": Level(byte_rate(be.request), byte_rate(be.ceil)),
+        "l1": Level(byte_rate(l1_min), byte_rate(max(plan.limits["ls"], l1_min))),
+        "l2": Level(byte_rate(be.request), byte_rate(plan.limits["be"])),
     }
+
+
+def _maxima(plan: DirectionPlan, direction: str) -> dict[str, str]:
+    """What each level's max is made of, as the NodeSLO names it (for the problems)."""
+    l1_min = plan.klass("lsr").request + plan.klass("ls").request
+    l1 = f"lsClass {direction}Limit" if plan.limits["ls"] >= l1_min else f"lsrClass and lsClass {direction}Requests"
+    return {"L1": l1, "L2": f"beClass {direction}Limit"}
 
 
 def refusals(plan: NodePlan) -> list[str]:
@@ -74,17 +85,18 @@ def refusals(plan: NodePlan) -> list[str]:
     found = []
     for line, direction in _LINE_DIRECTION.items():
         level = levels(plan.directions[direction])
+        made_of = _maxima(plan.directions[direction], direction)
         hw, l1, l2 = level["hw"].max, level["l1"], level["l2"]
         why = []
         for name, value in (("L1", l1), ("L2", l2)):
             if value.max > hw:
-                why.append(f"{name}'s max {value.max} B/s is above the node's {hw} B/s")
+                why.append(f"{name}'s max ({made_of[name]}, {value.max} B/s) is above the node's {hw} B/s")
             if value.min > value.max:
                 why.append(f"{name}'s min {value.min} B/s is above its max {value.max} B/s")
         if l1.max + l2.max > hw:
             why.append(
-                f"L1's max (lsClass {direction}Limit, {l1.max} B/s) plus L2's max (beClass {direction}Limit, "
-                f"{l2.max} B/s) is above the node's {hw} B/s"
+                f"L1's max ({made_of['L1']}, {l1.max} B/s) plus L2's max ({made_of['L2']}, {l2.max} B/s) is above "
+                f"the node's {hw} B/s"
             )
         found += [f"terway-qos would refuse global_bps_config ({line}): {reason}" for reason in why]
     return found
