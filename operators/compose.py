@@ -3,6 +3,10 @@
 ``netaware webhook``, ``netaware extender`` and ``netaware run`` (the CLI) and ``netaware demo`` build their
 components here and nowhere else: where a component reads the cluster from (a snapshot, or watches through an
 API client), what it keeps, and the application it serves. The CLI only parses flags; the demo only drives.
+
+Each live component's long-running tasks (its watches, the extender's index follower, the probe's and the agent's
+loops) run under one :class:`~operators.supervision.Supervisor` per component, whose problem is its ``/healthz``
+and whose restarts are counted in its ``/metrics``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from operators.runtime import RunOptions, run
 from operators.serving import add_probes
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import Kind
+from operators.supervision import Supervisor
+from webhooks.server import METRICS_KEY as WEBHOOK_METRICS_KEY
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
 from webhooks.view import ClusterView
@@ -61,8 +67,17 @@ async def webhook(
         )
         return
     view = ClusterView()
-    async with following(source, view.follow) as api:
-        yield webhook_app(view, notifier=NamespaceNotifier(api), gate_by_default=gate_by_default, resources=resources)
+    tasks = Supervisor(CollectorRegistry())
+    async with following(source, view.follow, tasks) as api:
+        app = webhook_app(
+            view,
+            notifier=NamespaceNotifier(api),
+            gate_by_default=gate_by_default,
+            resources=resources,
+            supervisor=tasks,
+        )
+        view.on_namespace_deleted(app[WEBHOOK_METRICS_KEY].forget_namespace)
+        yield app
 
 
 @contextlib.asynccontextmanager
@@ -74,9 +89,11 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
         return
     cache = ClusterCache(LIVE_INDEX_KINDS)
     live = LiveIndex(cache, config.bandwidth.default_node_bandwidth)
-    async with following(source, cache.follow) as api, in_background(live.follow):
+    tasks = Supervisor(CollectorRegistry())
+    index = in_background(lambda stop: tasks.run("extender-index", lambda: live.follow(stop), stop.is_set))
+    async with following(source, cache.follow, tasks) as api, index:
         state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current)
-        app = extender_app(state, PodNotifier(api))
+        app = extender_app(state, PodNotifier(api), supervisor=tasks)
         app[LIVE_KEY] = live
         yield app
 
@@ -104,11 +121,12 @@ async def in_background(
 
 
 @contextlib.asynccontextmanager
-async def following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
-    """An API client for ``source`` and ``follow(api, stop)`` running on it while inside."""
+async def following(source: ClusterSource, follow: Any, supervisor: Supervisor | None = None) -> AsyncIterator[Any]:
+    """An API client for ``source`` and ``follow(api, stop)`` running on it while inside (under ``supervisor``)."""
     api = await api_client_factory(source.server, source.kubeconfig)()
+    tasks = supervisor or Supervisor()
     try:
-        async with in_background(lambda stop: follow(api, stop)):
+        async with in_background(lambda stop: tasks.run("watch", lambda: follow(api, stop), stop.is_set)):
             yield api
     finally:
         await api.close()
@@ -116,12 +134,13 @@ async def following(source: ClusterSource, follow: Any) -> AsyncIterator[Any]:
 
 @contextlib.asynccontextmanager
 async def health_endpoints(
-    ready: Callable[[], bool], not_ready: str, registry: CollectorRegistry, address: str, port: int
+    ready: Callable[[], bool], not_ready: str, tasks: Supervisor, address: str, port: int
 ) -> AsyncIterator[None]:
-    """``/healthz``, ``/readyz`` (``ready()``, else ``not_ready``) and ``/metrics`` of ``registry`` on
-    ``address:port`` while inside (port 0: none)."""
+    """``/healthz`` (``tasks``' problem), ``/readyz`` (``ready()`` and every task running, else ``not_ready``) and
+    ``/metrics`` of ``tasks``' registry on ``address:port`` while inside (port 0: none)."""
     app = web.Application()
-    add_probes(app, ready, not_ready, registry)
+    registries = [tasks.registry] if tasks.registry is not None else []
+    add_probes(app, lambda: ready() and tasks.running(), not_ready, *registries, health=tasks.problem)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
@@ -137,12 +156,13 @@ async def probe(source: ClusterSource, options: ProbeOptions, health_port: int, 
     (peers listed) and ``/metrics`` on ``health_port`` (0: none)."""
     cache = probe_cache(options)
     metrics = ProbeMetrics()
+    tasks = Supervisor(metrics.registry)
     endpoint = await serve_endpoint(options.listen_address, options.port, options.delay)
     ready = lambda: cache.ready  # noqa: E731
-    health = health_endpoints(ready, "peers not listed yet", metrics.registry, options.listen_address, health_port)
+    health = health_endpoints(ready, "peers not listed yet", tasks, options.listen_address, health_port)
     try:
-        async with health, following(source, cache.follow) as api:
-            await Prober(options, cache, metrics).run(api, stop)
+        async with health, following(source, cache.follow, tasks) as api:
+            await Prober(options, cache, metrics).run(api, stop, tasks)
     finally:
         endpoint.close()
         with contextlib.suppress(TimeoutError):
@@ -162,12 +182,13 @@ async def agent(
     made) and ``/metrics`` on ``health_port`` (0: none)."""
     cache = ClusterCache(agent_kinds(options.node))
     metrics = AgentMetrics()
+    tasks = Supervisor(metrics.registry)
     worker = Agent(kernel, backend, cache, options, metrics)
     async with (
-        health_endpoints(lambda: worker.ready, "not listed or enforced yet", metrics.registry, address, health_port),
-        following(source, cache.follow) as api,
+        health_endpoints(lambda: worker.ready, "not listed or enforced yet", tasks, address, health_port),
+        following(source, cache.follow, tasks) as api,
     ):
-        await worker.run(api, stop)
+        await worker.run(api, stop, tasks)
 
 
 async def snapshot_of(source: ClusterSource, kinds: tuple[Kind, ...]) -> Snapshot:

@@ -14,12 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.leaderelection.electionconfig import Config
 from kubernetes_asyncio.leaderelection.leaderelection import LeaderElection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
-from operators.kube import ApiClientFactory, send_json
+from operators.kube import API_ERRORS, ApiClientFactory, describe, send_json
 
 logger = logging.getLogger("netaware.run")
 
@@ -34,6 +33,29 @@ class LeaderElectionOptions:
     lease_duration: int = 15  # whole seconds: the Lease's leaseDurationSeconds
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+
+# What ends one attempt and not the elector: the API's errors, and the library's reading of an error body that is
+# not the JSON it expects (its ``assert`` and ``json.loads``)
+FAILED_ATTEMPT: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError, KeyError, AssertionError)
+
+
+class _Elector(LeaderElection):
+    """kubernetes-asyncio's elector, riding out every failure of one attempt as it rides out an API error.
+
+    The library catches only ``ApiException`` (and reads its body as JSON): a broken connection, a timeout or an
+    error page without a JSON body would end the elector at once. Here any such failure is a failed attempt, so a
+    leader keeps retrying until its renew deadline, as client-go's does; each attempt is bounded in time, so a
+    renewal that hangs cannot outlast the deadline either."""
+
+    async def try_acquire_or_renew(self) -> bool:
+        config = self.election_config
+        try:
+            async with asyncio.timeout(max(config.retry_period, config.renew_deadline / 2)):
+                return bool(await super().try_acquire_or_renew())
+        except FAILED_ATTEMPT as error:
+            logger.warning("lease %s/%s: attempt failed (%s)", config.lock.namespace, config.lock.name, describe(error))
+            return False
 
 
 async def as_leader(
@@ -81,7 +103,7 @@ async def as_leader(
         onstarted_leading=lead,
         onstopped_leading=on_lost,
     )
-    elector = LeaderElection(config)
+    elector = _Elector(config)
     candidate = asyncio.create_task(elector.run())
     stopping = asyncio.create_task(stop.wait())
     try:
@@ -110,5 +132,5 @@ async def _release(api: Any, election: LeaderElectionOptions) -> None:
     try:
         await send_json(api, "PATCH", path, body, "application/merge-patch+json")
         logger.info("released the lease %s/%s", election.namespace, election.name)
-    except ApiException as error:  # the follower takes over when the lease expires anyway
-        logger.warning("could not release the lease: %s", error.status)
+    except API_ERRORS as error:  # the follower takes over when the lease expires anyway
+        logger.warning("could not release the lease: %s", describe(error))

@@ -14,6 +14,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -25,6 +26,30 @@ logger = logging.getLogger("netaware.kube")
 
 MERGE_PATCH = "application/merge-patch+json"
 ATTEMPTS = 5
+# Every request without a timeout of its own gets this one (kubernetes-asyncio's default is none at all: an answer
+# that never comes would hang its loop for good). Watches and long lists pass their own.
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
+# What a broken connection raises: kubernetes-asyncio passes aiohttp's errors through unwrapped
+# (ServerDisconnectedError, ClientPayloadError, a refused connection), and a timeout is a TimeoutError.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, OSError)
+# Everything an API call may fail with that is not a bug: retried (or reported) where the call is made.
+API_ERRORS: tuple[type[BaseException], ...] = (ApiException, *TRANSPORT_ERRORS)
+
+
+class TimedApiClient(client.ApiClient):
+    """An API client whose requests time out (:data:`REQUEST_TIMEOUT`) unless they say otherwise."""
+
+    async def request(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["_request_timeout"] = kwargs.get("_request_timeout") or REQUEST_TIMEOUT
+        return await super().request(*args, **kwargs)
+
+
+def describe(error: BaseException) -> str:
+    """An API call's failure in a few words: the status and reason of an API error, else the error's type and text."""
+    if isinstance(error, ApiException):
+        return f"{error.status} {error.reason}"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class NoCredentials(RuntimeError):
@@ -37,7 +62,7 @@ async def cluster_api_client(kubeconfig: str | None = None) -> client.ApiClient:
     if kubeconfig is None:
         try:
             config.load_incluster_config()  # type: ignore[no-untyped-call]
-            return client.ApiClient()
+            return TimedApiClient()
         except ConfigException:
             pass
     configuration = client.Configuration()
@@ -50,7 +75,7 @@ async def cluster_api_client(kubeconfig: str | None = None) -> client.ApiClient:
             f"no cluster credentials: not running in a cluster, and no usable kubeconfig ({where}: {reason}); "
             "pass --kubeconfig PATH or --server URL (a plain-HTTP API server)"
         ) from None
-    return client.ApiClient(configuration)
+    return TimedApiClient(configuration)
 
 
 def api_client_factory(server: str | None = None, kubeconfig: str | None = None) -> ApiClientFactory:
@@ -68,7 +93,7 @@ def url_api_client(url: str) -> ApiClientFactory:
     """A factory for a client of a plain-HTTP API server (the emulator)."""
 
     async def make() -> client.ApiClient:
-        return client.ApiClient(client.Configuration(host=url.rstrip("/")))
+        return TimedApiClient(client.Configuration(host=url.rstrip("/")))
 
     return make
 
@@ -145,8 +170,9 @@ async def patch_status(
     """Merge-patch the status subresource of a custom object; the object as written (None: it is gone). With
     ``previous`` (the status as last read or written), what it has and ``status`` has not is removed.
 
-    Transient answers (409, 429, 5xx) are retried a few times with a growing delay; a missing
-    object (deleted meanwhile) is not an error; anything else raises ``ApiException``.
+    Transient answers (409, 429, 5xx) and broken connections are retried a few times with a growing delay (a merge
+    patch applied twice is applied once); a missing object (deleted meanwhile) is not an error; anything else
+    raises (one of :data:`API_ERRORS`).
     """
     custom = client.CustomObjectsApi(api)
     # kubernetes-asyncio would send a dict body as a JSON patch unless told otherwise.
@@ -169,7 +195,10 @@ async def patch_status(
                 return None
             if error.status not in RETRYABLE or attempt == ATTEMPTS - 1:
                 raise
-            await asyncio.sleep(0.1 * 2**attempt)
+        except TRANSPORT_ERRORS:
+            if attempt == ATTEMPTS - 1:
+                raise
+        await asyncio.sleep(0.1 * 2**attempt)
     return None
 
 
@@ -202,5 +231,7 @@ async def post_event(
     }
     try:
         await send_json(api, "POST", f"/api/v1/namespaces/{namespace}/events", body)
-    except (TimeoutError, ApiException, OSError) as error:
-        logger.warning("event %s on %s %s not posted: %s", reason, involved.get("kind"), involved["name"], error)
+    except API_ERRORS as error:
+        logger.warning(
+            "event %s on %s %s not posted: %s", reason, involved.get("kind"), involved["name"], describe(error)
+        )

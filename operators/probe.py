@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from operators.engine.cluster.objects import Node
@@ -39,10 +38,11 @@ from operators.engine.measurement.probe import (
     configmap_name,
     row,
 )
-from operators.kube import read_json, send_json
+from operators.kube import API_ERRORS, describe, read_json, send_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, Kind
 from operators.sources.trim import trim_probe_pod
+from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.probe")
 
@@ -243,29 +243,34 @@ class Prober:
                 "row %s/%s not written within %g s; retried next round", options.namespace, name, WRITE_SECONDS
             )
             return False
-        except ApiException as error:
-            logger.warning(
-                "row %s/%s not written (%s %s); retried next round", options.namespace, name, error.status, error.reason
-            )
+        except API_ERRORS as error:
+            logger.warning("row %s/%s not written (%s); retried next round", options.namespace, name, describe(error))
             return False
         self.written, self.last_write = data, now
         self.metrics.writes.inc()
         return True
 
-    async def run(self, api: Any, stop: asyncio.Event) -> None:
+    async def run(self, api: Any, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
+        """Measure and publish every interval until ``stop``; the rounds run under ``supervisor``."""
         synced = asyncio.ensure_future(self.cache.wait_synced())
         stopped = asyncio.ensure_future(stop.wait())
         await asyncio.wait((synced, stopped), return_when=asyncio.FIRST_COMPLETED)  # SIGTERM before the first list
         for waiter in (synced, stopped):
             waiter.cancel()
-        while not stop.is_set():
-            started = time.monotonic()
-            await self.measure_round()
-            await self.publish(api)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), max(self.options.interval - (time.monotonic() - started), 0.0))
-        for peer in list(self.connections):
-            self._close(peer)
+
+        async def rounds() -> None:
+            while not stop.is_set():
+                started = time.monotonic()
+                await self.measure_round()
+                await self.publish(api)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), max(self.options.interval - (time.monotonic() - started), 0.0))
+
+        try:
+            await (supervisor or Supervisor()).run("probe", rounds, stop.is_set)
+        finally:
+            for peer in list(self.connections):
+                self._close(peer)
 
 
 def probe_cache(options: ProbeOptions) -> ClusterCache:

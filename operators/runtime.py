@@ -4,17 +4,20 @@ kopf runs the CRD controllers (appgroup, networktopology, nodeslo); the deschedu
 task with its own watches. Credentials: in-cluster, else the kubeconfig, or ``server`` for a
 plain-HTTP API server (the embedded emulator). Probes and metrics are served on ``health_port``.
 
-Every component task is supervised: when one ends or fails before the stop flag is set (kopf gives
-up after its API retries, the descheduler loop dies), ``/healthz`` answers 503 naming it, the other
-components stop, the Lease is released and :func:`run` raises :class:`ComponentFailed`, so the
-process exits non-zero, Kubernetes restarts it and a follower takes over. A process that keeps its
-Lease while doing nothing (a zombie) is the failure this prevents.
+Every long-running task is supervised (:mod:`operators.supervision`): the controllers' loops (status writer,
+gate keeper, NetworkTopology loops, work queues) and the descheduler are restarted with backoff when they fail, and
+one that keeps failing makes ``/healthz`` answer 500 naming it, so the kubelet restarts the pod. kopf itself is a
+component: when it ends or fails before the stop flag is set (it gives up after its API retries), ``/healthz``
+answers 500 naming it, the other components stop, the Lease is released and :func:`run` raises
+:class:`ComponentFailed`, so the process exits non-zero, Kubernetes restarts it and a follower takes over. A
+process that keeps its Lease while doing nothing (a zombie) is the failure this prevents.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import threading
@@ -30,13 +33,15 @@ from prometheus_client import CollectorRegistry
 from operators.api.config.controllers import ControllerOptions
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.controllers import metrics as controller_metrics
-from operators.controllers.descheduler import DeschedulerMetrics, followed_kinds, run_descheduler
+from operators.controllers.descheduler import followed_kinds, run_descheduler
+from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.controllers.registry import CACHED_KINDS, COMPONENTS, PLAN_KINDS, build_registry, configure
 from operators.election import LeaderElectionOptions, as_leader
-from operators.kube import ApiClientFactory, api_client_factory, read_json
+from operators.kube import REQUEST_TIMEOUT, ApiClientFactory, api_client_factory, read_json
 from operators.serving import HEADER_TIMEOUT, add_probes
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import Kind
+from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.run")
 
@@ -77,6 +82,15 @@ class RunOptions:
 
     def api_client_factory(self) -> ApiClientFactory:
         return api_client_factory(self.server, self.kubeconfig)
+
+    @functools.cached_property
+    def supervisor(self) -> Supervisor:
+        """The process's one supervisor (its restarts counted in ``registry``)."""
+        return Supervisor(self.registry)
+
+    def problem(self) -> str:
+        """Why the process is unhealthy ("" when it is not): a component gone, or tasks that keep failing."""
+        return self.health.problem or self.supervisor.problem()
 
 
 def cached_kinds(
@@ -124,7 +138,11 @@ async def kopf_operator(
             yield task
         return
     registry = build_registry(
-        cache, components, api_client_factory=options.api_client_factory(), options=options.controllers
+        cache,
+        components,
+        api_client_factory=options.api_client_factory(),
+        options=options.controllers,
+        supervisor=options.supervisor,
     )
     if options.server:
         server = options.server.rstrip("/")
@@ -141,6 +159,8 @@ async def kopf_operator(
 
     settings = kopf.OperatorSettings()
     configure(settings)
+    settings.networking.request_timeout = REQUEST_TIMEOUT.total  # kopf's own default is 5 minutes
+    settings.networking.connect_timeout = REQUEST_TIMEOUT.sock_connect
     if options.api_error_backoffs is not None:
         settings.networking.error_backoffs = options.api_error_backoffs
     settings.posting.enabled = True
@@ -203,8 +223,10 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
     components_up = asyncio.Event()
     async with contextlib.AsyncExitStack() as stack:
         if options.health_port is not None:
-            # Followers are ready too (they only wait for the lease); the leader once its components are up.
-            ready = (lambda: True) if options.leader_election else components_up.is_set
+            # Followers are ready too (they only wait for the lease); the leader once its components are up and run.
+            def ready() -> bool:
+                return options.supervisor.running() and (options.leader_election is not None or components_up.is_set())
+
             runner = web.AppRunner(_probe_app(options, ready), access_log=None, keepalive_timeout=HEADER_TIMEOUT)
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
@@ -260,6 +282,7 @@ async def _components(
                     metrics,
                     may_evict,
                     options.controllers.appgroup.plan_config,
+                    options.supervisor,
                 )
             )
         logger.info("running %s", ", ".join(options.components))
@@ -289,9 +312,9 @@ def _probe_app(options: RunOptions, ready: Any) -> web.Application:
     add_probes(
         app,
         ready,
-        "components starting",
+        "components starting, or a task waiting to be restarted",
         options.registry,
         controller_metrics.REGISTRY,
-        health=lambda: options.health.problem,
+        health=options.problem,
     )
     return app

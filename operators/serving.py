@@ -51,12 +51,12 @@ def add_probes(
     *registries: CollectorRegistry,
     health: Callable[[], str] = lambda: "",
 ) -> None:
-    """``/healthz`` (503 with ``health()`` when it names a problem), ``/readyz`` (``ready()``, and healthy),
-    ``/metrics`` (every registry)."""
+    """``/healthz`` (500 with ``health()`` when it names a problem, as controller-runtime's checks answer),
+    ``/readyz`` (503 unless ``ready()`` and healthy), ``/metrics`` (every registry)."""
 
     async def healthz(_: web.Request) -> web.Response:
         problem = health()
-        return web.Response(text=problem, status=503) if problem else web.Response(text="ok")
+        return web.Response(text=problem, status=500) if problem else web.Response(text="ok")
 
     async def readyz(_: web.Request) -> web.Response:
         problem = health()

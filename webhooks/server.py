@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from operators.engine.cluster.appgroups import pod_appgroup
 from operators.engine.cluster.bandwidth import Accounting
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
+from operators.supervision import Supervisor
 from webhooks.view import ClusterView
 
 logger = logging.getLogger("netaware.webhook")
@@ -53,6 +55,11 @@ class WebhookMetrics:
         self.in_flight_webhook = self.in_flight.labels(WEBHOOK)
         self.latency_webhook = self.latency.labels(WEBHOOK)
         self.ok = self.requests.labels(WEBHOOK, "200")
+
+    def forget_namespace(self, namespace: str) -> None:
+        """A namespace deleted: its series goes with it."""
+        with contextlib.suppress(KeyError):
+            self.namespace_default_errors.remove(namespace)
 
     @classmethod
     def create(cls) -> WebhookMetrics:
@@ -238,7 +245,11 @@ def build_app(
     notifier: NamespaceNotifier | None = None,
     gate_by_default: bool = False,
     resources: Accounting | None = None,
+    supervisor: Supervisor | None = None,
 ) -> web.Application:
+    """The webhook's application; ``supervisor``: the one its live view's watches run under (its problem is
+    ``/healthz``, its restarts are in ``/metrics``)."""
+    tasks = supervisor or Supervisor()
     app = web.Application(client_max_size=MAX_BODY)
     app[VIEW_KEY] = view
     app[GATE_BY_DEFAULT_KEY] = gate_by_default
@@ -246,7 +257,9 @@ def build_app(
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post("/mutate-pods", mutate_pods)
-    add_probes(app, lambda: view.ready, "cluster view not synced yet", app[METRICS_KEY].registry)
+    registries = [app[METRICS_KEY].registry, *([tasks.registry] if tasks.registry is not None else [])]
+    ready = lambda: view.ready and tasks.running()  # noqa: E731
+    add_probes(app, ready, "cluster view not synced yet", *registries, health=tasks.problem)
     return app
 
 

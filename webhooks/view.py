@@ -7,7 +7,7 @@ Admissions read this view and never wait on the API server. It is filled once fr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kubernetes_asyncio import client
 
@@ -16,6 +16,7 @@ from operators.engine.cluster.objects import Namespace
 from operators.engine.cluster.snapshot import Snapshot
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUPS, NAMESPACES
+from operators.sources.store import Change
 
 
 class ClusterView:
@@ -42,6 +43,18 @@ class ClusterView:
     @property
     def namespaces(self) -> Mapping[str, Namespace]:
         return self._snapshot().namespace_by_name
+
+    def on_namespace_deleted(self, forget: Callable[[str], None]) -> None:
+        """``forget(name)`` for every namespace deleted from now on (what is kept per namespace goes with it)."""
+        if self._live is None:
+            return
+
+        def listen(changes: list[Change]) -> None:
+            for change in changes:
+                if change.kind == NAMESPACES.name and change.new is None and change.old is not None:
+                    forget(change.old.name)
+
+        self._live.subscribe(listen)
 
     async def follow(self, api: client.ApiClient, stop: asyncio.Event) -> None:
         if self._live is not None:

@@ -37,10 +37,11 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.enforcement.plan import node_plan
 from operators.engine.enforcement.report import usage_report, worth_writing
 from operators.engine.status.reconcile import node_slo_as_written
-from operators.kube import MERGE_PATCH, post_event, send_json
+from operators.kube import API_ERRORS, MERGE_PATCH, describe, post_event, send_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS, PODS, Kind
 from operators.sources.trim import trim_agent_pod
+from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.agent")
 
@@ -160,7 +161,9 @@ class Agent:
     def _planner(self) -> Planner | None:
         return snapshot_planner(self.cache.snapshot(), self.options.node, self.options.default_total)
 
-    async def run(self, api: Any, stop: asyncio.Event) -> None:
+    async def run(self, api: Any, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:
+        """Enforce on every change (and every resync) until ``stop``; the passes run under ``supervisor`` (a pass that
+        fails is logged, counted and started again); on stop, clean up if the agent is being uninstalled."""
         loop = asyncio.get_running_loop()
 
         def changed(_: object) -> None:
@@ -168,8 +171,9 @@ class Agent:
 
         self.cache.subscribe(changed, loop)
         await self.cache.wait_synced()
-        next_report = 0.0
-        try:
+
+        async def passes() -> None:
+            next_report = 0.0
             while not stop.is_set():
                 self._dirty.clear()
                 measure = time.monotonic() >= next_report
@@ -183,6 +187,12 @@ class Agent:
                     async with asyncio.timeout(wait):
                         await _first(self._dirty.wait(), stop.wait())
                 await asyncio.sleep(BATCH_SECONDS)
+
+        try:
+            if self.options.once:
+                await passes()  # one pass: its failure is the command's
+            else:
+                await (supervisor or Supervisor()).run("agent", passes, stop.is_set)
         finally:
             try:
                 await self._cleanup_if_uninstalled(api)
@@ -286,8 +296,8 @@ class Agent:
         path = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos/{self.options.node}/status"
         try:
             await send_json(api, "PATCH", path, body, MERGE_PATCH)
-        except ApiException as error:
-            logger.warning("node %s: networkUsage not written: %s %s", self.options.node, error.status, error.reason)
+        except API_ERRORS as error:
+            logger.warning("node %s: networkUsage not written: %s", self.options.node, describe(error))
             return
         self.usage_written = report
         self.metrics.writes.inc()
@@ -309,7 +319,11 @@ class Agent:
             await post_event(api, involved, "Warning", "NetworkSpeedUnknown", message, COMPONENT)
             return
         patch = {"metadata": {"annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: str(speed)}}}
-        await send_json(api, "PATCH", f"/api/v1/nodes/{self.options.node}", patch, MERGE_PATCH)
+        try:
+            await send_json(api, "PATCH", f"/api/v1/nodes/{self.options.node}", patch, MERGE_PATCH)
+        except API_ERRORS as error:
+            self.capacity_checked = False  # asked again after the next pass
+            logger.warning("node %s: capacity not published: %s", self.options.node, describe(error))
 
 
 def _without_stop_signals() -> None:

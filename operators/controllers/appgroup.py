@@ -27,7 +27,6 @@ from typing import Any
 import kopf
 import orjson
 import pydantic
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from operators.api import errors, keys
 from operators.api.appgroup import AppGroup, AppGroupStatus
@@ -39,10 +38,11 @@ from operators.engine.cluster.conditions import condition
 from operators.engine.cluster.objects import Node, Pod, place_of
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
-from operators.kube import patch_status, post_event
+from operators.kube import API_ERRORS, describe, patch_status, post_event
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
 from operators.sources.store import Change
+from operators.supervision import Supervisor, cancel
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
 INVALID_SPEC = "InvalidSpec"
@@ -220,22 +220,32 @@ async def _announce(api: Any, state: _State, key: Key, previous: Mapping[str, An
 
 async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> None:
     """The writer: each marked AppGroup is written once its interval since the last write has passed, a few
-    AppGroups at a time (never one AppGroup twice at once: a pass takes each key once)."""
+    AppGroups at a time (never one AppGroup twice at once: a pass takes each key once). A write that fails (an API
+    error, a broken connection, a timeout) is retried after :data:`RETRY_SECONDS`; anything else still lets the
+    pass's other writes finish, keeps its AppGroup marked, and then ends the writer (its supervisor restarts it)."""
     loop = asyncio.get_running_loop()
     interval = state.options.status_interval_seconds
     await state.cache.wait_synced()  # a status from half-listed pods would be wrong (and then corrected)
     writing = asyncio.Semaphore(WRITERS)
 
+    def retry(key: Key) -> None:
+        state.dirty.add(key)
+        state.last_write[key] = loop.time() + RETRY_SECONDS - interval
+
     async def write_one(key: Key) -> None:
         async with writing:
+            if key not in state.bodies:
+                return  # deleted while it waited for a write slot
             state.last_write[key] = loop.time()
             try:
                 previous, status = await write_status(api, state, key)
-            except ApiException as error:
-                logger.warning("AppGroup %s/%s: status not written (%s %s); retrying", *key, error.status, error.reason)
-                state.dirty.add(key)
-                state.last_write[key] = loop.time() + RETRY_SECONDS - interval
+            except API_ERRORS as error:
+                logger.warning("AppGroup %s/%s: status not written (%s); retrying", *key, describe(error))
+                retry(key)
                 return
+            except BaseException:
+                retry(key)
+                raise
             await _announce(api, state, key, previous, status)
 
     while not stopped():
@@ -243,35 +253,41 @@ async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> 
         now = loop.time()
         due = sorted(key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now)
         state.dirty.difference_update(due)
-        await asyncio.gather(*(write_one(key) for key in due if key in state.bodies))
+        results = await asyncio.gather(*(write_one(key) for key in due if key in state.bodies), return_exceptions=True)
+        failed = [result for result in results if isinstance(result, BaseException)]
+        if failed:
+            raise failed[0]
         waits = [state.last_write.get(key, 0) + interval - loop.time() for key in state.dirty]
         timeout = max(min(waits), 0.01) if waits else None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(state.wake.wait(), timeout)
 
 
-def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: AppGroupOptions | None = None) -> None:
-    """Add the AppGroup handlers to ``registry``; pods and nodes are read from ``cache``."""
+def register(
+    registry: kopf.OperatorRegistry,
+    cache: ClusterCache,
+    options: AppGroupOptions | None = None,
+    supervisor: Supervisor | None = None,
+) -> None:
+    """Add the AppGroup handlers to ``registry``; pods and nodes are read from ``cache``; the status writer and the
+    gate keeper run under ``supervisor``."""
     settings = options or AppGroupOptions()
+    tasks = supervisor or Supervisor()
 
     @kopf.on.startup(id="appgroup_state", registry=registry)
     async def init_state(memo: kopf.Memo, **_: Any) -> None:
         state = _State(cache, settings)
         memo.appgroup = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
-        memo.appgroup_writer = asyncio.create_task(write_marked(memo.api, state, lambda: False))
+        memo.appgroup_writer = tasks.start("appgroup-status", lambda: write_marked(memo.api, state, lambda: False))
         keeper = GateKeeper(cache, settings.gate_timeout_seconds, state.members, options=settings)
         memo.appgroup_gates = keeper
         keeper.on_changes(cache.subscribe(keeper.on_changes, asyncio.get_running_loop()))
-        memo.appgroup_gate_task = asyncio.create_task(keeper.run(memo.api))
+        memo.appgroup_gate_task = tasks.start("appgroup-gates", lambda: keeper.run(memo.api))
 
     @kopf.on.cleanup(id="appgroup_writer", registry=registry)
     async def stop_writer(memo: kopf.Memo, **_: Any) -> None:
-        for task in (getattr(memo, "appgroup_writer", None), getattr(memo, "appgroup_gate_task", None)):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await cancel((getattr(memo, "appgroup_writer", None), getattr(memo, "appgroup_gate_task", None)))
 
     @kopf.on.event(*RESOURCE, id="appgroup", registry=registry)  # type: ignore[arg-type]
     async def appgroup_event(

@@ -23,18 +23,18 @@ import contextlib
 import datetime
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 
 import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from operators.api import keys
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.config.scheduler import SchedulerConfig
 from operators.api.meta import format_time
+from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
@@ -42,9 +42,10 @@ from operators.engine.descheduling.sources import prometheus_samples
 from operators.engine.planning.layout import Rebalancing, rebalancing_of
 from operators.engine.rebalancing.rebalance import Move, Rebalance, after_low_node_load
 from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
-from operators.kube import post_event, send_json
+from operators.kube import API_ERRORS, TRANSPORT_ERRORS, describe, post_event, send_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODEMETRICS, NODES, NODESLOS, PODS, Kind
+from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.descheduler")
 
@@ -65,54 +66,6 @@ MOVES_KEPT = 20  # the latest moves the AppGroup's annotation lists
 
 
 @dataclass
-class DeschedulerMetrics:
-    registry: CollectorRegistry
-    evicted: Counter
-    utilization: Gauge
-    moves: Counter
-    cost: Gauge
-    imbalance: Gauge
-
-    @classmethod
-    def create(cls, registry: CollectorRegistry | None = None) -> DeschedulerMetrics:
-        registry = registry or CollectorRegistry()
-        return cls(
-            registry,
-            Counter(
-                "descheduler_pods_evicted",
-                "Eviction attempts by the descheduler, by result (success, refused, gone, error, dry-run).",
-                ["result", "node", "namespace"],
-                registry=registry,
-            ),
-            Gauge(
-                "netaware_node_utilization_percent",
-                "Each node's usage of the policy's resources (netBandwidth included), percent, as of the last cycle.",
-                ["node", "resource"],
-                registry=registry,
-            ),
-            Counter(
-                "netaware_rebalance_moves",
-                "The rebalancer's moves, by result (proposed, applied, refused, landed, missed, dry-run).",
-                ["result"],
-                registry=registry,
-            ),
-            Gauge(
-                "netaware_rebalance_appgroup_cost",
-                "A plan-mode AppGroup's dependency-edge cost as the last cycle found it (before), after its moves, "
-                "and the planner's from scratch (planned).",
-                ["appgroup", "when"],
-                registry=registry,
-            ),
-            Gauge(
-                "netaware_rebalance_imbalance",
-                "Sum over nodes of (free bandwidth / 100 Mbit/s) squared, before and after the last cycle's moves.",
-                ["when"],
-                registry=registry,
-            ),
-        )
-
-
-@dataclass
 class Descheduler:
     api: client.ApiClient
     policy: DeschedulerPolicy
@@ -126,32 +79,42 @@ class Descheduler:
     config: SchedulerConfig = field(default_factory=SchedulerConfig)  # the plans' (the rebalancer's costs and filters)
     history: History = field(default_factory=History)
     rebalanced: Rebalance | None = None  # the last cycle's rebalancing, as carried out
+    unreachable: bool = False  # an eviction's answer was lost in this cycle: it evicts no more
+
+    def _may_go_on(self) -> bool:
+        return self.may_evict() and not self.unreachable
 
     async def cycle(self) -> Plan:
-        """One descheduling cycle; returns LowNodeLoad's plan as carried out (the rebalancer's in ``rebalanced``)."""
+        """One descheduling cycle; returns LowNodeLoad's plan as carried out (the rebalancer's in ``rebalanced``).
+
+        The computing (the snapshot, the planners: a second at 5,000 nodes and 100,000 pods) runs in a worker
+        thread, so the loop that renews the Lease and answers the probes keeps answering meanwhile."""
         samples = await self._prometheus() if self.policy.args.usage.net_bandwidth == "prometheus" else None
-        snapshot, now = self.snapshot(), self.clock()
+        snapshot, now = await asyncio.to_thread(self.snapshot), self.clock()
         limits = EvictionLimits.of(self.policy)
         cooldown = self.policy.rebalance.cooldown_seconds if self.policy.rebalance else 0.0
-        planner = Planner(snapshot, self.policy, now, self.observations, samples, limits,
-                          lambda pod: self.history.protects(pod, cooldown, now.timestamp()))  # fmt: skip
+        self.unreachable = False
+        planner = await asyncio.to_thread(
+            Planner, snapshot, self.policy, now, self.observations, samples, limits,
+            lambda pod: self.history.protects(pod, cooldown, now.timestamp()),
+        )  # fmt: skip
         plan = await self._low_node_load(planner)
         if self.policy.rebalance is not None and plan.note != ABANDONED:
             await self._rebalance(snapshot, now, planner, plan)
+        self.metrics.prune(snapshot)
         return plan
 
     async def _low_node_load(self, planner: Planner) -> Plan:
         steps = planner.steps()
-        try:
-            eviction = next(steps)
-            while True:
-                if not self.may_evict():
-                    logger.warning("no longer the leader (or stopping): the rest of this cycle's plan is dropped")
-                    steps.close()
-                    return Plan(observations=self.observations, note=ABANDONED)
-                eviction = steps.send(await self._evict(eviction))
-        except StopIteration as finished:
-            plan: Plan = finished.value
+        step = await asyncio.to_thread(_advance, steps, None)
+        while isinstance(step, Eviction):
+            if not self._may_go_on():
+                logger.warning("no longer the leader, stopping, or the API unreachable: the rest of this cycle's plan "
+                               "is dropped")  # fmt: skip
+                steps.close()
+                return Plan(observations=self.observations, note=ABANDONED)
+            step = await asyncio.to_thread(_advance, steps, await self._evict(step))
+        plan = step
         self.observations = plan.observations
         for node, usage in plan.usage.items():
             for resource, percent in usage.items():
@@ -172,7 +135,9 @@ class Descheduler:
         for record in missed:
             logger.warning("the move of %s (%s) to %s did not land: not proposed again", record.pod, record.workload,
                            record.target)  # fmt: skip
-        found = after_low_node_load(snapshot, self.policy, self.config, self.history, at, planner, plan)
+        found = await asyncio.to_thread(
+            after_low_node_load, snapshot, self.policy, self.config, self.history, at, planner, plan
+        )
         self.metrics.moves.labels("proposed").inc(len(found.moves))
         for group, cost in found.groups.items():
             for when, value in (("before", cost.before), ("after", cost.after), ("planned", cost.planned)):
@@ -193,15 +158,16 @@ class Descheduler:
                 self.metrics.moves.labels("refused").inc(len(moves))
                 continue
             for move in moves:
-                if not self.may_evict():
-                    logger.warning("no longer the leader (or stopping): the rest of the rebalancer's moves dropped")
+                if not self._may_go_on():
+                    logger.warning("no longer the leader, stopping, or the API unreachable: the rest of the "
+                                   "rebalancer's moves dropped")  # fmt: skip
                     self.rebalanced = found
                     return
                 if await self._evict(Eviction(move.pod, move.source, move.target, _reason(move)), "Rebalanced"):
                     carried.append(move)
                     if not self.policy.dry_run:
                         self.metrics.moves.labels("applied").inc()
-                        self.history.record(_record(snapshot, move, at))
+                        self.history.record(await asyncio.to_thread(_record, snapshot, move, at))
                 else:
                     self.metrics.moves.labels("refused").inc()
         found.moves = carried
@@ -226,9 +192,9 @@ class Descheduler:
         path = f"/apis/{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}/namespaces/{namespace}/appgroups/{name}"
         try:
             answer = await send_json(self.api, "PATCH", path, body, "application/merge-patch+json")
-        except ApiException as error:
+        except API_ERRORS as error:
             logger.warning("cannot write the rebalancer's layout on AppGroup %s (%s): its moves are dropped", group,
-                           error.status)  # fmt: skip
+                           describe(error))  # fmt: skip
             return False
         return answer is not None
 
@@ -246,6 +212,13 @@ class Descheduler:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction"
         try:
             answer = await send_json(self.api, "POST", path, body)
+        except TRANSPORT_ERRORS as error:
+            # the eviction may or may not have happened: the rest of the cycle waits for the next one, which sees
+            # the pod terminating (never evicted again) or still there
+            logger.warning("eviction of %s not confirmed (%s): this cycle stops here", pod.key, describe(error))
+            self._count("error", eviction)
+            self.unreachable = True
+            return False
         except ApiException as error:
             result = "refused" if error.status == 429 else "error"
             message = _status_message(error)
@@ -292,10 +265,7 @@ class Descheduler:
             waiting.cancel()
             stopping.cancel()
         while not stop.is_set():
-            try:
-                await self.cycle()
-            except Exception:  # a failed cycle is logged; the next one starts from a fresh snapshot
-                logger.exception("descheduling cycle failed")
+            await self.cycle()  # a cycle that fails ends this; its supervisor starts again from a fresh snapshot
             if self.policy.descheduling_interval <= 0:
                 return
             with contextlib.suppress(TimeoutError):
@@ -325,6 +295,16 @@ def _record(snapshot: Snapshot, move: Move, at: float) -> MoveRecord:
                       len(owned))  # fmt: skip
 
 
+def _advance(steps: Generator[Eviction, bool, Plan], happened: bool | None) -> Eviction | Plan:
+    """LowNodeLoad's next eviction, or its finished plan (``happened``: whether the last eviction did; None at
+    first). In a worker thread: a StopIteration cannot cross into the loop's future."""
+    try:
+        return next(steps) if happened is None else steps.send(happened)
+    except StopIteration as finished:
+        plan: Plan = finished.value
+        return plan
+
+
 def _status_message(error: ApiException) -> str:
     try:
         status = json.loads(error.body or "{}")
@@ -342,14 +322,20 @@ async def run_descheduler(
     metrics: DeschedulerMetrics | None = None,
     may_evict: Callable[[], bool] = lambda: True,
     config: SchedulerConfig | None = None,
+    supervisor: Supervisor | None = None,
 ) -> None:
     """The component as ``netaware run`` starts it: cycles on the process's cluster cache (which follows
-    :func:`followed_kinds`) until ``stop``; ``config``: the plans' scheduler configuration (the rebalancer's)."""
+    :func:`followed_kinds`) until ``stop``, under ``supervisor`` (a failed cycle: the loop starts again, with what
+    it carries between cycles); ``config``: the plans' scheduler configuration (the rebalancer's)."""
     api = await api_factory()
     descheduler = Descheduler(api, policy, cache.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict,
                               config=config or SchedulerConfig())  # fmt: skip
-    try:
+
+    async def cycles() -> None:
         await descheduler.run(stop, cache.wait_synced)
-        await stop.wait()
+        await stop.wait()  # a single cycle (interval 0) done: nothing more to do, which is no failure
+
+    try:
+        await (supervisor or Supervisor()).run("descheduler", cycles, stop.is_set)
     finally:
         await api.close()

@@ -4,12 +4,12 @@
   AppGroup's spec, marks the AppGroup's name for evaluation when it has gated pods; nothing is listed.
 * One task evaluates the marked names (only after the cache's first sync: an AppGroup not listed yet is not
   a missing AppGroup) and wakes again when the first held pod would time out.
-* A release is one JSON patch per pod: a ``test`` of ``spec.schedulingGates`` as last seen, then the list
-  without our gate. A pod changed meanwhile fails the test (422) and is evaluated again from its next
-  version; a pod gone (404) is forgotten. Writes go eight at a time.
-* A pod released by the timeout gets a Normal Event naming the workloads it did not wait for.
-* Metrics: ``netaware_gated_pods`` (pods held now, per AppGroup namespace) and
-  ``netaware_gate_wait_seconds{reason}`` (creation to release).
+* Releases are sent (and followed until their watch event comes back) by :mod:`operators.controllers.releases`,
+  :data:`WRITERS` at a time. A pod released by the timeout gets a Normal Event naming the workloads it did not
+  wait for.
+* A pass that fails unexpectedly keeps its AppGroup names marked; its supervisor restarts the loop.
+* Metrics: ``netaware_gated_pods`` (pods held now), ``netaware_plan_seconds`` and ``netaware_plan_cost`` (its
+  series removed with its AppGroup).
 
 While the controller is down gated pods wait; when it is back, the first evaluation releases every pod whose
 turn or timeout has come (the timeout counts from the pod's creation, not from the controller's start).
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -27,12 +26,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Gauge, Histogram
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
+from operators.controllers.releases import PLANNED_PODS, RETRY_SECONDS, Placed, Releases
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
@@ -43,18 +43,15 @@ from operators.engine.planning.release import (
     release_by_plan,
     stranded,
 )
-from operators.engine.planning.release import release_patch as planned_release_patch
-from operators.engine.status.gates import TIMEOUT, GatePlan, Release, gate_plan, is_gated, timeout_of
-from operators.kube import post_event, send_json
+from operators.engine.status.gates import GatePlan, gate_plan, is_gated, timeout_of
+from operators.kube import API_ERRORS, describe, post_event, send_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS
 from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.gates")
 
-JSON_PATCH = "application/json-patch+json"
 WRITERS = 32  # releases written at once (a plan releases a whole group)
-RETRY_SECONDS = 2.0
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 # at most one Planned Event per AppGroup this often (a plan per arriving pod while an apply is admitted would
 # otherwise be an API write per pod): the plans between are counted in the next one, and logged each
@@ -62,13 +59,6 @@ PLANNED_EVENT_SECONDS = 5.0
 COMPONENT = "netaware"
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
-WAIT = Histogram(
-    "netaware_gate_wait_seconds",
-    "Seconds from a gated pod's creation to the removal of its topology-order gate, by why it was released.",
-    ["reason"],
-    registry=REGISTRY,
-    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
-)
 
 PLANS = Histogram(
     "netaware_plan_seconds",
@@ -76,19 +66,14 @@ PLANS = Histogram(
     registry=REGISTRY,
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
-PLANNED_PODS = Counter(
-    "netaware_planned_pods_total",
-    "Pods of plans: released to their planned node (placed), released without a place (unplaceable), evicted "
-    "when their planned node could no longer take them (abandoned).",
-    ["result"],
-    registry=REGISTRY,
-)
 PLAN_COST = Gauge(
     "netaware_plan_cost",
     "The latest plan's network cost over the AppGroup's dependency pod pairs: the plan's, and its greedy start's.",
     ["namespace", "appgroup", "kind"],
     registry=REGISTRY,
 )
+
+PLAN_COST_KINDS = ("plan", "greedy")
 
 PodKey = tuple[str, str]  # (namespace, name)
 
@@ -114,14 +99,14 @@ class GateKeeper:
         self.members = members
         self.gated: dict[str, set[PodKey]] = defaultdict(set)  # AppGroup name -> its gated pods
         self.placing: dict[str, set[PodKey]] = defaultdict(set)  # ... its pods released by a plan, not bound yet
-        self.sent: set[PodKey] = set()  # released, and the release not seen back yet: never patched twice
+        self.releases = Releases(clock, self._retry, self.options.plan_affinity)  # sent, and not seen back yet
         self.marked: set[str] = set()
         self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
-        self.evicted: set[PodKey] = set()  # evicted, never twice
+        self.evicted: set[str] = set()  # the uids of the stranded pods evicted (never twice), until they are gone
         self.announced: dict[tuple[str, str], tuple[float, int, int]] = {}  # AppGroup -> last Event, plans, pods since
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
@@ -129,28 +114,52 @@ class GateKeeper:
     def on_changes(self, changes: Iterable[Change]) -> None:
         for change in changes:
             if change.kind == APPGROUP_PODS.name:
-                for pod, add in ((change.old, False), (change.new, True)):
-                    name = pod.labels.get(keys.APPGROUP_LABEL) if pod is not None else None
-                    if not name:
-                        continue
-                    key = (pod.namespace, pod.name)
-                    if add and awaiting_bind(pod):
-                        self.placing[name].add(key)
-                    else:
-                        self.placing[name].discard(key)
-                    if add and is_gated(pod):
-                        self.gated[name].add(key)
-                        self.arrived.setdefault(key, self.clock())
-                    else:
-                        self.gated[name].discard(key)
-                        self.sent.discard(key)
-                        if add or change.new is None:  # released, or gone
-                            self.arrived.pop(key, None)
-                    self._mark(name)
+                self._pod_changed(change.old, change.new)
             elif change.kind == APPGROUP_SPECS.name:
                 group = change.new or change.old
                 if isinstance(group, AppGroup):
                     self._mark(group.metadata.name)
+                if change.new is None and isinstance(change.old, AppGroup):
+                    self._forget_appgroup(change.old)
+
+    def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        """One pod's change: where it is held (gated, placing), and what is known of it no longer (a release seen
+        back, a pod gone)."""
+        pod = new or old
+        assert pod is not None
+        key = (pod.namespace, pod.name)
+        for before in (old,) if old is not None else ():
+            if name := before.labels.get(keys.APPGROUP_LABEL):
+                self.gated[name].discard(key)
+                self.placing[name].discard(key)
+                self._prune(name)
+                self._mark(name)
+        if new is not None and (name := new.labels.get(keys.APPGROUP_LABEL)):
+            if awaiting_bind(new):
+                self.placing[name].add(key)
+            if is_gated(new):
+                self.gated[name].add(key)
+                self.arrived.setdefault(key, self.clock())
+            self._mark(name)
+        if new is None or not is_gated(new):  # released (by us or anyone) or gone
+            self.releases.seen(key)
+            self.arrived.pop(key, None)
+        if new is None and old is not None:
+            self.evicted.discard(old.uid)
+
+    def _prune(self, name: str) -> None:
+        for held in (self.gated, self.placing):
+            if not held.get(name, True):
+                del held[name]
+
+    def _forget_appgroup(self, group: AppGroup) -> None:
+        """An AppGroup deleted: what was kept for it goes, its metric series too."""
+        key = (group.metadata.namespace, group.metadata.name)
+        self.problems.pop(key, None)
+        self.announced.pop(key, None)
+        for kind in PLAN_COST_KINDS:
+            with contextlib.suppress(KeyError):
+                PLAN_COST.remove(*key, kind)
 
     def _mark(self, name: str) -> None:
         if self.gated.get(name) or self.placing.get(name):
@@ -184,8 +193,10 @@ class GateKeeper:
     def _by_plan(self, group: AppGroup | None, members: list[Pod], now: float) -> GatePlan:
         """The release by a whole-group plan, as a :class:`GatePlan` whose releases carry their planned node."""
         started = time.perf_counter()
+        cluster = self.releases.over(self.cache.snapshot())
+        members = [self.releases.as_sent(pod) for pod in members]
         decision = release_by_plan(
-            group, members, self.cache.snapshot(), self.options.plan_config, self.arrived, now, self.timeout,
+            group, members, cluster, self.options.plan_config, self.arrived, now, self.timeout,
             self.options.plan_budget_seconds, window=self.options.plan_window_seconds,
         )  # fmt: skip
         if decision.plan is not None and group is not None:
@@ -193,13 +204,13 @@ class GateKeeper:
             self.made.append((group, decision.plan))
         deadline = decision.next_deadline
         if group is not None:
-            for pod, why in stranded(members, self.cache.snapshot()):
-                if (pod.namespace, pod.name) not in self.evicted:
+            for pod, why in stranded(members, cluster):
+                if pod.uid not in self.evicted:
                     self.abandoned.append((group, pod, why))
             if any(awaiting_bind(pod) for pod in members):
                 due = now + STRAND_CHECK_SECONDS  # released, not bound yet: still bindable where planned?
                 deadline = due if deadline is None else min(deadline, due)
-        releases = tuple(_Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
+        releases = tuple(Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
         return GatePlan(releases, (), deadline)
 
     def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
@@ -212,7 +223,8 @@ class GateKeeper:
     # -- the task -------------------------------------------------------------------------------------
 
     async def run(self, api: Any, stopped: Callable[[], bool] = lambda: False) -> None:
-        """Evaluate marked AppGroup names and release what their plans say, until ``stopped``."""
+        """Evaluate marked AppGroup names and release what their plans say, until ``stopped``. A pass that fails
+        unexpectedly keeps its names marked (the supervisor restarts this loop)."""
         await self.cache.wait_synced()  # an AppGroup not listed yet is not a missing AppGroup
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)
@@ -220,37 +232,12 @@ class GateKeeper:
         while not stopped():
             self.wake.clear()
             names, self.marked = self.marked, set()
-            now = self.clock()
-            releases: list[Release] = []
-            holding: dict[str, float] = {}  # names with pods held -> their first deadline
-            problems: list[tuple[AppGroup, str]] = []
-            named = self.appgroups_by_name() if names else {}
-            for name in sorted(names):
-                for group, plan in self.plans(name, now, named):
-                    if group is not None:
-                        problem = timeout_of(group, self.timeout)[1]
-                        key = (group.metadata.namespace, name)
-                        if self.problems.get(key) != problem and problem is not None:
-                            problems.append((group, problem))
-                        self.problems[key] = problem
-                    releases.extend(
-                        item for item in plan.release if (item.pod.namespace, item.pod.name) not in self.sent
-                    )
-                    if plan.next_deadline is not None:
-                        holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
-            for group_with_problem, problem in problems:
-                await self._warn(api, group_with_problem, problem)
-            self.sent.update((item.pod.namespace, item.pod.name) for item in releases)
-            await asyncio.gather(*(self._release(api, writing, item) for item in releases))
-            made, self.made = self.made, []
-            for group_planned, made_plan in made:
-                await self._announce_plan(api, group_planned, made_plan)
-            abandoned, self.abandoned = self.abandoned, []
-            for group_planned, pod, why in abandoned:
-                await self._abandon(api, group_planned, pod, why)
+            try:
+                await self._pass(api, writing, names)
+            except BaseException:
+                self.marked |= names
+                raise
             GATED.set(sum(len(gated) for gated in self.gated.values()))
-            for name, deadline in holding.items():
-                self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
             first = min(self.deadlines.values(), default=None)
             timeout = max(first - self.clock(), 0.05) if first is not None else None
             with contextlib.suppress(TimeoutError):
@@ -260,45 +247,44 @@ class GateKeeper:
                 del self.deadlines[name]
                 self.marked.add(name)
 
-    async def _release(self, api: Any, writing: asyncio.Semaphore, item: Release) -> None:
-        pod = item.pod
-        key = (pod.namespace, pod.name)
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        async with writing:
-            try:
-                node = item.node if isinstance(item, _Placed) else None
-                patch = planned_release_patch(pod, node, self.options.plan_affinity)
-                written = await send_json(api, "PATCH", path, patch, JSON_PATCH)
-            except ApiException as error:
-                self.sent.discard(key)
-                if error.status in (409, 422):  # changed meanwhile: its next version is evaluated
-                    logger.info(
-                        "pod %s: gate not removed (%s); looked at again on its next change", pod.key, error.status
-                    )
-                else:
-                    logger.warning("pod %s: gate not removed (%s %s); retrying", pod.key, error.status, error.reason)
-                    self._retry(pod)
-                return
-            except (TimeoutError, OSError) as error:
-                self.sent.discard(key)
-                logger.warning("pod %s: gate not removed (%s); retrying", pod.key, error)
-                self._retry(pod)
-                return
-        if written is None:
-            return  # the pod is gone
-        self.arrived.pop(key, None)
-        WAIT.labels(item.reason).observe(item.waited)
-        if isinstance(item, _Placed):
-            PLANNED_PODS.labels("placed" if item.node else "unplaceable").inc()
-        logger.info("pod %s released (%s) after %.1f s", pod.key, item.reason, item.waited)
-        if item.reason == TIMEOUT:
-            involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
-            message = (
-                f"scheduling gate {keys.TOPOLOGY_ORDER_GATE} removed after {item.waited:.0f} s: the ordered-scheduling "
-                f"timeout of AppGroup {pod.labels.get(keys.APPGROUP_LABEL)} passed before the workloads it depends on "
-                "were placed"
-            )
-            await post_event(api, involved, "Normal", "TopologyOrderTimeout", message, COMPONENT)
+    async def _pass(self, api: Any, writing: asyncio.Semaphore, names: set[str]) -> None:
+        """One evaluation of ``names``: plans made, releases sent, Events posted, stranded pods evicted."""
+        now = self.clock()
+        for pod in self.releases.expire(now):
+            self._mark(pod.labels.get(keys.APPGROUP_LABEL, ""))
+        releases = self.releases.due_again(now)
+        self.releases.start(releases, now)
+        holding: dict[str, float] = {}  # names with pods held -> their first deadline
+        problems: list[tuple[AppGroup, str]] = []
+        named = self.appgroups_by_name() if names else {}
+        for name in sorted(names):
+            for group, plan in self.plans(name, now, named):
+                if group is not None:
+                    problem = timeout_of(group, self.timeout)[1]
+                    key = (group.metadata.namespace, name)
+                    if self.problems.get(key) != problem and problem is not None:
+                        problems.append((group, problem))
+                    self.problems[key] = problem
+                new = [item for item in plan.release if not self.releases.sending(item.pod)]
+                self.releases.start(new, now)  # in flight from now on: the next AppGroup's plan counts them
+                releases.extend(new)
+                if plan.next_deadline is not None:
+                    holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
+        for group_with_problem, problem in problems:
+            await self._warn(api, group_with_problem, problem)
+        sending = (self.releases.send(api, writing, item) for item in releases)
+        results = await asyncio.gather(*sending, return_exceptions=True)
+        made, self.made = self.made, []
+        for group_planned, made_plan in made:
+            await self._announce_plan(api, group_planned, made_plan)
+        abandoned, self.abandoned = self.abandoned, []
+        for group_planned, pod, why in abandoned:
+            await self._abandon(api, group_planned, pod, why)
+        for name, deadline in holding.items():
+            self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
+        failed = [result for result in results if isinstance(result, BaseException)]
+        if failed:
+            raise failed[0]
 
     async def _announce_plan(self, api: Any, group: AppGroup, plan: Plan) -> None:
         """A Normal Event on the AppGroup for a plan made (pods, cost against its greedy start, time), a Warning
@@ -331,21 +317,17 @@ class GateKeeper:
     async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
         """A pod stranded by its plan: evicted (the Eviction API: its PodDisruptionBudget applies) so that its
         owner's replacement is planned again; a Warning Event on the AppGroup says which and why."""
-        key = (pod.namespace, pod.name)
         meta = {"name": pod.name, "namespace": pod.namespace}
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": meta}
         try:
             await send_json(api, "POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction", body)
-        except ApiException as error:
-            if error.status != 404:
-                logger.warning("pod %s: stranded, not evicted (%s %s); retrying", pod.key, error.status, error.reason)
+        except API_ERRORS as error:
+            # a lost answer may hide an eviction that happened: the pod is terminating then, and not stranded again
+            if not isinstance(error, ApiException) or error.status != 404:
+                logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, describe(error))
                 self._retry(pod)
             return
-        except (TimeoutError, OSError) as error:
-            logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, error)
-            self._retry(pod)
-            return
-        self.evicted.add(key)
+        self.evicted.add(pod.uid)
         PLANNED_PODS.labels("abandoned").inc()
         message = f"plan abandoned for pod {pod.key}: {why}; evicted, its replacement is planned again"
         logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, message)
@@ -373,10 +355,3 @@ def _involved(group: AppGroup) -> dict[str, Any]:
         "namespace": meta.namespace,
         "uid": meta.uid,
     }
-
-
-@dataclasses.dataclass(frozen=True)
-class _Placed(Release):
-    """A release of the plan mode: a :class:`Release` that also carries the planned node (None: no place)."""
-
-    node: str | None = None

@@ -37,10 +37,11 @@ from operators.engine.cluster.objects import place_of
 from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
-from operators.kube import MERGE_PATCH, patch_status, read_json
+from operators.kube import API_ERRORS, MERGE_PATCH, describe, patch_status, read_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NODES
 from operators.sources.store import Change
+from operators.supervision import Supervisor, cancel
 
 RESOURCE = (keys.NETWORKTOPOLOGY_GROUP, keys.V1ALPHA1, "networktopologies")
 EVENT_SHOWN = 5
@@ -143,10 +144,15 @@ async def recompute(
 
 
 def register(
-    registry: kopf.OperatorRegistry, cache: ClusterCache, options: NetworkTopologyOptions | None = None
+    registry: kopf.OperatorRegistry,
+    cache: ClusterCache,
+    options: NetworkTopologyOptions | None = None,
+    supervisor: Supervisor | None = None,
 ) -> None:
-    """Add the NetworkTopology handlers to ``registry``; nodes, AppGroups and pods are read from ``cache``."""
+    """Add the NetworkTopology handlers to ``registry``; nodes, AppGroups and pods are read from ``cache``; each
+    topology's loop runs under ``supervisor``."""
     settings = options or NetworkTopologyOptions()
+    tasks = supervisor or Supervisor()
 
     @kopf.on.startup(id="networktopology_state", registry=registry)
     async def init_state(memo: kopf.Memo, **_: Any) -> None:
@@ -155,10 +161,7 @@ def register(
 
     @kopf.on.cleanup(id="networktopology_loops", registry=registry)
     async def stop_loops(memo: kopf.Memo, **_: Any) -> None:
-        loops = list(memo.networktopology.loops.values())
-        for task in loops:
-            task.cancel()
-        await asyncio.gather(*loops, return_exceptions=True)
+        await cancel(list(memo.networktopology.loops.values()))
 
     @kopf.on.event("configmaps", id="networktopology_configmaps", registry=registry)  # type: ignore[arg-type]
     async def configmap_event(namespace: str, name: str, labels: Mapping[str, str], memo: kopf.Memo, **_: Any) -> None:
@@ -174,9 +177,13 @@ def register(
             task = state.loops.pop(key, None)
             if task is not None:
                 task.cancel()
+            for held in (state.dirty, state.config_maps, state.reported):
+                held.pop(key, None)
         elif key not in state.loops or state.loops[key].done():
-            state.dirty[key] = asyncio.Event()
-            state.loops[key] = asyncio.create_task(_topology_loop(namespace, name, memo, logger, settings))
+            dirty = state.dirty[key] = asyncio.Event()
+            state.loops[key] = tasks.start(
+                "networktopology", lambda: _topology_loop(namespace, name, dirty, memo, logger, settings)
+            )
         else:
             state.dirty[key].set()
 
@@ -192,37 +199,31 @@ def _configmap_changed(state: _State, namespace: str, name: str, labels: Mapping
 
 
 async def _topology_loop(
-    namespace: str, name: str, memo: kopf.Memo, logger: logging.Logger, settings: NetworkTopologyOptions
+    namespace: str,
+    name: str,
+    dirty: asyncio.Event,
+    memo: kopf.Memo,
+    logger: logging.Logger,
+    settings: NetworkTopologyOptions,
 ) -> None:
     """Recompute one NetworkTopology whenever it is marked dirty (debounced) or every resync period, until
-    cancelled."""
+    cancelled. A failed API call (an error, a broken connection, a timeout) is retried after the debounce; anything
+    else ends the loop, and its supervisor starts it again (recomputing at once)."""
     state: _State = memo.networktopology
-    dirty = state.dirty[(namespace, name)]
     dirty.set()
     await state.cache.wait_synced()  # allocated bandwidth from half-listed pods would be wrong
     loop = asyncio.get_running_loop()
     last_run = -settings.debounce_seconds
-    try:
-        while True:
-            with contextlib.suppress(TimeoutError):  # a timeout is the periodic resync
-                await asyncio.wait_for(dirty.wait(), timeout=settings.resync_seconds)
-            pause = last_run + settings.debounce_seconds - loop.time()
-            if pause > 0:
-                await asyncio.sleep(pause)
-            dirty.clear()
-            try:
-                await recompute(memo.api, state, namespace, name, settings, logger)
-            except ApiException as error:
-                logger.warning(
-                    "NetworkTopology %s/%s: recompute failed (%s %s); retrying",
-                    namespace,
-                    name,
-                    error.status,
-                    error.reason,
-                )
-                dirty.set()
-            last_run = loop.time()  # the interval runs from the end of one computation
-    finally:
-        if state.dirty.get((namespace, name)) is dirty:  # not a newer loop's (deleted and created again)
-            state.dirty.pop((namespace, name), None)
-            state.config_maps.pop((namespace, name), None)
+    while True:
+        with contextlib.suppress(TimeoutError):  # a timeout is the periodic resync
+            await asyncio.wait_for(dirty.wait(), timeout=settings.resync_seconds)
+        pause = last_run + settings.debounce_seconds - loop.time()
+        if pause > 0:
+            await asyncio.sleep(pause)
+        dirty.clear()
+        try:
+            await recompute(memo.api, state, namespace, name, settings, logger)
+        except API_ERRORS as error:
+            logger.warning("NetworkTopology %s/%s: recompute failed (%s); retrying", namespace, name, describe(error))
+            dirty.set()
+        last_run = loop.time()  # the interval runs from the end of one computation

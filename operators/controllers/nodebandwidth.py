@@ -36,6 +36,7 @@ from operators.kube import post_event, send_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS, PODS
 from operators.sources.store import Change
+from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.nodebandwidth")
 MERGE_PATCH = "application/merge-patch+json"
@@ -50,7 +51,9 @@ class _State:
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
     slo_totals: dict[str, Quantity | None] = dataclasses.field(default_factory=dict)
     reported: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> the problem last posted
-    work: WorkQueue = dataclasses.field(default_factory=lambda: WorkQueue(logger, "node %s: advertising failed"))
+    work: WorkQueue = dataclasses.field(
+        default_factory=lambda: WorkQueue(logger, "node %s: advertising failed", "nodebandwidth")
+    )
 
     def enqueue(self, name: str) -> None:
         self.work.enqueue(name)
@@ -109,7 +112,12 @@ async def advertise(api: Any, state: _State, name: str) -> None:
         state.reported.pop(name, None)
 
 
-def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: NodeBandwidthOptions) -> None:
+def register(
+    registry: kopf.OperatorRegistry,
+    cache: ClusterCache,
+    options: NodeBandwidthOptions,
+    supervisor: Supervisor | None = None,
+) -> None:
     """Add the node bandwidth advertiser to ``registry``; nodes, NodeSLOs and pods are read from ``cache``."""
 
     @kopf.on.startup(id="nodebandwidth_state", registry=registry)
@@ -119,7 +127,7 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
         memo.nodebandwidth = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
 
-        state.work.start(WORKERS, cache.wait_synced, lambda name: advertise(memo.api, state, name))
+        state.work.start(WORKERS, cache.wait_synced, lambda name: advertise(memo.api, state, name), supervisor)
 
     @kopf.on.cleanup(id="nodebandwidth_workers", registry=registry)
     async def stop_workers(memo: kopf.Memo, **_: Any) -> None:

@@ -41,6 +41,7 @@ from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS
 from operators.sources.store import Change
 from operators.sources.trim import trim_other
+from operators.supervision import Supervisor
 
 RESOURCE = (keys.SLO_GROUP, keys.V1ALPHA1, "nodeslos")
 PATH = f"/apis/{keys.SLO_GROUP}/{keys.V1ALPHA1}/nodeslos"
@@ -63,7 +64,9 @@ class _State:
     locks: dict[str, asyncio.Lock] = dataclasses.field(default_factory=dict)
     own_versions: dict[str, collections.deque[Any]] = dataclasses.field(default_factory=dict)
     work: WorkQueue = dataclasses.field(
-        default_factory=lambda: WorkQueue(logging.getLogger("netaware.nodeslo"), "NodeSLO %s: rendering failed")
+        default_factory=lambda: WorkQueue(
+            logging.getLogger("netaware.nodeslo"), "NodeSLO %s: rendering failed", "nodeslo"
+        )
     )
 
     def enqueue(self, name: str) -> None:
@@ -173,7 +176,12 @@ async def ensure_config(api: Any, state: _State, options: NodeSLOOptions) -> Non
     state.loaded = True
 
 
-def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: NodeSLOOptions | None = None) -> None:
+def register(
+    registry: kopf.OperatorRegistry,
+    cache: ClusterCache,
+    options: NodeSLOOptions | None = None,
+    supervisor: Supervisor | None = None,
+) -> None:
     """Add the NodeSLO handlers to ``registry``; nodes are read from ``cache``."""
     settings = options or NodeSLOOptions()
 
@@ -187,7 +195,7 @@ def register(registry: kopf.OperatorRegistry, cache: ClusterCache, options: Node
             await ensure_config(memo.api, state, settings)
             await sync_node(memo.api, state, name, settings)
 
-        state.work.start(WORKERS, cache.wait_synced, render)
+        state.work.start(WORKERS, cache.wait_synced, render, supervisor)
 
     @kopf.on.cleanup(id="nodeslo_workers", registry=registry)
     async def stop_workers(memo: kopf.Memo, **_: Any) -> None:

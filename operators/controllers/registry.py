@@ -13,14 +13,18 @@ from operators.controllers import appgroup, networktopology, nodebandwidth, node
 from operators.kube import ApiClientFactory, cluster_api_client
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, Kind
+from operators.supervision import Supervisor
 
-COMPONENTS: dict[str, Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions], None]] = {
-    "appgroup": lambda registry, cache, options: appgroup.register(registry, cache, options.appgroup),
-    "networktopology": lambda registry, cache, options: networktopology.register(
-        registry, cache, options.networktopology
+Register = Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions, Supervisor], None]
+COMPONENTS: dict[str, Register] = {
+    "appgroup": lambda registry, cache, options, tasks: appgroup.register(registry, cache, options.appgroup, tasks),
+    "networktopology": lambda registry, cache, options, tasks: networktopology.register(
+        registry, cache, options.networktopology, tasks
     ),
-    "nodeslo": lambda registry, cache, options: nodeslo.register(registry, cache, options.nodeslo),
-    "nodebandwidth": lambda registry, cache, options: nodebandwidth.register(registry, cache, options.nodebandwidth),
+    "nodeslo": lambda registry, cache, options, tasks: nodeslo.register(registry, cache, options.nodeslo, tasks),
+    "nodebandwidth": lambda registry, cache, options, tasks: nodebandwidth.register(
+        registry, cache, options.nodebandwidth, tasks
+    ),
 }
 
 # What each controller reads from the process's cluster cache (AppGroup pods only: the label selects them).
@@ -38,9 +42,11 @@ def build_registry(
     components: tuple[str, ...] = tuple(COMPONENTS),
     api_client_factory: ApiClientFactory = cluster_api_client,
     options: ControllerOptions | None = None,
+    supervisor: Supervisor | None = None,
 ) -> kopf.OperatorRegistry:
-    """A registry with the chosen controllers, reading ``cache``, and the kubernetes-asyncio client they share
-    (``memo.api``, opened before any controller starts)."""
+    """A registry with the chosen controllers, reading ``cache``, their long-running tasks under ``supervisor``, and
+    the kubernetes-asyncio client they share (``memo.api``, opened before any controller starts)."""
+    tasks = supervisor or Supervisor()
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(id="api_client", registry=registry)
@@ -48,7 +54,7 @@ def build_registry(
         memo.api = await api_client_factory()
 
     for name in components:
-        COMPONENTS[name](registry, cache, options or ControllerOptions())
+        COMPONENTS[name](registry, cache, options or ControllerOptions(), tasks)
 
     @kopf.on.cleanup(id="api_client", registry=registry)
     async def close_api_client(memo: kopf.Memo, **_: Any) -> None:

@@ -76,8 +76,10 @@ class ExtenderState:
         return self._index[1]
 
     def _forget(self) -> None:
+        """A new index: the answers given on the old one (and why a pod fit nowhere there) no longer hold."""
         self._cycle = None
         self._answers.clear()
+        self._nowhere.clear()
 
     def answer(
         self,

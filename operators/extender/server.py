@@ -35,6 +35,7 @@ from operators.extender.args import BadArgs, item_name, parse_args
 from operators.extender.plans import ON_PLAN, PlanMetrics
 from operators.kube import post_event
 from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
+from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.extender")
 
@@ -252,7 +253,12 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="application/json")
 
 
-def build_app(state: ExtenderState, notifier: PodNotifier | None = None) -> web.Application:
+def build_app(
+    state: ExtenderState, notifier: PodNotifier | None = None, supervisor: Supervisor | None = None
+) -> web.Application:
+    """The extender's application; ``supervisor``: the one its live index's tasks run under (its problem is
+    ``/healthz``, its restarts are in ``/metrics``)."""
+    tasks = supervisor or Supervisor()
     app = web.Application(client_max_size=MAX_BODY)
     app[STATE_KEY] = state
     app[NOTIFIER_KEY] = notifier or PodNotifier()
@@ -260,7 +266,9 @@ def build_app(state: ExtenderState, notifier: PodNotifier | None = None) -> web.
     state.follower.metrics = PlanMetrics.create(app[METRICS_KEY].registry)
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
-    add_probes(app, state.ready, "cluster cache not synced yet", app[METRICS_KEY].registry)
+    registries = [app[METRICS_KEY].registry, *([tasks.registry] if tasks.registry is not None else [])]
+    ready = lambda: state.ready() and tasks.running()  # noqa: E731
+    add_probes(app, ready, "cluster cache not synced yet", *registries, health=tasks.problem)
     return app
 
 

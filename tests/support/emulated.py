@@ -13,7 +13,8 @@ import yaml
 
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.config.scheduler import SchedulerConfig
-from operators.controllers.descheduler import Descheduler, DeschedulerMetrics, followed_kinds
+from operators.controllers.descheduler import Descheduler, followed_kinds
+from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.emulator import ApiEmulator
 from operators.kube import url_api_client
 from operators.sources.cache import ClusterCache

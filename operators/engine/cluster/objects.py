@@ -129,6 +129,11 @@ class Pod:
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
+    @property
+    def is_terminating(self) -> bool:
+        """Deleted (or evicted) and still there: ``metadata.deletionTimestamp`` is set."""
+        return bool((self.raw.get("metadata") or {}).get("deletionTimestamp"))
+
     def on_node(self, node: str) -> Pod:
         """This pod as if bound to ``node`` (empty: unbound): its object with ``spec.nodeName`` so, and the one
         field parsed from it (the plans place every member this way, per plan)."""

@@ -21,9 +21,8 @@ CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 def protection(pod: Pod, allow_local_storage: bool = False) -> str:
     """Why ``pod`` may never be evicted, or "" when it may."""
-    metadata: Mapping[str, Any] = pod.raw.get("metadata") or {}
     spec: Mapping[str, Any] = pod.raw.get("spec") or {}
-    if metadata.get("deletionTimestamp"):
+    if pod.is_terminating:
         return "terminating"
     if pod.is_terminal:
         return f"finished ({pod.phase})"

@@ -1,9 +1,10 @@
 """Releasing an AppGroup's gated pods by a whole-group plan (pure): the AppGroup controller's decision for an
 AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
 
-1. **Who is placed already**: bound members, and members released by an earlier plan that kube-scheduler has
-   not bound yet (annotation ``netaware.io/planned-node``: they are counted on that node, so a later plan does
-   not give their room away). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
+1. **Who is placed already**: bound pods, and pods released by an earlier plan (of this AppGroup or another)
+   that kube-scheduler has not bound yet (annotation ``netaware.io/planned-node``: they are counted on that node,
+   so a later plan does not give their room away; a release sent and not yet seen back is passed in as it will
+   be: :func:`as_released`). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
    neither planned nor counted.
 2. **When**: the gated pods are planned together once the group has arrived — every workload of the spec has
    a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or ``window`` (default
@@ -30,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+
+import jsonpatch
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
@@ -157,17 +160,20 @@ def release_by_plan(
 
 
 def _as_placed(cluster: Snapshot, members: list[Pod], waiting: list[Pod]) -> Snapshot:
-    """``cluster`` as the plan sees it (rule 1): members released by a plan and not bound yet on their planned
-    node, other unbound members not released by a plan left out, the ``waiting`` pods unbound."""
+    """``cluster`` as the plan sees it (rule 1): every pod released by a plan and not bound yet on its planned
+    node (``members`` as given, the other pods as ``cluster`` has them), other unbound members not released by a
+    plan left out, the ``waiting`` pods unbound."""
     nodes = cluster.node_by_name
     waiting_keys = {pod.key for pod in waiting}
     member_keys = {pod.key for pod in members}
-    pods = [pod for pod in cluster.pods if pod.key not in member_keys]
-    for pod in members:
+    pods = []
+    for pod in (*(pod for pod in cluster.pods if pod.key not in member_keys), *members):
         if pod.node_name or pod.key in waiting_keys:
             pods.append(pod)
-        elif not is_gated(pod) and (node := planned_node(pod)) is not None and node in nodes:
+        elif awaiting_bind(pod) and (node := planned_node(pod) or "") in nodes:
             pods.append(pod.on_node(node))
+        elif pod.key not in member_keys:
+            pods.append(pod)  # another unbound pod: counted nowhere, as kube-scheduler has not placed it
     return replace(cluster, pods=tuple(pods))
 
 
@@ -181,8 +187,8 @@ def stranded(members: Iterable[Pod], cluster: Snapshot) -> list[tuple[Pod, str]]
     found = []
     for pod in members:
         node_name = planned_node(pod)
-        if pod.node_name or is_gated(pod) or pod.is_terminal or node_name is None:
-            continue
+        if pod.node_name or is_gated(pod) or pod.is_terminal or pod.is_terminating or node_name is None:
+            continue  # an evicted pod (terminating) is on its way out already
         node = nodes.get(node_name)
         if node is None:
             found.append((pod, f"its planned node {node_name} is gone"))
@@ -228,6 +234,13 @@ def release_patch(pod: Pod, node: str | None, affinity_kind: str = REQUIRED) -> 
     else:
         operations.append({"op": "add", "path": "/metadata/annotations", "value": {keys.PLANNED_NODE: node}})
     return operations
+
+
+def as_released(pod: Pod, node: str | None, affinity_kind: str = REQUIRED) -> Pod:
+    """``pod`` as its release (:func:`release_patch`) leaves it: what a plan made before the release is seen back
+    must count (rule 1), and what the API server will hold once it is."""
+    released = jsonpatch.apply_patch(dict(pod.raw), release_patch(pod, node, affinity_kind))
+    return Pod.parse(released, pod.namespace)
 
 
 def as_gate_release(item: PlannedRelease) -> Release:

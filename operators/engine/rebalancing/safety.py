@@ -60,7 +60,7 @@ def in_rollout(pods: Iterable[Pod]) -> str:
     """Why a workload's ``pods`` are changing now (rule 1), or "" when they are settled."""
     revisions: set[tuple[str, str]] = set()
     for pod in pods:
-        if (pod.raw.get("metadata") or {}).get("deletionTimestamp"):
+        if pod.is_terminating:
             return f"{pod.key} is terminating"
         if not pod.node_name:
             return f"{pod.key} is not bound yet"

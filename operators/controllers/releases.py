@@ -1,0 +1,169 @@
+"""The releases of the topology-order gate, as the gate keeper sends them, and what is known of each until its watch
+event comes back.
+
+* A release is one JSON patch per pod: a ``test`` of ``spec.schedulingGates`` as last seen, then the list without
+  our gate (and, from a plan, the planned node: :func:`~operators.engine.planning.release.release_patch`).
+* **In flight**: from the moment it is sent until the pod is seen released (or gone), a release is never sent
+  again, and every plan counts the pod as the release leaves it (:func:`as_released`: on its planned node), so
+  that a plan made before the watch event arrives does not give its room away — whichever AppGroup plans.
+* A refusal (409, 422: the pod changed meanwhile) forgets the release; the pod is evaluated again from its next
+  version. Another API error forgets it and the AppGroup is looked at again after :data:`RETRY_SECONDS`.
+* A broken connection or a timeout leaves it unknown whether the release landed: it stays in flight and is sent
+  again, the same, after :data:`RETRY_SECONDS` (a 422 then means the first attempt did land). A release not seen
+  back within :data:`IN_FLIGHT_SECONDS` is no longer counted, and its pod is evaluated afresh.
+* Metrics: ``netaware_gate_wait_seconds{reason}`` (creation to release) and ``netaware_planned_pods_total``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import Counter, Histogram
+
+from operators.api import keys
+from operators.controllers.metrics import REGISTRY
+from operators.engine.cluster.objects import Pod
+from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.release import REQUIRED, as_released, release_patch
+from operators.engine.status.gates import TIMEOUT, Release
+from operators.kube import TRANSPORT_ERRORS, describe, post_event, send_json
+
+logger = logging.getLogger("netaware.gates")
+
+JSON_PATCH = "application/json-patch+json"
+RETRY_SECONDS = 2.0
+IN_FLIGHT_SECONDS = 30.0
+COMPONENT = "netaware"
+
+WAIT = Histogram(
+    "netaware_gate_wait_seconds",
+    "Seconds from a gated pod's creation to the removal of its topology-order gate, by why it was released.",
+    ["reason"],
+    registry=REGISTRY,
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+)
+PLANNED_PODS = Counter(
+    "netaware_planned_pods_total",
+    "Pods of plans: released to their planned node (placed), released without a place (unplaceable), evicted "
+    "when their planned node could no longer take them (abandoned).",
+    ["result"],
+    registry=REGISTRY,
+)
+
+PodKey = tuple[str, str]  # (namespace, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed(Release):
+    """A release of the plan mode: a :class:`Release` that also carries the planned node (None: no place)."""
+
+    node: str | None = None
+
+
+def _key(pod: Pod) -> PodKey:
+    return (pod.namespace, pod.name)
+
+
+class Releases:
+    """See the module docstring. ``retry(pod)``: look at the pod's AppGroup again after :data:`RETRY_SECONDS`."""
+
+    def __init__(self, clock: Callable[[], float], retry: Callable[[Pod], None], affinity: str = REQUIRED) -> None:
+        self.clock = clock
+        self.retry = retry
+        self.affinity = affinity
+        self.in_flight: dict[PodKey, tuple[Pod, float]] = {}  # the pod as released, and when it was sent
+        self.unsure: dict[PodKey, tuple[Release, float]] = {}  # releases whose answer was lost -> when to resend
+        self.resent: set[PodKey] = set()  # ... being sent again
+
+    def seen(self, key: PodKey) -> None:
+        """The pod is no longer gated (released, by us or anyone) or gone."""
+        self.in_flight.pop(key, None)
+        self.unsure.pop(key, None)
+
+    def sending(self, pod: Pod) -> bool:
+        return _key(pod) in self.in_flight
+
+    def as_sent(self, pod: Pod) -> Pod:
+        """``pod`` as the release in flight leaves it (itself when none is)."""
+        held = self.in_flight.get(_key(pod))
+        return held[0] if held is not None else pod
+
+    def over(self, cluster: Snapshot) -> Snapshot:
+        """``cluster`` with the releases in flight as they will be."""
+        if not self.in_flight:
+            return cluster
+        return dataclasses.replace(cluster, pods=tuple(self.as_sent(pod) for pod in cluster.pods))
+
+    def due_again(self, now: float) -> list[Release]:
+        """The releases whose answer was lost and whose time to be sent again has come."""
+        due = [item for item, when in self.unsure.values() if when <= now]
+        for item in due:
+            del self.unsure[_key(item.pod)]
+        return due
+
+    def expire(self, now: float) -> list[Pod]:
+        """Forget the releases in flight for :data:`IN_FLIGHT_SECONDS` and not seen back; their pods."""
+        expired = [pod for key, (pod, sent) in self.in_flight.items()
+                   if now - sent >= IN_FLIGHT_SECONDS and key not in self.unsure]  # fmt: skip
+        for pod in expired:
+            del self.in_flight[_key(pod)]
+        return expired
+
+    def start(self, items: list[Release], now: float) -> None:
+        """``items`` are in flight from now on (before they are sent: a plan made meanwhile counts them)."""
+        for item in items:
+            node = item.node if isinstance(item, Placed) else None
+            self.in_flight[_key(item.pod)] = (as_released(item.pod, node, self.affinity), now)
+
+    async def send(self, api: Any, writing: asyncio.Semaphore, item: Release) -> None:
+        r"""Send one release (:meth:`start`\ ed); see the module docstring for what its failures do."""
+        pod = item.pod
+        key = _key(pod)
+        node = item.node if isinstance(item, Placed) else None
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        async with writing:
+            try:
+                written = await send_json(api, "PATCH", path, release_patch(pod, node, self.affinity), JSON_PATCH)
+            except ApiException as error:
+                if error.status in (409, 422):  # changed meanwhile (or released by an earlier attempt): next version
+                    logger.info("pod %s: gate not removed (%s); looked at again on its next change", pod.key,
+                                error.status)  # fmt: skip
+                    if key not in self.resent:
+                        self.in_flight.pop(key, None)
+                else:
+                    self.in_flight.pop(key, None)
+                    logger.warning("pod %s: gate not removed (%s); retrying", pod.key, describe(error))
+                    self.retry(pod)
+                self.resent.discard(key)
+                return
+            except TRANSPORT_ERRORS as error:
+                logger.warning("pod %s: release not confirmed (%s); sending it again", pod.key, describe(error))
+                self.unsure[key] = (item, self.clock() + RETRY_SECONDS)
+                self.resent.add(key)
+                self.retry(pod)
+                return
+            except BaseException:
+                self.in_flight.pop(key, None)
+                self.resent.discard(key)
+                self.retry(pod)
+                raise
+        self.resent.discard(key)
+        if written is None:
+            return  # the pod is gone
+        WAIT.labels(item.reason).observe(item.waited)
+        if isinstance(item, Placed):
+            PLANNED_PODS.labels("placed" if item.node else "unplaceable").inc()
+        logger.info("pod %s released (%s) after %.1f s", pod.key, item.reason, item.waited)
+        if item.reason == TIMEOUT:
+            involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+            message = (
+                f"scheduling gate {keys.TOPOLOGY_ORDER_GATE} removed after {item.waited:.0f} s: the ordered-scheduling "
+                f"timeout of AppGroup {pod.labels.get(keys.APPGROUP_LABEL)} passed before the workloads it depends on "
+                "were placed"
+            )
+            await post_event(api, involved, "Normal", "TopologyOrderTimeout", message, COMPONENT)
