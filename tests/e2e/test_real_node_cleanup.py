@@ -3,7 +3,6 @@ processes, sockets). Its own module: it must not run while test_real_node.py's c
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 
@@ -12,15 +11,18 @@ import pytest
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from tests.support.e2e import eventually, kubectl_json, not_built
+from tests.support.prerequisites import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
 
 
-def test_a_real_nodes_cluster_leaves_nothing_on_the_host(tmp_path: pathlib.Path) -> None:
+@pytest.fixture
+def built() -> None:
+    require(not_built())  # in a fixture: a skip is reported at the test, not at the helper
+
+
+def test_a_real_nodes_cluster_leaves_nothing_on_the_host(built: None, tmp_path: pathlib.Path) -> None:
     """One node started and stopped on a plane of its own: no namespace, mount, cgroup, process or socket left."""
-    reason = not_built()
-    if reason:
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
     plane = ControlPlane(tmp_path, real_nodes=1)
     plane.start([])
     try:

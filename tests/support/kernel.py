@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.shell import sh
+from tests.support.prerequisites import network_namespaces, require
 
 NODE = "naw-node"
 
@@ -41,9 +42,7 @@ M = 1_000_000
 
 @pytest.fixture(name="node")
 def kernel_node() -> Iterator[None]:
-    reason = why_not()
-    if reason:
-        pytest.skip(reason)
+    require(network_namespaces())
     for tool in ("nft", "iperf3"):
         assert shutil.which(tool), f"{tool} is missing: hack/control-plane/build.sh installs it"
     names = [NODE, PEER, *(name for name, _ in PODS.values())]
@@ -123,15 +122,3 @@ def wire(report: dict[str, Any]) -> float:
 
 def from_pods(*names: str) -> list[tuple[str, str, str]]:
     return [(PODS[name][0], PEER, PEER_IP) for name in names]
-
-
-def why_not() -> str | None:
-    if shutil.which("ip") is None:
-        return "no `ip` command (iproute2)"
-    if os.geteuid() != 0:
-        return "network namespaces need root (CAP_NET_ADMIN)"
-    done = sh("ip", "netns", "add", "naw-check", check=False)
-    if done.returncode != 0:
-        return f"`ip netns add` refused: {done.stderr.strip()}"
-    sh("ip", "netns", "del", "naw-check", check=False)
-    return None
