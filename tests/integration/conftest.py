@@ -44,15 +44,18 @@ async def api(emulator: ApiEmulator) -> AsyncIterator[Api]:
         yield Api(session, emulator.base_url)
 
 
-async def start_run(emulator: ApiEmulator, *args: str, output: Any = None) -> asyncio.subprocess.Process:
-    """`netaware run --server <emulator> ARGS...` in its own process (stdout and stderr to ``output``)."""
+async def start_run(
+    emulator: ApiEmulator, *args: str, output: Any = None, server: str | None = None
+) -> asyncio.subprocess.Process:
+    """`netaware run --server <emulator> ARGS...` in its own process (stdout and stderr to ``output``); ``server``:
+    another URL to reach the emulator by (a proxy in front of it)."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "operators.cli",
         "run",
         "--server",
-        emulator.base_url,
+        server or emulator.base_url,
         *args,
         stdout=output if output is not None else asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.STDOUT,

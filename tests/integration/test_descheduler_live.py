@@ -14,9 +14,10 @@ import yaml
 from prometheus_client import generate_latest
 
 from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
+from operators.controllers.descheduler import ABANDONED
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, start_run
-from tests.support.emulated import running_descheduler
+from tests.support.emulated import eventually, proxied, running_descheduler
 from tests.support.lownodeload import node, pod
 
 pytestmark = pytest.mark.integration
@@ -153,3 +154,37 @@ async def test_leadership_is_checked_before_every_eviction(api: Api, emulator: A
     evictions = [w for w in emulator.writes if w[2] == "pods" and w[1] == "DELETED"]
     assert [w[4] for w in evictions] == ["web-0"]
     assert len(await pod_names(api)) == 8
+
+
+async def test_an_eviction_whose_answer_is_lost_ends_the_cycle_and_is_never_repeated(
+    api: Api, emulator: ApiEmulator
+) -> None:
+    await emulator.seed(cluster())
+    async with proxied(emulator) as proxy, running_descheduler(emulator, policy(), 9, server=proxy.url) as running:
+        proxy.reset_next(method="POST", path="/eviction", when="response")  # web-0 evicted, the answer lost
+        first = await running.cycle()
+        assert first.note == ABANDONED and first.evictions == []
+        assert "web-0" not in await pod_names(api)
+        metrics = generate_latest(running.metrics.registry).decode()
+        assert 'descheduler_pods_evicted_total{namespace="default",node="hot",result="error"} 1.0' in metrics
+        await eventually(lambda: len(running.snapshot().pods) == 8, within=5)
+        # 8 units left on hot: 78.1 % of 1Gi, above 70 %: web-1 and web-2 are refused (the PDB keeps 2 of the 2
+        # web pods left), api-0 goes, 68.4 %
+        second = await running.cycle()
+    assert [e.pod.name for e in second.evictions] == ["api-0"]
+    assert [e.pod.name for e in second.refused] == ["web-1", "web-2"]
+    assert proxy.applied["reset_response"] == 1
+
+
+async def test_the_series_of_a_deleted_node_go_at_the_next_cycle(api: Api, emulator: ApiEmulator) -> None:
+    await emulator.seed(cluster())
+    async with running_descheduler(emulator, policy(dry_run=True), 9) as running:
+        await running.cycle()
+        before = generate_latest(running.metrics.registry).decode()
+        assert 'node="cold-2"' in before
+        assert (await api.call("DELETE", "/api/v1/nodes/cold-2"))[0] == 200
+        await eventually(lambda: "cold-2" not in running.snapshot().node_by_name, within=5)
+        await running.cycle()
+        after = generate_latest(running.metrics.registry).decode()
+    assert 'node="cold-2"' not in after
+    assert 'netaware_node_utilization_percent{node="cold-1",resource="netBandwidth"}' in after

@@ -19,10 +19,10 @@ from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.extender.answers import ExtenderState
-from operators.extender.live import LIVE_KEY
+from operators.extender.live import LIVE_KEY, LiveIndex
 from operators.extender.server import STATE_KEY, build_app
 from tests.integration.conftest import Api
-from tests.support.emulated import documents, eventually, labelled_pod
+from tests.support.emulated import documents, eventually, labelled_pod, proxied
 
 pytestmark = pytest.mark.integration
 
@@ -179,3 +179,73 @@ async def test_a_pod_that_fits_nowhere_gets_one_warning_per_reason_not_per_retry
         messages = {e["message"] for e in events}
         assert "no node fits: NetworkBandwidth: 8 of 8 nodes: insufficient ingress bandwidth" in " ".join(messages)
         assert any("4 of 4 nodes" in message for message in messages)
+
+
+def new_node(name: str) -> dict[str, Any]:
+    """An example node again under another name."""
+    node = copy.deepcopy(next(d for d in documents("cluster.yaml") if d.get("kind") == "Node"))
+    node["metadata"] = {**node["metadata"], "name": name}
+    node["metadata"].pop("resourceVersion", None)
+    node["metadata"].pop("uid", None)
+    return node
+
+
+async def known(http: TestClient[Any, Any], name: str) -> bool:
+    """The extender knows node ``name`` (it passes or fails it by a plugin, not as unknown)."""
+    filtered = await (await http.post("/filter", json={"Pod": POD, "NodeNames": [name]})).json()
+    return "not known to the extender" not in str(filtered.get("FailedNodes") or {})
+
+
+async def test_the_index_follows_node_changes_after_its_watches_break_and_after_a_failed_rebuild(
+    api: Api, emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await emulator.seed(seeded())
+    async with (
+        proxied(emulator) as proxy,
+        compose.extender(compose.ClusterSource(server=proxy.url), CONFIG) as app,
+        TestClient(TestServer(app)) as http,
+    ):
+        await eventually(app[STATE_KEY].ready, within=5)
+        proxy.reset_all()  # every watch broken, as by a restarted API server: the cache resumes them
+        assert (await api.call("POST", "/api/v1/nodes", new_node("n-9")))[0] == 201
+        await eventually(lambda: known(http, "n-9"), within=10)
+
+        build = LiveIndex._build
+        failures = iter([RuntimeError("a bug in a rebuild")])
+
+        def failing_once(self: LiveIndex, *args: Any) -> Any:
+            for error in failures:
+                raise error
+            return build(self, *args)
+
+        monkeypatch.setattr(LiveIndex, "_build", failing_once)
+        assert (await api.call("POST", "/api/v1/nodes", new_node("n-10")))[0] == 201
+        await eventually(lambda: known(http, "n-10"), within=10)  # the follower restarted and rebuilt
+        metrics = await (await http.get("/metrics")).text()
+        assert 'netaware_task_restarts_total{task="extender-index"} 1.0' in metrics
+        assert (await http.get("/healthz")).status == 200
+
+
+async def test_an_index_follower_that_keeps_failing_makes_healthz_fail(
+    emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await emulator.seed(seeded())
+    async with (
+        compose.extender(compose.ClusterSource(server=emulator.base_url), CONFIG) as app,
+        TestClient(TestServer(app)) as http,
+    ):
+        await eventually(app[STATE_KEY].ready, within=5)
+
+        def broken(self: LiveIndex, *args: Any) -> Any:
+            raise RuntimeError("a bug in every rebuild")
+
+        monkeypatch.setattr(LiveIndex, "_build", broken)
+        app[LIVE_KEY]._nodes_changed.set()  # a node change: the follower rebuilds, and fails, again and again
+
+        async def unhealthy() -> bool:
+            return (await http.get("/healthz")).status == 500
+
+        await eventually(unhealthy, within=20)  # five failures: backoffs 0.5 + 1 + 2 + 4 s
+        text = await (await http.get("/healthz")).text()
+        assert text == "task extender-index failed 5 times in a row (last: RuntimeError: a bug in every rebuild)"
+        assert (await http.get("/readyz")).status == 503

@@ -12,7 +12,7 @@ import pytest
 
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, start_run, stop_replicas
-from tests.support.emulated import AG, documents, eventually, holder, status_of
+from tests.support.emulated import AG, documents, eventually, holder, proxied, status_of
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +76,34 @@ async def test_only_the_leader_writes_and_a_follower_takes_over(
         await stop_replicas(first, second)
     assert second.returncode == 0
     assert holder(emulator) == ""  # released on SIGTERM: a third replica would not wait for it to expire
+
+
+async def test_the_leader_rides_out_refused_connections_shorter_than_its_renew_deadline(
+    api: Api, emulator: ApiEmulator, tmp_path: pathlib.Path
+) -> None:
+    await emulator.seed(documents("cluster.yaml"))
+    log = tmp_path / "leader.log"
+    async with proxied(emulator) as proxy:
+        leader = await start_run(
+            emulator, "--components", "appgroup", "--health-port", "0", "--leader-election-identity", "only",
+            "--lease-duration", str(LEASE_SECONDS), "--renew-deadline", "3", "--retry-period", str(RETRY_SECONDS),
+            output=log.open("w"), server=proxy.url,
+        )  # fmt: skip
+        try:
+            await eventually(lambda: "running appgroup" in log.read_text(), within=20)
+            renewals = lease_renewals(emulator)
+            await proxy.refuse(2.0)  # a renewal or two refused, well inside the 3 s renew deadline
+            await asyncio.sleep(2.5)
+            await eventually(lambda: lease_renewals(emulator) > renewals + 1, within=10)
+            assert leader.returncode is None, log.read_text()
+            assert holder(emulator) == "only"
+            assert (await api.call("POST", AG, documents("appgroup-a1.yaml")[0]))[0] == 201
+            await eventually(lambda: status_of(emulator).get("observedGeneration") == 1, within=10)
+            assert "lost the lease" not in log.read_text()
+        finally:
+            await stop_replicas(leader)
+    assert leader.returncode == 0, log.read_text()
+
+
+def lease_renewals(emulator: ApiEmulator) -> int:
+    return sum(1 for w in emulator.writes if w[2] == "leases")

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import datetime
 import json
 import pathlib
-import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -30,6 +27,7 @@ from operators.serving import listening
 from operators.waiting import until
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
+from tests.support.emulated import binder
 
 pytestmark = pytest.mark.integration
 
@@ -94,42 +92,6 @@ async def admitted(session: aiohttp.ClientSession, webhook: str, body: dict[str,
     assert answer["allowed"], answer
     patch = json.loads(base64.b64decode(answer["patch"])) if "patch" in answer else []
     return jsonpatch.apply_patch(body, patch)  # type: ignore[no-any-return]
-
-
-@contextlib.asynccontextmanager
-async def binder(
-    api: Api, emulator: ApiEmulator, skip: frozenset[str] = frozenset()
-) -> AsyncIterator[dict[str, float]]:
-    """Binds every unbound pod without scheduling gates (but those in ``skip``) to a node, round robin; yields
-    pod name -> the time it was bound."""
-    bound: dict[str, float] = {}
-    nodes = [f"n-{index}" for index in range(1, 9)]
-
-    async def loop() -> None:
-        while True:
-            for obj in emulator.list_objects("v1/pods", "default"):
-                spec, name = obj.get("spec") or {}, obj["metadata"]["name"]
-                if spec.get("nodeName") or spec.get("schedulingGates") or name in skip:
-                    continue
-                target = nodes[len(bound) % len(nodes)]
-                binding = {
-                    "apiVersion": "v1",
-                    "kind": "Binding",
-                    "metadata": {"name": name},
-                    "target": {"name": target},
-                }
-                status, _ = await api.call("POST", f"{PODS}/{name}/binding", binding)
-                if status in {200, 201}:
-                    bound[name] = time.time()
-            await asyncio.sleep(0.05)
-
-    task = asyncio.create_task(loop())
-    try:
-        yield bound
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def gates_of(emulator: ApiEmulator, name: str) -> list[str]:

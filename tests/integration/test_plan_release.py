@@ -7,6 +7,7 @@ required node affinity added to a pod that is not gated."""
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from typing import Any
 
@@ -17,6 +18,7 @@ from operators.api import keys
 from operators.api.config.controllers import AppGroupOptions, ControllerOptions
 from operators.api.config.scheduler import NetworkOverheadArgs, SchedulerConfig
 from operators.emulator import ApiEmulator
+from operators.sources.cache import ClusterCache
 from operators.waiting import until
 from tests.integration.conftest import Api
 from tests.integration.kopf_harness import running_operator
@@ -160,3 +162,51 @@ async def test_a_released_pods_required_affinity_cannot_be_changed(api: Api, emu
     await api.call("POST", PODS, pod("gated", "", "1"))
     status, _ = await api.call("PATCH", f"{PODS}/gated", preferred, "application/json-patch+json")
     assert status == 200
+
+
+def single(name: str) -> dict[str, Any]:
+    """A plan-mode AppGroup of one workload ``name``."""
+    group = appgroup()
+    group["metadata"]["name"] = name
+    group["spec"] = {"numMembers": 1, "topologySortingAlgorithm": "KahnSort",
+                     "workloads": [{"workload": {"kind": "Deployment", "name": name, "selector": name}}]}  # fmt: skip
+    return group
+
+
+async def test_a_release_whose_watch_event_is_late_keeps_its_room_from_the_next_plan(
+    api: Api, emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One node with room for one pod; AppGroup a's pod is planned there and released, and the release's watch event
+    is held back 3 s; AppGroup b's pod, planned meanwhile, must not be given the same room: it is released without
+    a place (kube-scheduler says where, if anywhere) instead of to a node that can never take it."""
+    node = next(d for d in yaml.safe_load_all((EXAMPLES / "cluster.yaml").read_text()) if d and d["kind"] == "Node")
+    node["metadata"]["name"] = "only"
+    node["status"]["allocatable"] = {**node["status"].get("allocatable", {}), "cpu": "1", "pods": "110"}
+    await emulator.seed([node])
+    original = ClusterCache._event
+    held: list[str] = []
+
+    def late(self: ClusterCache, store: Any, event: Any, version: str) -> str:
+        raw = event.get("object") or {}
+        released = event.get("type") == "MODIFIED" and not (raw.get("spec") or {}).get("schedulingGates")
+        if released and (raw.get("metadata") or {}).get("name") == "a-0":
+            held.append(store.kind.name)
+            asyncio.get_running_loop().call_later(3.0, self.apply, store.kind, "MODIFIED", raw)
+            return str(raw["metadata"]["resourceVersion"])
+        return original(self, store, event, version)
+
+    monkeypatch.setattr(ClusterCache, "_event", late)
+    async with running_operator(emulator.base_url, options=OPTIONS):
+        for name in ("a", "b"):
+            assert (await api.call("POST", AG, single(name)))[0] == 201
+        assert (await api.call("POST", PODS, pod("a-0", "a", "1", group="a")))[0] == 201
+        await until("a-0 released", lambda: not placed(emulator, "a-0")[0], 10)
+        assert placed(emulator, "a-0")[1] == "only"
+        assert (await api.call("POST", PODS, pod("b-0", "b", "1", group="b")))[0] == 201
+        await until("b-0 released", lambda: not placed(emulator, "b-0")[0], 10)
+        assert held, "the release's watch event was not held back"
+        assert placed(emulator, "b-0")[1:] == (None, None)  # no place: the only room is a-0's
+        events = [
+            e["message"] for e in emulator.list_objects("v1/events", "default") if e.get("reason") == "NotPlanned"
+        ]
+        assert any("b-0" in message for message in events), events

@@ -123,3 +123,37 @@ async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api
         (event,) = events()
         assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Namespace", "name": "team"}
         assert event["type"] == "Warning"
+
+
+async def test_a_deleted_namespaces_metric_series_goes_with_it(api: Api, emulator: ApiEmulator) -> None:
+    """The webhook as the composition root builds it: its per-namespace counter loses a namespace's series when the
+    namespace is deleted (a cluster that makes and deletes namespaces would otherwise keep every one of them)."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from operators import compose
+
+    broken = {"netaware.io/default-egress-bandwidth": "lots"}
+    await emulator.seed(
+        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "annotations": broken}}]
+    )
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": "u", "kind": {"kind": "Pod"}, "operation": "CREATE", "namespace": "team",
+                          "object": {"metadata": {"name": "x", "namespace": "team"}}}}  # fmt: skip
+    async with (
+        compose.webhook(compose.ClusterSource(server=emulator.base_url)) as app,
+        TestClient(TestServer(app)) as http,
+    ):
+
+        async def ready() -> bool:
+            return (await http.get("/readyz")).status == 200
+
+        await eventually(ready, within=5)
+        assert (await http.post("/mutate-pods", json=review)).status == 200
+        metrics = await (await http.get("/metrics")).text()
+        assert 'netaware_webhook_namespace_default_errors_total{namespace="team"} 1.0' in metrics
+        assert (await api.call("DELETE", "/api/v1/namespaces/team"))[0] == 200
+
+        async def gone() -> bool:
+            return 'namespace="team"' not in await (await http.get("/metrics")).text()
+
+        await eventually(gone, within=5)

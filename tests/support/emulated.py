@@ -1,11 +1,14 @@
 """What the tests against the API emulator share: the example cluster's documents, the AppGroup path, polling with
-a deadline, an AppGroup's status, a labelled pod, the Lease holder, a cache's change recorder, Events posted."""
+a deadline, an AppGroup's status, a labelled pod, the Lease holder, a cache's change recorder, Events posted, a
+binder standing in for kube-scheduler."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import pathlib
+import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -16,6 +19,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.controllers.descheduler import Descheduler, followed_kinds
 from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.emulator import ApiEmulator
+from operators.emulator.transport import FaultyProxy
 from operators.kube import url_api_client
 from operators.sources.cache import ClusterCache
 from operators.sources.store import Change
@@ -87,10 +91,15 @@ async def reasons_posted(api: Api, reason: str, namespace: str = "default") -> N
 
 @contextlib.asynccontextmanager
 async def running_descheduler(
-    emulator: ApiEmulator, policy: DeschedulerPolicy, pods: int, config: SchedulerConfig | None = None
+    emulator: ApiEmulator,
+    policy: DeschedulerPolicy,
+    pods: int,
+    config: SchedulerConfig | None = None,
+    server: str | None = None,
 ) -> AsyncIterator[Descheduler]:
-    """A Descheduler on a cluster cache of the emulator, once the cache holds ``pods`` pods."""
-    api = await url_api_client(emulator.base_url)()
+    """A Descheduler on a cluster cache of the emulator, once the cache holds ``pods`` pods (``server``: another URL
+    to reach the emulator by, a proxy in front of it)."""
+    api = await url_api_client(server or emulator.base_url)()
     live = ClusterCache(followed_kinds(policy))
     stop = asyncio.Event()
     follower = asyncio.create_task(live.follow(api, stop))
@@ -102,3 +111,47 @@ async def running_descheduler(
         with contextlib.suppress(asyncio.CancelledError):
             await follower
         await api.close()
+
+
+@contextlib.asynccontextmanager
+async def binder(
+    api: Api, emulator: ApiEmulator, skip: frozenset[str] = frozenset()
+) -> AsyncIterator[dict[str, float]]:
+    """Binds every unbound pod without scheduling gates (but those in ``skip``) to a node, round robin; yields
+    pod name -> the time it was bound."""
+    bound: dict[str, float] = {}
+    nodes = [f"n-{index}" for index in range(1, 9)]
+
+    async def loop() -> None:
+        while True:
+            for obj in emulator.list_objects("v1/pods", "default"):
+                spec, name = obj.get("spec") or {}, obj["metadata"]["name"]
+                if spec.get("nodeName") or spec.get("schedulingGates") or name in skip:
+                    continue
+                target = nodes[len(bound) % len(nodes)]
+                binding = {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name},
+                    "target": {"name": target},
+                }
+                status, _ = await api.call("POST", f"/api/v1/namespaces/default/pods/{name}/binding", binding)
+                if status in {200, 201}:
+                    bound[name] = time.time()
+            await asyncio.sleep(0.05)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield bound
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@contextlib.asynccontextmanager
+async def proxied(emulator: ApiEmulator) -> AsyncIterator[FaultyProxy]:
+    """A transport-fault proxy in front of the emulator (its ``url`` reaches the emulator through it)."""
+    upstream = urllib.parse.urlsplit(emulator.base_url)
+    async with FaultyProxy(upstream.hostname or "127.0.0.1", upstream.port or 80) as proxy:
+        yield proxy
