@@ -127,10 +127,13 @@ class _State:
                     label = pod.labels.get(keys.APPGROUP_LABEL)
                     if not label:
                         continue
+                    key = (pod.namespace, label)
                     if add:
-                        self.members[(pod.namespace, label)][pod.name] = pod
-                    else:
-                        self.members[(pod.namespace, label)].pop(pod.name, None)
+                        self.members[key][pod.name] = pod
+                    elif key in self.members:
+                        self.members[key].pop(pod.name, None)
+                        if not self.members[key]:
+                            del self.members[key]  # kept only while the label has pods
                     for key in self.by_name.get(label, ()):
                         if pod.namespace in self.covered.get(key, ()):
                             self.mark(key)
@@ -162,6 +165,8 @@ class _State:
         self.bodies.pop(key, None)
         self.covered.pop(key, None)
         self.by_name[key[1]].discard(key)
+        if not self.by_name[key[1]]:
+            del self.by_name[key[1]]
         self.written.pop(key, None)
         self.last_write.pop(key, None)
         self.dirty.discard(key)

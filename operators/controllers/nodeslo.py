@@ -21,6 +21,7 @@ import collections
 import dataclasses
 import datetime
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +62,10 @@ class _State:
     loaded: bool = False
     nodes: dict[str, Node] = dataclasses.field(default_factory=dict)
     slos: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    locks: dict[str, asyncio.Lock] = dataclasses.field(default_factory=dict)
+    # one lock per node while a sync of it runs or waits (weak: gone with the last sync, never kept per node forever)
+    locks: weakref.WeakValueDictionary[str, asyncio.Lock] = dataclasses.field(
+        default_factory=weakref.WeakValueDictionary
+    )
     own_versions: dict[str, collections.deque[Any]] = dataclasses.field(default_factory=dict)
     work: WorkQueue = dataclasses.field(
         default_factory=lambda: WorkQueue(

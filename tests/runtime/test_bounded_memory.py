@@ -1,6 +1,7 @@
 """What the live components keep is bounded by the objects it describes: after 10,000 objects come and go, the
 extender's unschedulable answers, the gate keeper's evicted pods, held pods and plan cost series, the descheduler's
-per-node, per-namespace and per-AppGroup series and the webhook's per-namespace series are all gone with them."""
+per-node, per-namespace and per-AppGroup series, the rebalancer's history, the AppGroup controller's members and the
+webhook's per-namespace series are all gone with them."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ import dataclasses
 from prometheus_client import generate_latest
 
 from operators.api.appgroup import AppGroup
+from operators.api.config.controllers import AppGroupOptions
 from operators.api.config.scheduler import SchedulerConfig
+from operators.controllers.appgroup import _State
 from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.controllers.gates import PLAN_COST, GateKeeper
 from operators.controllers.metrics import REGISTRY
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.rebalancing.safety import History, MoveRecord
 from operators.engine.scheduling.framework import PodInputs
 from operators.engine.scheduling.index import ClusterIndex
 from operators.extender.answers import ExtenderState
 from operators.sources.cache import ClusterCache
-from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NAMESPACES
+from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NAMESPACES, PODS
 from operators.sources.store import Change
 from webhooks.server import WebhookMetrics
 from webhooks.view import ClusterView
@@ -120,3 +124,25 @@ def test_a_deleted_pod_of_a_statefulset_may_be_evicted_again_when_its_replacemen
     replacement = dataclasses.replace(pod("db-0"), uid="uid-db-0-again")  # same name, new pod
     keeper.on_changes([Change(APPGROUP_PODS.name, None, replacement)])
     assert replacement.uid not in keeper.evicted
+
+
+def test_the_rebalancers_history_forgets_pods_workloads_and_nodes_that_are_gone() -> None:
+    history = History()
+    for step in range(COUNT):  # a move whose workload and target node are then deleted
+        history.record(MoveRecord(f"default/web-{step}", f"default/Deployment/web-{step}", "default", "a",
+                                  f"node-{step}", float(step), 0))  # fmt: skip
+        history.missed.add((f"default/Deployment/web-{step}", f"node-{step}"))
+    history.settle(Snapshot(), COUNT + 10_000.0, lifetime=60)
+    assert history.in_flight == [] and history.evicted == {} and history.moved == {}
+    assert history.targets == {} and history.missed == set()
+
+
+def test_the_appgroup_controller_keeps_members_only_while_a_label_has_pods() -> None:
+    state = _State(ClusterCache(()), AppGroupOptions())
+    for step in range(COUNT):  # a label (an AppGroup name) per pod, each pod created and deleted
+        labels = {"appgroup.diktyo.x-k8s.io": f"group-{step}", "appgroup.diktyo.x-k8s.io.workload": "web"}
+        member = Pod.parse({"metadata": {"name": f"p-{step}", "namespace": f"team-{step}", "labels": labels}})
+        state.on_changes([Change(PODS.name, None, member), Change(PODS.name, member, None)])
+        state.set_body(("default", f"group-{step}"), {"metadata": {"name": f"group-{step}"}, "spec": {}})
+        state.forget(("default", f"group-{step}"))
+    assert dict(state.members) == {} and dict(state.by_name) == {} and state.bodies == {}

@@ -126,7 +126,16 @@ class History:
             self.missed.add((move.workload, move.target))
         self.in_flight = waiting
         self.recent = [at for at in self.recent if now - at < HOUR]
+        self._forget_gone(snapshot, present, set(owned) | {move.workload for move in waiting})
         return landed, missed
+
+    def _forget_gone(self, snapshot: Snapshot, present: set[str], workloads: set[str]) -> None:
+        """What is kept of pods, workloads and nodes the cluster no longer has goes (bounded by the cluster)."""
+        nodes = snapshot.node_by_name
+        self.evicted = {key: at for key, at in self.evicted.items() if key in present}
+        self.moved = {workload: at for workload, at in self.moved.items() if workload in workloads}
+        self.targets = {key: at for key, at in self.targets.items() if key[0] in workloads and key[1] in nodes}
+        self.missed = {key for key in self.missed if key[0] in workloads and key[1] in nodes}
 
     def refusal(self, pod: Pod, workload: str, args: RebalanceArgs, now: float) -> str:
         """Why ``pod`` may not be moved now (rules 1, 2), or ""."""
