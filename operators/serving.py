@@ -14,7 +14,12 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from operators.supervision import Supervisor, cancel
+
 logger = logging.getLogger("netaware.serving")
+
+# The supervisor of an application's long-running tasks (its /healthz): the certificate reloader runs under it too.
+SUPERVISOR_KEY: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
 
 # A connection must deliver a complete request head within this many seconds of being opened (or of
 # its previous answer), and a body within BODY_TIMEOUT once the head is in: slow or half-open clients
@@ -142,12 +147,12 @@ async def serve_app(
     site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
     await site.start()
     logger.info("%s listening on %s://%s:%d%s", name, "https" if tls else "http", host, port, path)
-    reloader = asyncio.create_task(tls.watch(reload_interval, stop)) if tls else None
+    tasks = app.get(SUPERVISOR_KEY) or Supervisor()
+    reloader = tasks.start("tls-reload", lambda: tls.watch(reload_interval, stop), stop.is_set) if tls else None
     try:
         await stop.wait()
     finally:
-        if reloader:
-            reloader.cancel()
+        await cancel([reloader])
         await runner.cleanup()
 
 

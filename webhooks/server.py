@@ -27,7 +27,7 @@ from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
 from operators.engine.cluster.appgroups import pod_appgroup
 from operators.engine.cluster.bandwidth import Accounting
 from operators.kube import post_event
-from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
+from operators.serving import SUPERVISOR_KEY, BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from operators.supervision import Supervisor
 from webhooks.view import ClusterView
 
@@ -251,6 +251,7 @@ def build_app(
     ``/healthz``, its restarts are in ``/metrics``)."""
     tasks = supervisor or Supervisor()
     app = web.Application(client_max_size=MAX_BODY)
+    app[SUPERVISOR_KEY] = tasks
     app[VIEW_KEY] = view
     app[GATE_BY_DEFAULT_KEY] = gate_by_default
     app[RESOURCES_KEY] = resources

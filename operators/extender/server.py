@@ -34,7 +34,7 @@ from operators.extender.answers import Candidates, ExtenderState
 from operators.extender.args import BadArgs, item_name, parse_args
 from operators.extender.plans import ON_PLAN, PlanMetrics
 from operators.kube import post_event
-from operators.serving import BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
+from operators.serving import SUPERVISOR_KEY, BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
 from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.extender")
@@ -260,6 +260,7 @@ def build_app(
     ``/healthz``, its restarts are in ``/metrics``)."""
     tasks = supervisor or Supervisor()
     app = web.Application(client_max_size=MAX_BODY)
+    app[SUPERVISOR_KEY] = tasks
     app[STATE_KEY] = state
     app[NOTIFIER_KEY] = notifier or PodNotifier()
     app[METRICS_KEY] = ExtenderMetrics.create()
