@@ -316,16 +316,22 @@ async def floor_latencies(
         await process.wait()
 
 
+def scheduler_config() -> Path:
+    """The extender's configuration for the live cluster (NetworkOverhead reading the teams' AppGroups), as a file."""
+    config = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
+    for plugin in config["profiles"][0]["pluginConfig"]:
+        if plugin["name"] == "NetworkOverhead":  # the AppGroups live in the teams' namespaces
+            plugin["args"]["namespaces"] = ["default", *(f"team-{i}" for i in range(20))]
+    path = Path(tempfile.mkstemp(suffix=".yaml")[1])
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 async def extender_run(args: argparse.Namespace, nodes: int, pods: int, churn_rate: float) -> dict[str, float]:
     async with emulator(nodes, pods, args.groups) as url, aiohttp.ClientSession() as http:
         floor_mib = await floor(url)
         port = free_port()
-        config = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
-        for plugin in config["profiles"][0]["pluginConfig"]:
-            if plugin["name"] == "NetworkOverhead":  # the AppGroups live in the teams' namespaces
-                plugin["args"]["namespaces"] = ["default", *(f"team-{i}" for i in range(20))]
-        config_path = Path(tempfile.mkstemp(suffix=".yaml")[1])
-        config_path.write_text(yaml.safe_dump(config))  # noqa: ASYNC240 (a small file, before the load starts)
+        config_path = scheduler_config()
         started = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
             PYTHON, "-m", "operators.cli", "extender", "--server", url, "--insecure",

@@ -1,5 +1,6 @@
 """One supervisor for every long-running task of every component (the status writer, the gate keeper, the
-NetworkTopology loops, the work queues, the extender's index follower, the descheduler, the probe, the agent).
+NetworkTopology loops, the work queues, the watches, the extender's index follower, the certificate reloader, the
+descheduler, the probe, the agent).
 
 A task nobody watches is a zombie in waiting: one unexpected exception (a transport error kubernetes-asyncio does
 not wrap, a bug in a planner) ends it while the process keeps its Lease and answers ``/healthz``. Under
@@ -8,9 +9,9 @@ not wrap, a bug in a planner) ends it while the process keeps its Lease and answ
 1. logged with its traceback and counted in ``netaware_task_restarts_total{task}``;
 2. restarted after a backoff (:data:`FIRST_BACKOFF` doubling up to :data:`MAX_BACKOFF`; a task that ran
    :data:`HEALTHY_AFTER` seconds since its last start begins again from the first backoff);
-3. reported: after :data:`FAILING_AFTER` failures in a row (no healthy stretch between), :meth:`problem` names it,
-   ``/healthz`` fails and the kubelet restarts the pod; while any task waits to be restarted, :meth:`running` is
-   false, and ``/readyz`` says so.
+3. reported: after :data:`FAILING_AFTER` failures in a row (no healthy stretch between), :meth:`problem` names it
+   until it has run a healthy stretch again, ``/healthz`` fails and the kubelet restarts the pod; while any task
+   waits to be restarted, :meth:`running` is false, and ``/readyz`` says so.
 
 Expected failures (an API error, a broken connection, a timeout: :data:`operators.kube.API_ERRORS`) are the loops'
 own to retry where they happen, so they lose nothing; only what nobody expected reaches the supervisor.

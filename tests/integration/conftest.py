@@ -73,8 +73,16 @@ async def following(emulator: ApiEmulator, source: Any) -> AsyncIterator[Any]:
 
 
 async def stop_replicas(*processes: asyncio.subprocess.Process) -> None:
-    """SIGTERM every replica still running; wait for the last one (its exit code is the caller's to check)."""
+    """SIGTERM every replica still running and wait for them (their exit codes are the caller's to check); one that
+    SIGTERM does not end within 20 s is killed, so a failed test leaves no process behind, and the wait fails."""
     for process in processes:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
-    await asyncio.wait_for(processes[-1].wait(), timeout=20)
+    try:
+        await asyncio.wait_for(asyncio.gather(*(process.wait() for process in processes)), timeout=20)
+    except TimeoutError:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        raise

@@ -1,7 +1,7 @@
 """The live extender as the composition root builds it (cluster cache + index kept by delta) against the
-emulator: it follows the cluster; pod changes are applied as deltas (no rebuild) and its answers then equal
-those of an index built from scratch from the same objects; a node change rebuilds once, a heartbeat not at
-all; a Deployment's next replica gets the first one's answer without a new computation."""
+emulator: it follows the cluster; pod changes and nodes changed in place are applied as deltas (no rebuild) and
+its answers then equal those of an index built from scratch from the same objects; a node added rebuilds once, a
+heartbeat nothing; a Deployment's next replica gets the first one's answer without a new computation."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from operators.engine.cluster.snapshot import build_snapshot
 from operators.extender.answers import ExtenderState
 from operators.extender.live import LIVE_KEY, LiveIndex
 from operators.extender.server import STATE_KEY, build_app
+from operators.sources.kinds import NODES
 from tests.integration.conftest import Api
 from tests.support.emulated import documents, eventually, labelled_pod, proxied
 
@@ -123,7 +124,13 @@ async def test_pod_changes_are_deltas_and_answers_equal_an_index_from_scratch(ap
         await api.call(
             "PATCH", "/api/v1/nodes/n-3", {"metadata": {"labels": {"topology.kubernetes.io/zone": "Z4"}}}, MERGE
         )
-        await eventually(lambda: live.rebuilds == 2, within=5)  # the zone move, once; the heartbeat is no change
+        # the zone move is applied in place (its row computed again), the heartbeat is no change: nothing rebuilt
+        await eventually(lambda: live.cache.get(NODES, "", "n-3").zone == "Z4", within=5)
+        assert await answers(http, pending) == await from_scratch(emulator, pending)
+        assert live.rebuilds == 1
+        # a node added moves the rows: the tables are rebuilt once
+        assert (await api.call("POST", "/api/v1/nodes", new_node("n-9")))[0] == 201
+        await eventually(lambda: live.rebuilds == 2, within=5)
         await asyncio.sleep(1.2)
         assert live.rebuilds == 2
         assert await answers(http, pending) == await from_scratch(emulator, pending)
@@ -210,15 +217,15 @@ async def test_the_index_follows_node_changes_after_its_watches_break_and_after_
         assert (await api.call("POST", "/api/v1/nodes", new_node("n-9")))[0] == 201
         await eventually(lambda: known(http, "n-9"), within=10)
 
-        build = LiveIndex._build
+        rebuild = LiveIndex._rebuild
         failures = iter([RuntimeError("a bug in a rebuild")])
 
-        def failing_once(self: LiveIndex, *args: Any) -> Any:
+        def failing_once(self: LiveIndex) -> None:
             for error in failures:
                 raise error
-            return build(self, *args)
+            rebuild(self)
 
-        monkeypatch.setattr(LiveIndex, "_build", failing_once)
+        monkeypatch.setattr(LiveIndex, "_rebuild", failing_once)
         assert (await api.call("POST", "/api/v1/nodes", new_node("n-10")))[0] == 201
         await eventually(lambda: known(http, "n-10"), within=10)  # the follower restarted and rebuilt
         metrics = await (await http.get("/metrics")).text()
@@ -236,10 +243,10 @@ async def test_an_index_follower_that_keeps_failing_makes_healthz_fail(
     ):
         await eventually(app[STATE_KEY].ready, within=5)
 
-        def broken(self: LiveIndex, *args: Any) -> Any:
+        def broken(self: LiveIndex) -> None:
             raise RuntimeError("a bug in every rebuild")
 
-        monkeypatch.setattr(LiveIndex, "_build", broken)
+        monkeypatch.setattr(LiveIndex, "_rebuild", broken)
         app[LIVE_KEY]._nodes_changed.set()  # a node change: the follower rebuilds, and fails, again and again
 
         async def unhealthy() -> bool:

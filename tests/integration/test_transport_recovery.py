@@ -114,7 +114,12 @@ async def operator(
             stopping = asyncio.get_running_loop().time()
             if process.returncode is None:
                 process.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(process.wait(), timeout=30)
+            try:
+                await asyncio.wait_for(process.wait(), timeout=30)
+            except TimeoutError:  # a process SIGTERM does not end is killed: a failed test leaves nothing behind
+                process.kill()
+                await process.wait()
+                raise
             stopped_after = asyncio.get_running_loop().time() - stopping
     text = log.read_text()
     assert process.returncode == 0, text

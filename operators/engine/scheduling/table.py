@@ -144,6 +144,42 @@ class NodeTable:
             table.__dict__["name_array"] = self.name_array
         return table
 
+    def with_nodes(
+        self, changed: Mapping[int, Node], slo_totals: Mapping[str, Quantity], default: Quantity | None
+    ) -> NodeTable:
+        """This table with the nodes at the rows of ``changed`` replaced by their new versions (same names, same
+        rows: a node's labels, annotations, taints or allocatable changed, or its NodeSLO's total): their place,
+        capacity and allocatable scores computed again in copies of those columns; the rest is shared."""
+        nodes = list(self.nodes)
+        for row, node in changed.items():
+            nodes[row] = node
+        places, place = self.places, self.place.copy()
+        place_id = {found: i for i, found in enumerate(places)}
+        if all((node.region, node.zone) in place_id for node in changed.values()):
+            for row, node in changed.items():
+                place[row] = place_id[(node.region, node.zone)]
+        else:  # a place no node had: the places are numbered again
+            places = tuple(sorted({(node.region, node.zone) for node in nodes}))
+            place_id = {found: i for i, found in enumerate(places)}
+            place = np.array([place_id[(node.region, node.zone)] for node in nodes], dtype=np.int64)
+        capacity, problems = self.capacity.copy(), dict(self.capacity_problems)
+        for row, node in changed.items():
+            bits, problem = capacity_or_problem(node, slo_totals.get(node.name), default)
+            capacity[row] = -1 if bits is None else bits
+            problems.pop(node.name, None)
+            if problem:
+                problems[node.name] = problem
+        allocatable = {args: values.copy() for args, values in self._allocatable.items()}
+        for args, values in allocatable.items():
+            for row, node in changed.items():
+                values[row] = allocatable_score(node, args)
+        table = NodeTable(tuple(nodes), self.names, places, place, capacity, self.used_in, self.used_out, problems,
+                          self.usage_problems, allocatable, self._messages)  # fmt: skip
+        table.__dict__["row_of"] = self.row_of
+        if "name_array" in self.__dict__:
+            table.__dict__["name_array"] = self.name_array
+        return table
+
     def __len__(self) -> int:
         return len(self.names)
 
