@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from operators.api import keys
@@ -134,7 +134,7 @@ def test_hostile_events_are_ignored_not_fatal() -> None:
 node_edits = st.lists(
     st.tuples(
         st.integers(min_value=0, max_value=5),  # which node
-        st.sampled_from(["zone", "region", "bandwidth", "unreadable", "cpu", "taint", "slo"]),
+        st.sampled_from(["zone", "region", "bandwidth", "unreadable", "cpu", "taint", "slo", "add", "delete"]),
         st.integers(min_value=0, max_value=3),  # the new value's pick
     ),
     min_size=1,
@@ -143,10 +143,11 @@ node_edits = st.lists(
 
 
 def node(index: int) -> dict[str, Any]:
+    """Node ``n-INDEX``; n-5's bandwidth is unreadable (a capacity problem from the start)."""
     labels = {keys.REGION_LABEL: f"r{index % 2}", keys.ZONE_LABEL: f"z{index % 3}"}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": f"n-{index}", "labels": labels,
-                         "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "1G"}},
+                         "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "lots" if index == 5 else "1G"}},
             "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}  # fmt: skip
 
 
@@ -155,9 +156,21 @@ def node_slo(name: str, total: str) -> dict[str, Any]:
             "spec": {"systemStrategy": {"totalNetworkBandwidth": total}}}  # fmt: skip
 
 
-def edit(nodes: list[dict[str, Any]], slos: dict[str, dict[str, Any]], which: int, what: str, pick: int) -> None:
-    target = nodes[which]
-    name = target["metadata"]["name"]
+def edit(nodes: list[dict[str, Any]], slos: dict[str, dict[str, Any]], which: int, what: str, pick: int) -> str:
+    """One edit of the nodes (or of a NodeSLO); the name of the node whose row must be computed ("" for a node
+    deleted: it has no row any more, and need not be named)."""
+    if what == "add":
+        added = node(10 + which * 4 + pick)
+        added["metadata"]["labels"][keys.ZONE_LABEL] = f"z{pick + 3}"
+        if all(n["metadata"]["name"] != added["metadata"]["name"] for n in nodes):
+            nodes.append(added)
+        return str(added["metadata"]["name"])
+    target = nodes[which % len(nodes)]
+    name = str(target["metadata"]["name"])
+    if what == "delete":
+        if len(nodes) > 1:
+            nodes.remove(target)
+        return ""
     if what == "zone":
         target["metadata"]["labels"][keys.ZONE_LABEL] = f"z{pick + 2}"  # z4, z5: places no node had
     elif what == "region":
@@ -173,14 +186,17 @@ def edit(nodes: list[dict[str, Any]], slos: dict[str, dict[str, Any]], which: in
     else:  # the node's NodeSLO total (its annotation first wins: take it away to let the NodeSLO count)
         target["metadata"]["annotations"].pop(keys.NODE_BANDWIDTH_KOORDINATOR, None)
         slos[name] = node_slo(name, ("200M", "3G", "40G", "1")[pick])
+    return name
 
 
 @settings(max_examples=150, deadline=None)
+@example([(5, "delete", 0)])  # a node with a capacity problem deleted: its problem goes with it
 @given(node_edits)
-def test_nodes_changed_in_place_give_the_tables_of_a_rebuild(edits: list[tuple[int, str, int]]) -> None:
-    """Rows computed again for the nodes changed in place (ClusterIndex.with_nodes) equal the tables built from
-    scratch from the same nodes: places (renumbered when a node moves to a place no node had), capacities and
-    their problems, allocatable scores; the used columns carry over."""
+def test_nodes_added_deleted_or_changed_give_the_tables_of_a_rebuild(edits: list[tuple[int, str, int]]) -> None:
+    """A table derived after nodes were added, deleted or changed in place (ClusterIndex.with_nodes) equals the
+    table built from scratch from the same nodes: names and order, places (renumbered when a node moves to a place
+    no node had, or the last node of a place goes), capacities and their problems, allocatable scores, the used
+    columns (a new node on which pods are bound already counts them)."""
     from operators.api.config.scheduler import NodeResourcesAllocatableArgs
     from operators.api.quantity import Quantity
 
@@ -188,13 +204,11 @@ def test_nodes_changed_in_place_give_the_tables_of_a_rebuild(edits: list[tuple[i
     args = NodeResourcesAllocatableArgs()
     nodes = [node(index) for index in range(6)]
     slos: dict[str, dict[str, Any]] = {}
-    pods = [pod("p1", "a1", "n-1", "250M"), pod("p2", "a2", "n-4", "10M")]
+    pods = [pod("p1", "a1", "n-1", "250M"), pod("p2", "a2", "n-4", "10M"), pod("p3", "a1", "n-14", "1G")]
     index = ClusterIndex.build(build_snapshot(copy.deepcopy([*nodes, *pods])))
     index.table(default).allocatable(args)
-    for which, what, pick in edits:
-        edit(nodes, slos, which, what, pick)
+    changed = {edit(nodes, slos, which, what, pick) for which, what, pick in edits}
     fresh = build_snapshot(copy.deepcopy([*nodes, *slos.values()]))
-    changed = {nodes[which]["metadata"]["name"] for which, _, _ in edits}
     updated = index.with_nodes(fresh, changed, default).table(default)
     rebuilt = ClusterIndex(fresh, index.usage).table(default)
     assert updated.names == rebuilt.names

@@ -1,7 +1,7 @@
 """The live extender as the composition root builds it (cluster cache + index kept by delta) against the
-emulator: it follows the cluster; pod changes and nodes changed in place are applied as deltas (no rebuild) and
-its answers then equal those of an index built from scratch from the same objects; a node added rebuilds once, a
-heartbeat nothing; a Deployment's next replica gets the first one's answer without a new computation."""
+emulator: it follows the cluster; pod changes and nodes added, deleted or changed are applied as deltas (the
+tables are built once) and its answers then equal those of an index built from scratch from the same objects; a
+heartbeat is no change; a Deployment's next replica gets the first one's answer without a new computation."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from operators import compose
 from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
 from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.scheduling.index import ClusterIndex
 from operators.extender.answers import ExtenderState
 from operators.extender.live import LIVE_KEY, LiveIndex
 from operators.extender.server import STATE_KEY, build_app
@@ -128,12 +129,12 @@ async def test_pod_changes_are_deltas_and_answers_equal_an_index_from_scratch(ap
         await eventually(lambda: live.cache.get(NODES, "", "n-3").zone == "Z4", within=5)
         assert await answers(http, pending) == await from_scratch(emulator, pending)
         assert live.rebuilds == 1
-        # a node added moves the rows: the tables are rebuilt once
+        # a node added and one deleted move the rows: the table is derived all the same, nothing is rebuilt
         assert (await api.call("POST", "/api/v1/nodes", new_node("n-9")))[0] == 201
-        await eventually(lambda: live.rebuilds == 2, within=5)
-        await asyncio.sleep(1.2)
-        assert live.rebuilds == 2
+        assert (await api.call("DELETE", "/api/v1/nodes/n-2"))[0] == 200
+        await eventually(lambda: live.cache.get(NODES, "", "n-2") is None and live.cache.get(NODES, "", "n-9"))
         assert await answers(http, pending) == await from_scratch(emulator, pending)
+        assert live.rebuilds == 1
 
 
 async def test_a_replica_gets_the_first_replicas_answer(api: Api, emulator: ApiEmulator) -> None:
@@ -203,8 +204,8 @@ async def known(http: TestClient[Any, Any], name: str) -> bool:
     return "not known to the extender" not in str(filtered.get("FailedNodes") or {})
 
 
-async def test_the_index_follows_node_changes_after_its_watches_break_and_after_a_failed_rebuild(
-    api: Api, emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch
+async def test_the_index_follows_node_changes_after_its_watches_break_and_after_a_failed_delta(
+    api: Api, emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     await emulator.seed(seeded())
     async with (
@@ -213,23 +214,25 @@ async def test_the_index_follows_node_changes_after_its_watches_break_and_after_
         TestClient(TestServer(app)) as http,
     ):
         await eventually(app[STATE_KEY].ready, within=5)
+        live = app[LIVE_KEY]
         proxy.reset_all()  # every watch broken, as by a restarted API server: the cache resumes them
         assert (await api.call("POST", "/api/v1/nodes", new_node("n-9")))[0] == 201
         await eventually(lambda: known(http, "n-9"), within=10)
+        assert live.rebuilds == 1  # a node added: a delta
 
-        rebuild = LiveIndex._rebuild
-        failures = iter([RuntimeError("a bug in a rebuild")])
+        derive = ClusterIndex.with_nodes
+        failures = iter([RuntimeError("a bug in a delta")])
 
-        def failing_once(self: LiveIndex) -> None:
+        def failing_once(self: ClusterIndex, *args: Any) -> Any:
             for error in failures:
                 raise error
-            rebuild(self)
+            return derive(self, *args)
 
-        monkeypatch.setattr(LiveIndex, "_rebuild", failing_once)
+        monkeypatch.setattr(ClusterIndex, "with_nodes", failing_once)
         assert (await api.call("POST", "/api/v1/nodes", new_node("n-10")))[0] == 201
-        await eventually(lambda: known(http, "n-10"), within=10)  # the follower restarted and rebuilt
-        metrics = await (await http.get("/metrics")).text()
-        assert 'netaware_task_restarts_total{task="extender-index"} 1.0' in metrics
+        await eventually(lambda: known(http, "n-10"), within=10)  # built again from the cache: nothing lost
+        assert live.rebuilds == 2
+        assert "building it again" in caplog.text and "a bug in a delta" in caplog.text
         assert (await http.get("/healthz")).status == 200
 
 
@@ -237,22 +240,22 @@ async def test_an_index_follower_that_keeps_failing_makes_healthz_fail(
     emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await emulator.seed(seeded())
+
+    def broken(self: LiveIndex) -> None:
+        raise RuntimeError("a bug in every build")
+
+    monkeypatch.setattr(LiveIndex, "_rebuild", broken)
     async with (
         compose.extender(compose.ClusterSource(server=emulator.base_url), CONFIG) as app,
         TestClient(TestServer(app)) as http,
     ):
-        await eventually(app[STATE_KEY].ready, within=5)
-
-        def broken(self: LiveIndex) -> None:
-            raise RuntimeError("a bug in every rebuild")
-
-        monkeypatch.setattr(LiveIndex, "_rebuild", broken)
-        app[LIVE_KEY]._nodes_changed.set()  # a node change: the follower rebuilds, and fails, again and again
 
         async def unhealthy() -> bool:
             return (await http.get("/healthz")).status == 500
 
         await eventually(unhealthy, within=20)  # five failures: backoffs 0.5 + 1 + 2 + 4 s
         text = await (await http.get("/healthz")).text()
-        assert text == "task extender-index failed 5 times in a row (last: RuntimeError: a bug in every rebuild)"
+        assert text == "task extender-index failed 5 times in a row (last: RuntimeError: a bug in every build)"
         assert (await http.get("/readyz")).status == 503
+        metrics = await (await http.get("/metrics")).text()
+        assert 'netaware_task_restarts_total{task="extender-index"} 5.0' in metrics

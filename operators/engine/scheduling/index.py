@@ -88,21 +88,23 @@ class ClusterIndex:
         return index
 
     def with_nodes(self, snapshot: Snapshot, names: set[str], default: Quantity | None) -> ClusterIndex:
-        """The index for ``snapshot`` (without pods) when only the nodes ``names`` changed in place, or their
-        NodeSLOs — the same node names in the same order, every other kind as held: their rows are computed again
-        in a copy of the table of ``default`` (another default's table is built again when asked for); positions,
-        usage and costs carry over (O(changed nodes), not O(nodes))."""
+        """The index for ``snapshot`` (without pods) after the nodes ``names`` were added, deleted or changed in
+        place, or their NodeSLOs — every other kind as held: the table of ``default`` is derived from this one
+        (:meth:`NodeTable.with_nodes`: only those nodes' rows computed; another default's table is built again when
+        asked for); usage and costs carry over, and the positions while the node names stay the same."""
         index = ClusterIndex(snapshot, self.usage, _costs=self._costs)
-        for name in ("position", "used", "usage_problems", "app_groups"):
+        for name in ("usage_problems", "app_groups"):
             if name in self.__dict__:
                 index.__dict__[name] = self.__dict__[name]
         if snapshot.node_slos is self.snapshot.node_slos and "slo_totals" in self.__dict__:
             index.__dict__["slo_totals"] = self.slo_totals
-        position, nodes = self.position, snapshot.node_by_name
-        changed = {position[name]: nodes[name] for name in names if name in nodes and name in position}
         key = default.nanos if default is not None else None
         if key in self._tables:
-            index._tables[key] = self._tables[key].with_nodes(changed, index.slo_totals, default)
+            table = self._tables[key].with_nodes(
+                snapshot.nodes, names, self.usage.used, index.usage_problems, index.slo_totals, default
+            )
+            index._tables[key] = table
+            index.__dict__["position"] = table.row_of  # the table's rows are the snapshot's nodes, in order
         return index
 
     def with_snapshot(self, snapshot: Snapshot) -> ClusterIndex:
