@@ -30,6 +30,7 @@ import itertools
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -244,6 +245,13 @@ async def one_run(args: argparse.Namespace, run: int, checkouts: dict[str, Path]
     return found
 
 
+def revision(checkout: Path) -> str:
+    """The checkout's commit, as the record names the baseline (not the path, which is this machine's)."""
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    return done.stdout.strip() or "another checkout"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=5000)
@@ -268,7 +276,7 @@ def main() -> None:
             for name, values in measured.items():
                 print(f"  {name:45s} {spread(values, ' ' + unit)}")
     if args.record:
-        parameters = {**vars(args), "baseline": "another checkout" if args.baseline else None}
+        parameters = {**vars(args), "baseline": revision(Path(args.baseline)) if args.baseline else None}
         records.write(args.record, "bench_responsiveness", parameters, figures)
 
 

@@ -79,6 +79,7 @@ class Releases:
         self.in_flight: dict[PodKey, tuple[Pod, float]] = {}  # the pod as released, and when it was sent
         self.unsure: dict[PodKey, tuple[Release, float]] = {}  # releases whose answer was lost -> when to resend
         self.resent: set[PodKey] = set()  # ... being sent again
+        self._over: tuple[Snapshot, dict[PodKey, tuple[Pod, float]], Snapshot] | None = None  # the last overlay
 
     def seen(self, key: PodKey) -> None:
         """The pod is no longer gated (released, by us or anyone) or gone."""
@@ -94,10 +95,16 @@ class Releases:
         return held[0] if held is not None else pod
 
     def over(self, cluster: Snapshot) -> Snapshot:
-        """``cluster`` with the releases in flight as they will be."""
+        """``cluster`` with the releases in flight as they will be (kept while neither changes: the plans of one
+        pass share it, and it takes a pass over every pod)."""
         if not self.in_flight:
             return cluster
-        return dataclasses.replace(cluster, pods=tuple(self.as_sent(pod) for pod in cluster.pods))
+        held = self._over
+        if held is not None and held[0] is cluster and held[1] == self.in_flight:
+            return held[2]
+        over = dataclasses.replace(cluster, pods=tuple(self.as_sent(pod) for pod in cluster.pods))
+        self._over = (cluster, dict(self.in_flight), over)
+        return over
 
     def due_again(self, now: float) -> list[Release]:
         """The releases whose answer was lost and whose time to be sent again has come."""

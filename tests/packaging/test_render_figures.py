@@ -110,6 +110,7 @@ SMOKE = {  # the benchmarks that need neither root nor a control plane, at a siz
     "bench_nodeslo": ["--nodes", "50", "--strategies", "5", "--repeat", "1"],
     "bench_dump": ["--nodes", "20", "--pods", "40", "--runs", "1"],
     "bench_webhook": ["--rates", "50", "--seconds", "1", "--repeat", "1"],
+    "bench_responsiveness": ["--nodes", "30", "--pods", "60", "--groups", "3", "--runs", "1", "--seconds", "1"],
 }  # fmt: skip
 
 
