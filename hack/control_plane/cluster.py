@@ -537,6 +537,21 @@ class ControlPlane:
         self._start(name, self._scheduler_args(config), binary=binary)
         self._save()
 
+    def crash_apiserver(self, down_seconds: float = 0.0) -> None:
+        """SIGKILL kube-apiserver (no graceful shutdown: every connection reset, every watch broken), leave it down
+        ``down_seconds`` (connections refused), start it again with the same flags and wait until it is ready; etcd
+        keeps the state, the other components reconnect on their own."""
+        pid = self.pids["kube-apiserver"]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        time.sleep(down_seconds)
+        order = list(self.pids)
+        self._start_apiserver()
+        self.pids = {name: self.pids[name] for name in order}  # stopped in the same order as before
+        self._save()
+
     def stop_component(self, name: str) -> None:
         pid = self.pids.pop(name)
         with contextlib.suppress(ProcessLookupError):

@@ -3,6 +3,7 @@ kubectl and Helm, polling, netaware's commands as host processes, the chart's RB
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -11,16 +12,18 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import yaml
 
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane, free_port
+from operators.emulator.transport import FaultyProxy
 from webhooks.configuration import mutating_webhook_configuration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -240,3 +243,45 @@ def bound_pods(cluster: ControlPlane, namespace: str, count: int) -> list[dict[s
     pods = kubectl_json(cluster, "get", "pods", "-n", namespace)["items"]
     found = [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
     return found if len(found) >= count else None
+
+
+class ProxyThread:
+    """A transport-fault proxy (:class:`~operators.emulator.transport.FaultyProxy`) in front of the real API server,
+    on an event loop of its own thread, for the synchronous end-to-end tests; ``kubeconfig(path)`` is a copy of a
+    kubeconfig that reaches the API server through it (its certificate names 127.0.0.1: TLS passes through)."""
+
+    def __init__(self, cluster: ControlPlane) -> None:
+        self.cluster = cluster
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="proxy", daemon=True)
+        self.proxy = FaultyProxy("127.0.0.1", cluster.ports["apiserver"])
+
+    def __enter__(self) -> ProxyThread:
+        self.thread.start()
+        self.run(self.proxy.__aenter__())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.run(self.proxy.__aexit__(None, None, None))
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+    def run(self, work: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(60)
+
+    def reset_all(self) -> None:
+        self.loop.call_soon_threadsafe(self.proxy.reset_all)
+
+    def refuse(self, seconds: float) -> None:
+        self.run(self.proxy.refuse(seconds))
+
+    def kubeconfig(self, path: pathlib.Path) -> pathlib.Path:
+        config = yaml.safe_load(path.read_text())
+        for entry in config["clusters"]:
+            entry["cluster"]["server"] = f"https://127.0.0.1:{self.proxy.port}"
+        copy = path.with_name(f"{path.stem}-proxied{path.suffix}")
+        copy.write_text(json.dumps(config))
+        return copy
