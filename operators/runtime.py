@@ -113,7 +113,7 @@ async def cluster_cache(options: RunOptions, components: tuple[str, ...]) -> Asy
     cache = ClusterCache(kinds, namespaces=options.namespaces)
     api = await options.api_client_factory()()
     stop = asyncio.Event()
-    task = asyncio.create_task(cache.follow(api, stop))
+    task = options.supervisor.start("watch", lambda: cache.follow(api, stop), stop.is_set)
     try:
         yield cache
     finally:
