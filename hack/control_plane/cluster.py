@@ -177,6 +177,7 @@ class ControlPlane:
     pids: dict[str, int] = field(default_factory=dict)
     real_nodes: int = 0
     host_sysctls: dict[str, str] = field(default_factory=dict)
+    warmups: list[tuple[str, str]] = field(default_factory=list)  # a restarted API server: (started, ready) times
 
     @property
     def nodes(self) -> list[realnode.RealNode]:
@@ -290,6 +291,7 @@ class ControlPlane:
             state["pids"],
             state.get("real_nodes", 0),
             state.get("host_sysctls", {}),
+            [tuple(window) for window in state.get("warmups", [])],
         )
 
     def _save(self) -> None:
@@ -299,6 +301,7 @@ class ControlPlane:
             "pids": self.pids,
             "real_nodes": self.real_nodes,
             "host_sysctls": self.host_sysctls,
+            "warmups": self.warmups,
         }
         self.state_file.write_text(json.dumps(state))
 
@@ -429,16 +432,25 @@ class ControlPlane:
         return self.folder / "logs" / "audit.log"
 
     def audit_events(self, user: str) -> list[dict[str, Any]]:
-        """Every completed request of ``user`` so far (``system:serviceaccount:NS:NAME``)."""
+        """Every completed request of ``user`` so far (``system:serviceaccount:NS:NAME``), but those a restarted
+        kube-apiserver answered before it was ready (:meth:`crash_apiserver`): until its RBAC caches have synced it
+        refuses every request with 403, which says nothing of the permissions a component has."""
         if not self.audit_log.exists():
             return []
+        warming = [(datetime.datetime.fromisoformat(start), datetime.datetime.fromisoformat(ready))
+                   for start, ready in self.warmups]  # fmt: skip
         events = []
         for line in self.audit_log.read_text(errors="replace").splitlines():
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
-            if event.get("user", {}).get("username") == user and event.get("stage") == "ResponseComplete":
+            if event.get("user", {}).get("username") != user or event.get("stage") != "ResponseComplete":
+                continue
+            received = datetime.datetime.fromisoformat(
+                str(event.get("requestReceivedTimestamp")).replace("Z", "+00:00")
+            )
+            if not any(start <= received <= ready for start, ready in warming):
                 events.append(event)
         return events
 
@@ -548,7 +560,10 @@ class ControlPlane:
             os.waitpid(pid, 0)
         time.sleep(down_seconds)
         order = list(self.pids)
+        started = datetime.datetime.now(datetime.UTC)
         self._start_apiserver()
+        ready = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=2)  # the audit log's clock skew
+        self.warmups.append((started.isoformat(), ready.isoformat()))
         self.pids = {name: self.pids[name] for name in order}  # stopped in the same order as before
         self._save()
 
