@@ -431,10 +431,11 @@ class ControlPlane:
         """One JSON object per request (who, verb, resource, answer): RBAC tests read it."""
         return self.folder / "logs" / "audit.log"
 
-    def audit_events(self, user: str) -> list[dict[str, Any]]:
-        """Every completed request of ``user`` so far (``system:serviceaccount:NS:NAME``), but those a restarted
-        kube-apiserver answered before it was ready (:meth:`crash_apiserver`): until its RBAC caches have synced it
-        refuses every request with 403, which says nothing of the permissions a component has."""
+    def audit_events(self, user: str, since: datetime.datetime | None = None) -> list[dict[str, Any]]:
+        """Every completed request of ``user`` (``system:serviceaccount:NS:NAME``) so far, or received ``since`` (other
+        tests' processes may use the same ServiceAccount), but those a restarted kube-apiserver answered before it was
+        ready (:meth:`crash_apiserver`): until its RBAC caches have synced it refuses every request with 403, which
+        says nothing of the permissions a component has."""
         if not self.audit_log.exists():
             return []
         warming = [(datetime.datetime.fromisoformat(start), datetime.datetime.fromisoformat(ready))
@@ -450,7 +451,7 @@ class ControlPlane:
             received = datetime.datetime.fromisoformat(
                 str(event.get("requestReceivedTimestamp")).replace("Z", "+00:00")
             )
-            if not any(start <= received <= ready for start, ready in warming):
+            if (since is None or received >= since) and not any(start <= received <= ready for start, ready in warming):
                 events.append(event)
         return events
 
