@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from operators.api.quantity import Quantity
-from operators.api.selectors import from_label_selector
 from operators.engine.cluster.objects import Node, Pod
 
 DEFAULT_PODS = 110  # the kubelet's default maxPods, for a node that reports no allocatable pods
@@ -39,22 +38,47 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
 
 
 def placement_allows(pod: Pod, node: Node) -> bool:
-    """The pod's nodeSelector and required node affinity (any of its terms) accept the node."""
+    """The pod's nodeSelector and required node affinity (any of its terms) accept the node, as upstream's
+    NodeAffinity reads them: a term matches when all its expressions (on labels) and fields (``metadata.name``)
+    do, and a term with neither matches no node; ``Gt``/``Lt`` compare integers."""
     spec = pod.raw.get("spec") or {}
     labels = node.labels
     if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
         return False
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = affinity.get("nodeSelectorTerms") or []
-    return not terms or any(
-        from_label_selector({"matchExpressions": term.get("matchExpressions") or []}).matches(labels)
-        and from_label_selector({"matchExpressions": term.get("matchFields") or []}).matches(
-            {"metadata.name": node.name}
-        )
-        for term in terms
     )
+    if affinity is None:
+        return True
+    fields = {"metadata.name": node.name}
+    return any(
+        bool(term.get("matchExpressions") or term.get("matchFields"))
+        and all(_requirement(expression, labels) for expression in term.get("matchExpressions") or ())
+        and all(_requirement(expression, fields) for expression in term.get("matchFields") or ())
+        for term in affinity.get("nodeSelectorTerms") or ()
+        if isinstance(term, dict)
+    )
+
+
+def _requirement(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement (In, NotIn, Exists, DoesNotExist, Gt, Lt) against ``labels``."""
+    key, operator, values = str(expression.get("key")), expression.get("operator"), expression.get("values") or []
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
 
 
 def amount(resource: str, quantity: Quantity) -> int:
@@ -101,15 +125,16 @@ def placement_reasons(pod: Pod, node: Node) -> list[str]:
     """Why kube-scheduler's NodeUnschedulable, TaintToleration and NodeAffinity filters reject ``pod`` on ``node``
     (empty: they accept it)."""
     reasons = []
-    if node.unschedulable and not _tolerates_unschedulable(pod):
+    if node.unschedulable and not tolerates_unschedulable(pod):
         reasons.append("node(s) were unschedulable")
     if not tolerates(pod, node):
-        reasons.append("node(s) had untolerated taint")
+        reasons.append("node(s) had untolerated taint(s)")
     if not placement_allows(pod, node):
         reasons.append("node(s) didn't match Pod's node affinity/selector")
     return reasons
 
 
-def _tolerates_unschedulable(pod: Pod) -> bool:
+def tolerates_unschedulable(pod: Pod) -> bool:
+    """The pod tolerates the taint an unschedulable (cordoned) node carries."""
     taint: dict[str, Any] = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
     return any(_tolerates(toleration, taint) for toleration in (pod.raw.get("spec") or {}).get("tolerations") or [])

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.engine.cluster.bandwidth import pod_demand
+from operators.engine.cluster.kube.terms import HostPort, scheduling_spec
 from operators.engine.cluster.objects import Pod
 
 # A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the
@@ -37,6 +38,13 @@ class PodUsage:
     problems: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     # AppGroup label -> pod key -> pod (all namespaces; each AppGroup filters by the namespaces it covers)
     members: dict[str, dict[str, Pod]] = field(default_factory=lambda: defaultdict(dict))
+    # namespace -> pod key -> pod: the pods kube-scheduler's NodeInfos hold (bound, not finished; terminating too),
+    # what inter-pod affinity and topology spread count
+    placed: dict[str, dict[str, Pod]] = field(default_factory=lambda: defaultdict(dict))
+    # pod key -> pod: the placed pods with pod affinity or anti-affinity terms (their terms weigh on other pods)
+    affine: dict[str, Pod] = field(default_factory=dict)
+    # node -> pod key -> its host ports: the placed pods that use some
+    ports: dict[str, dict[str, tuple[HostPort, ...]]] = field(default_factory=lambda: defaultdict(dict))
     selects: Callable[[Pod], bool] | None = None  # None: every pod bound and not finished counts
     keeps_members: bool = True
 
@@ -48,10 +56,38 @@ class PodUsage:
                 continue
             if self.keeps_members:
                 self._member(pod, add=sign > 0)
+                if _counts(pod):
+                    self._placed(pod, add=sign > 0)
             if _counts(pod) and (self.selects is None or self.selects(pod)):
                 self._count(pod, sign)
                 touched.add(pod.node_name)
         return touched
+
+    def _placed(self, pod: Pod, add: bool) -> None:
+        """The indexes of placed pods: by namespace, those with affinity terms, those with host ports. A pod whose
+        terms do not parse counts as a pod without terms (the API server validated them: it does not happen)."""
+        try:
+            spec = scheduling_spec(pod)
+        except FieldError:
+            spec = None
+        if add:
+            self.placed[pod.namespace][pod.key] = pod
+            if spec is not None and spec.has_pod_affinity:
+                self.affine[pod.key] = pod
+            if spec is not None and spec.host_ports:
+                self.ports[pod.node_name][pod.key] = spec.host_ports
+            return
+        held = self.placed.get(pod.namespace)
+        if held is not None:
+            held.pop(pod.key, None)
+            if not held:
+                del self.placed[pod.namespace]
+        self.affine.pop(pod.key, None)
+        on_node = self.ports.get(pod.node_name)
+        if on_node is not None:
+            on_node.pop(pod.key, None)
+            if not on_node:
+                del self.ports[pod.node_name]
 
     def _count(self, pod: Pod, sign: int) -> None:
         node = pod.node_name

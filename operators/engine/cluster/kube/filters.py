@@ -1,0 +1,153 @@
+"""kube-scheduler's default profile's filters for one pod, in its order (pure): the one rule every decision uses —
+``netaware schedule`` and ``explain``, the planner (each pod of a plan, its own pods counted as it places them), the
+stranded-pod check, the rebalancer's "where would it land" and LowNodeLoad's "does it fit elsewhere".
+
+:func:`prefilter` runs every plugin's PreFilter once for the pod (:class:`Cycle`); :func:`failure` answers for one
+node in O(terms) with the first plugin that rejects it and that plugin's reasons, in kube-scheduler's words, as its
+framework records a node's status (a FailedScheduling message counts exactly these reasons):
+
+=====================  ==================================================================================
+plugin                 reasons
+=====================  ==================================================================================
+NodeUnschedulable      node(s) were unschedulable
+TaintToleration        node(s) had untolerated taint(s)
+NodeAffinity           node(s) didn't match Pod's node affinity/selector
+NodePorts              node(s) didn't have free ports for the requested pod ports
+NodeResourcesFit       Too many pods, Insufficient <resource> (each one that is short)
+PodTopologySpread      node(s) didn't match pod topology spread constraints [(missing required label)]
+InterPodAffinity       node(s) didn't match pod affinity rules / ... anti-affinity rules /
+                       node(s) didn't satisfy existing pods anti-affinity rules
+=====================  ==================================================================================
+
+:func:`add_pod` counts a pod placed on a node into every plugin's state (requests, ports, spread, affinity), so a
+plan's own pods constrain the next ones as bound pods would.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from operators.api.errors import FieldError
+from operators.engine.cluster.fit import amount, insufficient, placement_allows, tolerates, tolerates_unschedulable
+from operators.engine.cluster.kube import interpod, ports, spread
+from operators.engine.cluster.kube.terms import HostPort, SchedulingSpec, SpreadConstraint, scheduling_spec
+from operators.engine.cluster.kube.view import PlacedPods
+from operators.engine.cluster.objects import Node, Pod
+
+NODE_UNSCHEDULABLE, TAINT_TOLERATION, NODE_AFFINITY = "NodeUnschedulable", "TaintToleration", "NodeAffinity"
+NODE_PORTS, RESOURCES_FIT = ports.NAME, "NodeResourcesFit"
+TOPOLOGY_SPREAD, INTER_POD_AFFINITY = spread.NAME, interpod.NAME
+UNSCHEDULABLE = "node(s) were unschedulable"
+UNTOLERATED = "node(s) had untolerated taint(s)"
+NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+UNREADABLE = "spec unreadable"
+# kube-scheduler's default profile's filters netaware models, in the order it runs them
+DEFAULT_FILTERS = (NODE_UNSCHEDULABLE, TAINT_TOLERATION, NODE_AFFINITY, NODE_PORTS, RESOURCES_FIT, TOPOLOGY_SPREAD,
+                   INTER_POD_AFFINITY)  # fmt: skip
+
+Requested = Callable[[str], tuple[Mapping[str, int], int]]  # node -> what its pods request, and how many they are
+
+
+def allows(pod: Pod, node: Node) -> tuple[bool, bool]:
+    """Whether ``node`` passes ``pod``'s nodeSelector and required node affinity, and its NoSchedule/NoExecute
+    taints (PodTopologySpread's node inclusion policies)."""
+    return placement_allows(pod, node), tolerates(pod, node)
+
+
+@dataclass
+class Cycle:
+    """One pod's PreFilter results (see the module docstring); ``problem``: why the pod's spec cannot be read (every
+    node then fails with it)."""
+
+    pod: Pod
+    spec: SchedulingSpec | None
+    placed: PlacedPods
+    requested: Requested
+    interpod: interpod.InterPodState | None = None
+    spread: spread.SpreadState | None = None
+    problem: str = ""
+    # what pods placed on top of the cluster (a plan's own) add per node: requests, their count, host ports
+    added: dict[str, Counter[str]] = field(default_factory=dict)
+    added_pods: Counter[str] = field(default_factory=Counter)
+    added_ports: dict[str, list[tuple[HostPort, ...]]] = field(default_factory=dict)
+
+
+def prefilter(pod: Pod, placed: PlacedPods, requested: Requested,
+              defaults: Sequence[SpreadConstraint] | None = None) -> Cycle:  # fmt: skip
+    """Every default plugin's PreFilter for ``pod`` (``defaults``: the configuration's default spread constraints;
+    None: the system's)."""
+    try:
+        spec = scheduling_spec(pod)
+    except FieldError as error:
+        return Cycle(pod, None, placed, requested, problem=f"{UNREADABLE}: {error}")
+    return Cycle(
+        pod,
+        spec,
+        placed,
+        requested,
+        interpod=interpod.prefilter(pod, spec, placed),
+        spread=spread.prefilter(pod, spec, placed, allows, defaults),
+    )
+
+
+def failure(cycle: Cycle, node: Node, enabled: Collection[str] = DEFAULT_FILTERS) -> tuple[str, tuple[str, ...]]:
+    """The first default filter (of ``enabled``) that rejects ``node`` for the cycle's pod, and its reasons;
+    ("", ()) when every one passes."""
+    pod = cycle.pod
+    if cycle.problem:
+        return ("", (cycle.problem,))
+    if NODE_UNSCHEDULABLE in enabled and node.unschedulable and not tolerates_unschedulable(pod):
+        return (NODE_UNSCHEDULABLE, (UNSCHEDULABLE,))
+    if TAINT_TOLERATION in enabled and not tolerates(pod, node):
+        return (TAINT_TOLERATION, (UNTOLERATED,))
+    if NODE_AFFINITY in enabled and not placement_allows(pod, node):
+        return (NODE_AFFINITY, (NODE_AFFINITY_MISMATCH,))
+    spec = cycle.spec
+    assert spec is not None
+    if NODE_PORTS in enabled and spec.host_ports:
+        used = [*cycle.placed.ports_on(node.name), *cycle.added_ports.get(node.name, ())]
+        if ports.conflicts(spec.host_ports, used):
+            return (NODE_PORTS, (ports.CONFLICT,))
+    if RESOURCES_FIT in enabled:
+        requested, count = cycle.requested(node.name)
+        extra = cycle.added.get(node.name)
+        if extra:
+            requested = {name: requested.get(name, 0) + extra.get(name, 0) for name in {*requested, *extra}}
+        short = insufficient(pod.requests, node, requested, count + cycle.added_pods.get(node.name, 0))
+        if short:
+            return (RESOURCES_FIT, tuple(short))
+    if TOPOLOGY_SPREAD in enabled and (reason := spread.check(cycle.spread, node)):
+        return (TOPOLOGY_SPREAD, (reason,))
+    if INTER_POD_AFFINITY in enabled and (reason := interpod.check(cycle.interpod, node)):
+        return (INTER_POD_AFFINITY, (reason,))
+    return ("", ())
+
+
+def add_pod(cycle: Cycle, other: Pod, node: Node, sign: int = 1) -> None:
+    """Count ``other`` placed on ``node`` (``sign`` -1: taken off again) in every plugin of the cycle."""
+    added = cycle.added.setdefault(node.name, Counter())
+    for name, quantity in other.requests.items():
+        added[name] += sign * amount(name, quantity)
+    cycle.added_pods[node.name] += sign
+    try:
+        other_ports = scheduling_spec(other).host_ports
+    except FieldError:
+        other_ports = ()
+    if other_ports:
+        held = cycle.added_ports.setdefault(node.name, [])
+        if sign > 0:
+            held.append(other_ports)
+        elif other_ports in held:
+            held.remove(other_ports)
+    if cycle.spread is not None:
+        spread.add_pod(cycle.spread, other, node, sign)
+    if cycle.interpod is not None:
+        interpod.add_pod(cycle.interpod, other, node, sign)
+    elif sign > 0 and cycle.spec is not None:
+        # a placed pod may bring the first anti-affinity term that concerns this pod: the PreFilter skipped it
+        state = interpod.InterPodState(cycle.pod, cycle.spec, cycle.placed)
+        interpod.add_pod(state, other, node, sign)
+        if state.existing_anti or state.affinity or state.anti:
+            cycle.interpod = state

@@ -1,0 +1,60 @@
+"""What the inter-pod plugins read of the cluster: the placed pods (by namespace; those with affinity terms; host
+ports by node), the nodes and the namespaces' labels — as kube-scheduler's NodeInfos and listers hold them.
+
+:class:`PlacedPods` reads a :class:`~operators.engine.cluster.usage.PodUsage` (kept by delta by the live extender,
+folded from a snapshot offline), so the live and the offline engine count the same pods the same way. Pods placed
+on top of it (a plan's own pods) are counted into a plugin's state by its ``add_pod``, as upstream's AddPod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from operators.api.selectors import EVERYTHING, Selector
+from operators.engine.cluster.kube.terms import AffinityTerm, HostPort
+from operators.engine.cluster.objects import Namespace, Node, Pod
+from operators.engine.cluster.usage import PodUsage
+
+
+@dataclass(frozen=True)
+class PlacedPods:
+    """See the module docstring."""
+
+    usage: PodUsage
+    nodes: Mapping[str, Node]
+    namespaces: Mapping[str, Namespace] = field(default_factory=dict)
+    selectors: Callable[[Pod], Selector] | None = None  # the default spread selector of a pod
+
+    def node(self, name: str) -> Node | None:
+        return self.nodes.get(name)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """The labels of ``namespace`` (none when it is not known, as upstream assumes)."""
+        found = self.namespaces.get(namespace)
+        return found.labels if found is not None else {}
+
+    def in_namespaces(self, term: AffinityTerm) -> Iterator[Pod]:
+        """The placed pods in the namespaces ``term`` selects (its names, or its namespace selector)."""
+        for namespace, pods in self.usage.placed.items():
+            if namespace in term.namespaces or term.namespace_selector.matches(self.namespace_labels(namespace)):
+                yield from pods.values()
+
+    def in_namespace(self, namespace: str) -> Iterable[Pod]:
+        return self.usage.placed.get(namespace, {}).values()
+
+    def affine(self) -> Iterable[Pod]:
+        """The placed pods with pod affinity or anti-affinity terms."""
+        return self.usage.affine.values()
+
+    def all(self) -> Iterator[Pod]:
+        for pods in self.usage.placed.values():
+            yield from pods.values()
+
+    def ports_on(self, node: str) -> Iterable[tuple[HostPort, ...]]:
+        return self.usage.ports.get(node, {}).values()
+
+    def default_selector(self, pod: Pod) -> Selector:
+        """What selects ``pod`` for the default topology spread constraints (upstream's DefaultSelector: its
+        Services' selectors and its controller's); empty when the cluster view has none of them."""
+        return self.selectors(pod) if self.selectors is not None else EVERYTHING
