@@ -8,8 +8,9 @@ configuration lists others), whose selector is the union of what selects the pod
 PreFilter (:func:`prefilter`): a node is *eligible* when it has every constraint's topology key and, per
 constraint, passes its node inclusion policies (``nodeAffinityPolicy: Honor``, the default: the pod's nodeSelector
 and required node affinity; ``nodeTaintsPolicy: Honor``: its tolerations of NoSchedule/NoExecute taints). Per
-constraint, the placed pods in the pod's namespace matching its selector, not terminating, on eligible nodes, are
-counted per domain (the node's value of the key); every eligible node's domain is a domain, with 0 pods if none.
+constraint, the placed pods in the pod's namespace matching its selector (an empty selector matches none), not
+terminating, on eligible nodes, are counted per domain (the node's value of the key); every eligible node's domain
+is a domain, with 0 pods if none.
 
 Filter (:func:`check`), per constraint in order: a node without the key is rejected ("node(s) didn't match pod
 topology spread constraints (missing required label)"); otherwise ``pods in the node's domain + 1 (if the pod
@@ -121,15 +122,22 @@ def prefilter(pod: Pod, spec: SchedulingSpec, placed: PlacedPods, allows: Callab
         where = placed.node(name)
         if where is not None:
             for other in others:
-                add_pod(state, other, where)
+                _count(state, other, where, 1, placed=True)
     return state
 
 
 def add_pod(state: SpreadState, other: Pod, node: Node, sign: int = 1) -> None:
-    """Count ``other`` placed on ``node`` (``sign`` -1: taken away), as upstream's updateWithPod."""
+    """Count ``other`` placed on ``node`` (``sign`` -1: taken away), as upstream's updateWithPod (AddPod counts it
+    for an empty selector too, which PreFilter does not for a placed pod)."""
+    _count(state, other, node, sign, placed=False)
+
+
+def _count(state: SpreadState, other: Pod, node: Node, sign: int, placed: bool) -> None:
     if other.namespace != state.pod.namespace or not _has_keys(node, state.constraints):
         return
     for i, constraint in enumerate(state.constraints):
+        if placed and constraint.selector.is_empty:
+            continue  # upstream's countPodsMatchSelector: an empty selector counts no placed pod
         if constraint.selector.matches(other.labels) and _eligible(constraint, state.pod, node, state.allows):
             state.counts[i][node.labels[constraint.topology_key]] += sign
 
@@ -187,8 +195,8 @@ def prescore(pod: Pod, spec: SchedulingSpec, placed: PlacedPods, passed: Sequenc
         if other.is_terminating or where is None:
             continue
         for i, constraint in enumerate(constraints):
-            if not constraint.selector.matches(other.labels):
-                continue
+            if constraint.selector.is_empty or not constraint.selector.matches(other.labels):
+                continue  # upstream's countPodsMatchSelector: an empty selector counts no pod
             if constraint.topology_key == HOSTNAME:  # upstream counts a node's own pods, whatever its policies
                 on_node.setdefault(where.name, [0] * len(constraints))[i] += 1
             elif (not require_all or _has_keys(where, constraints)) and _eligible(constraint, pod, where, allows):

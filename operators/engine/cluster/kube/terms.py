@@ -9,8 +9,8 @@ specs get one answer).
   (``key In (the pod's value)``, ``key NotIn (...)``, for the keys the pod carries): for a stored pod that is already
   the case, and merging again adds nothing.
 * **Topology spread constraints** as upstream's ``topologySpreadConstraint``: ``matchLabelKeys`` merged into the
-  selector by the scheduler (the keys the pod carries), ``minDomains`` 1 by default, ``nodeAffinityPolicy`` Honor
-  and ``nodeTaintsPolicy`` Ignore by default.
+  selector by the scheduler (the keys the pod carries; an absent selector still selects nothing), ``minDomains`` 1
+  by default, ``nodeAffinityPolicy`` Honor and ``nodeTaintsPolicy`` Ignore by default.
 * **Host ports**: the ports with a ``hostPort`` of the containers and of the init containers that run as long as the
   pod (``restartPolicy: Always``), with upstream's defaults (IP 0.0.0.0, protocol TCP).
 
@@ -232,7 +232,8 @@ def _spread(pod: Pod, raw: Any) -> tuple[SpreadConstraint, ...]:
         if not all(isinstance(name, str) for name in keys):
             raise FieldError(f"{at}.matchLabelKeys", keys, "expected a list of label keys")
         merged = tuple(Requirement(name, "In", frozenset({pod.labels[name]})) for name in keys if name in pod.labels)
-        if merged:  # upstream: the pod's labels as a set selector, then the constraint's requirements
+        # upstream's mergeLabelSetWithSelector: the pod's labels, then the constraint's requirements; nil stays Nothing
+        if merged and not selector.matches_nothing:
             selector = Selector(tuple(dict.fromkeys(merged + selector.requirements)))
         found.append(SpreadConstraint(skew, key, selector, domains, policies[0], policies[1], when))
     return tuple(found)
