@@ -80,22 +80,26 @@ def explain_pod_command(
     line per plugin). JSON and YAML have the shape of `netaware schedule`, plus `whyNot`.
     """
     from operators.engine.cluster.objects import Pod
-    from operators.engine.scheduling.explain import why_not
+    from operators.engine.scheduling.explain import unavailable, why_not
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.scheduling.schedule import schedule
     from operators.extender.live import KINDS
+    from operators.sources.kinds import NAMESPACES
 
     pod_namespace, _, name = reference.rpartition("/")
     pod_namespace = pod_namespace or namespace
     config = load_scheduler_config(config_path)
-    snapshot = _snapshot(filenames, kubeconfig, server, KINDS)
+    snapshot = _snapshot(filenames, kubeconfig, server, (*KINDS, NAMESPACES))  # namespaces: affinity's selectors
     found = next((p for p in snapshot.pods if p.namespace == pod_namespace and p.name == name), None)
     if found is None:
         raise CommandError(f"pod {pod_namespace}/{name} not found")
     result = schedule(Pod.parse(dict(found.raw)), ClusterIndex.build(snapshot), config)
     reasons = why_not(result)
+    message = unavailable(result)
     if fmt != "table":
-        click.echo(output.dump({**result.to_simulator_json(), "whyNot": reasons}, fmt), nl=False)
+        click.echo(
+            output.dump({**result.to_simulator_json(), "whyNot": reasons, "unavailable": message}, fmt), nl=False
+        )
         return
     plugins = sorted({plugin for scores in result.normalized.values() for plugin in scores})
     rows = []
@@ -113,6 +117,8 @@ def explain_pod_command(
     click.echo(f"pod {result.pod}: " + (f"{result.selected} (*)" if result.selected else "no node fits"))
     click.echo("per node: the filters' verdict, each plugin's raw / normalised / weighted score, the total")
     click.echo(output.table(("node", "filters", *plugins, "total"), rows), nl=False)
+    if message:
+        click.echo(f"kube-scheduler: {message}")
     for line in reasons:
         click.echo(f"why not: {line}")
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from operators.api.config.scheduler import RESOURCES_FIT, SchedulerConfig
+from operators.api.config.scheduler import IN_TREE_FILTERS, SchedulerConfig
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.framework import CycleState, PodInputs
@@ -57,9 +57,9 @@ class ExtenderState:
     follower: PlanFollower = field(default_factory=PlanFollower)  # plan-ungated AppGroups' pods
 
     def __post_init__(self) -> None:
-        # kube-scheduler runs its own NodeResourcesFit before it calls an extender: the extender answers for
-        # netaware's plugins only, whatever the configuration says of the in-tree filter
-        self.config = replace(self.config, filters=tuple(f for f in self.config.filters if f != RESOURCES_FIT))
+        # kube-scheduler runs its own filters before it calls an extender: the extender answers for netaware's plugins
+        # only, whatever the configuration says of the in-tree ones
+        self.config = replace(self.config, filters=tuple(f for f in self.config.filters if f not in IN_TREE_FILTERS))
 
     def index(self) -> ClusterIndex:
         if self.indexes is not None:

@@ -8,7 +8,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from operators.api import keys
-from operators.sources.trim import Trim, trim_node, trim_other, trim_pod, trim_status
+from operators.sources.trim import (
+    Trim,
+    trim_claim,
+    trim_csi_node,
+    trim_node,
+    trim_other,
+    trim_pod,
+    trim_selector,
+    trim_status,
+    trim_storage_class,
+    trim_volume,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,19 @@ APPGROUP_SPECS = dataclasses.replace(APPGROUPS, trim=trim_status)  # status writ
 NETWORKTOPOLOGIES = _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
 NODESLOS = _custom("nodeslos", keys.SLO_GROUP, "NodeSLO")
 NODEMETRICS = _custom("nodemetrics", keys.SLO_GROUP, "NodeMetric")
+# what kube-scheduler's volume plugins read (engine/cluster/kube/volumes.py)
+PERSISTENTVOLUMECLAIMS = Kind("persistentvolumeclaims", "/api/v1/persistentvolumeclaims", "v1", "PersistentVolumeClaim",
+                              trim_claim)  # fmt: skip
+PERSISTENTVOLUMES = Kind("persistentvolumes", "/api/v1/persistentvolumes", "v1", "PersistentVolume", trim_volume)
+STORAGECLASSES = Kind("storageclasses", "/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1", "StorageClass",
+                      trim_storage_class)  # fmt: skip
+CSINODES = Kind("csinodes", "/apis/storage.k8s.io/v1/csinodes", "storage.k8s.io/v1", "CSINode", trim_csi_node)
+# what selects a pod for the default topology spread constraints (engine/cluster/kube/defaults.py)
+SERVICES = Kind("services", "/api/v1/services", "v1", "Service", trim_selector)
+REPLICASETS = Kind("replicasets", "/apis/apps/v1/replicasets", "apps/v1", "ReplicaSet", trim_selector)
+STATEFULSETS = Kind("statefulsets", "/apis/apps/v1/statefulsets", "apps/v1", "StatefulSet", trim_selector)
+REPLICATIONCONTROLLERS = Kind("replicationcontrollers", "/api/v1/replicationcontrollers", "v1", "ReplicationController",
+                              trim_selector)  # fmt: skip
 
 # The snapshot slot each kind fills.
 SLOTS = {
@@ -47,6 +71,14 @@ SLOTS = {
     "networktopologies": "network_topologies",
     "nodeslos": "node_slos",
     "nodemetrics": "node_metrics",
+    "persistentvolumeclaims": "persistent_volume_claims",
+    "persistentvolumes": "persistent_volumes",
+    "storageclasses": "storage_classes",
+    "csinodes": "csi_nodes",
+    "services": "services",
+    "replicasets": "replica_sets",
+    "statefulsets": "stateful_sets",
+    "replicationcontrollers": "replication_controllers",
 }
 
 

@@ -85,40 +85,58 @@ def _metadata(raw: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 _POD_META = ("name", "namespace", "uid", "labels", "annotations", "ownerReferences", "creationTimestamp",
              "deletionTimestamp")  # fmt: skip
-_POD_SPEC = ("nodeName", "priority", "priorityClassName", "overhead", "tolerations", "nodeSelector", "schedulingGates")
+_OWNER = ("apiVersion", "kind", "name", "controller")  # the default spread selector finds the controller by these
+# the volumes kube-scheduler's plugins read: local (evictability), claims and generic ephemeral ones (their claim
+# is named after the volume), and the inline disks VolumeRestrictions compares
+_VOLUME_SOURCES = ("emptyDir", "hostPath", "persistentVolumeClaim", "gcePersistentDisk", "awsElasticBlockStore",
+                   "iscsi", "rbd")  # fmt: skip
+_POD_SPEC = ("nodeName", "priority", "priorityClassName", "overhead", "tolerations", "nodeSelector", "schedulingGates",
+             "topologySpreadConstraints")  # fmt: skip
 
 
 def _containers(items: Any) -> Any:
+    """Containers as read: their resources, an init container's restartPolicy, the ports bound on the host."""
     if not isinstance(items, list):
         return items
-    return [_pick(item, ("resources",)) if isinstance(item, dict) else item for item in items]
+    return [_container(item) if isinstance(item, dict) else item for item in items]
+
+
+def _container(item: dict[str, Any]) -> dict[str, Any]:
+    kept = _pick(item, ("resources", "restartPolicy"))
+    ports = item.get("ports")
+    if isinstance(ports, list):
+        host = [_pick(port, ("hostPort", "hostIP", "protocol")) for port in ports
+                if isinstance(port, dict) and port.get("hostPort")]  # fmt: skip
+        if host:
+            kept["ports"] = host
+    return kept
 
 
 def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
-    """A pod as the engine reads it: identity, labels and annotations, owners' kinds, placement, requests and
-    limits, priority, tolerations, node selection, local volumes, phase and QoS class."""
+    """A pod as the engine reads it: identity, labels and annotations, owners (their controller), placement, requests
+    and limits, priority, tolerations, node selection, inter-pod affinity, topology spread, host ports, the volumes
+    kube-scheduler's plugins read, phase and QoS class."""
     spec = raw.get("spec")
     trimmed: dict[str, Any] = {"metadata": _metadata(raw, _POD_META)}
     owners = trimmed["metadata"].get("ownerReferences") if isinstance(trimmed["metadata"], dict) else None
     if isinstance(owners, list):
-        trimmed["metadata"]["ownerReferences"] = shared([_pick(owner, ("kind", "name")) for owner in owners])
+        trimmed["metadata"]["ownerReferences"] = shared([_pick(owner, _OWNER) for owner in owners])
     if isinstance(spec, dict):
         kept = _pick(spec, _POD_SPEC)
         for name in ("containers", "initContainers"):
             if name in spec:
                 kept[name] = _containers(spec[name])
-        affinity = (spec.get("affinity") or {}).get("nodeAffinity") if isinstance(spec.get("affinity"), dict) else None
-        if affinity:
-            kept["affinity"] = {"nodeAffinity": affinity}
+        affinity = spec.get("affinity")
+        if isinstance(affinity, dict):  # node affinity, and the inter-pod terms kube-scheduler's filters read
+            terms = {name: affinity[name] for name in ("nodeAffinity", "podAffinity", "podAntiAffinity")
+                     if affinity.get(name)}  # fmt: skip
+            if terms:
+                kept["affinity"] = terms
         volumes = spec.get("volumes")
         if isinstance(volumes, list):
-            local = [
-                _pick(volume, ("name", "emptyDir", "hostPath"))
-                for volume in volumes
-                if isinstance(volume, dict) and ("emptyDir" in volume or "hostPath" in volume)
-            ]
-            if local:
-                kept["volumes"] = local
+            read = [_volume(volume) for volume in volumes if isinstance(volume, dict) and _is_read(volume)]
+            if read:
+                kept["volumes"] = read
         for name in kept:
             kept[name] = _text(kept[name]) if name == "nodeName" else shared(kept[name])
         trimmed["spec"] = kept
@@ -127,6 +145,18 @@ def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
     status = raw.get("status")
     trimmed["status"] = shared(_pick(status, ("phase", "qosClass"))) if isinstance(status, dict) else status
     return trimmed
+
+
+def _is_read(volume: dict[str, Any]) -> bool:
+    return any(volume.get(source) is not None for source in ("ephemeral", *_VOLUME_SOURCES))
+
+
+def _volume(volume: dict[str, Any]) -> dict[str, Any]:
+    """A volume as read: its name and source; a generic ephemeral volume's claim template is not read."""
+    kept = _pick(volume, ("name", *_VOLUME_SOURCES))
+    if volume.get("ephemeral") is not None:
+        kept["ephemeral"] = {}
+    return kept
 
 
 def trim_agent_pod(raw: dict[str, Any]) -> dict[str, Any]:
@@ -182,3 +212,80 @@ def trim_probe_pod(raw: dict[str, Any]) -> dict[str, Any]:
         "spec": _pick(spec, ("nodeName",)) if isinstance(spec, dict) else spec,
         "status": _pick(status, ("phase", "podIP")) if isinstance(status, dict) else status,
     }
+
+
+# -- what kube-scheduler's volume plugins and its default spread selector read ------------------------------------
+
+_STORAGE_ANNOTATIONS = ("volume.beta.kubernetes.io/storage-class", "pv.kubernetes.io/bind-completed",
+                        "volume.kubernetes.io/selected-node")  # fmt: skip
+
+
+def _storage_metadata(raw: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """``names`` of the metadata, and of its annotations only those the volume views read."""
+    kept = _metadata(raw, names)
+    annotations = (raw.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict):
+        read = {key: annotations[key] for key in _STORAGE_ANNOTATIONS if key in annotations}
+        if read:
+            kept["annotations"] = read
+    return kept
+
+
+def _with(trimmed: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
+    if value:
+        trimmed[name] = value
+    return trimmed
+
+
+def _storage_request(resources: Any) -> dict[str, Any]:
+    requests = _pick(resources, ("requests",)).get("requests")
+    return {"requests": _pick(requests, ("storage",))} if _pick(requests, ("storage",)) else {}
+
+
+def trim_claim(raw: dict[str, Any]) -> dict[str, Any]:
+    """A PersistentVolumeClaim as the volume plugins read it: its volume, class, access modes, volume mode, storage
+    request, selector, binding annotations, controller and phase."""
+    trimmed = {"metadata": _storage_metadata(raw, ("name", "namespace", "uid", "deletionTimestamp"))}
+    owners = (raw.get("metadata") or {}).get("ownerReferences")
+    if isinstance(owners, list):
+        _with(trimmed["metadata"], "ownerReferences", [_pick(owner, ("uid", "controller")) for owner in owners])
+    spec = raw.get("spec")
+    if isinstance(spec, dict):
+        kept = _pick(spec, ("volumeName", "storageClassName", "accessModes", "volumeMode", "selector",
+                            "volumeAttributesClassName"))  # fmt: skip
+        _with(trimmed, "spec", _with(kept, "resources", _storage_request(spec.get("resources"))))
+    return _with(trimmed, "status", _pick(raw.get("status"), ("phase",)))
+
+
+def trim_volume(raw: dict[str, Any]) -> dict[str, Any]:
+    """A PersistentVolume as the volume plugins read it: labels, class, capacity, access and volume modes, claim,
+    node affinity, CSI driver and handle, phase."""
+    trimmed = {"metadata": _storage_metadata(raw, ("name", "labels", "deletionTimestamp"))}
+    spec = raw.get("spec")
+    if isinstance(spec, dict):
+        kept = _pick(spec, ("storageClassName", "accessModes", "volumeMode", "volumeAttributesClassName",
+                            "nodeAffinity"))  # fmt: skip
+        _with(kept, "capacity", _pick(spec.get("capacity"), ("storage",)))
+        _with(kept, "claimRef", _pick(spec.get("claimRef"), ("namespace", "name", "uid")))
+        _with(kept, "csi", _pick(spec.get("csi"), ("driver", "volumeHandle")))
+        _with(trimmed, "spec", kept)
+    return _with(trimmed, "status", _pick(raw.get("status"), ("phase",)))
+
+
+def trim_storage_class(raw: dict[str, Any]) -> dict[str, Any]:
+    """A StorageClass: its provisioner, binding mode and allowed topologies."""
+    return {"metadata": _metadata(raw, ("name",)),
+            **_pick(raw, ("provisioner", "volumeBindingMode", "allowedTopologies"))}  # fmt: skip
+
+
+def trim_csi_node(raw: dict[str, Any]) -> dict[str, Any]:
+    """A CSINode: its drivers' names and allocatable counts."""
+    drivers = (raw.get("spec") or {}).get("drivers") if isinstance(raw.get("spec"), dict) else None
+    kept = [_pick(driver, ("name", "allocatable")) for driver in drivers] if isinstance(drivers, list) else drivers
+    return _with({"metadata": _metadata(raw, ("name",))}, "spec", {"drivers": kept} if kept else {})
+
+
+def trim_selector(raw: dict[str, Any]) -> dict[str, Any]:
+    """A Service, ReplicaSet, StatefulSet or ReplicationController: its name and ``spec.selector`` (not its status:
+    a ReplicaSet's replica counts change often and are not read)."""
+    return _with({"metadata": _metadata(raw, ("name", "namespace"))}, "spec", _pick(raw.get("spec"), ("selector",)))

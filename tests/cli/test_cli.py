@@ -352,6 +352,7 @@ def test_explain_pod_from_a_snapshot_agrees_with_schedule() -> None:
     assert code == 0, err
     explained = json.loads(out)
     assert explained.pop("whyNot") == []
+    assert explained.pop("unavailable") == ""  # a node fits: no FailedScheduling message
     assert explained == scheduled
     code, out, _ = run("explain", "pod", "p1-deployment-6b7c8d-xyz12", "-f", EXAMPLES, "-f", pod, "--config", config)
     assert code == 0

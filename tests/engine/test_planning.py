@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from operators.api import keys
@@ -61,8 +61,8 @@ def test_a_pod_that_fits_nowhere_is_reported_with_why() -> None:
     plan = plan_of([*cluster, pod("a-0", "a"), pod("b-0", "b", cpu="64")], {"a": ["b"], "b": []})
     assert placed(plan) == {"a-0": "n1"}
     assert plan.unplaceable == {
-        f"{NAMESPACE}/b-0": "0/2 nodes fit: 1 node(s) rejected by taints, node affinity or unschedulable, "
-        "1 Insufficient cpu"
+        # kube-scheduler's FailedScheduling words: per reason its count, sorted as strings
+        f"{NAMESPACE}/b-0": "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
     }
 
 
@@ -208,6 +208,8 @@ highspy = pytest.importorskip("highspy")
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.tuples(st.integers(0, 10**6), st.integers(2, 4), st.integers(1, 2), st.sampled_from((0.0, 0.3))))
+@example((84383, 4, 2, 0.3))  # the group must leave a region whose single nodes cannot hold it all: 4 pairs above
+# maxNetworkCost where the optimum has 2 (found by CI; the group moves now spread over a region, not only a zone)
 def test_small_instances_are_within_ten_percent_of_the_exact_optimum(instance: tuple[int, int, int, float]) -> None:
     snapshot, group = random_instance(*instance)
     plan = plan_appgroup(ClusterIndex.build(snapshot), group, CONFIG, seed=instance[0], exact_seconds=60)

@@ -137,4 +137,7 @@ def test_node_resources_fit_counts_the_pods_limit_and_follows_the_configuration(
     named = json.loads(json.dumps(DEFAULTS_ON))
     named["profiles"][0]["plugins"]["multiPoint"]["disabled"] = [{"name": "NodeResourcesFit"}]
     assert RESOURCES_FIT not in parse_config(named).filters
-    assert RESOURCES_FIT not in SchedulerConfig().filters  # no configuration: netaware's plugins alone
+    # no configuration: kube-scheduler's default profile's filters, then netaware's plugins
+    assert SchedulerConfig().filters[:5] == (
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", RESOURCES_FIT,
+    )  # fmt: skip

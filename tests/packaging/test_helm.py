@@ -336,10 +336,14 @@ def test_the_extender_counts_in_the_charts_accounting_mode(
     assert (
         str(config.bandwidth.default_node_bandwidth) if config.bandwidth.default_node_bandwidth else None
     ) == default
-    assert set(config.filters) == {"NodeResourcesFit", "NetworkOverhead", "NetworkBandwidth"}  # the defaults kept
+    # the defaults kept: kube-scheduler's default profile's filters the engine models, and netaware's two
+    assert set(config.filters) == {"NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",
+                                   "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+                                   "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NetworkOverhead",
+                                   "NetworkBandwidth"}  # fmt: skip
     from operators.extender.answers import ExtenderState
 
-    # kube-scheduler runs its own NodeResourcesFit before calling the extender, which answers for netaware's only
+    # kube-scheduler runs its own filters before calling the extender, which answers for netaware's only
     assert set(ExtenderState(lambda: None, config).config.filters) == {"NetworkOverhead", "NetworkBandwidth"}  # type: ignore[arg-type,return-value]
 
 

@@ -52,7 +52,13 @@ def topology(zone_cost: int) -> dict[str, Any]:
     }
 
 
-def pod(name: str, workload: str, on: str = "", cpu: str = "100m", group: str = "pair") -> dict[str, Any]:
+def pod(name: str, workload: str, on: str = "", cpu: str = "100m", group: str = "pair",
+        spec: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """A pod of ``workload`` in AppGroup ``group`` (bound when ``on`` names a node); ``spec``: more of its spec
+    (affinity, topologySpreadConstraints, ...)."""
+    body: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}], **(spec or {})}
+    if on:
+        body["nodeName"] = on
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -61,9 +67,7 @@ def pod(name: str, workload: str, on: str = "", cpu: str = "100m", group: str = 
             "namespace": NAMESPACE,
             "labels": {keys.APPGROUP_LABEL: group, keys.APPGROUP_WORKLOAD_LABEL: workload},
         },
-        "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-        if on
-        else {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "spec": body,
         "status": {"phase": "Running" if on else "Pending"},
     }
 

@@ -9,10 +9,12 @@ The whole document is validated when it is loaded, with errors naming the field 
    ``leaderElection``, ...) are accepted and not interpreted: the same file can serve both.
 3. The first profile's ``plugins`` (``multiPoint``, ``filter``, ``score``) enable netaware's plugins
    with a weight of at least 1 (upstream: "resource weight ... should be a positive value"); of the in-tree
-   plugins, only NodeResourcesFit's filter is modelled (on unless disabled, as in kube-scheduler's default
-   profile): ``netaware schedule`` applies it, the extender never does (kube-scheduler ran it before asking).
-4. ``pluginConfig`` args of ``NetworkOverhead``, ``NetworkBandwidth`` and ``NodeResourcesAllocatable``
-   are read with their upstream defaults; unknown args are errors.
+   plugins, the default profile's filters the engine models (:data:`IN_TREE_FILTERS`) are on unless disabled, as
+   in kube-scheduler's default profile: ``netaware schedule`` and the planner apply them, the extender never does
+   (kube-scheduler ran them before asking).
+4. ``pluginConfig`` args of ``NetworkOverhead``, ``NetworkBandwidth``, ``NodeResourcesAllocatable`` and of the
+   in-tree ``PodTopologySpread`` (``defaultConstraints``, ``defaultingType``) are read with their upstream
+   defaults; unknown args of netaware's plugins are errors.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE = "NetworkOverhead", "NetworkBa
 PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH, ALLOCATABLE)
 FILTER_PLUGINS = (NETWORK_OVERHEAD, NETWORK_BANDWIDTH)
 RESOURCES_FIT = "NodeResourcesFit"  # kube-scheduler's own filter, applied by `netaware schedule` (never the extender)
+# kube-scheduler's default profile's filters the engine models, in the order it runs them (the extender runs none:
+# kube-scheduler did before asking it)
+IN_TREE_FILTERS = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", RESOURCES_FIT,
+                   "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+                   "InterPodAffinity")  # fmt: skip
+TOPOLOGY_SPREAD = "PodTopologySpread"
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -153,6 +161,17 @@ class NodeResourcesAllocatableArgsDoc(_Args):
     resources: list[ResourceWeight] = []
 
 
+class DefaultConstraintDoc(_Strict):
+    max_skew: int = Field(ge=1)
+    topology_key: str = Field(min_length=1)
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+
+
+class PodTopologySpreadArgsDoc(_Args):
+    default_constraints: list[DefaultConstraintDoc] = []
+    defaulting_type: Literal["System", "List"] = "System"
+
+
 ARGS: dict[str, type[_Args]] = {
     "NetworkOverhead": NetworkOverheadArgsDoc,
     "NetworkBandwidth": NetworkBandwidthArgsDoc,
@@ -161,8 +180,19 @@ ARGS: dict[str, type[_Args]] = {
 
 
 @dataclass(frozen=True)
+class DefaultSpread:
+    """A default topology spread constraint of the configuration (``PodTopologySpreadArgs.defaultConstraints``)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
-    filters: tuple[str, ...] = FILTER_PLUGINS
+    filters: tuple[str, ...] = (*IN_TREE_FILTERS, *FILTER_PLUGINS)
+    # None: kube-scheduler's system defaults (defaultingType: System); else the listed ones (List)
+    default_spread: tuple[DefaultSpread, ...] | None = None
     weights: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(PLUGINS, 1))
     overhead: NetworkOverheadArgs = field(default_factory=NetworkOverheadArgs)
     bandwidth: NetworkBandwidthArgs = field(default_factory=NetworkBandwidthArgs)
@@ -190,18 +220,29 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
                 weights[entry.name] = entry.weight or 1
     if plugins is None:
         filters, weights = list(FILTER_PLUGINS), dict.fromkeys(PLUGINS, 1)
-    if _in_tree_enabled(plugins, RESOURCES_FIT):
-        filters.insert(0, RESOURCES_FIT)  # kube-scheduler runs it before any extender
+    filters[:0] = [name for name in IN_TREE_FILTERS if _in_tree_enabled(plugins, name)]  # they run before extenders
     args: dict[str, Any] = {}
     for index, entry in enumerate(profile.plugin_config):
         if entry.name in ARGS:
             where = join_path(path, f"profiles[0].pluginConfig[{index}].args")
             args[entry.name] = _validated(ARGS[entry.name], entry.args, where)
+    spread_args = next((entry for entry in profile.plugin_config if entry.name == TOPOLOGY_SPREAD), None)
+    default_spread = None
+    if spread_args is not None:
+        where = join_path(path, f"profiles[0].pluginConfig[{profile.plugin_config.index(spread_args)}].args")
+        spread = _validated(PodTopologySpreadArgsDoc, spread_args.args, where)
+        if spread.defaulting_type == "List":
+            default_spread = tuple(DefaultSpread(c.max_skew, c.topology_key, c.when_unsatisfiable)
+                                   for c in spread.default_constraints)  # fmt: skip
+        elif spread.default_constraints:
+            raise FieldError(f"{where}.defaultConstraints", [c.model_dump() for c in spread.default_constraints],
+                             "must be empty when defaultingType is System")  # fmt: skip
     overhead = args.get(NETWORK_OVERHEAD) or NetworkOverheadArgsDoc()
     bandwidth = args.get(NETWORK_BANDWIDTH) or NetworkBandwidthArgsDoc()
     allocatable = args.get(ALLOCATABLE) or NodeResourcesAllocatableArgsDoc()
     return SchedulerConfig(
         filters=tuple(filters),
+        default_spread=default_spread,
         weights=weights,
         overhead=NetworkOverheadArgs(
             namespaces=tuple(overhead.namespaces),

@@ -1,5 +1,6 @@
-"""The cluster's objects as the engine reads them (pure): Node, Pod, Namespace, ConfigMap, PodDisruptionBudget and
-NodeMetric, each parsed from its raw dict once, with errors naming the field."""
+"""The cluster's objects as the engine reads them (pure): Node, Pod, Namespace, ConfigMap, PodDisruptionBudget,
+NodeMetric, and the Services and controllers (ReplicaSet, StatefulSet, ReplicationController) by their selectors,
+each parsed from its raw dict once, with errors naming the field (the storage kinds: :mod:`.storage`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.api.quantity import Quantity
+from operators.api.selectors import Selector, from_label_selector
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -328,6 +330,60 @@ class NodeMetric:
             pod_usage=MappingProxyType(pods),
             raw=raw,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    namespace: str
+    name: str
+    selector: Mapping[str, str] | None  # spec.selector; None (absent or empty, as stored): it selects no pod
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> Service:
+        meta = _metadata(raw)
+        selector = _labels(_object(raw.get("spec"), "spec").get("selector"), "spec.selector")
+        return cls(str(meta.get("namespace") or default_namespace), meta["name"], selector or None, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationController:
+    namespace: str
+    name: str
+    selector: Mapping[str, str]  # spec.selector, a map
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> ReplicationController:
+        meta = _metadata(raw)
+        selector = _labels(_object(raw.get("spec"), "spec").get("selector"), "spec.selector")
+        return cls(str(meta.get("namespace") or default_namespace), meta["name"], selector, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelected:
+    """A controller by its ``spec.selector`` (a label selector; absent: it selects nothing)."""
+
+    namespace: str
+    name: str
+    selector: Selector
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], default_namespace: str = DEFAULT_NAMESPACE) -> Self:
+        meta = _metadata(raw)
+        selector = from_label_selector(_object(raw.get("spec"), "spec").get("selector"), "spec.selector")
+        return cls(str(meta.get("namespace") or default_namespace), meta["name"], selector, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSet(LabelSelected):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StatefulSet(LabelSelected):
+    pass
 
 
 def place_of(node: Node | None) -> tuple[str, str] | None:

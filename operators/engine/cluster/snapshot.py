@@ -8,6 +8,7 @@ CRDs are read into their pydantic models. Errors name the field path of the obje
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -30,7 +31,12 @@ from operators.engine.cluster.objects import (
     NodeMetric,
     Pod,
     PodDisruptionBudget,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
 )
+from operators.engine.cluster.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from operators.memo import remember
 
 # Old API groups of the diktyo CRDs (docs/design/contracts.md); read with a warning.
@@ -57,6 +63,16 @@ class Snapshot:
     network_topologies: tuple[NetworkTopology, ...] = ()
     node_slos: tuple[NodeSLO, ...] = ()
     node_metrics: tuple[NodeMetric, ...] = ()
+    # what kube-scheduler's volume plugins read (kube/volumes.py)
+    persistent_volume_claims: tuple[PersistentVolumeClaim, ...] = ()
+    persistent_volumes: tuple[PersistentVolume, ...] = ()
+    storage_classes: tuple[StorageClass, ...] = ()
+    csi_nodes: tuple[CSINode, ...] = ()
+    # what selects a pod for the default topology spread constraints (kube/defaults.py)
+    services: tuple[Service, ...] = ()
+    replica_sets: tuple[ReplicaSet, ...] = ()
+    stateful_sets: tuple[StatefulSet, ...] = ()
+    replication_controllers: tuple[ReplicationController, ...] = ()
     warnings: tuple[str, ...] = ()
 
     @functools.cached_property
@@ -97,6 +113,39 @@ class Snapshot:
     def config_map_by_key(self) -> Mapping[tuple[str, str], ConfigMap]:
         return MappingProxyType({(cm.namespace, cm.name): cm for cm in self.config_maps})
 
+    @functools.cached_property
+    def claim_by_key(self) -> Mapping[tuple[str, str], PersistentVolumeClaim]:
+        return MappingProxyType({(claim.namespace, claim.name): claim for claim in self.persistent_volume_claims})
+
+    @functools.cached_property
+    def volume_by_name(self) -> Mapping[str, PersistentVolume]:
+        return MappingProxyType({volume.name: volume for volume in self.persistent_volumes})
+
+    @functools.cached_property
+    def storage_class_by_name(self) -> Mapping[str, StorageClass]:
+        return MappingProxyType({storage_class.name: storage_class for storage_class in self.storage_classes})
+
+    @functools.cached_property
+    def csi_node_by_name(self) -> Mapping[str, CSINode]:
+        return MappingProxyType({csi_node.name: csi_node for csi_node in self.csi_nodes})
+
+    @functools.cached_property
+    def services_by_namespace(self) -> Mapping[str, tuple[Service, ...]]:
+        index: dict[str, list[Service]] = defaultdict(list)
+        for service in self.services:
+            index[service.namespace].append(service)
+        return MappingProxyType({namespace: tuple(found) for namespace, found in index.items()})
+
+    @functools.cached_property
+    def controller_by_key(self) -> Mapping[tuple[str, str, str], ReplicaSet | StatefulSet | ReplicationController]:
+        """(kind, namespace, name) -> the ReplicaSet, StatefulSet or ReplicationController."""
+        found: dict[tuple[str, str, str], ReplicaSet | StatefulSet | ReplicationController] = {}
+        for kind, controllers in (("ReplicaSet", self.replica_sets), ("StatefulSet", self.stateful_sets),
+                                  ("ReplicationController", self.replication_controllers)):  # fmt: skip
+            for controller in controllers:
+                found[(kind, controller.namespace, controller.name)] = controller
+        return MappingProxyType(found)
+
     def appgroup_pods(self, namespace: str, name: str) -> tuple[Pod, ...]:
         return self.pods_by_appgroup.get((namespace, name), ())
 
@@ -116,6 +165,14 @@ BUILTIN_KINDS: dict[tuple[str, str], tuple[str, Callable[[dict[str, Any]], Any]]
     ("v1", "ConfigMap"): ("config_maps", ConfigMap.parse),
     ("policy/v1", "PodDisruptionBudget"): ("pdbs", PodDisruptionBudget.parse),
     ("slo.koordinator.sh/v1alpha1", "NodeMetric"): ("node_metrics", NodeMetric.parse),
+    ("v1", "PersistentVolumeClaim"): ("persistent_volume_claims", PersistentVolumeClaim.parse),
+    ("v1", "PersistentVolume"): ("persistent_volumes", PersistentVolume.parse),
+    ("storage.k8s.io/v1", "StorageClass"): ("storage_classes", StorageClass.parse),
+    ("storage.k8s.io/v1", "CSINode"): ("csi_nodes", CSINode.parse),
+    ("v1", "Service"): ("services", Service.parse),
+    ("apps/v1", "ReplicaSet"): ("replica_sets", ReplicaSet.parse),
+    ("apps/v1", "StatefulSet"): ("stateful_sets", StatefulSet.parse),
+    ("v1", "ReplicationController"): ("replication_controllers", ReplicationController.parse),
 }
 
 # kind -> (the snapshot's slot, its model)
@@ -237,18 +294,8 @@ class SnapshotBuilder:
         def values(slot: str) -> tuple[Any, ...]:
             return tuple(self._objects[slot][key] for key in sorted(self._objects[slot], key=_sort_key))
 
-        return Snapshot(
-            nodes=values("nodes"),
-            pods=values("pods"),
-            namespaces=values("namespaces"),
-            config_maps=values("config_maps"),
-            pdbs=values("pdbs"),
-            app_groups=values("app_groups"),
-            network_topologies=values("network_topologies"),
-            node_slos=values("node_slos"),
-            node_metrics=values("node_metrics"),
-            warnings=tuple(self.warnings),
-        )
+        slots = [field.name for field in dataclasses.fields(Snapshot) if field.name != "warnings"]
+        return Snapshot(**{slot: values(slot) for slot in slots}, warnings=tuple(self.warnings))
 
 
 def _sort_key(key: tuple[str, str]) -> tuple[str, str]:

@@ -102,6 +102,7 @@ class Plan:
             "unplaceable": dict(sorted(self.unplaceable.items())),
             "cost": {
                 "total": self.cost.cost,
+                "spreadPenalty": self.cost.spread_penalty,
                 "pairsOverMaxNetworkCost": self.cost.over_limit,
                 "objective": self.cost.objective,
                 "meanPerEdge": round(self.mean_edge_cost(), 3),

@@ -6,10 +6,14 @@ and what every dependency edge costs between two places.
 2. **Edges**: per dependency ``A -> B`` of the spec, every (pod of A, pod of B) pair, with the dependency's
    ``maxNetworkCost``. A pair costs what NetworkOverhead counts: 0 on one node, 1 in one zone, the
    NetworkTopology's zone cost within a region, its region cost across, 100 when unknown or unlabelled.
-3. **Where a pod may go**: kube-scheduler's filters for that pod on that node, as the engine writes them once
-   (:mod:`operators.engine.cluster.fit`): NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector and
-   required affinity), NodeResourcesFit (the pods limit and every requested resource against what the node's
-   pods leave), and NetworkBandwidth (the pod's demand against the node's free bandwidth, under the accounting).
+3. **Where a pod may go**: kube-scheduler's default filters for that pod on that node, as the engine writes them
+   once (:mod:`operators.engine.cluster.kube.filters`): what the plan cannot change per shape and node (the static
+   mask: NodeUnschedulable, TaintToleration, NodeAffinity, host ports of bound pods, volumes, the topology keys the
+   pod's rules need), NodeResourcesFit (the pods limit and every requested resource against what the node's pods
+   and the plan's leave), NetworkBandwidth (the pod's demand against the node's free bandwidth, under the
+   accounting), and the rules between pods — inter-pod affinity and anti-affinity, topology spread, host ports —
+   counted with the plan's own pods (:mod:`.constraints`; their soft counterparts are the objective's
+   ``spreadPenalty``, :mod:`.soft`).
 4. **Objective**: the sum over pairs of their cost, plus :data:`OVER_LIMIT_PENALTY` per pair above its
    ``maxNetworkCost`` (where the dependency sets one): ``maxNetworkCost`` is met wherever it can be.
 
@@ -34,7 +38,9 @@ from operators.api.errors import FieldError
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
 from operators.engine.cluster.fit import DEFAULT_PODS, amount, placement_reasons, requested_on_nodes
+from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Node, Pod
+from operators.engine.planning.constraints import PlanConstraints, build_constraints, needs_static, static_failure
 from operators.engine.planning.layout import Layout
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_bandwidth import passing
@@ -43,6 +49,7 @@ from operators.memo import remember
 
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
+NOT_IN_LAYOUT = "node(s) not among the workload's deficit nodes"  # a rebalancer's layout narrowed the pod's nodes
 OVER_LIMIT_PENALTY = 1000  # per pod pair above its maxNetworkCost: far above any cost a pair can have (<= 10000)
 
 
@@ -81,6 +88,18 @@ class Problem:
     fixed: list[tuple[Pod, int, int]]  # (pod, workload, node) of the bound members
     unplaceable: dict[str, str] = field(default_factory=dict)  # pod key -> why it fits no node, as it stands
     notes: list[str] = field(default_factory=list)
+    constraints: PlanConstraints | None = None  # the rules between pods (None: no pod has one)
+    shapes: Ints | None = None  # pod -> its shape of the pod rules (:mod:`.domains`)
+    cycles: list[kube_filters.Cycle] = field(default_factory=list)  # per shape: kube-scheduler's, over the bound pods
+    where: list[Node] = field(default_factory=list)  # the nodes
+
+    def static_reason(self, pod: int, node: int) -> tuple[tuple[str, ...], bool]:
+        """Why the static mask refuses ``node`` for ``pod``, in kube-scheduler's words, and whether that filter
+        runs before NodeResourcesFit (:func:`~.constraints.static_failure`; a layout's narrowing when none does)."""
+        if self.shapes is None or not self.cycles or not self.where:
+            return (NOT_IN_LAYOUT,), True
+        reasons, early = static_failure(self.cycles[int(self.shapes[pod])], self.where[node])
+        return (reasons, early) if reasons else ((NOT_IN_LAYOUT,), True)
 
     def pair_cost(self, node_a: int, node_b: int) -> int:
         return 0 if node_a == node_b else int(self.place_cost[self.place_of[node_a], self.place_of[node_b]])
@@ -185,13 +204,8 @@ def build_problem(
             demand[row] = pod_demand(pod.annotations, pod.requests)
         except FieldError as error:
             unplaceable[pod.key] = f"bandwidth unreadable: {error}"
-    masks: dict[str, Bools] = {}
-    eligible = []
-    for pod in pending:
-        shape = _shape(pod)
-        if shape not in masks:
-            masks[shape] = np.array([_placeable(shape, pod, node) for node in nodes], dtype=np.bool_)
-        eligible.append(masks[shape] if pod.key not in unplaceable else np.zeros(len(nodes), dtype=np.bool_))
+    constraints, cycles = build_constraints(pending, nodes, index.placed, config)
+    eligible = _static_masks(pending, nodes, constraints, cycles, unplaceable)
     if layout:
         eligible = _follow(layout, selectors, position, fixed, pending, eligible)
     return Problem(
@@ -219,7 +233,42 @@ def build_problem(
         fixed=fixed,
         unplaceable=unplaceable,
         notes=notes,
+        constraints=constraints if constraints.counted else None,
+        shapes=constraints.shape_of,
+        cycles=cycles,
+        where=nodes,
     )
+
+
+def _static_masks(pending: Sequence[Pod], nodes: Sequence[Node], constraints: PlanConstraints,
+                  cycles: Sequence[kube_filters.Cycle], unplaceable: dict[str, str]) -> list[Bools]:  # fmt: skip
+    """Per pod, the nodes the static mask lets it on (rule 3): its node affinity, taints and the unschedulable mark
+    per placement shape (kept across plans), the rest of :data:`~.constraints.STATIC_FILTERS` per shape of the
+    constraints where the pod has more (host ports, volumes, affinity or spread keys). A pod whose spec cannot be
+    read is unplaceable, with why."""
+    masks: dict[str, Bools] = {}
+    extra: dict[tuple[int, str], Bools] = {}
+    nothing = np.zeros(len(nodes), dtype=np.bool_)
+    out = []
+    for row, pod in enumerate(pending):
+        shape, placement = int(constraints.shape_of[row]), _shape(pod)
+        cycle = cycles[shape]
+        if cycle.problem and pod.key not in unplaceable:
+            unplaceable[pod.key] = cycle.problem
+        if pod.key in unplaceable:
+            out.append(nothing)
+            continue
+        if placement not in masks:
+            masks[placement] = np.array([_placeable(placement, pod, node) for node in nodes], dtype=np.bool_)
+        mask = masks[placement]
+        if needs_static(cycle):
+            both = (shape, placement)
+            if both not in extra:
+                extra[both] = np.array([ok and not static_failure(cycle, node)[0]
+                                        for ok, node in zip(mask, nodes, strict=True)], dtype=np.bool_)  # fmt: skip
+            mask = extra[both]
+        out.append(mask)
+    return out
 
 
 def _follow(

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from operators.api.appgroup import AppGroup
+from operators.api.config.scheduler import IN_TREE_FILTERS
+from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Node
 from operators.engine.scheduling.network_overhead import SAME_NODE_COST, place_costs
 from operators.engine.scheduling.schedule import PASSED, CycleResult
@@ -60,6 +62,24 @@ def why_not(result: CycleResult) -> list[str]:
             if verdict != PASSED:
                 rejected.setdefault(plugin, {})[node] = verdict
     return summary(rejected, len(result.filters))
+
+
+def unavailable(result: CycleResult) -> str:
+    """What kube-scheduler's FailedScheduling Event says of a pod no node fits: ``0/N nodes are available:`` and,
+    per reason, how many nodes it rejected (:func:`~operators.engine.cluster.kube.filters.unavailable`;
+    NodeResourcesFit may give several reasons for a node: ``Insufficient cpu, Insufficient memory``); "" when a node
+    fits."""
+    if result.selected is not None or not result.filters:
+        return ""
+    counts: Counter[str] = Counter()
+    for verdicts in result.filters.values():
+        first = next(((plugin, verdict) for plugin, verdict in verdicts.items() if verdict != PASSED), None)
+        if first is None:
+            continue
+        plugin, verdict = first
+        for reason in verdict.split(", ") if plugin in IN_TREE_FILTERS else (verdict,):
+            counts[reason] += 1
+    return kube_filters.unavailable(len(result.filters), counts)
 
 
 def summary(rejected: Mapping[str, Mapping[str, str]], candidates: int) -> list[str]:

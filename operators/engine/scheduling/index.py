@@ -20,6 +20,7 @@ from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
 from operators.engine.cluster.fit import requested_on_nodes
+from operators.engine.cluster.kube.view import PlacedPods
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
@@ -54,6 +55,16 @@ class ClusterIndex:
     @property
     def node_by_name(self) -> Mapping[str, Node]:
         return self.snapshot.node_by_name
+
+    @functools.cached_property
+    def placed(self) -> PlacedPods:
+        """The placed pods as kube-scheduler's default plugins read them (by namespace, with affinity terms, with
+        host ports), over the snapshot's nodes and namespaces."""
+        return PlacedPods(self.usage, self.node_by_name, self.snapshot.namespace_by_name)
+
+    def requested(self, node: str) -> tuple[Mapping[str, int], int]:
+        """What the pods on ``node`` request per resource, and how many they are (NodeResourcesFit's counts)."""
+        return self.requested_resources.get(node, ({}, 0))
 
     @functools.cached_property
     def requested_resources(self) -> dict[str, tuple[dict[str, int], int]]:

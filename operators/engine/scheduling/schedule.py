@@ -6,10 +6,12 @@ The result is a ``CycleResult``; ``to_simulator_json()`` renders kube-scheduler-
 ``totalScore`` and ``selectedNode`` (the highest total; ties go to the first node name). The cycle itself is
 :mod:`operators.engine.scheduling.framework`; the configuration :mod:`operators.api.config.scheduler`.
 
-netaware's plugins run here (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable), and of the in-tree
-plugins kube-scheduler adds, NodeResourcesFit's filter when the configuration enables it (a pod that fits only the
-big node is never placed on a small one); the in-tree scores (NodeResourcesFit's, BalancedAllocation, ...) are
-kube-scheduler's, so a real placement also weighs those.
+Filters run as kube-scheduler runs them before it calls its extender: first the default profile's filters the
+configuration enables (:mod:`operators.engine.cluster.kube.filters`, in kube-scheduler's order; a node's verdict is
+the first one that rejects it, with its reasons, and the later filters do not run on it), then netaware's plugins
+(NetworkOverhead, NetworkBandwidth) on the nodes that passed. A pod already bound (``explain`` of a placed pod) is
+not counted against itself. The in-tree scores (NodeResourcesFit's, BalancedAllocation, ...) are kube-scheduler's,
+so a real placement also weighs those.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from operators.api.config.scheduler import RESOURCES_FIT, SchedulerConfig
-from operators.engine.cluster.fit import amount, insufficient
+from operators.api.config.scheduler import IN_TREE_FILTERS, SchedulerConfig
+from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.framework import (
     CycleState,
@@ -99,14 +101,11 @@ def schedule(
     failed: dict[str, dict[str, str]] = {}
     passing = candidates
     if "filter" in stages:
-        failed = filter_table(state, candidates, config)
-        if RESOURCES_FIT in config.filters:
-            failed = {RESOURCES_FIT: resources_fit(pod, candidates, index), **failed}
-        rejected = set().union(*failed.values()) if failed else set()
-        if rejected:
-            keep = np.ones(len(candidates), dtype=np.bool_)
-            keep[[candidates.row_of[name] for name in rejected]] = False
-            passing = candidates.rows(np.nonzero(keep)[0])
+        in_tree = tuple(name for name in config.filters if name in IN_TREE_FILTERS)
+        failed = in_tree_failures(pod, index, candidates, in_tree, config) if in_tree else {}
+        passing = _without(candidates, failed)
+        failed.update(filter_table(state, passing, config))
+        passing = _without(passing, failed)
     names = passing.names
     raw: dict[str, Ints] = {}
     normalized: dict[str, Ints] = {}
@@ -123,33 +122,50 @@ def schedule(
         return result
     return replace(
         result,
-        filters={
-            name: {plugin: failed.get(plugin, {}).get(name, PASSED) for plugin in config.filters}
-            for name in candidates.names
-        },
+        filters={name: _verdicts(name, failed, config.filters) for name in candidates.names},
         raw=_by_node(names, raw),
         normalized=_by_node(names, normalized),
         final=_by_node(names, {plugin: values * config.weights[plugin] for plugin, values in normalized.items()}),
     )
 
 
-def resources_fit(pod: Pod, table: NodeTable, index: ClusterIndex) -> dict[str, str]:
-    """kube-scheduler's NodeResourcesFit over the rows of ``table``: the rejected nodes with the reasons. A pod already
-    bound (``explain`` of a placed pod) is not counted against itself."""
-    held = index.requested_resources
-    failed = {}
+def in_tree_failures(
+    pod: Pod, index: ClusterIndex, table: NodeTable, enabled: tuple[str, ...], config: SchedulerConfig
+) -> dict[str, dict[str, str]]:
+    """kube-scheduler's default filters (``enabled`` of them) over the rows of ``table``: per plugin, the nodes it
+    was the first to reject, with its reasons joined by ", ". A pod already bound is taken off its node first (as
+    kube-scheduler's RemovePod), so that it is not counted against itself."""
+    cycle = kube_filters.prefilter(pod, index.placed, index.requested, kube_filters.spread_defaults(config))
+    if pod.node_name and not pod.is_terminal and (node := index.node_by_name.get(pod.node_name)) is not None:
+        kube_filters.add_pod(cycle, pod, node, sign=-1)
+    failed: dict[str, dict[str, str]] = {}
     for node in table.nodes:
-        requested, count = held.get(node.name, ({}, 0))
-        if node.name == pod.node_name and not pod.is_terminal:
-            requested = {
-                name: used - amount(name, pod.requests[name]) if name in pod.requests else used
-                for name, used in requested.items()
-            }
-            count -= 1
-        reasons = insufficient(pod.requests, node, requested, count)
+        plugin, reasons = kube_filters.failure(cycle, node, enabled)
         if reasons:
-            failed[node.name] = ", ".join(reasons)
+            failed.setdefault(plugin or enabled[0], {})[node.name] = ", ".join(reasons)
     return failed
+
+
+def _verdicts(node: str, failed: Mapping[str, Mapping[str, str]], plugins: tuple[str, ...]) -> dict[str, str]:
+    """Each filter plugin's verdict on ``node``, in order, up to the first that rejected it (kube-scheduler runs no
+    filter on a node after one rejected it: the later ones have no verdict)."""
+    verdicts: dict[str, str] = {}
+    for plugin in plugins:
+        reason = failed.get(plugin, {}).get(node)
+        verdicts[plugin] = reason or PASSED
+        if reason and plugin in IN_TREE_FILTERS:
+            break
+    return verdicts
+
+
+def _without(table: NodeTable, failed: Mapping[str, Mapping[str, str]]) -> NodeTable:
+    """The rows of ``table`` no plugin rejected."""
+    rejected = set().union(*failed.values()) if failed else set()
+    if not rejected:
+        return table
+    keep = np.ones(len(table), dtype=np.bool_)
+    keep[[table.row_of[name] for name in rejected if name in table.row_of]] = False
+    return table.rows(np.nonzero(keep)[0])
 
 
 def _by_node(names: list[str], per_plugin: Mapping[str, Ints]) -> ByNode:

@@ -29,10 +29,19 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from operators.api.config.scheduler import IN_TREE_FILTERS, SchedulerConfig
 from operators.api.errors import FieldError
+from operators.api.selectors import EVERYTHING
 from operators.engine.cluster.fit import amount, insufficient, placement_allows, tolerates, tolerates_unschedulable
 from operators.engine.cluster.kube import interpod, ports, spread
-from operators.engine.cluster.kube.terms import HostPort, SchedulingSpec, SpreadConstraint, scheduling_spec
+from operators.engine.cluster.kube.terms import (
+    HONOR,
+    IGNORE,
+    HostPort,
+    SchedulingSpec,
+    SpreadConstraint,
+    scheduling_spec,
+)
 from operators.engine.cluster.kube.view import PlacedPods
 from operators.engine.cluster.objects import Node, Pod
 
@@ -43,11 +52,18 @@ UNSCHEDULABLE = "node(s) were unschedulable"
 UNTOLERATED = "node(s) had untolerated taint(s)"
 NODE_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 UNREADABLE = "spec unreadable"
-# kube-scheduler's default profile's filters netaware models, in the order it runs them
-DEFAULT_FILTERS = (NODE_UNSCHEDULABLE, TAINT_TOLERATION, NODE_AFFINITY, NODE_PORTS, RESOURCES_FIT, TOPOLOGY_SPREAD,
-                   INTER_POD_AFFINITY)  # fmt: skip
+DEFAULT_FILTERS = IN_TREE_FILTERS  # kube-scheduler's default profile's filters netaware models, in its order
 
 Requested = Callable[[str], tuple[Mapping[str, int], int]]  # node -> what its pods request, and how many they are
+
+
+def spread_defaults(config: SchedulerConfig) -> tuple[SpreadConstraint, ...] | None:
+    """The configuration's default topology spread constraints (None: kube-scheduler's system defaults); their
+    selector is each pod's own default selector."""
+    if config.default_spread is None:
+        return None
+    return tuple(SpreadConstraint(c.max_skew, c.topology_key, EVERYTHING, 1, HONOR, IGNORE, c.when_unsatisfiable)
+                 for c in config.default_spread)  # fmt: skip
 
 
 def allows(pod: Pod, node: Node) -> tuple[bool, bool]:
@@ -72,12 +88,13 @@ class Cycle:
     added: dict[str, Counter[str]] = field(default_factory=dict)
     added_pods: Counter[str] = field(default_factory=Counter)
     added_ports: dict[str, list[tuple[HostPort, ...]]] = field(default_factory=dict)
+    removed: set[str] = field(default_factory=set)  # placed pods taken off their node (their keys)
 
 
 def prefilter(pod: Pod, placed: PlacedPods, requested: Requested,
               defaults: Sequence[SpreadConstraint] | None = None) -> Cycle:  # fmt: skip
-    """Every default plugin's PreFilter for ``pod`` (``defaults``: the configuration's default spread constraints;
-    None: the system's)."""
+    """Every default plugin's PreFilter for ``pod`` (``defaults``: the configuration's default spread constraints,
+    :func:`spread_defaults`; None: the system's)."""
     try:
         spec = scheduling_spec(pod)
     except FieldError as error:
@@ -107,7 +124,7 @@ def failure(cycle: Cycle, node: Node, enabled: Collection[str] = DEFAULT_FILTERS
     spec = cycle.spec
     assert spec is not None
     if NODE_PORTS in enabled and spec.host_ports:
-        used = [*cycle.placed.ports_on(node.name), *cycle.added_ports.get(node.name, ())]
+        used = [*cycle.placed.ports_on(node.name, cycle.removed), *cycle.added_ports.get(node.name, ())]
         if ports.conflicts(spec.host_ports, used):
             return (NODE_PORTS, (ports.CONFLICT,))
     if RESOURCES_FIT in enabled:
@@ -123,6 +140,14 @@ def failure(cycle: Cycle, node: Node, enabled: Collection[str] = DEFAULT_FILTERS
     if INTER_POD_AFFINITY in enabled and (reason := interpod.check(cycle.interpod, node)):
         return (INTER_POD_AFFINITY, (reason,))
     return ("", ())
+
+
+def unavailable(nodes: int, reasons: Mapping[str, int]) -> str:
+    """kube-scheduler's FailedScheduling message for a pod no node of ``nodes`` fits: ``0/N nodes are available:``
+    and ``count reason`` per reason (each node counted once per reason of the first filter that rejected it),
+    sorted as strings, as kube-scheduler sorts them."""
+    found = sorted(f"{count} {reason}" for reason, count in reasons.items() if count)
+    return f"0/{nodes} nodes are available: " + ", ".join(found) + "."
 
 
 def add_pod(cycle: Cycle, other: Pod, node: Node, sign: int = 1) -> None:
@@ -141,6 +166,8 @@ def add_pod(cycle: Cycle, other: Pod, node: Node, sign: int = 1) -> None:
             held.append(other_ports)
         elif other_ports in held:
             held.remove(other_ports)
+        elif other.node_name == node.name:  # a placed pod taken off its node
+            cycle.removed.add(other.key)
     if cycle.spread is not None:
         spread.add_pod(cycle.spread, other, node, sign)
     if cycle.interpod is not None:

@@ -88,7 +88,7 @@ def constraints_of(pod: Pod, spec: SchedulingSpec, placed: PlacedPods, action: s
                                   c.node_taints_policy, c.when_unsatisfiable) for c in chosen)  # fmt: skip
 
 
-def _eligible(constraint: SpreadConstraint, pod: Pod, node: Node,
+def eligible(constraint: SpreadConstraint, pod: Pod, node: Node,
               allows: Callable[[Pod, Node], tuple[bool, bool]]) -> bool:  # fmt: skip
     affinity, taints = allows(pod, node)
     if constraint.node_affinity_policy == HONOR and not affinity:
@@ -112,7 +112,7 @@ def prefilter(pod: Pod, spec: SchedulingSpec, placed: PlacedPods, allows: Callab
         if not _has_keys(node, constraints):
             continue
         for i, constraint in enumerate(constraints):
-            if _eligible(constraint, pod, node, allows):
+            if eligible(constraint, pod, node, allows):
                 state.counts[i][node.labels[constraint.topology_key]] += 0  # the domain exists, empty or not
     by_node: dict[str, list[Pod]] = {}
     for other in placed.in_namespace(pod.namespace):
@@ -138,7 +138,7 @@ def _count(state: SpreadState, other: Pod, node: Node, sign: int, placed: bool) 
     for i, constraint in enumerate(state.constraints):
         if placed and constraint.selector.is_empty:
             continue  # upstream's countPodsMatchSelector: an empty selector counts no placed pod
-        if constraint.selector.matches(other.labels) and _eligible(constraint, state.pod, node, state.allows):
+        if constraint.selector.matches(other.labels) and eligible(constraint, state.pod, node, state.allows):
             state.counts[i][node.labels[constraint.topology_key]] += sign
 
 
@@ -199,7 +199,7 @@ def prescore(pod: Pod, spec: SchedulingSpec, placed: PlacedPods, passed: Sequenc
                 continue  # upstream's countPodsMatchSelector: an empty selector counts no pod
             if constraint.topology_key == HOSTNAME:  # upstream counts a node's own pods, whatever its policies
                 on_node.setdefault(where.name, [0] * len(constraints))[i] += 1
-            elif (not require_all or _has_keys(where, constraints)) and _eligible(constraint, pod, where, allows):
+            elif (not require_all or _has_keys(where, constraints)) and eligible(constraint, pod, where, allows):
                 value = where.labels.get(constraint.topology_key, "")
                 if value in domains[i]:
                     counts[i][value] += 1

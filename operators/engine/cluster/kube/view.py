@@ -8,7 +8,7 @@ on top of it (a plan's own pods) are counted into a plugin's state by its ``add_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from operators.api.selectors import EVERYTHING, Selector
@@ -35,9 +35,15 @@ class PlacedPods:
         return found.labels if found is not None else {}
 
     def in_namespaces(self, term: AffinityTerm) -> Iterator[Pod]:
-        """The placed pods in the namespaces ``term`` selects (its names, or its namespace selector)."""
+        """The placed pods in the namespaces ``term`` selects (its names, or its namespace selector — over the
+        namespaces that exist, as upstream's lister; a view without any Namespace, an offline snapshot that left
+        them out, reads every namespace as unlabelled)."""
+        known = bool(self.namespaces)
         for namespace, pods in self.usage.placed.items():
-            if namespace in term.namespaces or term.namespace_selector.matches(self.namespace_labels(namespace)):
+            if namespace in term.namespaces or (
+                (namespace in self.namespaces or not known)
+                and term.namespace_selector.matches(self.namespace_labels(namespace))
+            ):
                 yield from pods.values()
 
     def in_namespace(self, namespace: str) -> Iterable[Pod]:
@@ -51,8 +57,10 @@ class PlacedPods:
         for pods in self.usage.placed.values():
             yield from pods.values()
 
-    def ports_on(self, node: str) -> Iterable[tuple[HostPort, ...]]:
-        return self.usage.ports.get(node, {}).values()
+    def ports_on(self, node: str, without: Collection[str] = ()) -> Iterable[tuple[HostPort, ...]]:
+        """The host ports of the placed pods on ``node`` (but the pods keyed ``without``)."""
+        held = self.usage.ports.get(node, {})
+        return [ports for key, ports in held.items() if key not in without] if without else held.values()
 
     def default_selector(self, pod: Pod) -> Selector:
         """What selects ``pod`` for the default topology spread constraints (upstream's DefaultSelector: its

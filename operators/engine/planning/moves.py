@@ -1,0 +1,295 @@
+"""The planner's moves (pure): a plan's state (:class:`Assignment`), what it costs (:class:`PlacedCost`), and the
+steps every part of the search takes on it (:class:`Moves`): put a pod on a node and take it off again (counts per
+workload, node and place; resources, bandwidth and the pods' topology tally kept in step), the nodes a pod fits
+on, the cost a pod adds on every node at once, and whether the plan still holds as a whole.
+
+One evaluation of a pod is O(nodes x edges of its workload) with numpy: its cost on every node at once from
+per-place and per-node counts of each workload (:meth:`Moves.node_costs`), plus its soft rules' penalty per node
+(:mod:`.soft`) when it has some.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from operators.engine.planning.domains import Tally
+from operators.engine.planning.problem import (
+    OVER_LIMIT_PENALTY,
+    Bools,
+    Edge,
+    Ints,
+    Problem,
+    incident,
+    penalized_costs,
+)
+
+Refused = dict[int, tuple[str, ...]]  # node -> kube-scheduler's reasons
+UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibility first
+
+
+@dataclass
+class Assignment:
+    """The search's state: where each planned pod is (-1: nowhere), per-workload counts per node and per place
+    (bound members included), and what the nodes have left."""
+
+    node: Ints
+    count_node: Ints  # workload x node
+    count_place: Ints  # workload x place
+    free: Ints
+    pods_free: Ints
+    used: Ints
+    tally: Tally | None = None  # the plan's pods per topology domain, when pods have rules between them
+
+    def copy(self) -> Assignment:
+        tally = None if self.tally is None else self.tally.copy()
+        return Assignment(self.node.copy(), self.count_node.copy(), self.count_place.copy(), self.free.copy(),
+                          self.pods_free.copy(), self.used.copy(), tally)  # fmt: skip
+
+
+@dataclass
+class PlacedCost:
+    """The cost of a placement: pairs' network cost, pairs above their ``maxNetworkCost``, pods left out, and the
+    soft pod constraints' pairs (:mod:`.soft`)."""
+
+    cost: int
+    over_limit: int
+    unplaced: int
+    spread_penalty: int = 0
+
+    @property
+    def objective(self) -> int:
+        return (self.cost + OVER_LIMIT_PENALTY * self.over_limit + UNPLACED_PENALTY * self.unplaced
+                + self.spread_penalty)  # fmt: skip
+
+
+@dataclass
+class Moves:
+    """The steps on an :class:`Assignment` of one :class:`Problem` (see the module docstring)."""
+
+    def __init__(self, problem: Problem, seed: int = 0):
+        self.problem = problem
+        self.rng = np.random.default_rng(seed)
+        self.incident = incident(problem)
+        self.penalized = {id(edge): penalized_costs(problem, edge) for edge in problem.edges}
+        self.diagonal = {key: np.diagonal(grid)[problem.place_of] for key, grid in self.penalized.items()}
+        nodes = len(problem.nodes)
+        self.rank = self.rng.permutation(nodes).astype(np.int64)  # the seeded order of ties
+        self.presence_scale = len(problem.pods) + len(problem.fixed) + 1
+        grid = problem.place_cost
+        self.cost_diagonal = np.diagonal(grid)[problem.place_of]
+        self.above = {  # edge -> (place x place: a pair above its maxNetworkCost, the same per node on its diagonal)
+            id(edge): (above, np.diagonal(above)[problem.place_of].astype(np.int64))
+            for edge in problem.edges
+            if edge.max_cost is not None
+            for above in [(grid > edge.max_cost).astype(np.int64)]
+        }
+        self.linked = np.zeros(len(problem.workloads), dtype=np.bool_)  # workload -> has a dependency edge
+        for edge in problem.edges:
+            self.linked[[edge.source, edge.target]] = True
+        self.rules = problem.constraints
+        # why_nowhere's static refusals per (pod shape, refused nodes)
+        self.static_refusals: dict[tuple[int, tuple[int, ...]], tuple[Refused, Refused]] = {}
+        if self.rules is not None:  # a pod with soft rules costs something alone: it is "linked" to the others
+            shapes = self.rules.shape_of
+            for pod in range(len(problem.pods)):
+                if self.rules.soft.concerns(int(shapes[pod])):
+                    self.linked[problem.pod_workload[pod]] = True
+
+    def empty(self) -> Assignment:
+        problem = self.problem
+        workloads, nodes, places = len(problem.workloads), len(problem.nodes), len(problem.places)
+        count_node = np.zeros((workloads, nodes), dtype=np.int64)
+        count_place = np.zeros((workloads, places), dtype=np.int64)
+        for _, workload, node in problem.fixed:
+            count_node[workload, node] += 1
+            count_place[workload, problem.place_of[node]] += 1
+        return Assignment(
+            np.full(len(problem.pods), -1, dtype=np.int64),
+            count_node,
+            count_place,
+            problem.free.copy(),
+            problem.pods_free.copy(),
+            problem.used.copy(),
+            self.rules.tally() if self.rules is not None else None,
+        )
+
+    def put(self, state: Assignment, pod: int, node: int) -> None:
+        problem, workload = self.problem, int(self.problem.pod_workload[pod])
+        state.node[pod] = node
+        state.count_node[workload, node] += 1
+        state.count_place[workload, problem.place_of[node]] += 1
+        state.free[node] -= problem.requests[pod]
+        state.pods_free[node] -= 1
+        state.used[node] += problem.demand[pod]
+        if state.tally is not None and self.rules is not None:
+            self.rules.add(state.tally, pod, node)
+
+    def take(self, state: Assignment, pod: int) -> int:
+        problem, workload, node = self.problem, int(self.problem.pod_workload[pod]), int(state.node[pod])
+        if node >= 0:
+            state.count_node[workload, node] -= 1
+            state.count_place[workload, problem.place_of[node]] -= 1
+            state.free[node] += problem.requests[pod]
+            state.pods_free[node] += 1
+            state.used[node] -= problem.demand[pod]
+            state.node[pod] = -1
+            if state.tally is not None and self.rules is not None:
+                self.rules.add(state.tally, pod, node, -1)
+        return node
+
+    def node_costs(self, state: Assignment, pod: int) -> Ints:
+        """What pod ``pod`` adds to the penalised cost on each node, the others where ``state`` has them (the pod
+        itself not counted: take it out first)."""
+        problem = self.problem
+        total = np.zeros(len(problem.nodes), dtype=np.int64)
+        for edge, other in self.incident[int(problem.pod_workload[pod])]:
+            grid = self.penalized[id(edge)]
+            total += (grid @ state.count_place[other])[problem.place_of]
+            total -= state.count_node[other] * self.diagonal[id(edge)]  # pairs on one node: 0, not the zone's cost
+        rules = self.rules
+        if rules is not None and state.tally is not None:
+            shape = int(rules.shape_of[pod])
+            if rules.soft.concerns(shape):
+                total += rules.soft.node_penalty(shape, state.tally, rules.domains)
+        return total
+
+    def best(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1) -> tuple[int, int]:
+        """(node, its added cost) for ``pod`` among the nodes in ``fits``; (-1, 0) when there is none. Ties go to
+        the node with room for most of the ``remaining`` pods to place (so that later dependencies can join),
+        then to the node holding most of the AppGroup, then to the seeded order."""
+        if not fits.any():
+            return -1, 0
+        added = self.node_costs(state, pod)
+        room = np.minimum(self.room(state, pod), remaining)
+        presence = state.count_node.sum(axis=0)
+        if not self.linked[self.problem.pod_workload[pod]]:
+            presence = -presence  # a pod without dependencies costs 0 anywhere: out of the group's way
+        scale = self.presence_scale
+        score = ((added * scale - room) * scale - presence) * len(self.rank) + self.rank
+        score = np.where(fits, score, np.iinfo(np.int64).max)
+        node = int(np.argmin(score))
+        return node, int(added[node])
+
+    def room(self, state: Assignment, pod: int) -> Ints:
+        """How many pods like ``pod`` each node still takes (its pods limit, every resource it asks)."""
+        asks = self.problem.requests[pod]
+        room = state.pods_free.copy()
+        for column in np.nonzero(asks > 0)[0].tolist():
+            room = np.minimum(room, state.free[:, column] // asks[column])
+        return np.maximum(room, 0)
+
+    def fits(self, state: Assignment, pod: int) -> Bools:
+        """The nodes ``pod`` (not placed) fits on: resources, bandwidth, and its rules between pods."""
+        ok = self.problem.fits(pod, state.used, state.free, state.pods_free)
+        rules = self.rules
+        if rules is not None and state.tally is not None and rules.active(pod):
+            ok &= rules.allowed(pod, state.tally)
+        return ok
+
+    def holds(self, state: Assignment, pods: list[int]) -> bool:
+        """Whether every planned pod whose rules count ``pods`` (just moved) still passes them (the plan holds as a
+        whole: :meth:`~.constraints.PlanConstraints.broken`)."""
+        rules = self.rules
+        if rules is None or state.tally is None or not rules.constrained:
+            return True
+        return not rules.broken(state.tally, {int(rules.shape_of[pod]) for pod in pods})
+
+    def place(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1, tries: int = 16) -> int:
+        """``pod`` onto its best node of ``fits`` (:meth:`best`) where the plan still holds; the next best when it
+        does not, up to ``tries`` nodes; -1 (not placed) when none."""
+        fits = fits.copy()
+        for _ in range(tries):
+            node, _ = self.best(state, pod, fits, remaining)
+            if node < 0:
+                return -1
+            self.put(state, pod, node)
+            if self.holds(state, [pod]):
+                return node
+            self.take(state, pod)
+            fits[node] = False
+        return -1
+
+    def _undo(self, state: Assignment, pod: int, home: int, other: int, there: int) -> None:
+        """``pod`` back to ``home`` from ``there`` (and ``other``, when not -1, back to ``there``)."""
+        self.take(state, pod)
+        if other >= 0:
+            self.take(state, other)
+            self.put(state, other, there)
+        self.put(state, pod, home)
+
+    def swap_delta(self, state: Assignment, pod: int, other: int) -> int | None:
+        """What trading the nodes of ``pod`` and ``other`` (of two workloads, both planned) changes in the
+        objective; None when either does not fit in the other's place. Computed from each one's cost on every
+        node with the other's own pair taken out (a dependency graph has no edge from a workload to itself)."""
+        here, there = int(state.node[pod]), int(state.node[other])
+        problem = self.problem
+        if not (
+            problem.fits_instead(pod, there, other, state.used, state.free)
+            and problem.fits_instead(other, here, pod, state.used, state.free)
+        ):
+            return None
+        if self.rules is not None:
+            return self._tried_swap(state, pod, other)
+        cost_pod, cost_other = self.node_costs(state, pod), self.node_costs(state, other)
+        before = int(cost_pod[here] + cost_other[there]) - self._pair(pod, here, other, there)
+        after = (
+            int(cost_pod[there] + cost_other[here])
+            - self._pair(pod, there, other, there)
+            - self._pair(other, here, pod, here)
+            + self._pair(pod, there, other, here)
+        )
+        return after - before
+
+    def _tried_swap(self, state: Assignment, pod: int, other: int) -> int | None:
+        """:meth:`swap_delta` by making the trade and undoing it, when pods have rules between them (their
+        penalties and constraints are not pairwise): None when a rule refuses it."""
+        here, there = int(state.node[pod]), int(state.node[other])
+        before = self.objective(state).objective
+        self.take(state, pod)
+        self.take(state, other)
+        allowed = bool(self.fits(state, pod)[there])
+        if allowed:
+            self.put(state, pod, there)
+            allowed = bool(self.fits(state, other)[here])
+            if allowed:
+                self.put(state, other, here)
+                after = self.objective(state).objective
+                self.take(state, other)
+            self.take(state, pod)
+        self.put(state, pod, here)
+        self.put(state, other, there)
+        return after - before if allowed else None
+
+    def _pair(self, pod: int, at: int, other: int, other_at: int) -> int:
+        """The penalised cost between ``pod`` on node ``at`` and ``other`` on node ``other_at`` over the edges
+        joining their workloads (either direction)."""
+        if at == other_at:
+            return 0
+        workload, other_workload = self.problem.pod_workload[pod], self.problem.pod_workload[other]
+        place, other_place = self.problem.place_of[at], self.problem.place_of[other_at]
+        total = 0
+        for edge, _ in self.incident[int(workload)]:
+            grid = self.penalized[id(edge)]
+            if edge.source == workload and edge.target == other_workload:
+                total += int(grid[place, other_place])
+            elif edge.source == other_workload and edge.target == workload:
+                total += int(grid[other_place, place])
+        return total
+
+    def objective(self, state: Assignment) -> PlacedCost:
+        """The cost of ``state`` over every pair of the AppGroup (bound members included)."""
+        costs = [self.edge_cost(state, edge) for edge in self.problem.edges]
+        soft = self.rules.soft.penalty(state.tally) if self.rules is not None and state.tally is not None else 0
+        return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), int((state.node < 0).sum()), soft)
+
+    def edge_cost(self, state: Assignment, edge: Edge) -> tuple[int, int]:
+        """The network cost of ``edge``'s pod pairs in ``state``, and how many are above its maxNetworkCost."""
+        source, target = state.count_place[edge.source], state.count_place[edge.target]
+        here, there = state.count_node[edge.source], state.count_node[edge.target]
+        cost = int(source @ self.problem.place_cost @ target - here @ (there * self.cost_diagonal))
+        if id(edge) not in self.above:
+            return cost, 0
+        above, diagonal = self.above[id(edge)]
+        return cost, int(source @ above @ target - here @ (there * diagonal))
