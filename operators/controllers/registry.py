@@ -12,7 +12,24 @@ from operators.api.config.controllers import ControllerOptions
 from operators.controllers import appgroup, networktopology, nodebandwidth, nodeslo
 from operators.kube import ApiClientFactory, cluster_api_client
 from operators.sources.cache import ClusterCache
-from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS, Kind
+from operators.sources.kinds import (
+    APPGROUP_PODS,
+    APPGROUP_SPECS,
+    CSINODES,
+    NAMESPACES,
+    NETWORKTOPOLOGIES,
+    NODES,
+    NODESLOS,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODS,
+    REPLICASETS,
+    REPLICATIONCONTROLLERS,
+    SERVICES,
+    STATEFULSETS,
+    STORAGECLASSES,
+    Kind,
+)
 from operators.supervision import Supervisor
 
 Register = Callable[[kopf.OperatorRegistry, ClusterCache, ControllerOptions, Supervisor], None]
@@ -34,7 +51,10 @@ CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
     "nodeslo": (NODES, NODESLOS),
     "nodebandwidth": (NODES, NODESLOS, PODS),  # every bound pod: the unaccounted ones lower what a node advertises
 }
-PLAN_KINDS = (PODS, NETWORKTOPOLOGIES)  # the AppGroup controller's plans: what every node holds, the costs
+# the AppGroup controller's plans: what every node holds, the costs, and what kube-scheduler's filters read (the
+# namespaces' labels for affinity, the storage for the volume filters, what selects a pod for default spreading)
+PLAN_KINDS = (PODS, NETWORKTOPOLOGIES, NAMESPACES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES, CSINODES,
+              SERVICES, REPLICASETS, STATEFULSETS, REPLICATIONCONTROLLERS)  # fmt: skip
 
 
 def build_registry(

@@ -20,6 +20,7 @@ from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
 from operators.engine.cluster.fit import requested_on_nodes
+from operators.engine.cluster.kube.defaults import default_selector
 from operators.engine.cluster.kube.view import PlacedPods
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -59,8 +60,11 @@ class ClusterIndex:
     @functools.cached_property
     def placed(self) -> PlacedPods:
         """The placed pods as kube-scheduler's default plugins read them (by namespace, with affinity terms, with
-        host ports), over the snapshot's nodes and namespaces."""
-        return PlacedPods(self.usage, self.node_by_name, self.snapshot.namespace_by_name)
+        host ports), over the snapshot's nodes and namespaces; a pod's default spread selector from its Services and
+        controller; the snapshot's storage for the volume filters."""
+        snapshot = self.snapshot
+        return PlacedPods(self.usage, self.node_by_name, snapshot.namespace_by_name,
+                          functools.partial(default_selector, snapshot=snapshot), snapshot)  # fmt: skip
 
     def requested(self, node: str) -> tuple[Mapping[str, int], int]:
         """What the pods on ``node`` request per resource, and how many they are (NodeResourcesFit's counts)."""

@@ -14,6 +14,10 @@ TaintToleration        node(s) had untolerated taint(s)
 NodeAffinity           node(s) didn't match Pod's node affinity/selector
 NodePorts              node(s) didn't have free ports for the requested pod ports
 NodeResourcesFit       Too many pods, Insufficient <resource> (each one that is short)
+VolumeRestrictions,    the volume filters' reasons (:mod:`.volumes`): when the cluster view holds the storage
+NodeVolumeLimits,      objects (PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes); a PreFilter
+VolumeBinding,         rejection (a claim not found, ...) refuses every node with its message, and kube-scheduler's
+VolumeZone             message then names it alone (:func:`unavailable`)
 PodTopologySpread      node(s) didn't match pod topology spread constraints [(missing required label)]
 InterPodAffinity       node(s) didn't match pod affinity rules / ... anti-affinity rules /
                        node(s) didn't satisfy existing pods anti-affinity rules
@@ -33,7 +37,7 @@ from operators.api.config.scheduler import IN_TREE_FILTERS, SchedulerConfig
 from operators.api.errors import FieldError
 from operators.api.selectors import EVERYTHING
 from operators.engine.cluster.fit import amount, insufficient, placement_allows, tolerates, tolerates_unschedulable
-from operators.engine.cluster.kube import interpod, ports, spread
+from operators.engine.cluster.kube import interpod, ports, spread, volumes
 from operators.engine.cluster.kube.terms import (
     HONOR,
     IGNORE,
@@ -89,6 +93,7 @@ class Cycle:
     added_pods: Counter[str] = field(default_factory=Counter)
     added_ports: dict[str, list[tuple[HostPort, ...]]] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)  # placed pods taken off their node (their keys)
+    volumes: volumes.VolumeState | None = None
 
 
 def prefilter(pod: Pod, placed: PlacedPods, requested: Requested,
@@ -106,6 +111,7 @@ def prefilter(pod: Pod, placed: PlacedPods, requested: Requested,
         requested,
         interpod=interpod.prefilter(pod, spec, placed),
         spread=spread.prefilter(pod, spec, placed, allows, defaults),
+        volumes=volumes.prefilter(pod, placed.snapshot) if placed.snapshot is not None else None,
     )
 
 
@@ -135,6 +141,10 @@ def failure(cycle: Cycle, node: Node, enabled: Collection[str] = DEFAULT_FILTERS
         short = insufficient(pod.requests, node, requested, count + cycle.added_pods.get(node.name, 0))
         if short:
             return (RESOURCES_FIT, tuple(short))
+    if cycle.volumes is not None:
+        plugin, reasons = volumes.failure(cycle.volumes, node)
+        if reasons and plugin in enabled:
+            return (plugin, reasons)
     if TOPOLOGY_SPREAD in enabled and (reason := spread.check(cycle.spread, node)):
         return (TOPOLOGY_SPREAD, (reason,))
     if INTER_POD_AFFINITY in enabled and (reason := interpod.check(cycle.interpod, node)):
@@ -145,7 +155,11 @@ def failure(cycle: Cycle, node: Node, enabled: Collection[str] = DEFAULT_FILTERS
 def unavailable(nodes: int, reasons: Mapping[str, int]) -> str:
     """kube-scheduler's FailedScheduling message for a pod no node of ``nodes`` fits: ``0/N nodes are available:``
     and ``count reason`` per reason (each node counted once per reason of the first filter that rejected it),
-    sorted as strings, as kube-scheduler sorts them."""
+    sorted as strings, as kube-scheduler sorts them — or, when a volume PreFilter rejected the pod, its message
+    alone (upstream's ``PreFilterMsg``)."""
+    early = [reason for reason, count in reasons.items() if count and volumes.rejected_early(reason)]
+    if early:
+        return f"0/{nodes} nodes are available: {early[0]}."
     found = sorted(f"{count} {reason}" for reason, count in reasons.items() if count)
     return f"0/{nodes} nodes are available: " + ", ".join(found) + "."
 

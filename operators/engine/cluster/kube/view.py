@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from operators.api.selectors import EVERYTHING, Selector
 from operators.engine.cluster.kube.terms import AffinityTerm, HostPort
 from operators.engine.cluster.objects import Namespace, Node, Pod
+from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
 
 
@@ -25,6 +26,7 @@ class PlacedPods:
     nodes: Mapping[str, Node]
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     selectors: Callable[[Pod], Selector] | None = None  # the default spread selector of a pod
+    snapshot: Snapshot | None = None  # the storage objects the volume filters read (None: no volume filter runs)
 
     def node(self, name: str) -> Node | None:
         return self.nodes.get(name)

@@ -121,6 +121,24 @@ def prefilter(pod: Pod, snapshot: Snapshot) -> VolumeState | None:
     return state
 
 
+# the words only the PreFilters' rejections use (a lister's NotFound, a claim being deleted or not the pod's, ...)
+_EARLY_WORDS = (
+    " not found",
+    " is being deleted",
+    "(pod is not owner)",
+    binding.UNBOUND_IMMEDIATE,
+    "PersistentVolumeClaim had no",
+    "PersistentVolume had no name",
+    "waiting for ephemeral volume",
+)
+
+
+def rejected_early(reason: str) -> bool:
+    """Whether ``reason`` is a volume PreFilter's rejection of the pod (kube-scheduler's message then names it alone)
+    rather than a Filter's verdict on a node."""
+    return not reason.startswith("looking up PVC") and any(words in reason for words in _EARLY_WORDS)
+
+
 def prefilter_problem(state: VolumeState | None) -> str:
     """Why the pod is rejected before any node is looked at ("" when it is not)."""
     return state.problem if state is not None else ""
