@@ -204,7 +204,7 @@ class GateKeeper:
             self.made.append((group, decision.plan))
         deadline = decision.next_deadline
         if group is not None:
-            for pod, why in stranded(members, cluster):
+            for pod, why in stranded(members, cluster, self.options.plan_config):
                 if pod.uid not in self.evicted:
                     self.abandoned.append((group, pod, why))
             if any(awaiting_bind(pod) for pod in members):
@@ -297,6 +297,7 @@ class GateKeeper:
             f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
             f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
             f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
+            + (f", spread penalty {plan.cost.spread_penalty}" if plan.cost.spread_penalty else "")
         )
         logger.info("AppGroup %s/%s: %s", meta.namespace, meta.name, message)
         key = (meta.namespace, meta.name)

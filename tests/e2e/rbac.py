@@ -102,6 +102,23 @@ CLAIMS: dict[str, dict[str, set[Permission]]] = {
     "test_ordered_scheduling": {
         "operator": {("patch", "pods", "")},
     },
+    "test_plan_release": {
+        "operator": {  # the plans' cluster view: what kube-scheduler's filters read
+            (verb, resource, "")
+            for verb in ("list", "watch")
+            for resource in (
+                "namespaces",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+                "services",
+                "replicationcontrollers",
+                "storageclasses",
+                "csinodes",
+                "replicasets",
+                "statefulsets",
+            )
+        },
+    },
     "test_probe": {
         "probe": {
             ("create", "configmaps", ""),

@@ -40,6 +40,7 @@ def answers(cluster: ControlPlane, tmp_path: pathlib.Path) -> tuple[Any, Any, An
         "-o", "json",
     )  # fmt: skip
     assert live.pop("whyNot") == []
+    assert live.pop("unavailable") == ""  # kube-scheduler's FailedScheduling message: none, a node fits
     env = {**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"}
     env["KUBECONFIG"] = str(cluster.kubeconfig)
     done = subprocess.run(
@@ -50,6 +51,7 @@ def answers(cluster: ControlPlane, tmp_path: pathlib.Path) -> tuple[Any, Any, An
     assert done.returncode == 0, done.stderr
     plugin = json.loads(done.stdout)
     plugin.pop("whyNot")
+    plugin.pop("unavailable")
     return scheduled, live, plugin
 
 

@@ -12,6 +12,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.plan import Plan, describe
 from operators.engine.planning.problem import build_problem
+from operators.engine.planning.release import stranded
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
@@ -240,3 +242,33 @@ def test_every_plan_holds_as_a_whole_and_is_the_best_plan_that_does(seed: int) -
     if not plan.unplaceable:
         best = _best_by_enumeration(objects, graph)
         assert best is not None and plan.cost.objective <= best
+
+
+def test_the_exact_reference_is_only_a_bound_when_pods_have_rules_between_them() -> None:
+    # three anti-affine replicas of front and a db: the program (no rules between pods) would put all four on one
+    # node at cost 0, which the plan may not; it is reported as a bound, never as the optimum
+    pytest.importorskip("highspy")
+    fronts = [pod(f"front-{i}", "front", spec=apart("front")) for i in range(3)]
+    plan = plan_of([*three_nodes(), *fronts, pod("db-0", "db")], {"front": ["db"], "db": []}, exact_seconds=10)
+    assert plan.reference is not None
+    assert (plan.reference.solver, plan.reference.optimal, plan.reference.objective) == (
+        "HiGHS (without pod constraints)",
+        False,
+        None,
+    )
+    assert plan.reference.bound == 0 and plan.cost.cost > 0
+
+
+def test_a_released_pod_is_stranded_when_a_pod_its_anti_affinity_refuses_binds_on_its_node_first() -> None:
+    # front-1 was released to n1 (planned-node annotation, no gate left) and is not bound yet; then front-0, of the
+    # same anti-affine workload, is bound on n1: kube-scheduler would refuse n1 to front-1 now, in its words
+    released = pod("front-1", "front", spec=apart("front"))
+    released["metadata"]["annotations"] = {"netaware.io/planned-node": "n1"}
+    objects = [*three_nodes(), pod("front-0", "front", on="n1", spec=apart("front")), released]
+    snapshot = build_snapshot(objects)
+    member = next(p for p in snapshot.pods if p.name == "front-1")
+    assert stranded([member], snapshot) == [
+        (member, "its planned node n1 no longer fits it: node(s) didn't match pod anti-affinity rules")
+    ]
+    alone = build_snapshot([*three_nodes(), released])
+    assert stranded([next(p for p in alone.pods if p.name == "front-1")], alone) == []

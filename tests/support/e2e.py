@@ -176,11 +176,11 @@ PROBE_NAMESPACE = "probe-e2e"  # the NetworkTopology's namespace, where the prob
 
 
 def chart_rbac_yaml() -> str:
-    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler, the probe and the agent
-    on (their DaemonSets left out: their pods would run on every KWOK node)."""
+    """The chart's ServiceAccounts, roles and bindings as it renders them, the descheduler, the operator's plans, the
+    probe and the agent on (their DaemonSets left out: their pods would run on every KWOK node)."""
     command = ["template", "netaware", str(ROOT / "helm" / "netaware"), "--namespace", RELEASE_NAMESPACE]
     command += ["--set", "descheduler.enabled=true", "--set", "descheduler.rebalance.enabled=true"]
-    command += ["--set", "probe.enabled=true"]
+    command += ["--set", "operator.appGroupPlans=true", "--set", "probe.enabled=true"]
     command += ["--set", f"probe.topologyNamespace={PROBE_NAMESPACE}"]
     command += ["--set", "agent.enabled=true", "--set", "agent.publishCapacity=true"]
     command += ["--show-only", "templates/rbac.yaml", "--show-only", "templates/probe.yaml"]

@@ -10,6 +10,10 @@ bandwidth (by the accounting) within what it has left; per pair and per two plac
 ``z >= C[a,b] (X[p,a] + X[q,b] - 1)``, and in one place ``z >= C[a,a] (X[p,a] + X[q,a] - 1 - S[a])`` where
 ``X[p,a]`` sums ``x`` over the place's nodes and ``S[a]`` sums ``s`` (``s <= x[p,n]``, ``s <= x[q,n]``): a pair on
 one node costs 0, in one zone ``C[a,a]``.
+
+The program leaves out the rules between pods (inter-pod affinity, topology spread, host ports) and the soft
+constraints' penalty: when pods of the problem have some, its optimum is only a lower bound of the plan's, reported
+as such (solver ``HiGHS (without pod constraints)``, not optimal, no objective).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from operators.engine.planning.problem import Ints, Problem, penalized_costs
 from operators.engine.planning.search import UNPLACED_PENALTY
 
 SOLVER = "HiGHS"
+RELAXED = f"{SOLVER} (without pod constraints)"  # the solver's name on a bound that leaves the pods' rules out
 
 
 class MissingSolver(RuntimeError):
@@ -45,7 +50,7 @@ def solve(problem: Problem, seconds: float) -> Reference:
     started = time.perf_counter()
     model = _Model(problem)
     if not model.integers:  # nothing to place: the constant is the optimum
-        return Reference(SOLVER, True, round(model.constant), model.constant, time.perf_counter() - started)
+        return _reference(problem, True, round(model.constant), model.constant, started)
     with _quiet_stdout():  # HiGHS prints a banner from C++ when made, whatever its options
         highs = highspy.Highs()  # type: ignore[no-untyped-call]
     highs.setOptionValue("output_flag", False)
@@ -92,6 +97,14 @@ def solve(problem: Problem, seconds: float) -> Reference:
         bound = float(objective if objective is not None else model.constant)
     else:
         bound = max(0.0, float(info.mip_dual_bound) + model.constant) if len(integers) else float(model.constant)
+    return _reference(problem, optimal, objective, bound, started)
+
+
+def _reference(problem: Problem, optimal: bool, objective: int | None, bound: float, started: float) -> Reference:
+    """The reference, or — when pods have rules between them, which the program leaves out — only its bound (the
+    program's optimum is then no plan's: ``RELAXED``)."""
+    if problem.constraints is not None:
+        return Reference(RELAXED, False, None, bound, time.perf_counter() - started)
     return Reference(SOLVER, optimal, objective, bound, time.perf_counter() - started)
 
 

@@ -38,7 +38,7 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.appgroups import ordered_scheduling
-from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
+from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
@@ -177,13 +177,16 @@ def _as_placed(cluster: Snapshot, members: list[Pod], waiting: list[Pod]) -> Sna
     return replace(cluster, pods=tuple(pods))
 
 
-def stranded(members: Iterable[Pod], cluster: Snapshot) -> list[tuple[Pod, str]]:
+def stranded(members: Iterable[Pod], cluster: Snapshot, config: SchedulerConfig | None = None) -> list[tuple[Pod, str]]:
     """Members released by a plan and not bound whose planned node can no longer take them (rule 5): the node is
-    gone or refuses them now (unschedulable, an untolerated taint), or the pods bound there leave too little
-    for them — with why. Their required affinity cannot be changed once released, so only a replacement (the
-    pod evicted, its owner making a new one, gated and planned again) gets them placed."""
+    gone or kube-scheduler's filters refuse it now over the pods bound (a taint, the resources left, a host port,
+    an anti-affinity, a spread, a volume: :mod:`~operators.engine.cluster.kube.filters`, the configuration's
+    ``config``) — with why, in kube-scheduler's words. Their required affinity cannot be changed once released,
+    so only a replacement (the pod evicted, its owner making a new one, gated and planned again) gets them
+    placed."""
     nodes = cluster.node_by_name
-    held = requested_on_nodes(pod for pod in cluster.pods if pod.node_name)
+    index: ClusterIndex | None = None
+    defaults = kube_filters.spread_defaults(config) if config is not None else None
     found = []
     for pod in members:
         node_name = planned_node(pod)
@@ -193,8 +196,9 @@ def stranded(members: Iterable[Pod], cluster: Snapshot) -> list[tuple[Pod, str]]
         if node is None:
             found.append((pod, f"its planned node {node_name} is gone"))
             continue
-        requested, count = held.get(node_name, ({}, 0))
-        reasons = placement_reasons(pod, node) + insufficient(pod.requests, node, requested, count)
+        index = index or ClusterIndex.build(cluster)
+        cycle = kube_filters.prefilter(pod, index.placed, index.requested, defaults)
+        _, reasons = kube_filters.failure(cycle, node)
         if reasons:
             found.append((pod, f"its planned node {node_name} no longer fits it: {', '.join(reasons)}"))
     return found
