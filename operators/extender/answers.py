@@ -59,7 +59,8 @@ class ExtenderState:
     def __post_init__(self) -> None:
         # kube-scheduler runs its own filters before it calls an extender: the extender answers for netaware's plugins
         # only, whatever the configuration says of the in-tree ones
-        self.config = replace(self.config, filters=tuple(f for f in self.config.filters if f not in IN_TREE_FILTERS))
+        self.config = replace(self.config, filters=tuple(f for f in self.config.filters if f not in IN_TREE_FILTERS),
+                              in_tree_scores={})  # fmt: skip
 
     def index(self) -> ClusterIndex:
         if self.indexes is not None:

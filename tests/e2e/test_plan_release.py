@@ -144,8 +144,9 @@ def test_a_node_filled_between_plan_and_bind_leaves_no_pod_stranded(
     tmp_path: pathlib.Path,
 ) -> None:
     """The pods name a scheduler that does not run, so that none binds after its release: then another pod is bound
-    on their planned node and takes its cpus. The controller evicts them (their required affinity cannot change)
-    and their Deployment's replacements are planned again, to another node."""
+    on their planned node whose required anti-affinity refuses db's pods there (kube-scheduler's existing pods'
+    anti-affinity). The controller evicts them (their required affinity cannot change), names the constraint, and
+    their Deployment's replacements are planned again, to another node."""
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
     port, configuration, webhook, operator = gating_components(
         chart_rbac, host_tls, HOOK, NAMESPACE, "--appgroup-plans"
@@ -169,11 +170,14 @@ def test_a_node_filled_between_plan_and_bind_leaves_no_pod_stranded(
         )
         (first,) = [p for p in pods(cluster) if (p["metadata"].get("annotations") or {}).get(PLANNED)]
         node = first["metadata"]["annotations"][PLANNED]
-        free = free_millicores(cluster, node)  # earlier modules may have left pods there: fill what is free
-        assert free >= 1000, free
+        assert free_millicores(cluster, node) >= 1000  # room enough: only the anti-affinity refuses the node
+        apart = {"labelSelector": {"matchLabels": {"appgroup.diktyo.x-k8s.io.workload": "db"}},
+                 "topologyKey": "kubernetes.io/hostname"}  # fmt: skip
+        refuse = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [apart]}}
         filler = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "filler", "namespace": NAMESPACE},
                   "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                           "resources": {"requests": {"cpu": f"{free}m"}}}]}}  # fmt: skip
+                           "resources": {"requests": {"cpu": "100m"}}}],
+                           "affinity": refuse}}  # fmt: skip
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(filler))
 
         def replanned() -> list[dict[str, Any]] | None:
@@ -185,5 +189,6 @@ def test_a_node_filled_between_plan_and_bind_leaves_no_pod_stranded(
         (replacement,) = eventually(replanned, 60, "the stranded pod evicted and its replacement planned again")
         assert replacement["metadata"]["annotations"][PLANNED] != node
         events = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=PlanAbandoned")
-        assert any(f"its planned node {node} no longer fits it" in e["message"] for e in events["items"])
+        why = f"its planned node {node} no longer fits it: node(s) didn't satisfy existing pods anti-affinity rules"
+        assert any(why in e["message"] for e in events["items"]), events["items"]
     assert forbidden(cluster, "operator") == []

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from operators.api.config.scheduler import DefaultSpread
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.explain import unavailable
@@ -85,3 +87,50 @@ def test_a_default_spread_counts_the_pods_a_service_selects() -> None:
         target = next(p for p in index.snapshot.pods if p.name == "web-2")
         verdict = schedule(target, index, config).filters["n1"]["PodTopologySpread"]
         assert (verdict == "node(s) didn't match pod topology spread constraints") is refused, verdict
+
+
+@pytest.mark.parametrize(
+    ("plugin", "spec", "raw"),
+    [
+        # preferred anti-affinity of weight 100 to app=web per hostname: web-0 on n1 gives n1 -100, n2 0;
+        # normalised min-max: n1 0, n2 100
+        ("InterPodAffinity", {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
+                                                "topologyKey": "kubernetes.io/hostname"}}]}}}, {"n1": -100, "n2": 0}),
+        # ScheduleAnyway per hostname, maxSkew 1: n1 holds 1 matching pod, weighted log(2 nodes + 2) = 1.386 plus
+        # maxSkew - 1 = 0, rounded: 1; n2 0. Normalised 100 x (max + min - raw) / max: n1 0, n2 100
+        ("PodTopologySpread", {"topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": {"app": "web"}}}]}, {"n1": 1, "n2": 0}),
+    ],
+)  # fmt: skip
+def test_kube_schedulers_soft_rules_are_scored_with_its_weights(plugin: str, spec: dict[str, Any],
+                                                                 raw: dict[str, int]) -> None:  # fmt: skip
+    # n1 and n2 alike, netaware's scores tie (no dependency, same zone): without the in-tree score the tie would go
+    # to n1, the first name; with it n2 scores 100 x weight 2 = 200 more
+    def web(name: str, on: str = "", extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        body = pod(name, "web", on=on, spec=extra)
+        body["metadata"]["labels"]["app"] = "web"
+        return body
+
+    objects = [node("n1", "za"), node("n2", "za"), topology(5), web("web-0", "n1"), web("web-1", extra=spec)]
+    group = ordered.appgroup("pair", {"web": []})
+    index = ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,)))
+    target = next(p for p in index.snapshot.pods if p.name == "web-1")
+    result = schedule(target, index, CONFIG)
+    assert {name: scores[plugin] for name, scores in result.raw.items()} == raw
+    assert {name: scores[plugin] for name, scores in result.final.items()} == {"n1": 0, "n2": 200}
+    assert result.selected == "n2"
+    off = schedule(target, index, replace(CONFIG, in_tree_scores={}))
+    assert off.selected == "n1" and plugin not in off.raw["n1"]
+
+
+def test_a_prefilter_rejection_comes_before_every_nodes_filters() -> None:
+    # n1 is cordoned and n2 tainted: the filters would refuse both, but kube-scheduler's PreFilter (the claim is
+    # not found) rejects the pod before any Filter runs, and its message names that alone
+    cordoned = node("n1", "za")
+    cordoned["spec"]["unschedulable"] = True
+    objects = [cordoned, node("n2", "zb", taint=True), topology(5), claimed("db-0", "db", "gone")]
+    selected, filters, message = decide(objects, "db-0")
+    assert selected is None and message == '0/2 nodes are available: persistentvolumeclaim "gone" not found.'
+    assert filters["n1"]["VolumeRestrictions"] == 'persistentvolumeclaim "gone" not found'

@@ -245,6 +245,19 @@ def test_node_fit_respects_taints_and_requests() -> None:
     assert [e.target for e in run(small, policy()).evictions] == ["cold"]  # room for one 100m pod only
 
 
+def test_node_fit_runs_kube_schedulers_filters_between_pods() -> None:
+    # The same hot node as above, the cold node free: the app pods are anti-affine to the "guard" pods per hostname
+    # and a guard runs on the cold node. kube-scheduler would refuse the cold node to every app pod's replacement
+    # (its own anti-affinity), so nodeFit evicts none; without the guard there, the pods move as before.
+    apart = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "guard"}}, "topologyKey": "kubernetes.io/hostname"}]}}}  # fmt: skip
+    apps = [pod(f"app-{k}", "hot", 1, spec=apart) for k in range(9)]
+    guard = pod("guard", "cold", 0, labels={"app": "guard"})
+    assert run([node("hot"), node("cold"), guard, *apps], policy()).evictions == []
+    assert run([node("hot"), node("cold"), guard, *apps], policy({"nodeFit": False})).evictions
+    assert {e.target for e in run([node("hot"), node("cold"), *apps], policy()).evictions} == {"cold"}
+
+
 def test_unknown_usage_is_skipped_not_idle() -> None:
     objects = hot_cluster()
     objects[9]["metadata"]["annotations"] = {}  # n9: no bandwidth capacity

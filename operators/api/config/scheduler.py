@@ -41,6 +41,11 @@ IN_TREE_FILTERS = ("NodeUnschedulable", "TaintToleration", "NodeAffinity", "Node
                    "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
                    "InterPodAffinity")  # fmt: skip
 TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+# kube-scheduler's default profile's scores the engine models, with their default weights (the others it runs —
+# NodeResourcesFit's LeastAllocated, BalancedAllocation, TaintToleration, NodeAffinity, ImageLocality,
+# VolumeBinding — are not modelled; the extender never computes any: kube-scheduler does)
+IN_TREE_SCORES = {TOPOLOGY_SPREAD: 2, INTER_POD_AFFINITY: 2}
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -194,6 +199,7 @@ class SchedulerConfig:
     # None: kube-scheduler's system defaults (defaultingType: System); else the listed ones (List)
     default_spread: tuple[DefaultSpread, ...] | None = None
     weights: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(PLUGINS, 1))
+    in_tree_scores: Mapping[str, int] = field(default_factory=lambda: dict(IN_TREE_SCORES))  # plugin -> weight
     overhead: NetworkOverheadArgs = field(default_factory=NetworkOverheadArgs)
     bandwidth: NetworkBandwidthArgs = field(default_factory=NetworkBandwidthArgs)
     allocatable: NodeResourcesAllocatableArgs = field(default_factory=NodeResourcesAllocatableArgs)
@@ -221,6 +227,8 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
     if plugins is None:
         filters, weights = list(FILTER_PLUGINS), dict.fromkeys(PLUGINS, 1)
     filters[:0] = [name for name in IN_TREE_FILTERS if _in_tree_enabled(plugins, name)]  # they run before extenders
+    in_tree_scores = {name: _in_tree_weight(plugins, name, weight) for name, weight in IN_TREE_SCORES.items()
+                      if _in_tree_enabled(plugins, name, "score")}  # fmt: skip
     args: dict[str, Any] = {}
     for index, entry in enumerate(profile.plugin_config):
         if entry.name in ARGS:
@@ -244,6 +252,7 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
         filters=tuple(filters),
         default_spread=default_spread,
         weights=weights,
+        in_tree_scores=in_tree_scores,
         overhead=NetworkOverheadArgs(
             namespaces=tuple(overhead.namespaces),
             weights_name=overhead.weights_name,
@@ -260,13 +269,23 @@ def parse_config(document: Any, path: str = "") -> SchedulerConfig:
     )
 
 
-def _in_tree_enabled(plugins: Plugins | None, name: str) -> bool:
-    """Whether kube-scheduler runs the default filter plugin ``name`` with these ``plugins``: on by default, off when
-    disabled (by name or ``*``) at ``multiPoint`` or ``filter`` and not enabled again there."""
+def _in_tree_weight(plugins: Plugins | None, name: str, weight: int) -> int:
+    """The weight a profile gives the default score plugin ``name`` (``multiPoint`` or ``score``), else its default."""
+    for point in (plugins.multi_point, plugins.score) if plugins is not None else ():
+        for entry in point.enabled if point is not None else ():
+            if entry.name == name and entry.weight:
+                weight = entry.weight
+    return weight
+
+
+def _in_tree_enabled(plugins: Plugins | None, name: str, extension: str = "filter") -> bool:
+    """Whether kube-scheduler runs the default plugin ``name`` at ``extension`` (filter or score) with these
+    ``plugins``: on by default, off when disabled (by name or ``*``) at ``multiPoint`` or that extension point and
+    not enabled again there."""
     if plugins is None:
         return True
     enabled = True
-    for point in (plugins.multi_point, plugins.filter):
+    for point in (plugins.multi_point, getattr(plugins, extension)):
         if point is None:
             continue
         if any(entry.name in (name, "*") for entry in point.disabled):

@@ -4,8 +4,10 @@ Follows Koordinator's LowNodeLoad descheduling plugin for one node pool, with th
 choices: the fit check runs per candidate in eviction order and reserves room on the target only
 for pods actually evicted (Koordinator reserves for every pod that fits, in list order, evicted or
 not); the threshold reservation on a target always applies and ``nodeFit`` adds kube-scheduler's
-checks (selector, affinity, taints, requests) — so no plan pushes a target above its high
-threshold; there is no prod tier and no node pools.
+default filters (the engine's one pipeline: unschedulable, taints, node affinity, host ports, volumes, topology
+spread, inter-pod affinity over the cluster as it stands; the requests against the target as this plan's
+evictions leave it) — so no plan pushes a target above its high threshold nor sends a pod where kube-scheduler
+would refuse it; there is no prod tier and no node pools.
 
 ``Planner.steps()`` is a generator: it yields each eviction it wants and is sent back whether the
 eviction happened (the live shell calls the Eviction API; a 429 sends ``False`` and the planner
@@ -23,7 +25,8 @@ from typing import Any
 
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.selectors import Selector, from_label_selector, parse_selector
-from operators.engine.cluster.fit import placement_allows, tolerates
+from operators.engine.cluster.kube import filters as kube_filters
+from operators.engine.cluster.kube.view import PlacedPods, placed_pods
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.evictability import order_key, protection, usage_score
@@ -31,6 +34,8 @@ from operators.engine.descheduling.limits import NAMESPACE, NODE, TOTAL, Evictio
 from operators.engine.descheduling.usage import Amounts, Loads, NodeLoad, node_loads, requested
 
 LOW, HIGH, NORMAL = "low", "high", "normal"
+# nodeFit's filters from the pipeline: all of kube-scheduler's but NodeResourcesFit, counted against the plan's room
+NODE_FIT_FILTERS = tuple(name for name in kube_filters.DEFAULT_FILTERS if name != kube_filters.RESOURCES_FIT)
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,8 @@ class Planner:
         self.plan = Plan()
         self._previous = dict(observations or {})
         self._loads: Loads = node_loads(snapshot, self.args, now, prometheus)
+        self._snapshot = snapshot
+        self._placed: PlacedPods | None = None  # kube-scheduler's view of the placed pods, made for nodeFit
         self._pool = self._pool_nodes(snapshot)
         self._pod_selectors = [from_label_selector(s.selector, "podSelectors") for s in self.args.pod_selectors]
 
@@ -324,19 +331,30 @@ class Planner:
         if any(used[r] > targets.largest_room(r) for r in targets.resources):
             return None  # fits nowhere
         asked = requested(pod) if self.args.node_fit else {}
+        cycle = self._cycle(pod) if self.args.node_fit else None
         for target in targets:
             room = targets.room[target.node.name]
             if any(used[r] > room[r] for r in targets.resources):
                 continue
-            if self.args.node_fit and not self._fits(pod, asked, target):
+            if self.args.node_fit and not self._fits(pod, asked, target, cycle):
                 continue
             return target
         return None
 
+    def _cycle(self, pod: Pod) -> kube_filters.Cycle:
+        """kube-scheduler's PreFilter for ``pod``'s replacement: the cluster as it stands, the pod off its node."""
+        placed = self._placed = self._placed or placed_pods(self._snapshot)
+        cycle = kube_filters.prefilter(pod, placed, lambda node: ({}, 0))
+        node = self._snapshot.node_by_name.get(pod.node_name)
+        if node is not None:
+            kube_filters.add_pod(cycle, pod, node, sign=-1)
+        return cycle
+
     @staticmethod
-    def _fits(pod: Pod, asked: Amounts, target: NodeLoad) -> bool:
-        node = target.node
-        if node.unschedulable or not tolerates(pod, node) or not placement_allows(pod, node):
+    def _fits(pod: Pod, asked: Amounts, target: NodeLoad, cycle: kube_filters.Cycle | None) -> bool:
+        """kube-scheduler's filters but NodeResourcesFit over the cluster as it stands (``cycle``), and the
+        requests against the target's allocatable as this plan's evictions leave it."""
+        if cycle is not None and kube_filters.failure(cycle, target.node, NODE_FIT_FILTERS)[1]:
             return False
         limits = ((r, amount, target.allocatable_of(r)) for r, amount in asked.items())
         return all(limit is None or target.requested_of(r) + amount <= limit for r, amount, limit in limits)

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from operators.api import keys
-from operators.api.config.scheduler import RESOURCES_FIT
+from operators.api.config.scheduler import IN_TREE_FILTERS, RESOURCES_FIT
 from operators.engine.cluster.fit import placement_reasons
 from operators.engine.cluster.objects import Pod
 from operators.engine.rebalancing.model import Cycle, Move, Rebalance
@@ -59,8 +59,8 @@ def bandwidth_moves(cycle: Cycle, result: Rebalance) -> None:
 
 def _scheduled(cycle: Cycle, pod: Pod) -> str | None:
     """Where the simulated kube-scheduler + extender puts ``pod``'s replacement on the cluster without it:
-    kube-scheduler's own filters (unschedulable, taints, node affinity, NodeResourcesFit) and the extender's
-    filters and scores as ``config`` has them."""
+    kube-scheduler's default filters (the engine's pipeline: inter-pod affinity, spread, ports and volumes
+    included) and the extender's filters and scores as ``config`` has them."""
     replacement = pod.on_node("")
     others = replace(cycle.snapshot, pods=tuple(p for p in cycle.snapshot.pods if p.key != pod.key))
     index = ClusterIndex.build(others)
@@ -68,7 +68,7 @@ def _scheduled(cycle: Cycle, pod: Pod) -> str | None:
     if not allowed:
         return None
     config = cycle.config
-    if RESOURCES_FIT not in config.filters:
-        config = replace(config, filters=(*config.filters, RESOURCES_FIT))
+    if RESOURCES_FIT not in config.filters:  # the extender's configuration: kube-scheduler's filters put back first
+        config = replace(config, filters=(*IN_TREE_FILTERS, *config.filters))
     table = index.table_of(allowed, config.bandwidth.default_node_bandwidth)
     return schedule(replacement, index, config, table=table, detail=False).selected

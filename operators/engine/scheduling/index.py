@@ -20,8 +20,7 @@ from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
 from operators.engine.cluster.fit import requested_on_nodes
-from operators.engine.cluster.kube.defaults import default_selector
-from operators.engine.cluster.kube.view import PlacedPods
+from operators.engine.cluster.kube.view import PlacedPods, placed_pods
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
@@ -62,9 +61,7 @@ class ClusterIndex:
         """The placed pods as kube-scheduler's default plugins read them (by namespace, with affinity terms, with
         host ports), over the snapshot's nodes and namespaces; a pod's default spread selector from its Services and
         controller; the snapshot's storage for the volume filters."""
-        snapshot = self.snapshot
-        return PlacedPods(self.usage, self.node_by_name, snapshot.namespace_by_name,
-                          functools.partial(default_selector, snapshot=snapshot), snapshot)  # fmt: skip
+        return placed_pods(self.snapshot, self.usage)
 
     def requested(self, node: str) -> tuple[Mapping[str, int], int]:
         """What the pods on ``node`` request per resource, and how many they are (NodeResourcesFit's counts)."""

@@ -10,8 +10,10 @@ Filters run as kube-scheduler runs them before it calls its extender: first the 
 configuration enables (:mod:`operators.engine.cluster.kube.filters`, in kube-scheduler's order; a node's verdict is
 the first one that rejects it, with its reasons, and the later filters do not run on it), then netaware's plugins
 (NetworkOverhead, NetworkBandwidth) on the nodes that passed. A pod already bound (``explain`` of a placed pod) is
-not counted against itself. The in-tree scores (NodeResourcesFit's, BalancedAllocation, ...) are kube-scheduler's,
-so a real placement also weighs those.
+not counted against itself. Of kube-scheduler's own scores, PodTopologySpread's and InterPodAffinity's are
+computed (:mod:`operators.engine.cluster.kube.scores`, weight 2 each unless the configuration says otherwise) beside
+netaware's; the others (NodeResourcesFit's LeastAllocated, BalancedAllocation, ...) are not modelled, so a real
+placement also weighs those.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 from operators.api.config.scheduler import IN_TREE_FILTERS, SchedulerConfig
 from operators.engine.cluster.kube import filters as kube_filters
+from operators.engine.cluster.kube import scores as kube_scores
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.framework import (
     CycleState,
@@ -109,9 +112,16 @@ def schedule(
     names = passing.names
     raw: dict[str, Ints] = {}
     normalized: dict[str, Ints] = {}
+    weights = {**config.weights, **config.in_tree_scores}
     if "score" in stages:
         raw, normalized = score_table(state, passing, config)
-    totals = weighted_total(normalized, config.weights, len(names))
+        if config.in_tree_scores:
+            found = kube_scores.scores(pod, index.placed, passing.nodes, config.in_tree_scores,
+                                       kube_filters.spread_defaults(config))  # fmt: skip
+            for plugin, (values, scaled) in found.items():
+                raw[plugin] = np.array(values, dtype=np.int64)
+                normalized[plugin] = np.array(scaled, dtype=np.int64)
+    totals = weighted_total(normalized, weights, len(names))
     total = dict(zip(names, totals.tolist(), strict=True)) if "score" in stages else {}
     selected = None
     if total:  # the highest total; ties go to the first name
@@ -125,7 +135,7 @@ def schedule(
         filters={name: _verdicts(name, failed, config.filters) for name in candidates.names},
         raw=_by_node(names, raw),
         normalized=_by_node(names, normalized),
-        final=_by_node(names, {plugin: values * config.weights[plugin] for plugin, values in normalized.items()}),
+        final=_by_node(names, {plugin: values * weights[plugin] for plugin, values in normalized.items()}),
     )
 
 

@@ -121,6 +121,9 @@ def failure(cycle: Cycle, node: Node, enabled: Collection[str] = DEFAULT_FILTERS
     pod = cycle.pod
     if cycle.problem:
         return ("", (cycle.problem,))
+    early = cycle.volumes
+    if early is not None and early.problem and early.problem_plugin in enabled:
+        return (early.problem_plugin, (early.problem,))  # a PreFilter's rejection: before any node's Filter
     if NODE_UNSCHEDULABLE in enabled and node.unschedulable and not tolerates_unschedulable(pod):
         return (NODE_UNSCHEDULABLE, (UNSCHEDULABLE,))
     if TAINT_TOLERATION in enabled and not tolerates(pod, node):

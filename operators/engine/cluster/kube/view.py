@@ -8,10 +8,12 @@ on top of it (a plan's own pods) are counted into a plugin's state by its ``add_
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from operators.api.selectors import EVERYTHING, Selector
+from operators.engine.cluster.kube.defaults import default_selector
 from operators.engine.cluster.kube.terms import AffinityTerm, HostPort
 from operators.engine.cluster.objects import Namespace, Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -68,3 +70,15 @@ class PlacedPods:
         """What selects ``pod`` for the default topology spread constraints (upstream's DefaultSelector: its
         Services' selectors and its controller's); empty when the cluster view has none of them."""
         return self.selectors(pod) if self.selectors is not None else EVERYTHING
+
+
+def placed_pods(snapshot: Snapshot, usage: PodUsage | None = None) -> PlacedPods:
+    """The placed pods of ``snapshot`` as kube-scheduler's default plugins read them, over its nodes and namespaces
+    (``usage``: kept by delta by the caller, else folded from the snapshot's pods); a pod's default spread selector
+    from its Services and controller; the snapshot's storage for the volume filters."""
+    if usage is None:
+        usage = PodUsage()
+        for pod in snapshot.pods:
+            usage.apply(None, pod)
+    return PlacedPods(usage, snapshot.node_by_name, snapshot.namespace_by_name,
+                      functools.partial(default_selector, snapshot=snapshot), snapshot)  # fmt: skip
