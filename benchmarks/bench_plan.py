@@ -10,7 +10,10 @@ Instances (every pod pending, the NetworkTopology's costs, as ``netaware plan`` 
   zones, zone pairs 5, region pairs 20, 1G per node, every dependency 50M and maxNetworkCost 10);
 * ``random-dag``: 12 workloads x 3 on the same cluster (seed 3);
 * ``tight``: the boutique instance on nodes of 2 cpus and 4 pods each, every pod asking 500m — capacity binds;
-* ``large``: 300 pods (20 workloads x 15, a random DAG) on 5,000 nodes in 50 zones / 5 regions.
+* ``large``: 300 pods (20 workloads x 15, a random DAG) on 5,000 nodes in 50 zones / 5 regions;
+* ``large-constrained``: ``large`` with kube-scheduler's rules between pods by workload (:func:`constrained`:
+  required anti-affinity per hostname, DoNotSchedule zone spread, ScheduleAnyway hostname spread, host ports),
+  and per plan the pods kube-scheduler's filters would refuse where planned (0: the plan holds).
 
 Per instance: the problem's build time, the greedy start's time (the first feasible plan) and cost, the plan's
 cost at the budget (mean per dependency pair, pairs above maxNetworkCost), whether the search converged, and
@@ -24,13 +27,14 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from benchmarks import records
 from benchmarks.figures import spread
 from operators.api import keys
+from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.plan import plan_appgroup
 from operators.engine.planning.problem import build_problem
@@ -91,6 +95,47 @@ def large(rng: random.Random) -> ordered.AppScenario:
     return ordered.app_scenario("large", ordered.random_dag(20, 0.15, rng), 15, tuple(objects))
 
 
+def constrained(scenario: ordered.AppScenario) -> ordered.AppScenario:
+    """``scenario`` with kube-scheduler's rules between pods, as production charts set them, by workload: every
+    third one's replicas anti-affine per hostname, the next one's spread over zones (maxSkew 1, DoNotSchedule),
+    the next one's ScheduleAnyway per hostname; one in ten with a host port."""
+    pods = []
+    for pod in scenario.pods:
+        workload = pod.labels[keys.APPGROUP_WORKLOAD_LABEL]
+        number = int("".join(ch for ch in workload if ch.isdigit()) or 0)
+        mine = {"matchLabels": {keys.APPGROUP_WORKLOAD_LABEL: workload}}
+        extra: dict[str, Any] = {}
+        if number % 3 == 0:
+            term = {"labelSelector": mine, "topologyKey": keys.HOSTNAME_LABEL}
+            extra["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        else:
+            key, action = (keys.ZONE_LABEL, "DoNotSchedule") if number % 3 == 1 else (keys.HOSTNAME_LABEL,
+                                                                                      "ScheduleAnyway")  # fmt: skip
+            extra["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": action,
+                                                   "labelSelector": mine}]  # fmt: skip
+        spec = {**pod.raw["spec"], **extra}
+        if number % 10 == 9:
+            port = {"containerPort": 9000 + number, "hostPort": 9000 + number}
+            spec["containers"] = [{**spec["containers"][0], "ports": [port]}]
+        pods.append(type(pod).parse({**pod.raw, "spec": spec}))
+    return replace(scenario, name=f"{scenario.name}-constrained", pods=tuple(pods))
+
+
+def violations(snapshot: Snapshot, placed: Mapping[str, str]) -> int:
+    """Planned pods kube-scheduler's filters refuse on their planned node, every other pod bound (the plan as a
+    whole, checked by the engine's per-pod pipeline)."""
+    pods = tuple(pod.on_node(placed[pod.key]) if pod.key in placed else pod for pod in snapshot.pods)
+    index = ClusterIndex.build(replace(snapshot, pods=pods))
+    refused = 0
+    for pod in index.snapshot.pods:
+        if pod.key in placed:
+            node = index.node_by_name[pod.node_name]
+            cycle = kube_filters.prefilter(pod, index.placed, index.requested)
+            kube_filters.add_pod(cycle, pod, node, sign=-1)
+            refused += bool(kube_filters.failure(cycle, node)[1])
+    return refused
+
+
 UNITS = {"build s": "s", "greedy s": "s", "plan s": "s", "reference s": "s"}  # the others: counts, costs, ratios
 
 INSTANCES: dict[str, Callable[[], ordered.AppScenario]] = {
@@ -100,6 +145,7 @@ INSTANCES: dict[str, Callable[[], ordered.AppScenario]] = {
     ),
     "tight": tight,
     "large": lambda: large(random.Random(7)),
+    "large-constrained": lambda: constrained(large(random.Random(7))),
 }
 
 
@@ -116,7 +162,7 @@ def measure(name: str, budget: float, exact_seconds: float | None, seed: int) ->
     greedy_seconds = time.perf_counter() - started
     greedy = engine.objective(state)
     plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget,
-                         exact_seconds=None if name == "large" else exact_seconds, bound=True)  # fmt: skip
+                         exact_seconds=None if name.startswith("large") else exact_seconds, bound=True)  # fmt: skip
     pairs = sum(edge.pairs for edge in plan.edges)
     figures: dict[str, Any] = {
         "pods": len(problem.pods),
@@ -129,7 +175,11 @@ def measure(name: str, budget: float, exact_seconds: float | None, seed: int) ->
         "plan mean per pair": plan.cost.cost / pairs if pairs else 0.0,
         "pairs above maxNetworkCost": plan.cost.over_limit,
         "converged": plan.converged,
+        "unplaced": len(plan.unplaceable),
+        "spread penalty": plan.cost.spread_penalty,
     }
+    if name.endswith("constrained"):
+        figures["pods refused where planned"] = violations(snapshot, {p.pod: p.node for p in plan.pods})
     if plan.reference is not None:
         figures["reference"] = "optimum" if plan.reference.optimal else f"bound ({plan.reference.solver})"
         figures["reference objective"] = plan.reference.bound

@@ -8,7 +8,9 @@ prints ``READY <url>`` once it serves. Objects look like a real cluster's: pods 
 managedFields, an image, env, probes, a service-account volume and the status the kubelet writes; nodes with
 conditions, addresses, node info and images (so that what a component keeps of them is measured against what
 the API server really sends). Every pod belongs to one of ``--groups`` AppGroups (four workloads, a chain of
-dependencies) and asks for bandwidth; every node has a zone (50) and a region (5) and a capacity.
+dependencies) and asks for bandwidth; every fifth pod has a required anti-affinity to its replicas per hostname
+or a DoNotSchedule zone spread over them (:func:`constraints`); every node has a zone (50) and a region (5) and a
+capacity.
 """
 
 from __future__ import annotations
@@ -96,6 +98,23 @@ def node(index: int) -> dict[str, Any]:
     }
 
 
+CONSTRAINED_EVERY = 5  # one pod in five carries kube-scheduler's rules between pods (anti-affinity or a spread)
+
+
+def constraints(index: int, app: str) -> dict[str, Any]:
+    """What every fifth pod adds to its spec, as production charts do: alternately a required anti-affinity to its
+    own replicas per hostname and a DoNotSchedule zone spread over them; nothing for the others."""
+    if index % CONSTRAINED_EVERY:
+        return {}
+    mine = {"matchLabels": {"app": app}}
+    if index // CONSTRAINED_EVERY % 2:
+        term = {"labelSelector": mine, "topologyKey": "kubernetes.io/hostname"}
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    spread = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+              "labelSelector": mine}  # fmt: skip
+    return {"topologySpreadConstraints": [spread]}
+
+
 def pod(index: int, nodes: int, groups: int, rng: random.Random) -> dict[str, Any]:
     group = index % groups
     workload = (index // groups) % WORKLOADS
@@ -179,6 +198,7 @@ def pod(index: int, nodes: int, groups: int, rng: random.Random) -> dict[str, An
                     "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]},
                 }
             ],
+            **constraints(index, f"g{group}-w{workload}"),
             "nodeName": f"node-{rng.randrange(nodes):05d}",
             "restartPolicy": "Always",
             "terminationGracePeriodSeconds": 30,
