@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """netaware beside the upstream plugins on the same real control plane (slow: not a test).
 
-    python -m benchmarks.bench_peers [--runs 3 --settle 8 --scenarios thesis-1,onlineboutique,random-dag]
+    python -m benchmarks.bench_peers [--runs 3 --settle 8 --scenarios thesis-1,onlineboutique,random-dag,...]
 
 One loopback control plane (hack/control-plane; the peer from ``hack/control-plane/build-peer.sh``) with 48
 KWOK nodes in 2 regions x 4 zones (32 cpu, 256Gi, 110 pods, 10G), a NetworkTopology ``net-topology-test``
@@ -23,15 +23,20 @@ tainted so that only the thesis' pods go there. The same pods, created at once, 
     operator run with ``--appgroup-plans`` (the extender's configuration for the plans): each AppGroup's pods
     gated at admission, planned as a whole, released to their planned nodes.
 
-Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 nodes of 1Gi: 1,000 fit),
-Online Boutique (11 workloads, 3 replicas each) and a random dependency DAG (12 workloads, seeded,
-maxNetworkCost 10, 3 replicas each). Figures per scheduler, min / median / max over ``--runs``: pods/s (pods
-bound / seconds from the creation to the last binding), pending, the p99 time from creation to binding (seen
-by a watch: :mod:`benchmarks.bindings`; the columns' order rotates from run to run, and each run starts 2 s after
-the last one's pods are gone); for the thesis, overcommitted nodes (in + out asked above 1Gi) and the worst
-overcommit; for the AppGroups (whose pods ask no bandwidth, so no node can be overcommitted), the mean and p90 over
-the dependency edges of an edge's network cost (the mean over its placed pod pairs; ``netaware explain appgroup``
-on a dump: the same cost model for all four) and the fraction of pod pairs within ``maxNetworkCost``.
+Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 nodes of 1Gi: 1,000 fit), Online
+Boutique (11 workloads, 3 replicas each), a random dependency DAG (12 workloads, seeded, maxNetworkCost 10, 3
+replicas each) and ``boutique-production``: Online Boutique as production runs it (its own AppGroup, the same
+edges), ``frontend``'s and ``cartservice``'s replicas on different nodes (a required pod anti-affinity on the
+hostname), ``checkoutservice``'s spread over the zones (a DoNotSchedule topology spread constraint, maxSkew 1) and
+``redis-cart`` one replica whose claim is bound to a PersistentVolume of zone :data:`VOLUME_ZONE` (kube-scheduler's
+VolumeZone and VolumeBinding keep it there; a claim per namespace). Figures per scheduler, min / median / max over
+``--runs``: pods/s (pods bound / seconds from the creation to the last binding), pending, the p99 time from creation
+to binding (seen by a watch: :mod:`benchmarks.bindings`; the columns' order rotates from run to run, and each run
+starts 2 s after the last one's pods are gone); for the thesis, overcommitted nodes (in + out asked above 1Gi) and
+the worst overcommit; for the AppGroups (whose pods ask no bandwidth, so no node can be overcommitted), the mean and
+p90 over the dependency edges of an edge's network cost (the mean over its placed pod pairs;
+``netaware explain appgroup`` on a dump: the same cost model for all four) and the fraction of pod pairs within
+``maxNetworkCost``.
 
 ``--breakdown`` also measures where a 33-pod apply's time goes (Online Boutique's pods, each step added to the
 one before): created with no scheduler (nobody binds them), through netaware's webhook (without the AppGroup
@@ -68,7 +73,7 @@ from benchmarks.figures import percentile, spread
 from benchmarks.support import loopback_tls, rotated, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
-from hack.control_plane.objects import extender_entry
+from hack.control_plane.objects import extender_entry, zonal_volume
 from operators.api import keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -91,6 +96,11 @@ POOL = "bench.netaware.io/pool"
 THESIS_NODES, THESIS_PODS = 200, 1500
 THESIS_CAPACITY = 1024**3  # bits/s per node, in + out (the thesis' ``combined`` accounting)
 THESIS_ASK = 100_000_000  # bits/s per direction, per pod
+PRODUCTION = "boutique-production"  # Online Boutique with the constraints of a production deployment (above)
+APART = ("frontend", "cartservice")  # its workloads whose replicas keep to different nodes
+SPREAD = "checkoutservice"  # its workload spread over the zones
+REDIS = "redis-cart"  # its stateful workload: one replica, on VOLUME_CLAIM
+VOLUME_ZONE, VOLUME_CLAIM = "Z2", "redis-cart-data"
 
 
 def nodes_yaml() -> str:
@@ -148,8 +158,9 @@ def workload(selector: str) -> dict[str, Any]:
 
 
 def appgroups(namespace: str, seed: int = 7, mode: str | None = None) -> list[dict[str, Any]]:
-    """Online Boutique and a seeded random DAG in ``namespace``, annotated ``ordered-scheduling: mode`` (by default
-    the namespace's in :data:`MODES`: netaware's copies opt in; none in the peers' namespace)."""
+    """Online Boutique, a seeded random DAG and :data:`PRODUCTION` in ``namespace``, annotated
+    ``ordered-scheduling: mode`` (by default the namespace's in :data:`MODES`: netaware's copies opt in; none in the
+    peers' namespace)."""
     mode = mode or MODES.get(namespace)
     boutique = yaml.safe_load((ROOT / "hack" / "examples" / "appgroup-onlineboutique.yaml").read_text())
     rng = random.Random(seed)
@@ -166,8 +177,14 @@ def appgroups(namespace: str, seed: int = 7, mode: str | None = None) -> list[di
         "metadata": {"name": "random-dag", "namespace": "default"},
         "spec": {"numMembers": len(names), "topologySortingAlgorithm": "KahnSort", "workloads": dag},
     }
+    production = json.loads(json.dumps(boutique))
+    production["metadata"]["name"] = PRODUCTION
+    for entry in production["spec"]["workloads"]:  # redis-cart is a StatefulSet, as a dependency too
+        for item in (entry["workload"], *(d["workload"] for d in entry.get("dependencies") or ())):
+            if item["name"] == REDIS:
+                item["kind"] = "StatefulSet"
     out = []
-    for group in (boutique, random_dag):
+    for group in (boutique, random_dag, production):
         moved = json.loads(json.dumps(group).replace('"namespace": "default"', f'"namespace": "{namespace}"'))
         if mode:
             moved["metadata"]["annotations"] = {keys.ORDERED_SCHEDULING: mode}
@@ -182,19 +199,40 @@ def boutique(namespace: str, mode: str | None = None) -> dict[str, Any]:
 
 def pods(group: dict[str, Any], scheduler: str, run: int, replicas: int = 3) -> list[dict[str, Any]]:
     name, namespace = group["metadata"]["name"], group["metadata"]["namespace"]
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in group["spec"]["workloads"]:
         selector = entry["workload"]["selector"]
-        for replica in range(replicas):
+        labels = {GROUP_LABEL: name, WORKLOAD_LABEL: selector, "run": str(run)}
+        production = production_spec(entry["workload"]["name"], labels) if name == PRODUCTION else {}
+        count = 1 if name == PRODUCTION and entry["workload"]["name"] == REDIS else replicas
+        for replica in range(count):
             out.append({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"{name}-{selector}-{run}-{replica}", "namespace": namespace,
-                             "labels": {GROUP_LABEL: name, WORKLOAD_LABEL: selector, "run": str(run)}},
+                             "labels": labels},
                 "spec": {"schedulerName": scheduler, "nodeSelector": {POOL: "zones"},
                          "containers": [{"name": "app", "image": "registry.example/a:1",
-                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
+                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}], **production},
             })  # fmt: skip
+            if "volumes" in production:
+                out[-1]["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
     return out
+
+
+def production_spec(workload: str, labels: dict[str, str]) -> dict[str, Any]:
+    """What :data:`PRODUCTION`'s ``workload`` adds to its pods' spec, against its own pods (``labels``: of this
+    run)."""
+    own = {"matchLabels": labels}
+    if workload in APART:
+        apart = {"labelSelector": own, "topologyKey": "kubernetes.io/hostname"}
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [apart]}}}
+    if workload == SPREAD:
+        spread = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                  "labelSelector": own}  # fmt: skip
+        return {"topologySpreadConstraints": [spread]}
+    if workload == REDIS:
+        return {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": VOLUME_CLAIM}}]}
+    return {}
 
 
 def thesis_pods(scheduler: str, namespace: str, run: int) -> list[dict[str, Any]]:
@@ -400,7 +438,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settle", type=float, default=8.0, help="seconds without a new binding that end a run")
-    parser.add_argument("--scenarios", default="thesis-1,onlineboutique,random-dag", help="comma-separated")
+    parser.add_argument("--scenarios", default=f"thesis-1,onlineboutique,random-dag,{PRODUCTION}",
+                        help="comma-separated")  # fmt: skip
     parser.add_argument("--record", default=None, help="also write every run's figures as JSON to this file")
     columns = "kube-scheduler,netaware,netaware-plan,netaware-plan-ungated,sp-network,sp-default"
     parser.add_argument("--modes", default=columns, help="the columns to run, comma-separated")
@@ -425,8 +464,11 @@ def main() -> None:
         groups = {namespace: appgroups(namespace) for namespace in (NAMESPACE, *MODES)}
         for namespace, documents in groups.items():
             plane.kubectl("create", "namespace", namespace)
-            for document in [network_topology(namespace), *documents]:
+            volume = zonal_volume(namespace, VOLUME_CLAIM, f"bench-{namespace}-{REDIS}", VOLUME_ZONE)
+            for document in [network_topology(namespace), *documents, *volume]:
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
+            plane.kubectl("wait", "--for=jsonpath={.status.phase}=Bound", "pvc", VOLUME_CLAIM, "-n", namespace,
+                          "--timeout=60s")  # fmt: skip
         operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                     "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
                     "--plan-config", str(folder / "netaware-config.yaml"),

@@ -84,3 +84,43 @@ def extender_entry(port: int, ca_data: str | None, weight: int, ignorable: bool,
     if ca_data is not None:
         entry["tlsConfig"] = {"caData": ca_data}
     return entry
+
+
+def zonal_volume(namespace: str, claim: str, volume: str, zone: str, size: str = "1Gi") -> list[dict[str, Any]]:
+    """A PersistentVolume ``volume`` in ``zone`` (its ``topology.kubernetes.io/zone`` label, read by kube-scheduler's
+    VolumeZone, and a required node affinity on that zone, read by VolumeBinding) pre-bound to the claim ``claim``
+    of ``namespace``, and that PersistentVolumeClaim (no StorageClass: the PV controller binds the two at once)."""
+    zone_key = "topology.kubernetes.io/zone"
+    term = {"matchExpressions": [{"key": zone_key, "operator": "In", "values": [zone]}]}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume, "labels": {zone_key: zone}},
+            "spec": {
+                "capacity": {"storage": size},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "local": {"path": f"/mnt/disks/{volume}"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": namespace,
+                    "name": claim,
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "volumeName": volume,
+                "resources": {"requests": {"storage": size}},
+            },
+        },
+    ]

@@ -84,12 +84,12 @@ def explain_pod_command(
     from operators.engine.scheduling.index import ClusterIndex
     from operators.engine.scheduling.schedule import schedule
     from operators.extender.live import KINDS
-    from operators.sources.kinds import NAMESPACES
+    from operators.sources.kinds import FILTER_KINDS
 
     pod_namespace, _, name = reference.rpartition("/")
     pod_namespace = pod_namespace or namespace
     config = load_scheduler_config(config_path)
-    snapshot = _snapshot(filenames, kubeconfig, server, (*KINDS, NAMESPACES))  # namespaces: affinity's selectors
+    snapshot = _snapshot(filenames, kubeconfig, server, (*KINDS, *FILTER_KINDS))  # what kube-scheduler's filters read
     found = next((p for p in snapshot.pods if p.namespace == pod_namespace and p.name == name), None)
     if found is None:
         raise CommandError(f"pod {pod_namespace}/{name} not found")

@@ -57,10 +57,9 @@ def reconcile_command(filenames: tuple[str, ...], fmt: str | None, now: datetime
 def schedule_command(filenames: tuple[str, ...], pod_ref: str, config_path: str | None, fmt: str) -> None:
     """Filter and score every node of a snapshot for one pod (kube-scheduler-simulator's JSON).
 
-    netaware's plugins run (NetworkOverhead, NetworkBandwidth, NodeResourcesAllocatable, as the configuration
-    enables them), and kube-scheduler's NodeResourcesFit filter when the configuration does not disable it (with
-    no --config, netaware's plugins alone); the other in-tree plugins (taints, affinity, BalancedAllocation, ...)
-    do not, so a node shown as passing may still be refused by kube-scheduler.
+    kube-scheduler's default filters run first, in its order and words (those the configuration disables left
+    out), then netaware's plugins as the configuration enables them; of kube-scheduler's scores,
+    PodTopologySpread's and InterPodAffinity's are added (LeastAllocated, BalancedAllocation, ... are not).
     """
     from operators.engine.cluster.objects import Pod
     from operators.engine.scheduling.index import ClusterIndex
@@ -444,6 +443,7 @@ def plan_command(
     edges = [(e.source, e.target, str(e.pairs), str(e.cost), f"{e.mean:.2f}", str(e.over_limit)) for e in result.edges]
     click.echo(output.table(("source", "target", "pairs", "cost", "mean", "over max"), edges), nl=False)
     summary = f"cost {result.cost.cost} (greedy start {result.greedy.cost})"
+    summary += f", spread penalty {result.cost.spread_penalty}" * bool(result.cost.spread_penalty)
     summary += f", mean per edge {result.mean_edge_cost():.2f}"
     if result.reference is not None:
         kind = "optimum" if result.reference.optimal else "best bound"

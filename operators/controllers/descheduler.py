@@ -44,7 +44,16 @@ from operators.engine.rebalancing.rebalance import Move, Rebalance, after_low_no
 from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
 from operators.kube import API_ERRORS, TRANSPORT_ERRORS, describe, post_event, send_json
 from operators.sources.cache import ClusterCache
-from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODEMETRICS, NODES, NODESLOS, PODS, Kind
+from operators.sources.kinds import (
+    APPGROUP_SPECS,
+    FILTER_KINDS,
+    NETWORKTOPOLOGIES,
+    NODEMETRICS,
+    NODES,
+    NODESLOS,
+    PODS,
+    Kind,
+)
 from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.descheduler")
@@ -54,12 +63,15 @@ COMPONENT = "netaware-descheduler"
 
 def followed_kinds(policy: DeschedulerPolicy) -> tuple[Kind, ...]:
     """What the descheduler watches: nodes and pods; NodeMetrics and NodeSLOs (the agent's measured usage) only
-    when the policy reads them."""
+    when the policy reads them; what kube-scheduler's filters read when nodeFit or the rebalancer asks where a pod
+    would land."""
     usage = policy.args.usage
     uses_metrics = "nodeMetric" in (usage.cpu, usage.memory)
     measured = usage.net_bandwidth == "measured" and "netBandwidth" in policy.args.resources
     rebalancing = (APPGROUP_SPECS, NETWORKTOPOLOGIES) if policy.rebalance is not None else ()
-    return (NODES, PODS) + ((NODEMETRICS,) if uses_metrics else ()) + ((NODESLOS,) if measured else ()) + rebalancing
+    filtering = FILTER_KINDS if policy.args.node_fit or policy.rebalance is not None else ()
+    return ((NODES, PODS) + ((NODEMETRICS,) if uses_metrics else ()) + ((NODESLOS,) if measured else ()) + rebalancing
+            + filtering)  # fmt: skip
 
 
 MOVES_KEPT = 20  # the latest moves the AppGroup's annotation lists

@@ -15,19 +15,11 @@ from operators.sources.cache import ClusterCache
 from operators.sources.kinds import (
     APPGROUP_PODS,
     APPGROUP_SPECS,
-    CSINODES,
-    NAMESPACES,
+    FILTER_KINDS,
     NETWORKTOPOLOGIES,
     NODES,
     NODESLOS,
-    PERSISTENTVOLUMECLAIMS,
-    PERSISTENTVOLUMES,
     PODS,
-    REPLICASETS,
-    REPLICATIONCONTROLLERS,
-    SERVICES,
-    STATEFULSETS,
-    STORAGECLASSES,
     Kind,
 )
 from operators.supervision import Supervisor
@@ -53,8 +45,7 @@ CACHED_KINDS: dict[str, tuple[Kind, ...]] = {
 }
 # the AppGroup controller's plans: what every node holds, the costs, and what kube-scheduler's filters read (the
 # namespaces' labels for affinity, the storage for the volume filters, what selects a pod for default spreading)
-PLAN_KINDS = (PODS, NETWORKTOPOLOGIES, NAMESPACES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES, CSINODES,
-              SERVICES, REPLICASETS, STATEFULSETS, REPLICATIONCONTROLLERS)  # fmt: skip
+PLAN_KINDS = (PODS, NETWORKTOPOLOGIES, *FILTER_KINDS)
 
 
 def build_registry(

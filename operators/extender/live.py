@@ -31,12 +31,12 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.index import ClusterIndex
 from operators.sources.cache import ClusterCache
-from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS
+from operators.sources.kinds import APPGROUP_SPECS, FILTER_KINDS, NETWORKTOPOLOGIES, NODES, NODESLOS, PODS
 from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.extender")
 
-KINDS = (NODES, PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES, NODESLOS)
+KINDS = (NODES, PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES, NODESLOS, *FILTER_KINDS)  # the last: its plans' filters
 
 
 class LiveIndex:

@@ -15,7 +15,7 @@ import gc
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 
 from operators.api.appgroup import AppGroup
-from operators.api.config.scheduler import SchedulerConfig
+from operators.api.config.scheduler import NETWORK_OVERHEAD, SchedulerConfig
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.explain import summary
 from operators.engine.scheduling.framework import PodInputs, filter_table, merge_reasons
@@ -134,10 +134,13 @@ def filter_body(call: Call) -> tuple[bytes, tuple[str, ...]]:
     return call.state.answer("filter", candidates, call.inputs, compute) if call.names is not None else compute()
 
 
-def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The ExtenderFilterResult, and why the pod fits none of the nodes (empty when one passes)."""
+def _filter_answer(
+    call: Call, candidates: Candidates, config: SchedulerConfig | None = None
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The ExtenderFilterResult, and why the pod fits none of the nodes (empty when one passes); ``config``: the
+    filters to run (default: the extender's)."""
     state = call.state.cycle(call.inputs, call.index)
-    by_plugin = filter_table(state, candidates.table, call.state.config)
+    by_plugin = filter_table(state, candidates.table, config or call.state.config)
     rejected = merge_reasons(by_plugin)
     failed = {**candidates.failed, **rejected}
     passing = [name for name in candidates.table.names if name not in rejected] if rejected else candidates.table.names
@@ -155,14 +158,17 @@ def _filter_answer(call: Call, candidates: Candidates) -> tuple[dict[str, Any], 
 
 def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tuple[bytes, tuple[str, ...]]:
     """The filter answer narrowed to the node planned for the pod (:mod:`operators.extender.plans`) when it is a
-    candidate and netaware's filters pass it (they run on that node alone); else the answer as for any pod."""
+    candidate and netaware's filters pass it (they run on that node alone, NetworkOverhead's maxNetworkCost aside:
+    the whole-group plan weighed it, as for a gated plan's pods); else the answer as for any pod."""
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
     node = follower.node_for(call.pod, group, call.state.source(), call.state.config, names)
     row = candidates.table.row_of.get(node) if node is not None else None
     if node is not None and row is not None:
         alone = Candidates(candidates.table.rows(np.array([row])), candidates.raw, {})
-        answer, _ = _filter_answer(call, alone)
+        config = call.state.config
+        answer, _ = _filter_answer(call, alone, replace(config, filters=tuple(
+            name for name in config.filters if name != NETWORK_OVERHEAD)))  # fmt: skip
         if not answer["FailedNodes"]:
             follower.count(ON_PLAN)
             reason = f"AppGroup {group.metadata.namespace}/{group.metadata.name}'s plan places this pod on node {node}"

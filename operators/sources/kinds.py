@@ -61,6 +61,10 @@ REPLICASETS = Kind("replicasets", "/apis/apps/v1/replicasets", "apps/v1", "Repli
 STATEFULSETS = Kind("statefulsets", "/apis/apps/v1/statefulsets", "apps/v1", "StatefulSet", trim_selector)
 REPLICATIONCONTROLLERS = Kind("replicationcontrollers", "/api/v1/replicationcontrollers", "v1", "ReplicationController",
                               trim_selector)  # fmt: skip
+# What kube-scheduler's filters read beyond nodes and pods: namespaces' labels (inter-pod affinity), the storage
+# (the volume filters), what selects a pod for the default spread (Services and controllers)
+FILTER_KINDS = (NAMESPACES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES, CSINODES, SERVICES,
+                REPLICASETS, STATEFULSETS, REPLICATIONCONTROLLERS)  # fmt: skip
 
 # The snapshot slot each kind fills.
 SLOTS = {

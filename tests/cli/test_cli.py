@@ -50,7 +50,8 @@ def test_schedule_help_says_which_plugins_run() -> None:
     code, out, _ = run("schedule", "--help")
     assert code == 0
     flat = " ".join(out.split())
-    assert "NodeResourcesFit filter when the configuration does not disable it" in flat and "taints" in flat
+    assert "kube-scheduler's default filters run first, in its order and words" in flat
+    assert "PodTopologySpread's and InterPodAffinity's are added" in flat
 
 
 def test_reconcile_prints_a_list_of_the_controllers_objects() -> None:

@@ -119,6 +119,23 @@ CLAIMS: dict[str, dict[str, set[Permission]]] = {
             )
         },
     },
+    "test_plan_ungated": {
+        "extender": {  # its plans' cluster view: what kube-scheduler's filters read
+            (verb, resource, "")
+            for verb in ("list", "watch")
+            for resource in (
+                "namespaces",
+                "persistentvolumeclaims",
+                "persistentvolumes",
+                "services",
+                "replicationcontrollers",
+                "storageclasses",
+                "csinodes",
+                "replicasets",
+                "statefulsets",
+            )
+        },
+    },
     "test_probe": {
         "probe": {
             ("create", "configmaps", ""),

@@ -16,7 +16,6 @@ from operators.engine.scheduling.explain import unavailable
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
 from operators.engine.simulation import ordered
-from tests.engine.test_kube_volumes import bound_pvc, pv
 from tests.support.planning import CONFIG, node, placed, plan_of, pod, topology
 
 
@@ -27,9 +26,16 @@ def claimed(name: str, workload: str, claim: str) -> dict[str, Any]:
 
 def storage(on: str) -> list[dict[str, Any]]:
     """Claim ``data`` bound to a local volume only node ``on`` reaches."""
-    volume = pv("local-1", storage_class="local", capacity="1Gi", affinity={"kubernetes.io/hostname": [on]},
-                claim=("default", "data", ""))  # fmt: skip
-    return [bound_pvc("data", "local-1", storage_class="local", phase="Bound"), volume]
+    reach = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                          "values": [on]}]}]}  # fmt: skip
+    volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "local-1"},
+              "spec": {"storageClassName": "local", "capacity": {"storage": "1Gi"}, "nodeAffinity": {"required": reach},
+                       "claimRef": {"namespace": "default", "name": "data"}}}  # fmt: skip
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "data", "namespace": "default",
+                          "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
+             "spec": {"volumeName": "local-1", "storageClassName": "local"}, "status": {"phase": "Bound"}}  # fmt: skip
+    return [claim, volume]
 
 
 def decide(objects: list[dict[str, Any]], name: str) -> tuple[str | None, dict[str, dict[str, str]], str]:
@@ -134,3 +140,25 @@ def test_a_prefilter_rejection_comes_before_every_nodes_filters() -> None:
     selected, filters, message = decide(objects, "db-0")
     assert selected is None and message == '0/2 nodes are available: persistentvolumeclaim "gone" not found.'
     assert filters["n1"]["VolumeRestrictions"] == 'persistentvolumeclaim "gone" not found'
+
+
+def test_a_bound_pod_explained_again_is_not_another_user_of_its_own_read_write_once_pod_claim() -> None:
+    # db-0 runs on n1 with a ReadWriteOncePod claim: explaining it passes VolumeRestrictions (kube-scheduler's
+    # RemovePod took it off first); a second pod with the same claim is refused on every node
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "solo", "namespace": "default"},
+             "spec": {"accessModes": ["ReadWriteOncePod"], "storageClassName": "local"}}  # fmt: skip
+    running = claimed("db-0", "db", "solo")
+    running["spec"]["nodeName"] = "n1"
+    running["status"] = {"phase": "Running"}
+    local = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+             "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}  # fmt: skip
+    objects = [node("n1", "za"), node("n2", "za"), topology(5), local, claim, running, claimed("db-1", "db", "solo")]
+    _, filters, _ = decide(objects, "db-0")
+    assert filters["n1"]["VolumeRestrictions"] == "passed"
+    _, filters, _ = decide(objects, "db-1")
+    conflict = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
+                "by another pod")  # fmt: skip
+    assert {node: verdicts["VolumeRestrictions"] for node, verdicts in filters.items()} == {
+        "n1": conflict,
+        "n2": conflict,
+    }

@@ -83,3 +83,17 @@ def test_the_pods_of_other_modes_are_not_narrowed() -> None:
         state = state_of(pod("b-0", "b"), mode=mode, n1_pods="110")
         assert filter_of(state, pod("b-0", "b"))["NodeNames"] == NAMES
         assert plans_made(state) == 0
+
+
+def test_the_planned_node_is_given_when_only_maxnetworkcost_would_refuse_it() -> None:
+    # n1 (za) holds b-0 and nothing more; zb is 20 away, above a -> b's maxNetworkCost 10. The plan puts a-0 on n3
+    # (the only node with room: one pair above the limit, weighed by the plan); NetworkOverhead's filter alone
+    # would refuse n3 (a-0's dependency: Satisfied 0, Violated 1) and leave a-0 Pending for good, which a gated
+    # plan's pod is not
+    objects = [node("n1", "za", pods="1"), node("n3", "zb"), topology(20), pod("b-0", "b", on="n1"), pod("a-0", "a")]
+    snapshot = replace(build_snapshot(objects), app_groups=(group_with("plan-ungated"),))
+    state = ExtenderState(lambda: snapshot, CONFIG)
+    state.follower.metrics = PlanMetrics.create(CollectorRegistry())
+    answer = filter_of(state, pod("a-0", "a"), ["n3"])
+    assert answer["NodeNames"] == ["n3"] and answer["FailedNodes"] == {}
+    assert counted(state, "on-plan") == 1

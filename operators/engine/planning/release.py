@@ -187,6 +187,11 @@ def stranded(members: Iterable[Pod], cluster: Snapshot, config: SchedulerConfig 
     nodes = cluster.node_by_name
     index: ClusterIndex | None = None
     defaults = kube_filters.spread_defaults(config) if config is not None else None
+    enabled = (
+        kube_filters.DEFAULT_FILTERS
+        if config is None
+        else tuple(name for name in config.filters if name in kube_filters.DEFAULT_FILTERS)
+    )  # those the configuration keeps
     found = []
     for pod in members:
         node_name = planned_node(pod)
@@ -198,7 +203,7 @@ def stranded(members: Iterable[Pod], cluster: Snapshot, config: SchedulerConfig 
             continue
         index = index or ClusterIndex.build(cluster)
         cycle = kube_filters.prefilter(pod, index.placed, index.requested, defaults)
-        _, reasons = kube_filters.failure(cycle, node)
+        _, reasons = kube_filters.failure(cycle, node, enabled)
         if reasons:
             found.append((pod, f"its planned node {node_name} no longer fits it: {', '.join(reasons)}"))
     return found

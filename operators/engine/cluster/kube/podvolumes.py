@@ -109,14 +109,20 @@ def volumes_of(pod: Pod) -> tuple[PodVolume, ...]:
         return ()
 
 
-def used_claims(snapshot: Snapshot) -> frozenset[tuple[str, str]]:
-    """(namespace, claim) of every claim a placed pod uses (kept per snapshot)."""
+def used_claims(snapshot: Snapshot) -> Mapping[tuple[str, str], frozenset[str]]:
+    """(namespace, claim) -> the keys of the placed pods that use it (kept per snapshot)."""
     held = _USED.get(id(snapshot))
     if held is not None and held[0] is snapshot:
         return held[1]
-    used = frozenset((pod.namespace, volume.claim) for pods in snapshot.pods_by_node.values() for pod in pods
-                     if not pod.is_terminal for volume in volumes_of(pod) if volume.kind == CLAIM)  # fmt: skip
-    return remember(_USED, id(snapshot), (snapshot, used), 4)[1]
+    used: dict[tuple[str, str], set[str]] = {}
+    for pods in snapshot.pods_by_node.values():
+        for pod in pods:
+            if not pod.is_terminal:
+                for volume in volumes_of(pod):
+                    if volume.kind == CLAIM:
+                        used.setdefault((pod.namespace, volume.claim), set()).add(pod.key)
+    frozen = {claim: frozenset(keys) for claim, keys in used.items()}
+    return remember(_USED, id(snapshot), (snapshot, frozen), 4)[1]
 
 
-_USED: dict[int, tuple[Snapshot, frozenset[tuple[str, str]]]] = {}
+_USED: dict[int, tuple[Snapshot, Mapping[tuple[str, str], frozenset[str]]]] = {}

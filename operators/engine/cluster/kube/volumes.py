@@ -174,7 +174,8 @@ def restrictions_prefilter(state: VolumeState) -> str:
                 once.add(claim.name)
     if once:
         used = used_claims(state.snapshot)
-        state.conflicting_claims = sum(1 for name in once if (state.pod.namespace, name) in used)
+        own = state.pod.key  # a bound pod explained again is not "another pod" using its own claim
+        state.conflicting_claims = sum(1 for name in once if used.get((state.pod.namespace, name), frozenset()) - {own})
     if state.conflicting_claims == 0 and not any(volume.kind == DISK for volume in state.volumes):
         state.skipped.add(VOLUME_RESTRICTIONS)
     return ""
