@@ -36,7 +36,8 @@ from benchmarks.figures import spread
 from operators.api import keys
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
-from operators.engine.planning.plan import plan_appgroup
+from operators.engine.planning.baseline import smallest_domain
+from operators.engine.planning.plan import edge_costs, plan_appgroup
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
@@ -136,6 +137,100 @@ def violations(snapshot: Snapshot, placed: Mapping[str, str]) -> int:
     return refused
 
 
+FAMILIES = {"small": (100, 400, 8, 2), "medium": (300, 2400, 24, 3), "large": (1000, 5000, 40, 4)}  # pods, nodes,
+# zones, regions
+
+
+def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
+    """One generated instance (the issue's families): nodes of 8 cpus in regions x zones, zone costs 3-10 inside a
+    region and 20-60 across; ``busy`` "mixed": zones 55-85 % used, one per region at 25 % (a zone holds the group),
+    or "full": all 80-92 %; one AppGroup, a random DAG of pods of 250m-1 cpu, maxNetworkCost 30."""
+    pods, nodes, zones, regions = FAMILIES[size]
+    rng = random.Random(seed)
+    objects: list[dict[str, Any]] = []
+    quiet = {rng.randrange(zones) // regions * regions + r for r in range(regions)} if busy == "mixed" else set()
+    for zone in range(zones):
+        share = 0.25 if zone in quiet else rng.uniform(0.55, 0.85) if busy == "mixed" else rng.uniform(0.80, 0.92)
+        for index in range(zone, nodes, zones):
+            name = f"node-{index:05d}"
+            objects.append({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: f"z{zone}",
+                                                      keys.REGION_LABEL: f"r{zone % regions}"},
+                             "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "10G"}},
+                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}},
+            })  # fmt: skip
+            used = round(8000 * share * rng.uniform(0.8, 1.2))
+            objects.append({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"busy-{index}", "namespace": "load"},
+                "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {"requests": {
+                    "cpu": f"{min(used, 8000)}m"}}}]}, "status": {"phase": "Running"},
+            })  # fmt: skip
+    origins = [{"origin": f"z{a}", "costList": [{"destination": f"z{b}", "networkCost": rng.randint(3, 10)}
+                                                for b in range(zones) if b != a and b % regions == a % regions]}
+               for a in range(zones)]  # fmt: skip
+    across = [{"origin": f"r{a}", "costList": [{"destination": f"r{b}", "networkCost": rng.randint(20, 60)}
+                                               for b in range(regions) if b != a]} for a in range(regions)]  # fmt: skip
+    objects.append({
+        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
+        "metadata": {"name": ordered.TOPOLOGY, "namespace": ordered.NAMESPACE},
+        "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": [
+            {"topologyKey": keys.REGION_LABEL, "originList": across},
+            {"topologyKey": keys.ZONE_LABEL, "originList": origins}]}]},
+    })  # fmt: skip
+    workloads = max(4, pods // 25)
+    graph = ordered.random_dag(workloads, min(0.5, 3 / workloads), rng)
+    scenario = ordered.app_scenario(f"{size}-{busy}", graph, pods // workloads, tuple(objects))
+    asks = []
+    for member in scenario.pods:
+        spec = {**member.raw["spec"], "containers": [{"name": "app", "resources": {"requests": {
+            "cpu": rng.choice(("250m", "500m", "1"))}}}]}  # fmt: skip
+        asks.append(type(member).parse({**member.raw, "spec": spec}))
+    return replace(scenario, group=ordered.appgroup(scenario.name, graph, max_cost=30), pods=tuple(asks))
+
+
+def compare(size: str, busy: str, seed: int, budget: float) -> dict[str, float]:
+    """The plan at ``budget`` against the smallest-domain baseline on one generated instance."""
+    scenario = family(size, busy, seed)
+    snapshot = replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,),
+                       pods=(*build_snapshot(list(scenario.cluster)).pods, *scenario.pods))  # fmt: skip
+    index = ClusterIndex.build(snapshot)
+    problem = build_problem(index, scenario.group, ordered.config())
+    state, _, _ = smallest_domain(Search(problem, seed))
+    base = [edge for edge in edge_costs(problem, state.node) if edge.pairs]
+    plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
+    base_mean = sum(edge.mean for edge in base) / len(base) if base else 0.0
+    return {
+        "plan s": plan.seconds,
+        "plan mean per edge": plan.mean_edge_cost(),
+        "baseline mean per edge": base_mean,
+        "ratio to baseline": plan.mean_edge_cost() / base_mean if base_mean else 1.0,
+        "plan pairs above max": plan.cost.over_limit,
+        "baseline pairs above max": sum(edge.over_limit for edge in base),
+        "unplaced": len(plan.unplaceable),
+    }
+
+
+def families(seeds: int, budget: float) -> dict[str, Any]:
+    """Every family at ``budget``, ``seeds`` instances each: figures, and the instances where the plan breaks
+    maxNetworkCost while the baseline does not, or costs more than 0.95x the baseline."""
+    figures: dict[str, Any] = {}
+    for size, (pods, nodes, zones, _) in FAMILIES.items():
+        for busy in ("mixed", "full"):
+            runs = [compare(size, busy, seed, budget) for seed in range(seeds)]
+            name = f"{size}-{busy}"
+            needless = sum(1 for run in runs if run["plan pairs above max"] and not run["baseline pairs above max"])
+            above = sum(1 for run in runs if run["ratio to baseline"] > 0.95)
+            print(f"{name}: {pods} pods, {nodes} nodes, {zones} zones, {seeds} seeds; needless breaches on {needless},"
+                  f" above 0.95x the baseline on {above}")  # fmt: skip
+            for key in runs[0]:
+                numbers = [float(run[key]) for run in runs]
+                figures[f"{name}/{key}"] = records.figure(numbers, UNITS.get(key, ""))
+                print(f"  {key:28} {spread(numbers, '.4g')}")
+            figures[f"{name}/needless breaches"] = records.figure([float(needless)], "")
+    return figures
+
+
 UNITS = {"build s": "s", "greedy s": "s", "plan s": "s", "reference s": "s"}  # the others: counts, costs, ratios
 
 INSTANCES: dict[str, Callable[[], ordered.AppScenario]] = {
@@ -196,7 +291,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default=",".join(INSTANCES))
     parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
+    parser.add_argument("--families", type=int, default=0, metavar="SEEDS",
+                        help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
     args = parser.parse_args()
+    if args.families:
+        compared = families(args.families, args.budget_ms / 1000)
+        if args.record:
+            records.write(args.record, "bench_plan_families", vars(args), compared)
+        return
     figures: dict[str, Any] = {}
     for name in args.only.split(","):
         runs = [measure(name, args.budget_ms / 1000, args.exact_seconds, seed) for seed in range(args.runs)]

@@ -180,7 +180,7 @@ def test_every_plan_passes_the_filters_and_never_moves_a_bound_pod(instance: tup
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(INSTANCES)
-def test_the_search_never_ends_worse_than_its_greedy_start_and_a_seed_gives_one_plan(
+def test_the_search_never_ends_worse_than_its_greedy_start_nor_the_baseline_and_a_seed_gives_one_plan(
     instance: tuple[int, int, int, float],
 ) -> None:
     snapshot, group = random_instance(*instance)
@@ -188,6 +188,8 @@ def test_the_search_never_ends_worse_than_its_greedy_start_and_a_seed_gives_one_
     first = search(problem, seed=instance[0], budget_seconds=60.0)
     assert first.converged
     assert first.cost.objective <= first.greedy.objective
+    # nor worse than the field's smallest-domain placement, one of its starts (absent when greedy is optimal)
+    assert first.baseline is None or first.cost.objective <= first.baseline.objective
     again = search(problem, seed=instance[0], budget_seconds=60.0)
     assert again.assignment.tolist() == first.assignment.tolist()
 

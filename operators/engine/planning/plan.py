@@ -78,6 +78,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     reference: Reference | None = None
     computed: str = ""  # RFC 3339
+    baseline: PlacedCost | None = None  # the smallest-domain placement (:mod:`.baseline`), when it was computed
+    baseline_level: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -108,6 +110,19 @@ class Plan:
                 "meanPerEdge": round(self.mean_edge_cost(), 3),
             },
             "greedy": {"total": self.greedy.cost, "objective": self.greedy.objective},
+            **(
+                {
+                    "baseline": {
+                        "level": self.baseline_level,
+                        "total": self.baseline.cost,
+                        "pairsOverMaxNetworkCost": self.baseline.over_limit,
+                        "unplaced": self.baseline.unplaced,
+                        "objective": self.baseline.objective,
+                    }
+                }
+                if self.baseline is not None
+                else {}
+            ),
             "edges": [
                 {
                     "source": edge.source,
@@ -172,7 +187,8 @@ def plan_appgroup(
             reference = dataclasses.replace(reference, bound=lower)
     return describe(problem, result.assignment, result.cost, result.greedy, result.unplaceable, seed,
                     converged=result.converged, sweeps=result.sweeps, seconds=result.seconds, reference=reference,
-                    now=now, with_edges=with_edges)  # fmt: skip
+                    now=now, with_edges=with_edges, baseline=result.baseline,
+                    baseline_level=result.baseline_level)  # fmt: skip
 
 
 def describe(
@@ -188,6 +204,8 @@ def describe(
     reference: Reference | None = None,
     now: datetime.datetime | None = None,
     with_edges: bool = True,
+    baseline: PlacedCost | None = None,
+    baseline_level: str = "",
 ) -> Plan:
     pods = tuple(
         PlannedPod(
@@ -214,6 +232,8 @@ def describe(
         notes=tuple(problem.notes),
         reference=reference,
         computed=(now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        baseline=baseline,
+        baseline_level=baseline_level,
     )
 
 

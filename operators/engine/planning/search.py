@@ -12,7 +12,10 @@ first, better with time.
    nodes' pods onto one), the steps single pods cannot take when each alone would pay more.
 3. **Tabu walk**: from that local optimum, steps that may cost more (the best move or swap of a pod not moved
    lately), step 2 after each, the best plan kept.
-4. **Restarts** while the budget lasts (at most :data:`RESTARTS` searches): alternately a fresh greedy start under
+4. **The field's placement as a start**: the smallest topology domain that holds the group, packed BestFit
+   (:mod:`.baseline`), improved by steps 2 and 3 — so no plan is worse than it, whatever the budget; then step 1
+   inside that domain (domain first, then nodes, dependent pods together), improved the same way.
+5. **Restarts** while the budget lasts (at most :data:`RESTARTS` searches): alternately a fresh greedy start under
    another seeded order and the best plan with a fifth of its pods moved at random.
 
 Every step keeps the plan feasible; the best plan seen is returned, so it is never worse than step 1's. One
@@ -29,10 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from operators.engine.planning.baseline import smallest_domain
 from operators.engine.planning.group_moves import GroupMoves
 from operators.engine.planning.moves import UNPLACED_PENALTY, Assignment, PlacedCost
 from operators.engine.planning.nowhere import why_nowhere
-from operators.engine.planning.problem import Ints, Problem
+from operators.engine.planning.problem import Bools, Ints, Problem
 
 __all__ = ["UNPLACED_PENALTY", "Assignment", "PlacedCost", "Search", "SearchResult", "search"]
 
@@ -46,6 +50,8 @@ class SearchResult:
     sweeps: int
     seconds: float
     unplaceable: dict[str, str] = field(default_factory=dict)
+    baseline: PlacedCost | None = None  # the smallest-domain placement's cost (:mod:`.baseline`; None: not needed)
+    baseline_level: str = ""
 
 
 class Search(GroupMoves):
@@ -53,9 +59,12 @@ class Search(GroupMoves):
 
     # ---- the two steps -------------------------------------------------------------------------------------
 
-    def greedy(self, deadline: Callable[[], bool] = lambda: False) -> tuple[Assignment, dict[str, str]]:
+    def greedy(
+        self, deadline: Callable[[], bool] = lambda: False, inside: Bools | None = None
+    ) -> tuple[Assignment, dict[str, str]]:
         """Step 1: a feasible plan, dependencies first (a pod that fits nowhere yet is tried again at the end: its
-        required affinity may name pods placed after it; then, while ``deadline`` allows, :meth:`repair`)."""
+        required affinity may name pods placed after it; then, while ``deadline`` allows, :meth:`repair`); with
+        ``inside``, on those nodes only."""
         problem, state = self.problem, self.empty()
         unplaceable = dict(problem.unplaceable)
         remaining = len(problem.pods)
@@ -63,11 +72,11 @@ class Search(GroupMoves):
         for workload in self.greedy_order(state):
             for pod in np.nonzero(problem.pod_workload == workload)[0].tolist():
                 remaining -= 1
-                if problem.pods[pod].key not in unplaceable and self.place(state, pod, self.fits(state, pod),
+                if problem.pods[pod].key not in unplaceable and self.place(state, pod, self._fits(state, pod, inside),
                                                                            remaining + 1) < 0:  # fmt: skip
                     waiting.append(pod)
         while waiting:  # a pod whose affinity needs pods placed after it: again, while that places some
-            left = [pod for pod in waiting if self.place(state, pod, self.fits(state, pod)) < 0]
+            left = [pod for pod in waiting if self.place(state, pod, self._fits(state, pod, inside)) < 0]
             if len(left) == len(waiting):
                 break
             waiting = left
@@ -75,6 +84,18 @@ class Search(GroupMoves):
         for pod in waiting:
             unplaceable[problem.pods[pod].key] = why_nowhere(self, state, pod)
         return state, unplaceable
+
+    def _fits(self, state: Assignment, pod: int, inside: Bools | None) -> Bools:
+        fits = self.fits(state, pod)
+        return fits if inside is None else fits & inside
+
+    def left_out(self, state: Assignment) -> dict[str, str]:
+        """Why each pod ``state`` leaves out fits nowhere (the static reasons first)."""
+        problem = self.problem
+        missing = dict(problem.unplaceable)
+        for pod in np.nonzero(state.node < 0)[0].tolist():
+            missing.setdefault(problem.pods[pod].key, why_nowhere(self, state, pod))
+        return missing
 
     def repair(
         self, state: Assignment, pod: int, deadline: Callable[[], bool], tries: int = 256, depth: int = 2
@@ -294,6 +315,17 @@ def search(
     if (best_cost := engine.objective(best)).objective > 0:
         best, walked = engine.tabu(best, deadline)
         converged, best_cost = converged and walked, engine.objective(best)
+    start, level, domain = smallest_domain(engine)  # the field's placement: a start, so no plan is worse than it
+    baseline = engine.objective(start)
+    inside = np.zeros(len(problem.nodes), dtype=np.bool_)
+    inside[domain] = True
+    for begin in (start, engine.greedy(deadline, inside)[0]):  # it, and the greedy start inside its domain
+        if best_cost.objective > 0 and engine.objective(begin).unplaced <= best_cost.unplaced:
+            done, more = engine.improve(begin, deadline)
+            walked_to, walked = engine.tabu(begin, deadline)
+            converged, sweeps = converged and done and walked, sweeps + more
+            if (cost := engine.objective(walked_to)).objective < best_cost.objective:
+                best, best_cost, unplaceable = walked_to, cost, engine.left_out(walked_to)
     rng = np.random.default_rng([seed, RESTARTS])
     for restart in range(1, RESTARTS):
         if not converged or deadline() or best_cost.objective == 0:
@@ -309,4 +341,5 @@ def search(
         converged, sweeps = converged and done and walked, sweeps + more
         if (cost := other.objective(state)).objective < best_cost.objective:
             best, best_cost, unplaceable = state, cost, missing
-    return SearchResult(best.node.copy(), best_cost, greedy, converged, sweeps, clock() - started, unplaceable)
+    return SearchResult(best.node.copy(), best_cost, greedy, converged, sweeps, clock() - started, unplaceable,
+                        baseline, level)  # fmt: skip

@@ -1,0 +1,113 @@
+"""The field's placement of a group, as a reference and a starting point (pure): "the smallest domain that holds
+it", as topology-aware schedulers place a gang (Kueue's TAS, Volcano's network topology, Koordinator's), with no
+notion of an edge's cost.
+
+1. The levels of the topology, the smallest first: one node, one zone, one region, the whole cluster.
+2. At the smallest level where some domain holds every pod to place (its free resources, pods and bandwidth
+   summed first, then checked by placing them), the domains are tried **BestFit**: the least free capacity first
+   (the sum over the nodes of what their cpu can still take, in the pods' own largest cpu request), so that the
+   group takes the tightest domain it fits in and leaves the roomy ones.
+3. Inside the domain, pods are packed in the spec's workload order, each onto the first node that takes it among
+   the domain's nodes ordered by most room first (Kueue's order: fill the domains with most capacity first, to use
+   as few as possible).
+
+Every pod is placed only where :meth:`~.moves.Moves.fits` allows it (resources, bandwidth, the pods' rules between
+them) and the plan still holds with it (:meth:`~.moves.Moves.holds`: the next node by room when not); pods no
+domain takes whole are placed on the whole cluster the same way (some may stay out). It is one of the search's
+starting points (:func:`~.search.search`), so that no plan is worse than it, and the column every benchmark
+compares the plan to.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from operators.engine.planning.moves import Assignment, Moves
+
+LEVELS = ("node", "zone", "region", "cluster")
+TRIES = 16  # nodes tried per pod when placing it would break a rule between pods
+
+
+def smallest_domain(moves: Moves) -> tuple[Assignment, str, np.ndarray]:
+    """The placement of the module docstring, the level it was made at, and the domain's nodes."""
+    problem = moves.problem
+    pods = [pod for pod in range(len(problem.pods)) if problem.pods[pod].key not in problem.unplaceable]
+    order = sorted(pods, key=lambda pod: (int(problem.pod_workload[pod]), pod))
+    asked = problem.requests[order].sum(axis=0) if order else np.zeros(len(problem.resources), dtype=np.int64)
+    for level in LEVELS:
+        domains = _domains(moves, level)
+        held = [d for d in domains if len(order) <= int(problem.pods_free[d].sum())
+                and bool(np.all(problem.free[d].sum(axis=0) >= asked))]  # fmt: skip
+        for nodes in sorted(held, key=lambda d: (_room(moves, d, order), int(d[0]))):
+            state = _pack(moves, order, nodes)
+            if state is not None:
+                return state, level, nodes
+    state, everywhere = moves.empty(), np.arange(len(problem.nodes))
+    _fill(moves, state, order, everywhere)
+    return state, "cluster", everywhere
+
+
+def _domains(moves: Moves, level: str) -> list[np.ndarray]:
+    problem = moves.problem
+    nodes = np.arange(len(problem.nodes))
+    if level == "node":
+        return [nodes[i : i + 1] for i in range(len(nodes))]
+    if level == "zone":
+        keys = problem.place_of
+    elif level == "region":
+        regions = {region: i for i, region in enumerate(sorted({region for region, _ in problem.places}))}
+        keys = np.array([regions[problem.places[place][0]] for place in problem.place_of.tolist()], dtype=np.int64)
+    else:
+        return [nodes]
+    return [nodes[keys == key] for key in np.unique(keys).tolist()]
+
+
+def _room(moves: Moves, nodes: np.ndarray, order: list[int]) -> int:
+    """What ``nodes`` can still take: pods of the group's largest cpu ask, summed over the nodes (BestFit's key)."""
+    problem = moves.problem
+    if not order:
+        return 0
+    biggest = np.max(problem.requests[order], axis=0)
+    room = problem.pods_free[nodes].astype(np.int64)
+    for column in np.nonzero(biggest > 0)[0].tolist():
+        room = np.minimum(room, problem.free[nodes, column] // biggest[column])
+    return int(np.maximum(room, 0).sum())
+
+
+def _pack(moves: Moves, order: list[int], nodes: np.ndarray) -> Assignment | None:
+    """Every pod of ``order`` on ``nodes`` (most room first), or None when one does not fit."""
+    state = moves.empty()
+    return state if _fill(moves, state, order, nodes) else None
+
+
+def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray) -> bool:
+    """Each pod of ``order`` onto the first node of ``nodes`` by most room that takes it; whether all went."""
+    problem = moves.problem
+    inside = np.zeros(len(problem.nodes), dtype=np.bool_)
+    inside[nodes] = True
+    rank = np.full(len(problem.nodes), np.iinfo(np.int64).max, dtype=np.int64)
+    by_room = nodes[np.lexsort((nodes, -_node_room(moves, state, nodes)))]
+    rank[by_room] = np.arange(len(by_room))
+    placed = True
+    for pod in order:
+        fits = moves.fits(state, pod) & inside
+        for _ in range(TRIES):  # the first node by room where the plan still holds with the pod
+            if not fits.any():
+                break
+            node = int(np.argmin(np.where(fits, rank, np.iinfo(np.int64).max)))
+            moves.put(state, pod, node)
+            if moves.holds(state, [pod]):
+                break
+            moves.take(state, pod)
+            fits[node] = False
+        placed &= bool(state.node[pod] >= 0)
+    return placed
+
+
+def _node_room(moves: Moves, state: Assignment, nodes: np.ndarray) -> np.ndarray:
+    """Each node's free cpu (when the pods ask some), its pods limit breaking ties."""
+    resources = moves.problem.resources
+    pods = np.asarray(state.pods_free[nodes], dtype=np.int64)
+    if "cpu" not in resources:
+        return pods
+    return np.asarray(state.free[nodes, resources.index("cpu")] * (1 << 20) + pods, dtype=np.int64)

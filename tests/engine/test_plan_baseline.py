@@ -1,0 +1,64 @@
+"""The smallest-domain placement (engine/planning/baseline.py), the field's way of placing a group, derived by hand:
+the smallest level whose domain holds the group, the tightest such domain (BestFit), the nodes with most room
+first; and the planner's report of it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.planning.baseline import smallest_domain
+from operators.engine.planning.problem import build_problem
+from operators.engine.planning.search import Search
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.simulation import ordered
+from tests.support.planning import CONFIG, node, plan_of, pod, topology
+
+GRAPH = {"a": ["b"], "b": []}
+
+
+def objects(cpus: tuple[str, str, str], pods: int) -> list[dict[str, Any]]:
+    """n1 and n2 in zone za, n3 in zb (one region) with ``cpus``; ``pods`` pending pods of 1 cpu, a then b."""
+    nodes = [node(name, zone) for name, zone in (("n1", "za"), ("n2", "za"), ("n3", "zb"))]
+    for item, cpu in zip(nodes, cpus, strict=True):
+        item["status"]["allocatable"]["cpu"] = cpu
+    return [*nodes, topology(5), *(pod(f"{'ab'[i % 2]}-{i}", "ab"[i % 2], cpu="1") for i in range(pods))]
+
+
+@pytest.mark.parametrize(
+    ("cpus", "pods", "level", "where"),
+    [
+        # n1 and n2 take all 3 (4 cpus each), n3 too (8): BestFit takes the tightest, n1 (n2's tie by name)
+        (("4", "4", "8"), 3, "node", {"n1": 3}),
+        # 6 pods: only n3 holds them all
+        (("4", "4", "8"), 6, "node", {"n3": 6}),
+        # 7 pods on 4 + 4 + 4: no node; zone za (8) holds them, zb (4) does not; most room first: n1 takes 4, n2 3
+        (("4", "4", "4"), 7, "zone", {"n1": 4, "n2": 3}),
+        # 10 pods: no node, no zone (za 8, zb 8): the region; n3 has most room (8) and takes 8, then n1 2
+        (("4", "4", "8"), 10, "region", {"n3": 8, "n1": 2}),
+    ],
+)
+def test_the_smallest_domain_that_holds_the_group_tightest_first(
+    cpus: tuple[str, str, str], pods: int, level: str, where: dict[str, int]
+) -> None:
+    group = ordered.appgroup("pair", GRAPH)
+    snapshot = replace(build_snapshot(objects(cpus, pods)), app_groups=(group,))
+    problem = build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+    state, found, _ = smallest_domain(Search(problem))
+    assert found == level
+    assert Counter(problem.nodes[n] for n in state.node.tolist()) == where
+
+
+def test_the_plan_reports_the_baseline_and_is_never_worse() -> None:
+    # 7 pods, a -> b, on 4 + 4 + 4 cpus: the baseline packs in spec order, the 4 a pods on n1 and the 3 b on n2
+    # (zone za): all 4 x 3 pairs across the two nodes, 1 each: 12. Mixing them, 2 a + 2 b on n1 and 2 a + 1 b on
+    # n2, leaves 2 x 1 + 2 x 2 = 6 pairs across: the plan costs at most 6.
+    plan = plan_of(objects(("4", "4", "4"), 7), GRAPH, budget_seconds=1.0)
+    assert plan.baseline is not None and plan.baseline_level == "zone" and plan.baseline.unplaced == 0
+    assert plan.baseline.cost == 12 and plan.cost.cost <= 6
+    document = plan.to_json()["baseline"]
+    assert (document["level"], document["objective"]) == ("zone", plan.baseline.objective)
