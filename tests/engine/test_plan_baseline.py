@@ -62,3 +62,19 @@ def test_the_plan_reports_the_baseline_and_is_never_worse() -> None:
     assert plan.baseline.cost == 12 and plan.cost.cost <= 6
     document = plan.to_json()["baseline"]
     assert (document["level"], document["objective"]) == ("zone", plan.baseline.objective)
+
+
+def test_the_budget_is_work_so_a_busy_machine_gives_the_same_plan() -> None:
+    # Online Boutique x 3 on 16 nodes with a budget too small to converge: on a machine 5 times slower (its clock
+    # runs 5 times faster for the same work) the search stops at the same work and returns the same plan
+    import time
+
+    from operators.engine.planning.search import search
+
+    scenario = ordered.boutique(3)
+    snapshot = replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,), pods=scenario.pods)
+    problem = build_problem(ClusterIndex.build(snapshot), scenario.group, ordered.config())
+    idle = search(problem, seed=1, budget_seconds=0.003)
+    busy = search(problem, seed=1, budget_seconds=0.003, clock=lambda: 5 * time.perf_counter())
+    assert not idle.converged  # the budget bound the search
+    assert busy.assignment.tolist() == idle.assignment.tolist() and busy.cost == idle.cost

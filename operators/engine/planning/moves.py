@@ -27,6 +27,10 @@ from operators.engine.planning.problem import (
 
 Refused = dict[int, tuple[str, ...]]  # node -> kube-scheduler's reasons
 UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibility first
+# The search's work, counted in nanoseconds of an idle reference machine (2 cores, measured with bench_plan): one
+# evaluation of a pod on every node (or of the objective) costs CALL_WORK + NODE_WORK per node, so a budget counted
+# in work gives the same plan on an idle and on a busy machine
+CALL_WORK, NODE_WORK = 19_000, 6
 
 
 @dataclass
@@ -68,8 +72,10 @@ class PlacedCost:
 class Moves:
     """The steps on an :class:`Assignment` of one :class:`Problem` (see the module docstring)."""
 
-    def __init__(self, problem: Problem, seed: int = 0):
+    def __init__(self, problem: Problem, seed: int = 0, work: list[int] | None = None):
         self.problem = problem
+        self.work = work if work is not None else [0]  # the work done so far, ns (shared by a search's engines)
+        self.step_work = CALL_WORK + NODE_WORK * len(problem.nodes)
         self.rng = np.random.default_rng(seed)
         self.incident = incident(problem)
         self.penalized = {id(edge): penalized_costs(problem, edge) for edge in problem.edges}
@@ -144,6 +150,7 @@ class Moves:
         itself not counted: take it out first)."""
         problem = self.problem
         total = np.zeros(len(problem.nodes), dtype=np.int64)
+        self.work[0] += self.step_work
         for edge, other in self.incident[int(problem.pod_workload[pod])]:
             grid = self.penalized[id(edge)]
             total += (grid @ state.count_place[other])[problem.place_of]
@@ -280,6 +287,7 @@ class Moves:
 
     def objective(self, state: Assignment) -> PlacedCost:
         """The cost of ``state`` over every pair of the AppGroup (bound members included)."""
+        self.work[0] += self.step_work
         costs = [self.edge_cost(state, edge) for edge in self.problem.edges]
         soft = self.rules.soft.penalty(state.tally) if self.rules is not None and state.tally is not None else 0
         return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), int((state.node < 0).sum()), soft)

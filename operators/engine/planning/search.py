@@ -20,8 +20,9 @@ first, better with time.
 
 Every step keeps the plan feasible; the best plan seen is returned, so it is never worse than step 1's. One
 evaluation of a pod is O(nodes x edges of its workload) with numpy: its cost on every node at once from
-per-place and per-node counts of each workload (:func:`Search.node_costs`). Deterministic for a seed when every
-search ran to its end within the budget (``converged``).
+per-place and per-node counts of each workload (:func:`Search.node_costs`). The budget is counted in work (those
+evaluations, weighed by the nodes), not in time: the same snapshot, seed and budget give the same plan on an idle
+and on a busy machine, within a wall-clock cap.
 """
 
 from __future__ import annotations
@@ -291,6 +292,8 @@ def dependency_order(problem: Problem) -> list[int]:
     return done
 
 
+SCALE_PODS = 100  # a group larger than this many pods gets a budget in proportion
+TIME_CAP = 20  # the wall-clock bound of a search, in budgets
 RESTARTS = 8  # searches per plan when time allows: the first from the greedy start, then alternately a fresh
 # greedy start under another seeded order and the best plan so far with a fifth of its pods moved at random
 
@@ -298,15 +301,20 @@ RESTARTS = 8  # searches per plan when time allows: the first from the greedy st
 def search(
     problem: Problem, seed: int = 0, budget_seconds: float = 0.1, clock: Callable[[], float] = time.perf_counter
 ) -> SearchResult:
-    """Steps 1 and 2 within ``budget_seconds`` (step 1 always runs to the end: a feasible plan first), then up to
-    :data:`RESTARTS` - 1 more searches while the budget lasts, keeping the best plan. ``converged``: every search
-    ran to its local optimum, so the plan depends on the seed alone."""
+    """Steps 1 and 2 within the budget (step 1 always runs to the end: a feasible plan first), then the baseline's
+    starts and up to :data:`RESTARTS` - 1 more searches while it lasts, keeping the best plan. The budget is work
+    (:data:`~.moves.CALL_WORK`: ``budget_seconds`` of an idle reference machine, times the group's size over
+    :data:`SCALE_PODS` when larger), so the same snapshot and seed give the same plan whatever the machine's load;
+    :data:`TIME_CAP` times it in wall-clock time bounds it on a very slow machine. ``converged``: every search
+    ran to its local optimum."""
     started = clock()
+    scaled = budget_seconds * max(1.0, len(problem.pods) / SCALE_PODS)
+    work: list[int] = [0]
 
     def deadline() -> bool:
-        return clock() - started > budget_seconds
+        return work[0] > scaled * 1e9 or clock() - started > scaled * TIME_CAP
 
-    engine = Search(problem, seed)
+    engine = Search(problem, seed, work)
     best, unplaceable = engine.greedy(deadline)
     greedy = engine.objective(best)
     if greedy.objective == 0 or len(problem.pods) == 1:  # optimal: no pair to gain, or one pod on its best node
@@ -330,7 +338,7 @@ def search(
     for restart in range(1, RESTARTS):
         if not converged or deadline() or best_cost.objective == 0:
             break
-        other = Search(problem, int(rng.integers(2**31)))
+        other = Search(problem, int(rng.integers(2**31)), work)
         if restart % 2:
             state, missing = other.greedy(deadline)
         else:
