@@ -297,7 +297,7 @@ def main() -> None:
     if args.families:
         compared = families(args.families, args.budget_ms / 1000)
         if args.record:
-            records.write(args.record, "bench_plan_families", vars(args), compared)
+            records.write(args.record, "bench_plan", {"budget_ms": args.budget_ms, "families": args.families}, compared)
         return
     figures: dict[str, Any] = {}
     for name in args.only.split(","):

@@ -48,13 +48,13 @@ def _spread(figure: dict[str, Any]) -> str:
     )
 
 
-def table(record: Record, only: tuple[str, ...], columns: tuple[str, ...] = ()) -> str:
+def table(record: Record, only: tuple[str, ...], columns: tuple[str, ...] = (), file: str = "") -> str:
     parameters = ", ".join(
         f"{key} {value}" for key, value in record["parameters"].items() if value is not None and key != "record"
     )
     machine = record["machine"]
     lines = [
-        f"Record `docs/figures/{record['benchmark']}.json`: `python -m benchmarks.{record['benchmark']}` "
+        f"Record `docs/figures/{file or record['benchmark']}.json`: `python -m benchmarks.{record['benchmark']}` "
         f"({parameters}) on {machine['cpus']} CPUs, Python {machine['python']}.",
         "",
     ]
@@ -84,7 +84,7 @@ def render(text: str, records: dict[str, Record]) -> str:
         options = dict(part.split("=", 1) for part in shlex.split(match.group("options")) if "=" in part)
         only = tuple(options["only"].split(",")) if "only" in options else ()
         columns = tuple(options["columns"].split(",")) if "columns" in options else ()
-        return match.group(1) + table(records[name], only, columns) + match.group(5)
+        return match.group(1) + table(records[name], only, columns, name) + match.group(5)
 
     return REGION.sub(replace, text)
 
