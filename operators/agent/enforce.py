@@ -28,7 +28,7 @@ from operators.engine.enforcement.changes import (
 from operators.engine.enforcement.plan import DIRECTIONS, HOST_LEAF, ROOT_MINOR, NodePlan
 from operators.engine.enforcement.report import Rates
 
-Planner = Callable[[Mapping[str, Mapping[str, int]]], NodePlan]
+NodePlanner = Callable[[Mapping[str, Mapping[str, int]]], NodePlan]
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Backend(Protocol):
 
     measures: bool  # its passes return the kernel's class counters (rates and usage come from them)
 
-    def enforce(self, planner: Planner, dry_run: bool) -> PassResult: ...
+    def enforce(self, planner: NodePlanner, dry_run: bool) -> PassResult: ...
 
     def cleanup(self) -> list[str]: ...
 
@@ -89,7 +89,7 @@ class TcBackend:
         self.kernel = kernel
         self.owners: dict[str, dict[int, str]] = {}  # direction -> leaf minor -> the pod (uid) it was made for
 
-    def enforce(self, planner: Planner, dry_run: bool) -> PassResult:
+    def enforce(self, planner: NodePlanner, dry_run: bool) -> PassResult:
         return enforce(self.kernel, planner, dry_run, self.owners)
 
     def cleanup(self) -> list[str]:
@@ -97,7 +97,7 @@ class TcBackend:
 
 
 def enforce(
-    kernel: KernelOps, planner: Planner, dry_run: bool = False, owners: dict[str, dict[int, str]] | None = None
+    kernel: KernelOps, planner: NodePlanner, dry_run: bool = False, owners: dict[str, dict[int, str]] | None = None
 ) -> PassResult:
     """One pass: the plan for what the kernel holds now, and (unless ``dry_run``) the kernel made to match it.
     ``owners``: which pod each leaf was made for, as this process last applied it (empty after a restart: the

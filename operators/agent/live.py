@@ -28,7 +28,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from operators.agent.enforce import Backend, KernelOps, Meter, PassResult, Planner
+from operators.agent.enforce import Backend, KernelOps, Meter, NodePlanner, PassResult
 from operators.api import keys
 from operators.api.config.controllers import NodeSLOOptions
 from operators.api.nodeslo import NetworkUsage
@@ -74,7 +74,7 @@ def agent_kinds(node: str) -> tuple[Kind, ...]:
 
 def snapshot_planner(
     snapshot: Snapshot, node_name: str, default: Quantity | None, now: datetime.datetime | None = None
-) -> Planner | None:
+) -> NodePlanner | None:
     """The plan for ``node_name`` from ``snapshot`` given the leaf ids the kernel holds; None: no such node. The
     node's NodeSLO is the one ``netaware reconcile`` would write (the live agent reads what the controller wrote):
     the snapshot's ``slo-controller-config`` applied."""
@@ -158,7 +158,7 @@ class Agent:
     def ready(self) -> bool:
         return self.cache.ready and self.last is not None
 
-    def _planner(self) -> Planner | None:
+    def _planner(self) -> NodePlanner | None:
         return snapshot_planner(self.cache.snapshot(), self.options.node, self.options.default_total)
 
     async def run(self, api: Any, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:

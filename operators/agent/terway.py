@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from operators.agent.enforce import PassResult, Planner
+from operators.agent.enforce import NodePlanner, PassResult
 from operators.engine.enforcement.terway import GLOBAL_CONFIG, POD_CONFIG, CgroupLayout, terway_files
 
 DEFAULT_DIRECTORY = "/var/lib/terway/qos"
@@ -25,7 +25,7 @@ class TerwayBackend:
         self.directory = Path(directory)
         self.layout = layout or CgroupLayout()
 
-    def enforce(self, planner: Planner, dry_run: bool) -> PassResult:
+    def enforce(self, planner: NodePlanner, dry_run: bool) -> PassResult:
         plan = planner({})  # no leaf ids: terway-qos knows pods by address and UID
         wanted, refused = terway_files(plan, self.layout)
         problems = [*plan.problems, *refused]

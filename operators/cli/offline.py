@@ -107,7 +107,7 @@ def deschedule_command(
     evictions; with the policy's NetworkRebalance plugin, the rebalancer's moves after them (each with its gain,
     the AppGroup edge cost and the bandwidth imbalance before and after; --config: the plans' scheduler
     configuration, as the operator's --plan-config)."""
-    from operators.engine.descheduling.lownodeload import Planner, carried_out
+    from operators.engine.descheduling.lownodeload import EvictionPlanner, carried_out
     from operators.engine.descheduling.sources import prometheus_samples
     from operators.engine.rebalancing.rebalance import after_low_node_load
     from operators.engine.rebalancing.safety import History
@@ -119,7 +119,7 @@ def deschedule_command(
     if metrics_path is not None:
         label = policy.args.usage.prometheus.node_label
         samples = load_config_file(metrics_path, lambda document: prometheus_samples(document, label))
-    planner = Planner(snapshot, policy, now, prometheus=samples)
+    planner = EvictionPlanner(snapshot, policy, now, prometheus=samples)
     plan = carried_out(planner)
     document = plan.to_json()
     if policy.rebalance is not None:

@@ -37,7 +37,7 @@ from operators.api.meta import format_time
 from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
-from operators.engine.descheduling.lownodeload import Eviction, Plan, Planner
+from operators.engine.descheduling.lownodeload import Eviction, EvictionPlan, EvictionPlanner
 from operators.engine.descheduling.sources import prometheus_samples
 from operators.engine.planning.layout import Rebalancing, rebalancing_of
 from operators.engine.rebalancing.rebalance import Move, Rebalance, after_low_node_load
@@ -96,7 +96,7 @@ class Descheduler:
     def _may_go_on(self) -> bool:
         return self.may_evict() and not self.unreachable
 
-    async def cycle(self) -> Plan:
+    async def cycle(self) -> EvictionPlan:
         """One descheduling cycle; returns LowNodeLoad's plan as carried out (the rebalancer's in ``rebalanced``).
 
         The computing (the snapshot, the planners: a second at 5,000 nodes and 100,000 pods) runs in a worker
@@ -107,7 +107,7 @@ class Descheduler:
         cooldown = self.policy.rebalance.cooldown_seconds if self.policy.rebalance else 0.0
         self.unreachable = False
         planner = await asyncio.to_thread(
-            Planner, snapshot, self.policy, now, self.observations, samples, limits,
+            EvictionPlanner, snapshot, self.policy, now, self.observations, samples, limits,
             lambda pod: self.history.protects(pod, cooldown, now.timestamp()),
         )  # fmt: skip
         plan = await self._low_node_load(planner)
@@ -116,7 +116,7 @@ class Descheduler:
         self.metrics.prune(snapshot)
         return plan
 
-    async def _low_node_load(self, planner: Planner) -> Plan:
+    async def _low_node_load(self, planner: EvictionPlanner) -> EvictionPlan:
         steps = planner.steps()
         step = await asyncio.to_thread(_advance, steps, None)
         while isinstance(step, Eviction):
@@ -124,7 +124,7 @@ class Descheduler:
                 logger.warning("no longer the leader, stopping, or the API unreachable: the rest of this cycle's plan "
                                "is dropped")  # fmt: skip
                 steps.close()
-                return Plan(observations=self.observations, note=ABANDONED)
+                return EvictionPlan(observations=self.observations, note=ABANDONED)
             step = await asyncio.to_thread(_advance, steps, await self._evict(step))
         plan = step
         self.observations = plan.observations
@@ -137,7 +137,9 @@ class Descheduler:
             logger.info("nothing to evict: %s", plan.note)
         return plan
 
-    async def _rebalance(self, snapshot: Snapshot, now: datetime.datetime, planner: Planner, plan: Plan) -> None:
+    async def _rebalance(
+        self, snapshot: Snapshot, now: datetime.datetime, planner: EvictionPlanner, plan: EvictionPlan
+    ) -> None:
         args = self.policy.rebalance
         assert args is not None
         at = now.timestamp()
@@ -307,13 +309,13 @@ def _record(snapshot: Snapshot, move: Move, at: float) -> MoveRecord:
                       len(owned))  # fmt: skip
 
 
-def _advance(steps: Generator[Eviction, bool, Plan], happened: bool | None) -> Eviction | Plan:
+def _advance(steps: Generator[Eviction, bool, EvictionPlan], happened: bool | None) -> Eviction | EvictionPlan:
     """LowNodeLoad's next eviction, or its finished plan (``happened``: whether the last eviction did; None at
     first). In a worker thread: a StopIteration cannot cross into the loop's future."""
     try:
         return next(steps) if happened is None else steps.send(happened)
     except StopIteration as finished:
-        plan: Plan = finished.value
+        plan: EvictionPlan = finished.value
         return plan
 
 

@@ -126,7 +126,8 @@ def boutique(cluster: ControlPlane, request: pytest.FixtureRequest) -> Iterator[
     """The mode's namespace, with the example's NetworkTopology and redis-cart's claim bound to its volume in
     ZONE; deleted after (with the volume and the webhook configuration)."""
     namespace, hook = MODES[request.param]
-    zones = {node["metadata"]["labels"][keys.ZONE_LABEL] for node in kubectl_json(cluster, "get", "nodes")["items"]}
+    nodes = kubectl_json(cluster, "get", "nodes")["items"]  # other modules' nodes may have no zone
+    zones = {node["metadata"].get("labels", {}).get(keys.ZONE_LABEL) for node in nodes}
     assert ZONE in zones, zones
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
     cluster.kubectl("create", "namespace", namespace)
@@ -189,8 +190,8 @@ def landed(cluster: ControlPlane, namespace: str, started: float, mode: str) -> 
     pending = [p["metadata"]["name"] for p in kubectl_json(cluster, "get", "pods", "-n", namespace)["items"]
                if not p["spec"].get("nodeName")]  # fmt: skip
     assert pending == [], pending
-    nodes = kubectl_json(cluster, "get", "nodes")["items"]
-    zone_of = {n["metadata"]["name"]: n["metadata"]["labels"][keys.ZONE_LABEL] for n in nodes}
+    nodes = kubectl_json(cluster, "get", "nodes")["items"]  # the example cluster's (n-...), and other modules'
+    zone_of = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get(keys.ZONE_LABEL) for n in nodes}
 
     def nodes_of(selector: str) -> list[str]:
         return [
@@ -199,7 +200,7 @@ def landed(cluster: ControlPlane, namespace: str, started: float, mode: str) -> 
 
     for selector in APART:
         assert len(set(nodes_of(selector))) == REPLICAS, (mode, selector, nodes_of(selector))
-    per_zone = Counter({zone: 0 for zone in zone_of.values()})
+    per_zone = Counter({zone: 0 for name, zone in zone_of.items() if name.startswith("n-") and zone})
     per_zone.update(zone_of[node] for node in nodes_of(SPREAD))
     assert max(per_zone.values()) - min(per_zone.values()) <= 1, (mode, dict(per_zone))
     (redis,) = nodes_of(REDIS)

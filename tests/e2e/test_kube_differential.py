@@ -2,7 +2,7 @@
 
 Six KWOK nodes of their own (two zones of two, a third zone with one node and a node without a zone label; one
 node with a second taint, one cordoned; 2 cpus, 4 GiB and 6 pods each) and one PersistentVolume on d1. Then, one
-at a time, 220 random pods (requests, tolerations, node selectors and node affinity, host ports, required
+at a time, 200 random pods (requests, tolerations, node selectors and node affinity, host ports, required
 inter-pod affinity and anti-affinity, topology spread constraints, claims — bound to d1's volume or missing): for
 each, the engine decides from a fresh read of the cluster which nodes pass kube-scheduler's default filters
 (`schedule`, the in-tree filters only), then the pod is created and the real kube-scheduler decides. Where it
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.e2e
 NAMESPACE = "kube-differential"
 MARK = "netaware.io/differential"  # the label of the test's nodes, and the key of the taint every pod tolerates
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
-PODS = 220
+PODS = 200
 CONFIG = dataclasses.replace(SchedulerConfig(), filters=IN_TREE_FILTERS)
 # (kind, list path) of what the engine reads
 READ = (

@@ -119,7 +119,7 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         # 5 pods of 1 cpu on nodes of 8. Alone the network would put the chain on one node (cost 0); kube-scheduler's
         # default spread (its ReplicaSets select the replicas) prefers each Deployment's replicas on nodes apart, a
         # pair on one node weighing as much as a pair across two nodes of a zone: one zone, web and api split
-        zones = {n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        zones = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone")
                  for n in kubectl_json(cluster, "get", "nodes")["items"]}  # fmt: skip
         assert len({zones[pod["spec"]["nodeName"]] for pod in placed}) == 1, [p["spec"]["nodeName"] for p in placed]
         for selector in ("web", "api"):

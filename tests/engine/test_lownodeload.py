@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from operators.api.config.descheduler import DEFAULT_POLICY, DeschedulerPolicy, parse_policy
 from operators.api.errors import FieldError
 from operators.engine.cluster.snapshot import build_snapshot
-from operators.engine.descheduling.lownodeload import HIGH, LOW, NORMAL, Plan, Planner, plan
+from operators.engine.descheduling.lownodeload import HIGH, LOW, NORMAL, EvictionPlan, EvictionPlanner, plan
 from operators.engine.descheduling.sources import prometheus_samples
 from operators.engine.descheduling.usage import node_loads
 from tests.support.lownodeload import NOW, UNIT, hot_cluster, node, pod
@@ -59,7 +59,7 @@ def table_cluster() -> list[dict[str, Any]]:
 
 
 def final_usage(
-    objects: list[dict[str, Any]], result: Plan, chosen: DeschedulerPolicy, resource: str = "netBandwidth"
+    objects: list[dict[str, Any]], result: EvictionPlan, chosen: DeschedulerPolicy, resource: str = "netBandwidth"
 ) -> dict[str, float]:
     """Percent per node once the plan's evictions land on their targets."""
     moved = copy.deepcopy(objects)
@@ -70,7 +70,7 @@ def final_usage(
     return {name: load.percent(resource) for name, load in loads.nodes.items()}
 
 
-def run(objects: list[dict[str, Any]], chosen: DeschedulerPolicy, **kwargs: Any) -> Plan:
+def run(objects: list[dict[str, Any]], chosen: DeschedulerPolicy, **kwargs: Any) -> EvictionPlan:
     return plan(build_snapshot(objects), chosen, NOW, **kwargs)
 
 
@@ -204,13 +204,13 @@ def test_limits(limits: dict[str, int], check: Any) -> None:
 
 def test_refused_evictions_are_skipped_and_the_next_pod_is_taken() -> None:
     objects = hot_cluster()
-    steps = Planner(build_snapshot(objects), policy(), NOW).steps()
+    steps = EvictionPlanner(build_snapshot(objects), policy(), NOW).steps()
     wanted = [next(steps)]
     try:
         while True:
             wanted.append(steps.send(len(wanted) != 1))  # the first eviction is refused (a PDB's 429)
     except StopIteration as finished:
-        result: Plan = finished.value
+        result: EvictionPlan = finished.value
     assert [e.pod.key for e in result.refused] == [wanted[0].pod.key]
     assert wanted[0].pod.key not in {e.pod.key for e in result.evictions}
     assert len(result.evictions) == 6  # still two per hot node: another pod took the refused one's place

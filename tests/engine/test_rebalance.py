@@ -21,7 +21,7 @@ from operators.api.networktopology import NetworkTopology
 from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
-from operators.engine.descheduling.lownodeload import Planner, carried_out
+from operators.engine.descheduling.lownodeload import EvictionPlanner, carried_out
 from operators.engine.planning.layout import Rebalancing, layout_at
 from operators.engine.planning.plan import plan_appgroup
 from operators.engine.rebalancing.rebalance import Move, Rebalance, rebalance
@@ -397,7 +397,7 @@ def test_lownodeload_leaves_the_pods_the_rebalancer_moved_within_the_cooldown() 
     history.record(MoveRecord(f"{NS}/api-old", f"{NS}/Deployment/api", NS, "n2", "n1", NOW - 300, 0))
     now = datetime.datetime.fromtimestamp(NOW, datetime.UTC)
     assert [e.pod.name for e in lownodeload_plan(snapshot, parsed, now).evictions] == ["api-0"]  # by itself
-    protected = Planner(snapshot, parsed, now, protected=lambda p: history.protects(p, 600, NOW))
+    protected = EvictionPlanner(snapshot, parsed, now, protected=lambda p: history.protects(p, 600, NOW))
     assert [e.pod.name for e in carried_out(protected).evictions] == ["web-0"]
-    later = Planner(snapshot, parsed, now, protected=lambda p: history.protects(p, 600, NOW + 301))
+    later = EvictionPlanner(snapshot, parsed, now, protected=lambda p: history.protects(p, 600, NOW + 301))
     assert [e.pod.name for e in carried_out(later).evictions] == ["api-0"]

@@ -9,7 +9,7 @@ spread, inter-pod affinity over the cluster as it stands; the requests against t
 evictions leave it) — so no plan pushes a target above its high threshold nor sends a pod where kube-scheduler
 would refuse it; there is no prod tier and no node pools.
 
-``Planner.steps()`` is a generator: it yields each eviction it wants and is sent back whether the
+``EvictionPlanner.steps()`` is a generator: it yields each eviction it wants and is sent back whether the
 eviction happened (the live shell calls the Eviction API; a 429 sends ``False`` and the planner
 carries on with the next pod). ``plan()`` drives it with "yes" for an offline plan or a dry run.
 """
@@ -47,7 +47,7 @@ class Eviction:
 
 
 @dataclass
-class Plan:
+class EvictionPlan:
     classes: dict[str, str] = field(default_factory=dict)
     usage: dict[str, dict[str, float]] = field(default_factory=dict)  # percent, as first observed
     thresholds: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)  # percent (low, high)
@@ -116,7 +116,7 @@ class Targets:
         bisect.insort(self.order, (self._key(name), name))
 
 
-class Planner:
+class EvictionPlanner:
     def __init__(
         self,
         snapshot: Snapshot,
@@ -131,7 +131,7 @@ class Planner:
         self.limits = limits if limits is not None else EvictionLimits.of(policy)
         self._protected = protected  # pods another plugin placed and LowNodeLoad must leave be (the rebalancer's)
         self.args = policy.args
-        self.plan = Plan()
+        self.plan = EvictionPlan()
         self._previous = dict(observations or {})
         self._loads: Loads = node_loads(snapshot, self.args, now, prometheus)
         self._snapshot = snapshot
@@ -218,7 +218,7 @@ class Planner:
 
     # --- the eviction loop -----------------------------------------------------------------------
 
-    def steps(self) -> Generator[Eviction, bool, Plan]:
+    def steps(self) -> Generator[Eviction, bool, EvictionPlan]:
         """Yield evictions one by one; send back whether each happened. Returns the finished plan."""
         plan = self.plan
         plan.thresholds = self._percent_thresholds()
@@ -375,12 +375,12 @@ def plan(
     now: datetime,
     observations: Mapping[str, int] | None = None,
     prometheus: Mapping[str, tuple[float, float]] | None = None,
-) -> Plan:
+) -> EvictionPlan:
     """The whole plan, every wanted eviction taken as done (offline plans and dry runs)."""
-    return carried_out(Planner(snapshot, policy, now, observations, prometheus))
+    return carried_out(EvictionPlanner(snapshot, policy, now, observations, prometheus))
 
 
-def carried_out(planner: Planner) -> Plan:
+def carried_out(planner: EvictionPlanner) -> EvictionPlan:
     """``planner``'s plan with every wanted eviction taken as done."""
     steps = planner.steps()
     try:
@@ -388,5 +388,5 @@ def carried_out(planner: Planner) -> Plan:
         while True:
             steps.send(True)
     except StopIteration as finished:
-        result: Plan = finished.value
+        result: EvictionPlan = finished.value
         return result

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from operators.engine.planning.plan import Reference
 from operators.engine.planning.problem import Ints, Problem, penalized_costs
+from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import UNPLACED_PENALTY
 
 SOLVER = "HiGHS"

@@ -22,6 +22,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.planning.bound import lower_bound
 from operators.engine.planning.layout import Layout
 from operators.engine.planning.problem import Problem, build_problem
+from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import Assignment, PlacedCost, Search, search
 from operators.engine.scheduling.index import ClusterIndex
 
@@ -49,18 +50,6 @@ class EdgeCost:
     @property
     def mean(self) -> float:
         return self.cost / self.pairs if self.pairs else 0.0
-
-
-@dataclass(frozen=True)
-class Reference:
-    """The exact solver's answer for the same problem: the optimum when proven, else the best bound and the best
-    plan it found within its time limit."""
-
-    solver: str
-    optimal: bool
-    objective: int | None  # its best plan's objective (None: none found)
-    bound: float  # a lower bound of the optimum (the optimum itself when proven)
-    seconds: float
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
-from operators.engine.descheduling.lownodeload import Plan as LowNodeLoadPlan
-from operators.engine.descheduling.lownodeload import Planner
+from operators.engine.descheduling.lownodeload import EvictionPlan as LowNodeLoadPlan
+from operators.engine.descheduling.lownodeload import EvictionPlanner
 from operators.engine.planning.release import plans_by_whole_group
 from operators.engine.planning.ungated import plans_ungated
 from operators.engine.rebalancing.appgroups import group_moves, placed_and_planned
@@ -117,7 +117,7 @@ def after_low_node_load(
     config: SchedulerConfig,
     history: History,
     now: float,
-    planner: Planner,
+    planner: EvictionPlanner,
     plan: LowNodeLoadPlan,
 ) -> Rebalance:
     """The rebalancer's part of a descheduling cycle, after LowNodeLoad's ``plan`` by ``planner``: its ceilings,
