@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -137,8 +138,8 @@ def violations(snapshot: Snapshot, placed: Mapping[str, str]) -> int:
     return refused
 
 
-FAMILIES = {"small": (100, 400, 8, 2), "medium": (300, 2400, 24, 3), "large": (1000, 5000, 40, 4)}  # pods, nodes,
-# zones, regions
+FAMILIES = {"small": (100, 400, 8, 2), "medium": (300, 2400, 24, 3), "large": (1000, 5000, 40, 4),
+            "xl": (5000, 50_000, 500, 10)}  # fmt: skip  # pods, nodes, zones, regions (xl: only when asked)
 
 
 def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
@@ -189,8 +190,9 @@ def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
     return replace(scenario, group=ordered.appgroup(scenario.name, graph, max_cost=30), pods=tuple(asks))
 
 
-def compare(size: str, busy: str, seed: int, budget: float) -> dict[str, float]:
-    """The plan at ``budget`` against the smallest-domain baseline on one generated instance."""
+def compare(size: str, busy: str, seed: int, budget: float, long: float = 0.0) -> dict[str, float]:
+    """The plan at ``budget`` against the smallest-domain baseline on one generated instance (and, with ``long``,
+    against the same planner's plan at that budget)."""
     scenario = family(size, busy, seed)
     snapshot = replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,),
                        pods=(*build_snapshot(list(scenario.cluster)).pods, *scenario.pods))  # fmt: skip
@@ -200,7 +202,14 @@ def compare(size: str, busy: str, seed: int, budget: float) -> dict[str, float]:
     base = [edge for edge in edge_costs(problem, state.node) if edge.pairs]
     plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
     base_mean = sum(edge.mean for edge in base) / len(base) if base else 0.0
+    extra = {}
+    if long:
+        longer = plan_appgroup(index, scenario.group, ordered.config(), seed, long).mean_edge_cost()
+        extra = {"ratio to the long budget": plan.mean_edge_cost() / longer if longer else 1.0}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
+        **extra,
+        "peak RSS MiB": peak,
         "plan s": plan.seconds,
         "plan mean per edge": plan.mean_edge_cost(),
         "baseline mean per edge": base_mean,
@@ -211,13 +220,15 @@ def compare(size: str, busy: str, seed: int, budget: float) -> dict[str, float]:
     }
 
 
-def families(seeds: int, budget: float) -> dict[str, Any]:
+def families(seeds: int, budget: float, sizes: tuple[str, ...] = ("small", "medium", "large"),
+             long: float = 0.0) -> dict[str, Any]:  # fmt: skip
     """Every family at ``budget``, ``seeds`` instances each: figures, and the instances where the plan breaks
     maxNetworkCost while the baseline does not, or costs more than 0.95x the baseline."""
     figures: dict[str, Any] = {}
-    for size, (pods, nodes, zones, _) in FAMILIES.items():
+    for size in sizes:
+        pods, nodes, zones, _ = FAMILIES[size]
         for busy in ("mixed", "full"):
-            runs = [compare(size, busy, seed, budget) for seed in range(seeds)]
+            runs = [compare(size, busy, seed, budget, long) for seed in range(seeds)]
             name = f"{size}-{busy}"
             needless = sum(1 for run in runs if run["plan pairs above max"] and not run["baseline pairs above max"])
             above = sum(1 for run in runs if run["ratio to baseline"] > 0.95)
@@ -293,9 +304,12 @@ def main() -> None:
     parser.add_argument("--record", default=None, help="also write the figures as JSON to this file")
     parser.add_argument("--families", type=int, default=0, metavar="SEEDS",
                         help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
+    parser.add_argument("--sizes", default="small,medium,large", help="of --families: small, medium, large, xl")
+    parser.add_argument("--long-budget-ms", type=int, default=0, help="of --families: also plan at this budget")
     args = parser.parse_args()
     if args.families:
-        compared = families(args.families, args.budget_ms / 1000)
+        compared = families(args.families, args.budget_ms / 1000, tuple(args.sizes.split(",")),
+                            args.long_budget_ms / 1000)  # fmt: skip
         if args.record:
             records.write(args.record, "bench_plan", {"budget_ms": args.budget_ms, "families": args.families}, compared)
         return

@@ -124,6 +124,8 @@ def guarantee(
         cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-bandwidth-e2e", check=False)
         for namespace in (NAMESPACE, QUOTA_NAMESPACE):
             cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        # the pools' nodes go too: later modules place on the example cluster's nodes
+        cluster.kubectl("delete", "node", *(n["metadata"]["name"] for n in chosen), "--ignore-not-found", check=False)
 
 
 def test_full_speed_never_promises_a_node_twice(cluster: ControlPlane, guarantee: dict[str, Any]) -> None:

@@ -328,3 +328,20 @@ def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -
     assert FOLLOW_SECONDS == 0.01
     assert decide([placed_a, newcomer], 2.005, seen).next_deadline == created + 2.01  # not the window's 2.1
     assert [(r.pod.name, r.node) for r in decide([placed_a, newcomer], 2.01, seen).release] == [("b-0", "n1")]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(st.tuples(st.integers(0, 10**6), st.integers(2, 4), st.integers(1, 3), st.sampled_from((0.0, 0.3))))
+def test_the_aggregated_program_has_the_per_pod_programs_optimum(instance: tuple[int, int, int, float]) -> None:
+    """Counting pods per workload and node (aggregated.py) changes the program, never its optimum: both proven, equal
+    (the per-pod program is the one the planner's objective was written for)."""
+    from operators.engine.planning import aggregated, exact
+
+    snapshot, group = random_instance(*instance)
+    problem = build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+    if not aggregated.applies(problem):
+        return
+    counted = exact.solve(problem, 30)
+    per_pod = exact.solve_per_pod(problem, 30)
+    assert counted.optimal and per_pod.optimal, (counted, per_pod)
+    assert counted.objective == per_pod.objective

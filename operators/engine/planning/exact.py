@@ -28,6 +28,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from operators.engine.planning.aggregated import AggregatedModel, applies
 from operators.engine.planning.problem import Ints, Problem, penalized_costs
 from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import UNPLACED_PENALTY
@@ -42,13 +43,22 @@ class MissingSolver(RuntimeError):
 
 def solve(problem: Problem, seconds: float) -> Reference:
     """The optimum of ``problem`` (or, at the time limit, the best bound and plan found), on the planner's
-    objective scale."""
+    objective scale: the program on aggregated variables when the replicas are interchangeable (:mod:`.aggregated`:
+    no symmetry, a far stronger bound), else the per-pod one."""
+    return _solve(problem, seconds, AggregatedModel(problem) if applies(problem) else _Model(problem))
+
+
+def solve_per_pod(problem: Problem, seconds: float) -> Reference:
+    """:func:`solve` with the per-pod program whatever the problem (the aggregated one is checked against it)."""
+    return _solve(problem, seconds, _Model(problem))
+
+
+def _solve(problem: Problem, seconds: float, model: _Model | AggregatedModel) -> Reference:
     try:
         import highspy
     except ImportError:
         raise MissingSolver("the exact reference needs the exact extra: pip install 'netaware[exact]'") from None
     started = time.perf_counter()
-    model = _Model(problem)
     if not model.integers:  # nothing to place: the constant is the optimum
         return _reference(problem, True, round(model.constant), model.constant, started)
     with _quiet_stdout():  # HiGHS prints a banner from C++ when made, whatever its options

@@ -10,6 +10,8 @@ rule of its own counts the *pairs* it would rather not have, each weighing the r
 - a preferred affinity term: the pods the term matches *outside* its domain, the same weight each.
 
 Both the plan's pods and the bound ones are counted; only the plan's pods own rules (the bound ones do not move).
+A node without a rule's topology key is the worst place for its owner, as kube-scheduler scores such a node the
+least: a spread's pod there pays for every pod the rule counts, a preferred affinity's for every pod it names.
 With one network-cost unit the price of a pair in one zone, three replicas of a Deployment under the default
 spread prefer three nodes of one zone to one node when their dependencies pay 1 each for it, and stay in their
 zone rather than pay a cross-zone cost. The rules are counted per domain in the search's :class:`~.domains.Tally`:
@@ -57,12 +59,20 @@ class SoftRules:
         """What a pod of ``shape`` adds to the penalty on each node (the pod itself not counted)."""
         total = np.zeros(domains.domain_of.shape[1], dtype=np.int64)
         for rule in self.owned[shape]:
+            where = domains.domain_of[rule.key]
             counted = rule.static + tally.count(rule.key, rule.shapes)
-            here = counted[domains.domain_of[rule.key]]
-            total += rule.weight * (_total(tally, rule) - here if rule.together else here)
+            if rule.together:
+                total += rule.weight * (_total(tally, rule) - counted[where])
+            else:  # a node without the key: the worst place (see the module docstring)
+                total += rule.weight * np.where(where < 0, _total(tally, rule), counted[where])
         for rule in self.counting[shape]:
-            here = tally.per_key[rule.key][rule.owner][domains.domain_of[rule.key]]
-            total += rule.weight * (int(tally.pods[rule.owner]) - here if rule.together else here)
+            where = domains.domain_of[rule.key]
+            owners = tally.per_key[rule.key][rule.owner]
+            if rule.together:
+                total += rule.weight * (int(tally.pods[rule.owner]) - owners[where])
+            else:  # the owners on nodes without the key pay for one more pod, wherever it goes
+                keyless = int(tally.pods[rule.owner]) - int(owners[:-1].sum())  # (the last column stays 0)
+                total += rule.weight * (np.where(where < 0, 0, owners[where]) + keyless)
         return total
 
     def penalty(self, tally: Tally) -> int:
@@ -75,8 +85,12 @@ class SoftRules:
                 everyone = _total(tally, rule)
                 outside = int(tally.pods[rule.owner]) - int(mine.sum())  # on nodes without the key: apart
                 total += rule.weight * (int(mine @ (everyone - counted)) + outside * (everyone - rule.own))
-            else:
-                total += rule.weight * (int(mine @ counted) - rule.own * int(mine.sum()))
+            else:  # a pod on a node without the key pays for every pod the rule counts, as if all shared its domain
+                everyone = _total(tally, rule)
+                outside = int(tally.pods[rule.owner]) - int(mine.sum())
+                total += rule.weight * (
+                    int(mine @ counted) - rule.own * int(mine.sum()) + outside * (everyone - rule.own)
+                )
         return total
 
 
