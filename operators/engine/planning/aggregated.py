@@ -23,8 +23,7 @@ import numpy as np
 
 from operators.engine.planning.moves import UNPLACED_PENALTY
 from operators.engine.planning.problem import Ints, Problem, penalized_costs
-
-Row = tuple[float | None, float | None, dict[int, float]]
+from operators.engine.planning.program import Program
 
 
 def applies(problem: Problem) -> bool:
@@ -42,16 +41,11 @@ def applies(problem: Problem) -> bool:
     return True
 
 
-class AggregatedModel:
-    """The program of the module docstring as columns and rows, with the interface :func:`.exact.solve` reads."""
+class AggregatedModel(Program):
+    """The program of the module docstring."""
 
     def __init__(self, problem: Problem):
-        self.problem = problem
-        self.cost: list[float] = []
-        self.upper: list[float] = []
-        self.integers: list[int] = []
-        self.rows: list[Row] = []
-        self.constant = 0.0
+        super().__init__(problem)
         workloads, nodes = len(problem.workloads), len(problem.nodes)
         self.pending = np.zeros(workloads, dtype=np.int64)
         self.fits = np.zeros((workloads, nodes), dtype=np.bool_)
@@ -77,13 +71,6 @@ class AggregatedModel:
         for k in range(max(1, int(cap).bit_length())):
             out.append((self._column(cost * (1 << k), 1.0, integer=True), 1 << k))
         return out
-
-    def _column(self, cost: float, upper: float, integer: bool = False) -> int:
-        self.cost.append(cost)
-        self.upper.append(upper)
-        if integer:
-            self.integers.append(len(self.cost) - 1)
-        return len(self.cost) - 1
 
     def _counts(self) -> None:
         """The bits of y[w,n] and Y[w,a] and of the pods left out; every pending pod counted once."""

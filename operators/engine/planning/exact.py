@@ -30,6 +30,7 @@ import numpy as np
 
 from operators.engine.planning.aggregated import AggregatedModel, applies
 from operators.engine.planning.problem import Ints, Problem, penalized_costs
+from operators.engine.planning.program import Program
 from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import UNPLACED_PENALTY
 
@@ -53,7 +54,7 @@ def solve_per_pod(problem: Problem, seconds: float) -> Reference:
     return _solve(problem, seconds, _Model(problem))
 
 
-def _solve(problem: Problem, seconds: float, model: _Model | AggregatedModel) -> Reference:
+def _solve(problem: Problem, seconds: float, model: Program) -> Reference:
     try:
         import highspy
     except ImportError:
@@ -133,16 +134,11 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(devnull)
 
 
-class _Model:
-    """The program of the module docstring as columns and rows (``rows``: lower, upper, {column: value})."""
+class _Model(Program):
+    """The program of the module docstring."""
 
     def __init__(self, problem: Problem):
-        self.problem = problem
-        self.cost: list[float] = []
-        self.upper: list[float] = []
-        self.integers: list[int] = []
-        self.rows: list[tuple[float | None, float | None, dict[int, float]]] = []
-        self.constant = 0.0
+        super().__init__(problem)
         start_fits = [
             problem.fits(pod, problem.used, problem.free, problem.pods_free) for pod in range(len(problem.pods))
         ]
@@ -178,13 +174,6 @@ class _Model:
                 for node, column in self.x[second].items():
                     row[column] = row.get(column, 0.0) - (node - last)
                 self.rows.append((None, 0.0, row))
-
-    def _column(self, cost: float, upper: float, integer: bool = False) -> int:
-        self.cost.append(cost)
-        self.upper.append(upper)
-        if integer:
-            self.integers.append(len(self.cost) - 1)
-        return len(self.cost) - 1
 
     def _capacity(self) -> None:
         problem = self.problem
