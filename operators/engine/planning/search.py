@@ -67,24 +67,23 @@ class Search(GroupMoves):
         required affinity may name pods placed after it; then, while ``deadline`` allows, :meth:`repair`); with
         ``inside``, on those nodes only."""
         problem, state = self.problem, self.empty()
-        unplaceable = dict(problem.unplaceable)
         remaining = len(problem.pods)
         waiting = []
         for workload in self.greedy_order(state):
             for pod in np.nonzero(problem.pod_workload == workload)[0].tolist():
                 remaining -= 1
-                if problem.pods[pod].key not in unplaceable and self.place(state, pod, self._fits(state, pod, inside),
-                                                                           remaining + 1) < 0:  # fmt: skip
+                if problem.pods[pod].key in problem.unplaceable:
+                    continue
+                if self.place(state, pod, self._fits(state, pod, inside), remaining + 1) < 0:
                     waiting.append(pod)
         while waiting:  # a pod whose affinity needs pods placed after it: again, while that places some
             left = [pod for pod in waiting if self.place(state, pod, self._fits(state, pod, inside)) < 0]
             if len(left) == len(waiting):
                 break
             waiting = left
-        waiting = [pod for pod in waiting if not self.repair(state, pod, deadline)]
         for pod in waiting:
-            unplaceable[problem.pods[pod].key] = why_nowhere(self, state, pod)
-        return state, unplaceable
+            self.repair(state, pod, deadline)
+        return state, self.left_out(state)
 
     def _fits(self, state: Assignment, pod: int, inside: Bools | None) -> Bools:
         fits = self.fits(state, pod)
@@ -327,8 +326,11 @@ def search(
     baseline = engine.objective(start)
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[domain] = True
-    for begin in (start, engine.greedy(deadline, inside)[0]):  # it, and the greedy start inside its domain
-        if best_cost.objective > 0 and engine.objective(begin).unplaced <= best_cost.unplaced:
+    for first in (True, False):  # it, then the greedy start inside its domain
+        if best_cost.objective == 0:
+            break  # nothing left to gain: the second start is not worth its work
+        begin = start if first else engine.greedy(deadline, inside)[0]
+        if engine.objective(begin).unplaced <= best_cost.unplaced:
             done, more = engine.improve(begin, deadline)
             walked_to, walked = engine.tabu(begin, deadline)
             converged, sweeps = converged and done and walked, sweeps + more
