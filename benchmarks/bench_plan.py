@@ -64,36 +64,40 @@ def tight() -> ordered.AppScenario:
     return replace(scenario, pods=tuple(pods))
 
 
-def large(rng: random.Random) -> ordered.AppScenario:
-    zones, regions, nodes = 50, 5, 5000
-    objects: list[dict[str, Any]] = []
-    for index in range(nodes):
-        zone = index % zones
-        name = f"node-{index:05d}"
-        objects.append({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: f"z{zone}",
-                                                  keys.REGION_LABEL: f"r{zone % regions}"},
-                         "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "10G"}},
-            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
-        })  # fmt: skip
-    zone_list = [
-        {"origin": f"z{a}", "costList": [{"destination": f"z{b}", "networkCost": 2 + (a * 7 + b * 3) % 8}
-                                         for b in range(zones) if b != a and b % regions == a % regions]}
-        for a in range(zones)
-    ]  # fmt: skip
-    region_list = [
-        {"origin": f"r{a}", "costList": [{"destination": f"r{b}", "networkCost": 20 + a + b}
-                                         for b in range(regions) if b != a]}
-        for a in range(regions)
-    ]  # fmt: skip
-    objects.append({
+def zoned_node(index: int, zone: int, regions: int, cpu: str) -> dict[str, Any]:
+    """Node ``node-<index>`` in zone ``z<zone>`` of region ``r<zone % regions>``, 10G, 64Gi, 110 pods."""
+    name = f"node-{index:05d}"
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: f"z{zone}",
+                                              keys.REGION_LABEL: f"r{zone % regions}"},
+                     "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "10G"}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}},
+    }  # fmt: skip
+
+
+def user_defined_topology(zones: int, regions: int, zone_cost: Callable[[int, int], int],
+                          region_cost: Callable[[int, int], int]) -> dict[str, Any]:  # fmt: skip
+    """The NetworkTopology of ``zones`` zones in ``regions`` regions (zone ``a``'s region: ``a % regions``): each
+    zone pair of a region and each region pair costs what the functions give, asked zone pairs first, in order."""
+    origins = [{"origin": f"z{a}", "costList": [{"destination": f"z{b}", "networkCost": zone_cost(a, b)}
+                                                for b in range(zones) if b != a and b % regions == a % regions]}
+               for a in range(zones)]  # fmt: skip
+    across = [{"origin": f"r{a}", "costList": [{"destination": f"r{b}", "networkCost": region_cost(a, b)}
+                                               for b in range(regions) if b != a]} for a in range(regions)]  # fmt: skip
+    return {
         "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
         "metadata": {"name": ordered.TOPOLOGY, "namespace": ordered.NAMESPACE},
         "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": [
-            {"topologyKey": keys.REGION_LABEL, "originList": region_list},
-            {"topologyKey": keys.ZONE_LABEL, "originList": zone_list}]}]},
-    })  # fmt: skip
+            {"topologyKey": keys.REGION_LABEL, "originList": across},
+            {"topologyKey": keys.ZONE_LABEL, "originList": origins}]}]},
+    }  # fmt: skip
+
+
+def large(rng: random.Random) -> ordered.AppScenario:
+    zones, regions, nodes = 50, 5, 5000
+    objects = [zoned_node(index, index % zones, regions, "16") for index in range(nodes)]
+    objects.append(user_defined_topology(zones, regions, lambda a, b: 2 + (a * 7 + b * 3) % 8, lambda a, b: 20 + a + b))
     return ordered.app_scenario("large", ordered.random_dag(20, 0.15, rng), 15, tuple(objects))
 
 
@@ -154,31 +158,15 @@ def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
         share = 0.25 if zone in quiet else rng.uniform(0.55, 0.85) if busy == "mixed" else rng.uniform(0.80, 0.92)
         for index in range(zone, nodes, zones):
             name = f"node-{index:05d}"
-            objects.append({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {keys.HOSTNAME_LABEL: name, keys.ZONE_LABEL: f"z{zone}",
-                                                      keys.REGION_LABEL: f"r{zone % regions}"},
-                             "annotations": {keys.NODE_BANDWIDTH_KOORDINATOR: "10G"}},
-                "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}},
-            })  # fmt: skip
+            objects.append(zoned_node(index, zone, regions, "8"))
             used = round(8000 * share * rng.uniform(0.8, 1.2))
             objects.append({
                 "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"busy-{index}", "namespace": "load"},
                 "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {"requests": {
                     "cpu": f"{min(used, 8000)}m"}}}]}, "status": {"phase": "Running"},
             })  # fmt: skip
-    origins = [{"origin": f"z{a}", "costList": [{"destination": f"z{b}", "networkCost": rng.randint(3, 10)}
-                                                for b in range(zones) if b != a and b % regions == a % regions]}
-               for a in range(zones)]  # fmt: skip
-    across = [{"origin": f"r{a}", "costList": [{"destination": f"r{b}", "networkCost": rng.randint(20, 60)}
-                                               for b in range(regions) if b != a]} for a in range(regions)]  # fmt: skip
-    objects.append({
-        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
-        "metadata": {"name": ordered.TOPOLOGY, "namespace": ordered.NAMESPACE},
-        "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": [
-            {"topologyKey": keys.REGION_LABEL, "originList": across},
-            {"topologyKey": keys.ZONE_LABEL, "originList": origins}]}]},
-    })  # fmt: skip
+    objects.append(user_defined_topology(zones, regions, lambda a, b: rng.randint(3, 10),
+                                         lambda a, b: rng.randint(20, 60)))  # fmt: skip
     workloads = max(4, pods // 25)
     graph = ordered.random_dag(workloads, min(0.5, 3 / workloads), rng)
     scenario = ordered.app_scenario(f"{size}-{busy}", graph, pods // workloads, tuple(objects))

@@ -31,6 +31,14 @@ NOT_EXERCISED: dict[str, set[Permission]] = {
     },
 }
 
+# What kube-scheduler's filters read beyond nodes and pods, listed and watched by whatever checks a plan with them.
+FILTER_READS = frozenset(
+    (verb, resource, "")
+    for verb in ("list", "watch")
+    for resource in ("namespaces", "persistentvolumeclaims", "persistentvolumes", "services", "replicationcontrollers",
+                     "storageclasses", "csinodes", "replicasets", "statefulsets")
+)  # fmt: skip
+
 # module (file name without .py) -> component -> the permissions its scenarios use, each permission claimed by
 # one module (the one named for the component where it uses it). Written from the audit log of a whole e2e run
 # (NETAWARE_RBAC_RECORD=FILE writes what each module used).
@@ -103,38 +111,10 @@ CLAIMS: dict[str, dict[str, set[Permission]]] = {
         "operator": {("patch", "pods", "")},
     },
     "test_plan_release": {
-        "operator": {  # the plans' cluster view: what kube-scheduler's filters read
-            (verb, resource, "")
-            for verb in ("list", "watch")
-            for resource in (
-                "namespaces",
-                "persistentvolumeclaims",
-                "persistentvolumes",
-                "services",
-                "replicationcontrollers",
-                "storageclasses",
-                "csinodes",
-                "replicasets",
-                "statefulsets",
-            )
-        },
+        "operator": set(FILTER_READS),  # the plans' cluster view
     },
     "test_plan_ungated": {
-        "extender": {  # its plans' cluster view: what kube-scheduler's filters read
-            (verb, resource, "")
-            for verb in ("list", "watch")
-            for resource in (
-                "namespaces",
-                "persistentvolumeclaims",
-                "persistentvolumes",
-                "services",
-                "replicationcontrollers",
-                "storageclasses",
-                "csinodes",
-                "replicasets",
-                "statefulsets",
-            )
-        },
+        "extender": set(FILTER_READS),  # its plans' cluster view
     },
     "test_probe": {
         "probe": {

@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
-from hack.control_plane.cluster import ControlPlane, free_port
-from hack.control_plane.objects import extender_entry, member_appgroup, member_deployment, zonal_volume
+from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import member_appgroup, member_deployment, zonal_volume
 from operators.api import keys
 from operators.engine.simulation.ordered import BOUTIQUE
 from tests.support.e2e import (
@@ -40,7 +40,7 @@ from tests.support.e2e import (
     ROOT,
     bound_pods,
     eventually,
-    extender_command,
+    extender_scheduler,
     forbidden,
     gating_components,
     https_get,
@@ -299,17 +299,7 @@ def test_plan_ungated_mode_lands_every_pod_where_the_extender_planned(
     tmp_path: pathlib.Path,
 ) -> None:
     namespace = boutique
-    port = free_port()
-    extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=False, timeout="5s")
-    config = tmp_path / "scheduler.yaml"
-    config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
-    profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
-    for entry in profile["profiles"][0]["pluginConfig"]:
-        if entry["name"] == "NetworkOverhead":  # the AppGroup's namespace beside the NetworkTopology's
-            entry["args"]["namespaces"] = ["default", namespace]
-    (tmp_path / "netaware.yaml").write_text(yaml.safe_dump(profile))
-    args = extender_command(port, chart_rbac, host_tls, tmp_path / "netaware.yaml")
-    cluster.start_scheduler(SCHEDULER, config)
+    port, args = extender_scheduler(cluster, chart_rbac, host_tls, tmp_path, namespace, SCHEDULER)
     try:
         with running(args, tmp_path / "extender.log") as process:
             wait_for_port(port, process=process)

@@ -12,16 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
-from hack.control_plane.cluster import ControlPlane, free_port
-from hack.control_plane.objects import extender_entry, member_appgroup, member_deployment
+from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
-    ROOT,
     bound_pods,
     eventually,
-    extender_command,
+    extender_scheduler,
     forbidden,
     https_get,
     running,
@@ -60,17 +58,7 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
     tmp_path: pathlib.Path,
 ) -> None:
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
-    port = free_port()
-    extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=False, timeout="5s")
-    config = tmp_path / "scheduler.yaml"
-    config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": SCHEDULER}], [extender])))
-    profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
-    for entry in profile["profiles"][0]["pluginConfig"]:
-        if entry["name"] == "NetworkOverhead":  # the AppGroup's namespace beside the NetworkTopology's
-            entry["args"]["namespaces"] = ["default", NAMESPACE]
-    (tmp_path / "netaware.yaml").write_text(yaml.safe_dump(profile))
-    args = extender_command(port, chart_rbac, host_tls, tmp_path / "netaware.yaml")
-    cluster.start_scheduler(SCHEDULER, config)
+    port, args = extender_scheduler(cluster, chart_rbac, host_tls, tmp_path, NAMESPACE, SCHEDULER)
     try:
         with running(args, tmp_path / "extender.log") as process:
             wait_for_port(port, process=process)

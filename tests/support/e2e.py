@@ -23,6 +23,7 @@ import yaml
 
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.objects import extender_entry
 from operators.emulator.transport import FaultyProxy
 from webhooks.configuration import mutating_webhook_configuration
 
@@ -120,6 +121,26 @@ def extender_command(
     args += ["--kubeconfig", str(chart_rbac["extender"])]
     args += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
     return args
+
+
+def extender_scheduler(
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], folder: pathlib.Path,
+    namespace: str, scheduler: str,
+) -> tuple[int, list[str]]:  # fmt: skip
+    """A kube-scheduler named ``scheduler``, started, whose profile calls `netaware extender` on a free loopback
+    port (TLS, weight 20, not ignorable, 5 s), and that extender's command line: the repository's profile with
+    NetworkOverhead's namespaces widened to ``namespace``. The caller stops the scheduler."""
+    port = free_port()
+    extender = extender_entry(port, host_tls["ca_b64"], weight=20, ignorable=False, timeout="5s")
+    config = folder / "scheduler.yaml"
+    config.write_text(json.dumps(cluster.scheduler_config([{"schedulerName": scheduler}], [extender])))
+    profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
+    for entry in profile["profiles"][0]["pluginConfig"]:
+        if entry["name"] == "NetworkOverhead":  # the AppGroup's namespace beside the NetworkTopology's
+            entry["args"]["namespaces"] = ["default", namespace]
+    (folder / "netaware.yaml").write_text(yaml.safe_dump(profile))
+    cluster.start_scheduler(scheduler, config)
+    return port, extender_command(port, chart_rbac, host_tls, folder / "netaware.yaml")
 
 
 def example(name: str) -> list[dict[str, Any]]:
