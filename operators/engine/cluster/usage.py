@@ -10,7 +10,7 @@ keeps one over the pods kube-scheduler does not account (``selects``), without A
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from operators.api import keys
@@ -47,6 +47,14 @@ class PodUsage:
     ports: dict[str, dict[str, tuple[HostPort, ...]]] = field(default_factory=lambda: defaultdict(dict))
     selects: Callable[[Pod], bool] | None = None  # None: every pod bound and not finished counts
     keeps_members: bool = True
+
+    @classmethod
+    def of(cls, pods: Iterable[Pod]) -> PodUsage:
+        """The sums of ``pods``, each applied as added."""
+        usage = cls()
+        for pod in pods:
+            usage.apply(None, pod)
+        return usage
 
     def apply(self, old: Pod | None, new: Pod | None) -> set[str]:
         """Replace ``old`` by ``new`` (either may be None); the nodes whose usage changed."""

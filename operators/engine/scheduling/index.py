@@ -43,10 +43,7 @@ class ClusterIndex:
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> ClusterIndex:
-        usage = PodUsage()
-        for pod in snapshot.pods:
-            usage.apply(None, pod)
-        return cls(snapshot, usage)
+        return cls(snapshot, PodUsage.of(snapshot.pods))
 
     @property
     def nodes(self) -> tuple[Node, ...]:

@@ -76,9 +76,6 @@ def placed_pods(snapshot: Snapshot, usage: PodUsage | None = None) -> PlacedPods
     """The placed pods of ``snapshot`` as kube-scheduler's default plugins read them, over its nodes and namespaces
     (``usage``: kept by delta by the caller, else folded from the snapshot's pods); a pod's default spread selector
     from its Services and controller; the snapshot's storage for the volume filters."""
-    if usage is None:
-        usage = PodUsage()
-        for pod in snapshot.pods:
-            usage.apply(None, pod)
-    return PlacedPods(usage, snapshot.node_by_name, snapshot.namespace_by_name,
+    held = usage if usage is not None else PodUsage.of(snapshot.pods)
+    return PlacedPods(held, snapshot.node_by_name, snapshot.namespace_by_name,
                       functools.partial(default_selector, snapshot=snapshot), snapshot)  # fmt: skip
