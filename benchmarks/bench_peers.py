@@ -29,7 +29,10 @@ replicas each) and ``boutique-production``: Online Boutique as production runs i
 edges), ``frontend``'s and ``cartservice``'s replicas on different nodes (a required pod anti-affinity on the
 hostname), ``checkoutservice``'s spread over the zones (a DoNotSchedule topology spread constraint, maxSkew 1) and
 ``redis-cart`` one replica whose claim is bound to a PersistentVolume of zone :data:`VOLUME_ZONE` (kube-scheduler's
-VolumeZone and VolumeBinding keep it there; a claim per namespace). Figures per scheduler, min / median / max over
+VolumeZone and VolumeBinding keep it there; a claim per namespace). Asked by name (not by default): ``zones-300``,
+bench_plan's ``medium-mixed`` family live — 300 pods on 2,400 more KWOK nodes, busy, in 24 zones / 3 regions, with the
+smallest-domain baseline's placement of the same snapshot as a column of its own (:mod:`benchmarks.peers_family`).
+Figures per scheduler, min / median / max over
 ``--runs``: pods/s (pods bound / seconds from the creation to the last binding), pending, the p99 time from creation
 to binding (seen by a watch: :mod:`benchmarks.bindings`; the columns' order rotates from run to run, and each run
 starts 2 s after the last one's pods are gone); for the thesis, overcommitted nodes (in + out asked above 1Gi) and
@@ -62,11 +65,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
-from benchmarks import records
+from benchmarks import peers_family, records
 from benchmarks.bench_real_scheduler import start_webhook, wait_advertised
 from benchmarks.bindings import BindingWatch
 from benchmarks.figures import percentile, spread
@@ -130,7 +134,9 @@ def nodes_yaml() -> str:
     return yaml.safe_dump_all(nodes)
 
 
-def network_topology(namespace: str) -> dict[str, Any]:
+def network_topology(namespace: str, more: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """``net-topology-test`` in ``namespace``: the bench's regions and zones, and ``more`` topologyList entries
+    (:mod:`benchmarks.peers_family`'s) merged by topology key."""
     regions = list(ZONES)
     region_costs = [
         {"origin": origin, "costList": [{"destination": d, "networkCost": 20} for d in regions if d != origin]}
@@ -141,6 +147,10 @@ def network_topology(namespace: str) -> dict[str, Any]:
         for zones in ZONES.values()
         for origin in zones
     ]
+    for entry in more:
+        (region_costs if entry["topologyKey"] == "topology.kubernetes.io/region" else zone_costs).extend(
+            entry["originList"]
+        )
     return {
         "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
         "kind": "NetworkTopology",
@@ -288,6 +298,7 @@ def common_figures(items: list[dict[str, Any]], created: float, bound_at: dict[s
         "pods/s": len(bound_at) / seconds if seconds > 0 else 0.0,
         "pending": float(len(items) - len(bound_at)),
         "p99 creation to binding s": percentile([at - created for at in bound_at.values()], 0.99),
+        "last binding s": seconds,
     }
 
 
@@ -308,9 +319,8 @@ def measure_thesis(plane: ControlPlane, scheduler: str, namespace: str, run: int
     }
 
 
-def measure(plane: ControlPlane, group: dict[str, Any], scheduler: str, run: int, settle: float, folder: pathlib.Path
-            ) -> dict[str, float]:  # fmt: skip
-    items = pods(group, scheduler, run)
+def measure(plane: ControlPlane, group: dict[str, Any], items: list[dict[str, Any]], run: int, settle: float,
+            folder: pathlib.Path) -> dict[str, float]:  # fmt: skip
     namespace = group["metadata"]["namespace"]
     created, bound_at, _ = bind(plane, items, namespace, run, settle)
     dump = folder / "dump.yaml"
@@ -455,7 +465,9 @@ def main() -> None:
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
     folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-peers-"))
     plane = control_plane.ControlPlane(folder / "plane")
-    (folder / "nodes.yaml").write_text(nodes_yaml())
+    family = peers_family.scenario() if peers_family.SCENARIO in args.scenarios.split(",") else None
+    family_nodes = peers_family.nodes(family) if family else []
+    (folder / "nodes.yaml").write_text(nodes_yaml() + "".join(f"---\n{yaml.safe_dump(n)}" for n in family_nodes))
     plane.start([folder / "nodes.yaml"])
     processes: list[subprocess.Popen[bytes]] = []
     try:
@@ -465,10 +477,16 @@ def main() -> None:
         for namespace, documents in groups.items():
             plane.kubectl("create", "namespace", namespace)
             volume = zonal_volume(namespace, VOLUME_CLAIM, f"bench-{namespace}-{REDIS}", VOLUME_ZONE)
-            for document in [network_topology(namespace), *documents, *volume]:
+            topology = network_topology(namespace, peers_family.topology_lists(family) if family else [])
+            mine = [peers_family.appgroup(family, namespace, MODES.get(namespace), keys.ORDERED_SCHEDULING)
+                    ] if family else []  # fmt: skip
+            for document in [topology, *documents, *mine, *volume]:
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
             plane.kubectl("wait", "--for=jsonpath={.status.phase}=Bound", "pvc", VOLUME_CLAIM, "-n", namespace,
                           "--timeout=60s")  # fmt: skip
+        if family:
+            plane.kubectl("create", "namespace", peers_family.LOAD)
+            create(plane, peers_family.load_pods(family))
         operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                     "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
                     "--plan-config", str(folder / "netaware-config.yaml"),
@@ -511,7 +529,7 @@ def main() -> None:
             json.dumps(plane.scheduler_config([{"schedulerName": "sp-default"}], []))
         )
         plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
-        wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES)
+        wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES + len(family_nodes))
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
         pids.update(plane.pids)
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
@@ -520,8 +538,10 @@ def main() -> None:
                  "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
         modes = {mode: where for mode, where in modes.items() if mode in args.modes.split(",")}
         names = [group["metadata"]["name"] for group in groups[NAMESPACE]]
-        chosen = [name for name in ["thesis-1", *names] if name in args.scenarios.split(",")]
+        chosen = [name for name in ["thesis-1", *names, peers_family.SCENARIO] if name in args.scenarios.split(",")]
         results: dict[str, dict[str, list[dict[str, float]]]] = {name: {mode: [] for mode in modes} for name in chosen}
+        if family:
+            results[peers_family.SCENARIO][peers_family.BASELINE] = [peers_family.baseline(family)]
         run = 0
         for number in range(args.runs):
             for name in chosen:
@@ -529,9 +549,13 @@ def main() -> None:
                     run += 1
                     if name == "thesis-1":
                         figures = measure_thesis(plane, scheduler, namespace, run, args.settle)
+                    elif name == peers_family.SCENARIO:
+                        group = peers_family.appgroup(family, namespace, MODES.get(namespace), keys.ORDERED_SCHEDULING)
+                        items = peers_family.pods(family, namespace, scheduler, run, (GROUP_LABEL, WORKLOAD_LABEL))
+                        figures = measure(plane, group, items, run, args.settle, folder)
                     else:
                         group = groups[namespace][names.index(name)]
-                        figures = measure(plane, group, scheduler, run, args.settle, folder)
+                        figures = measure(plane, group, pods(group, scheduler, run), run, args.settle, folder)
                     results[name][mode].append(figures)
                     wait_empty(plane)
         version = json.loads(
@@ -544,10 +568,11 @@ def main() -> None:
         broken_down = report_breakdown(plane, pids, args) if args.breakdown else {}
         if args.record:
             recorded = {
-                f"{name}: {key}": records.columns({mode: [row[key] for row in rows] for mode, rows in per_mode.items()})
+                f"{name}: {key}": records.columns({mode: [row[key] for row in rows]
+                                                   for mode, rows in per_mode.items() if key in rows[0]})
                 for name, per_mode in results.items()
                 for key in next(iter(per_mode.values()))[0]
-            }
+            }  # fmt: skip
             recorded.update(broken_down)
             parameters = {**vars(args), "nodes": 48 + THESIS_NODES, "scheduler-plugins": version[:12]}
             records.write(args.record, "bench_peers", parameters, recorded)
@@ -556,7 +581,8 @@ def main() -> None:
             for key in next(iter(per_mode.values()))[0]:
                 print(f"    {key}")
                 for mode, rows in per_mode.items():
-                    print(f"      {mode:15s} {spread((row[key] for row in rows), '.3g')}")
+                    if key in rows[0]:
+                        print(f"      {mode:15s} {spread((row[key] for row in rows), '.3g')}")
     finally:
         for process in processes:
             process.terminate()

@@ -38,7 +38,7 @@ from operators.api import keys
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.baseline import smallest_domain
-from operators.engine.planning.plan import edge_costs, plan_appgroup
+from operators.engine.planning.plan import EdgeCost, edge_costs, plan_appgroup
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
@@ -46,7 +46,9 @@ from operators.engine.simulation import ordered
 
 
 def scenario_snapshot(scenario: ordered.AppScenario) -> Snapshot:
-    return replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,), pods=scenario.pods)
+    """The scenario's cluster (its pods included) with its AppGroup and pods."""
+    cluster = build_snapshot(list(scenario.cluster))
+    return replace(cluster, app_groups=(scenario.group,), pods=(*cluster.pods, *scenario.pods))
 
 
 def tight() -> ordered.AppScenario:
@@ -178,16 +180,19 @@ def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
     return replace(scenario, group=ordered.appgroup(scenario.name, graph, max_cost=30), pods=tuple(asks))
 
 
+def baseline_edges(scenario: ordered.AppScenario, index: ClusterIndex | None = None, seed: int = 0) -> list[EdgeCost]:
+    """Per dependency edge, the smallest-domain baseline's pairs and cost on the scenario."""
+    problem = build_problem(index or ClusterIndex.build(scenario_snapshot(scenario)), scenario.group, ordered.config())
+    state, _, _ = smallest_domain(Search(problem, seed))
+    return edge_costs(problem, state.node)
+
+
 def compare(size: str, busy: str, seed: int, budget: float, long: float = 0.0) -> dict[str, float]:
     """The plan at ``budget`` against the smallest-domain baseline on one generated instance (and, with ``long``,
     against the same planner's plan at that budget)."""
     scenario = family(size, busy, seed)
-    snapshot = replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,),
-                       pods=(*build_snapshot(list(scenario.cluster)).pods, *scenario.pods))  # fmt: skip
-    index = ClusterIndex.build(snapshot)
-    problem = build_problem(index, scenario.group, ordered.config())
-    state, _, _ = smallest_domain(Search(problem, seed))
-    base = [edge for edge in edge_costs(problem, state.node) if edge.pairs]
+    index = ClusterIndex.build(scenario_snapshot(scenario))
+    base = [edge for edge in baseline_edges(scenario, index, seed) if edge.pairs]
     plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
     base_mean = sum(edge.mean for edge in base) / len(base) if base else 0.0
     extra = {}

@@ -54,7 +54,9 @@ def _with_bound_pods(problem: Problem) -> float:
         grid = penalized_costs(problem, edge)
         for mine, other in ((edge.source, edge.target), (edge.target, edge.source)):
             for node in fixed_by_workload.get(other, ()):
-                cost_to = grid[problem.place_of, problem.place_of[node]].astype(np.float64)
+                # from the source's place to the target's: the costs need not be symmetric
+                rows = grid[:, problem.place_of[node]] if mine == edge.source else grid[problem.place_of[node]]
+                cost_to = rows[problem.place_of].astype(np.float64)
                 cost_to[node] = 0.0  # the same node
                 for pod in np.nonzero(problem.pod_workload == mine)[0].tolist():
                     where = candidates[pod]

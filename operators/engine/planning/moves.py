@@ -80,6 +80,10 @@ class Moves:
         self.incident = incident(problem)
         self.penalized = {id(edge): penalized_costs(problem, edge) for edge in problem.edges}
         self.diagonal = {key: np.diagonal(grid)[problem.place_of] for key, grid in self.penalized.items()}
+        # a pair costs from its source's place to its target's (costs need not be symmetric): each end's rows
+        self.facing = {(id(edge), end): grid if end == edge.source else np.ascontiguousarray(grid.T)
+                       for edge in problem.edges for end in (edge.target, edge.source)
+                       for grid in [self.penalized[id(edge)]]}  # fmt: skip
         nodes = len(problem.nodes)
         self.rank = self.rng.permutation(nodes).astype(np.int64)  # the seeded order of ties
         self.presence_scale = len(problem.pods) + len(problem.fixed) + 1
@@ -151,9 +155,9 @@ class Moves:
         problem = self.problem
         total = np.zeros(len(problem.nodes), dtype=np.int64)
         self.work[0] += self.step_work
-        for edge, other in self.incident[int(problem.pod_workload[pod])]:
-            grid = self.penalized[id(edge)]
-            total += (grid @ state.count_place[other])[problem.place_of]
+        workload = int(problem.pod_workload[pod])
+        for edge, other in self.incident[workload]:
+            total += (self.facing[id(edge), workload] @ state.count_place[other])[problem.place_of]
             total -= state.count_node[other] * self.diagonal[id(edge)]  # pairs on one node: 0, not the zone's cost
         rules = self.rules
         if rules is not None and state.tally is not None:

@@ -1,0 +1,130 @@
+"""Properties of the planner over generated instances (regions x zones of busy nodes, a random dependency DAG,
+pods of 250m-1 cpu, maxNetworkCost 30): the plan is never worse than the smallest-domain baseline nor than the
+greedy start, each computed here on its own, and the same seed and budget give the same plan."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from operators.api import keys
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.planning.baseline import smallest_domain
+from operators.engine.planning.bound import lower_bound
+from operators.engine.planning.moves import PlacedCost
+from operators.engine.planning.problem import Problem, build_problem
+from operators.engine.planning.search import Search, search
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.simulation import ordered
+from tests.support.planning import CONFIG, node, pod
+
+REGIONS, ZONES, NODES_PER_ZONE = 2, 4, 3
+
+
+def instance(seed: int, bound: int = 0) -> Problem:
+    """Zone ``z<k>`` in region ``r<k % 2>``; each node of 4 cpus runs a load pod of 10-95 % of it; 3-5 workloads
+    of 2-6 pods (the first ``bound`` of each already on a random node); zone costs 3-10 inside a region, 20-60
+    across, each direction its own."""
+    rng = random.Random(seed)
+    objects: list[dict[str, Any]] = []
+    for zone in range(ZONES):
+        for index in range(NODES_PER_ZONE):
+            name = f"n{zone}-{index}"
+            objects.append(node(name, f"z{zone}", f"r{zone % REGIONS}"))
+            objects.append(pod(f"load-{name}", "load", on=name, cpu=f"{rng.randint(400, 3800)}m", group="other"))
+    objects.append(topology(rng))
+    graph = ordered.random_dag(rng.randint(3, 5), 0.5, rng)
+    for workload in graph:
+        for replica in range(rng.randint(2, 6)):
+            on = f"n{rng.randrange(ZONES)}-{rng.randrange(NODES_PER_ZONE)}" if replica < bound else ""
+            objects.append(pod(f"{workload}-{replica}", workload, on, cpu=rng.choice(("250m", "500m", "1"))))
+    group = ordered.appgroup("pair", graph, max_cost=30)
+    snapshot = replace(build_snapshot(objects), app_groups=(group,))
+    return build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+
+
+def topology(rng: random.Random) -> dict[str, Any]:
+    zones = {(f"z{a}", f"z{b}"): rng.randint(3, 10) for a in range(ZONES) for b in range(ZONES)
+             if b != a and b % REGIONS == a % REGIONS}  # fmt: skip
+    regions = {(f"r{a}", f"r{b}"): rng.randint(20, 60) for a in range(REGIONS) for b in range(REGIONS) if b != a}
+    return user_defined({keys.REGION_LABEL: regions, keys.ZONE_LABEL: zones})
+
+
+def user_defined(levels: dict[str, dict[tuple[str, str], int]]) -> dict[str, Any]:
+    """The NetworkTopology with, per topology key, the cost of each (origin, destination)."""
+    lists = [
+        {"topologyKey": key, "originList": [
+            {"origin": origin, "costList": [{"destination": b, "networkCost": cost}
+                                            for (a, b), cost in costs.items() if a == origin]}
+            for origin in dict.fromkeys(a for a, _ in costs)]}
+        for key, costs in levels.items()
+    ]  # fmt: skip
+    return {
+        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
+        "metadata": {"name": ordered.TOPOLOGY, "namespace": ordered.NAMESPACE},
+        "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": lists}]},
+    }  # fmt: skip
+
+
+def cost_of(problem: Problem, nodes: Any) -> PlacedCost:
+    """The objective of a placement (``-1``: left out), counted from scratch."""
+    engine = Search(problem)
+    state = engine.empty()
+    for row, at in enumerate(nodes):
+        if int(at) >= 0:
+            engine.put(state, row, int(at))
+    return engine.objective(state)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.integers(0, 3))
+def test_the_plan_is_never_worse_than_the_baseline_nor_the_greedy_start(instance_seed: int, seed: int) -> None:
+    problem = instance(instance_seed)
+    baseline, _, _ = smallest_domain(Search(problem, seed))
+    greedy, _ = Search(problem, seed).greedy(lambda: False)
+    planned = search(problem, seed, budget_seconds=0.02)
+    plan = cost_of(problem, planned.assignment).objective
+    assert plan == planned.cost.objective
+    assert plan <= cost_of(problem, baseline.node).objective
+    assert plan <= cost_of(problem, greedy.node).objective
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.integers(0, 3), st.sampled_from((0.001, 0.005, 0.02)))
+def test_the_same_seed_and_budget_give_the_same_plan(instance_seed: int, seed: int, budget: float) -> None:
+    first = search(instance(instance_seed), seed, budget)
+    again = search(instance(instance_seed), seed, budget)
+    assert first.assignment.tolist() == again.assignment.tolist()
+    assert first.cost == again.cost
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000))
+def test_the_bound_is_below_every_plan_when_members_are_bound(instance_seed: int) -> None:
+    problem = instance(instance_seed, bound=1)
+    assert problem.fixed  # members bound: the bound counts their pairs with each pending pod
+    for seed in range(3):
+        assert lower_bound(problem) <= search(problem, seed, budget_seconds=0.02).cost.objective
+
+
+@pytest.mark.parametrize("back_from_zc", [3, 9])
+def test_a_pair_costs_from_its_source_to_its_target(back_from_zc: int) -> None:
+    # a -> b; a-0 bound on n1 (za), which it fills; b-0 (1 cpu) goes to n2 (zb) or n3 (zc). za -> zb costs 3 and
+    # za -> zc 9: the plan puts b-0 on n2, cost 3, and that is the bound too, whatever the costs back to za are
+    # (zb -> za 9; zc -> za 3 or 9: read the wrong way, n3 looked cheaper, or the bound was 9)
+    costs = {("za", "zb"): 3, ("zb", "za"): 9, ("za", "zc"): 9, ("zc", "za"): back_from_zc, ("zb", "zc"): 5,
+             ("zc", "zb"): 5}  # fmt: skip
+    nt = user_defined({keys.ZONE_LABEL: costs})
+    objects = [node("n1", "za"), node("n2", "zb"), node("n3", "zc"), nt, pod("a-0", "a", on="n1", cpu="4"),
+               pod("b-0", "b", cpu="1")]  # fmt: skip
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
+    problem = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    planned = search(problem, 0, budget_seconds=0.02)
+    assert [problem.nodes[int(at)] for at in planned.assignment] == ["n2"]
+    assert planned.cost.cost == 3
+    assert lower_bound(problem) == 3
