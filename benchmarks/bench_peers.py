@@ -549,7 +549,7 @@ def main() -> None:
                     run += 1
                     if name == "thesis-1":
                         figures = measure_thesis(plane, scheduler, namespace, run, args.settle)
-                    elif name == peers_family.SCENARIO:
+                    elif name == peers_family.SCENARIO and family:
                         group = peers_family.appgroup(family, namespace, MODES.get(namespace), keys.ORDERED_SCHEDULING)
                         items = peers_family.pods(family, namespace, scheduler, run, (GROUP_LABEL, WORKLOAD_LABEL))
                         figures = measure(plane, group, items, run, args.settle, folder)

@@ -63,9 +63,8 @@ def topology_lists(family: ordered.AppScenario) -> list[dict[str, Any]]:
 
 def appgroup(family: ordered.AppScenario, namespace: str, mode: str | None, annotation: str) -> dict[str, Any]:
     """The family's AppGroup in ``namespace`` (``annotation: mode`` when a mode is given), without a status."""
-    wire = family.group.model_dump(mode="json", by_alias=True, exclude_none=True)
+    wire: dict[str, Any] = family.group.model_dump(mode="json", by_alias=True, exclude_none=True)
     wire.pop("status", None)
-    wire = json.loads(json.dumps(wire).replace(f'"namespace": "{ordered.NAMESPACE}"', f'"namespace": "{namespace}"'))
     wire["metadata"] = {"name": SCENARIO, "namespace": namespace}
     if mode:
         wire["metadata"]["annotations"] = {annotation: mode}
