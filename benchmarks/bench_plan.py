@@ -25,10 +25,14 @@ and for ``large`` — and the plan's ratio to it. min / median / max over ``--ru
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
 import resource
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -148,16 +152,16 @@ FAMILIES = {"small": (100, 400, 8, 2), "medium": (300, 2400, 24, 3), "large": (1
             "xl": (5000, 50_000, 500, 10)}  # fmt: skip  # pods, nodes, zones, regions (xl: only when asked)
 
 
-def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
+def family(size: str, kind: str, seed: int) -> ordered.AppScenario:
     """One generated instance (the issue's families): nodes of 8 cpus in regions x zones, zone costs 3-10 inside a
-    region and 20-60 across; ``busy`` "mixed": zones 55-85 % used, one per region at 25 % (a zone holds the group),
+    region and 20-60 across; ``kind`` "mixed": zones 55-85 % used, one per region at 25 % (a zone holds the group),
     or "full": all 80-92 %; one AppGroup, a random DAG of pods of 250m-1 cpu, maxNetworkCost 30."""
     pods, nodes, zones, regions = FAMILIES[size]
     rng = random.Random(seed)
     objects: list[dict[str, Any]] = []
-    quiet = {rng.randrange(zones) // regions * regions + r for r in range(regions)} if busy == "mixed" else set()
+    quiet = {rng.randrange(zones) // regions * regions + r for r in range(regions)} if kind == "mixed" else set()
     for zone in range(zones):
-        share = 0.25 if zone in quiet else rng.uniform(0.55, 0.85) if busy == "mixed" else rng.uniform(0.80, 0.92)
+        share = 0.25 if zone in quiet else rng.uniform(0.55, 0.85) if kind == "mixed" else rng.uniform(0.80, 0.92)
         for index in range(zone, nodes, zones):
             name = f"node-{index:05d}"
             objects.append(zoned_node(index, zone, regions, "8"))
@@ -171,7 +175,7 @@ def family(size: str, busy: str, seed: int) -> ordered.AppScenario:
                                          lambda a, b: rng.randint(20, 60)))  # fmt: skip
     workloads = max(4, pods // 25)
     graph = ordered.random_dag(workloads, min(0.5, 3 / workloads), rng)
-    scenario = ordered.app_scenario(f"{size}-{busy}", graph, pods // workloads, tuple(objects))
+    scenario = ordered.app_scenario(f"{size}-{kind}", graph, pods // workloads, tuple(objects))
     asks = []
     for member in scenario.pods:
         spec = {**member.raw["spec"], "containers": [{"name": "app", "resources": {"requests": {
@@ -187,10 +191,11 @@ def baseline_edges(scenario: ordered.AppScenario, index: ClusterIndex | None = N
     return edge_costs(problem, state.node)
 
 
-def compare(size: str, busy: str, seed: int, budget: float, long: float = 0.0) -> dict[str, float]:
-    """The plan at ``budget`` against the smallest-domain baseline on one generated instance (and, with ``long``,
-    against the same planner's plan at that budget)."""
-    scenario = family(size, busy, seed)
+def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, busy: bool = False
+            ) -> dict[str, float]:  # fmt: skip
+    """The plan at ``budget`` against the smallest-domain baseline on one generated instance (with ``long``, also
+    against the same planner's plan at that budget; with ``busy``, also planned again while every core spins)."""
+    scenario = family(size, kind, seed)
     index = ClusterIndex.build(scenario_snapshot(scenario))
     base = [edge for edge in baseline_edges(scenario, index, seed) if edge.pairs]
     plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
@@ -199,6 +204,11 @@ def compare(size: str, busy: str, seed: int, budget: float, long: float = 0.0) -
     if long:
         longer = plan_appgroup(index, scenario.group, ordered.config(), seed, long).mean_edge_cost()
         extra = {"ratio to the long budget": plan.mean_edge_cost() / longer if longer else 1.0}
+    if busy:
+        with spinning(os.cpu_count() or 1):
+            loaded = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
+        extra["busy: plan s"] = loaded.seconds
+        extra["busy: the same plan"] = float(loaded.pods == plan.pods)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         **extra,
@@ -213,16 +223,29 @@ def compare(size: str, busy: str, seed: int, budget: float, long: float = 0.0) -
     }
 
 
+@contextlib.contextmanager
+def spinning(processes: int) -> Iterator[None]:
+    """``processes`` busy loops beside the benchmark (a build running on the operator's machine)."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        time.sleep(0.2)  # running before the plan starts
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
 def families(seeds: int, budget: float, sizes: tuple[str, ...] = ("small", "medium", "large"),
-             long: float = 0.0) -> dict[str, Any]:  # fmt: skip
+             long: float = 0.0, busy: bool = False) -> dict[str, Any]:  # fmt: skip
     """Every family at ``budget``, ``seeds`` instances each: figures, and the instances where the plan breaks
     maxNetworkCost while the baseline does not, or costs more than 0.95x the baseline."""
     figures: dict[str, Any] = {}
     for size in sizes:
         pods, nodes, zones, _ = FAMILIES[size]
-        for busy in ("mixed", "full"):
-            runs = [compare(size, busy, seed, budget, long) for seed in range(seeds)]
-            name = f"{size}-{busy}"
+        for kind in ("mixed", "full"):
+            runs = [compare(size, kind, seed, budget, long, busy) for seed in range(seeds)]
+            name = f"{size}-{kind}"
             needless = sum(1 for run in runs if run["plan pairs above max"] and not run["baseline pairs above max"])
             above = sum(1 for run in runs if run["ratio to baseline"] > 0.95)
             print(f"{name}: {pods} pods, {nodes} nodes, {zones} zones, {seeds} seeds; needless breaches on {needless},"
@@ -299,12 +322,16 @@ def main() -> None:
                         help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
     parser.add_argument("--sizes", default="small,medium,large", help="of --families: small, medium, large, xl")
     parser.add_argument("--long-budget-ms", type=int, default=0, help="of --families: also plan at this budget")
+    parser.add_argument("--busy", action="store_true",
+                        help="of --families: also plan each instance again, every core in a busy loop")  # fmt: skip
     args = parser.parse_args()
     if args.families:
         compared = families(args.families, args.budget_ms / 1000, tuple(args.sizes.split(",")),
-                            args.long_budget_ms / 1000)  # fmt: skip
+                            args.long_budget_ms / 1000, args.busy)  # fmt: skip
         if args.record:
-            records.write(args.record, "bench_plan", {"budget_ms": args.budget_ms, "families": args.families}, compared)
+            parameters = {"budget_ms": args.budget_ms, "families": args.families, "sizes": args.sizes,
+                          "long_budget_ms": args.long_budget_ms, "busy": args.busy}  # fmt: skip
+            records.write(args.record, "bench_plan", parameters, compared)
         return
     figures: dict[str, Any] = {}
     for name in args.only.split(","):
