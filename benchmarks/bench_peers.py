@@ -513,6 +513,7 @@ def main() -> None:
                                                                            processes, strict=True)}}  # fmt: skip
         entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")
         netaware = plane.scheduler_config([{"schedulerName": "netaware"}], [entry])
+        netaware["percentageOfNodesToScore"] = 100  # as the chart's second scheduler (secondScheduler.*)
         (folder / "netaware-scheduler.yaml").write_text(json.dumps(netaware))
         plane.start_scheduler("netaware", folder / "netaware-scheduler.yaml")
         upstream = {

@@ -151,8 +151,8 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     type=click.IntRange(1, 10_000),
     default=100,
     show_default=True,
-    help="Plan gated pods at most this long after the first of them arrived (sooner once every workload has a "
-    "pod and none arrived for 50 ms); later arrivals are planned against the placed ones.",
+    help="Plan a group's first gated pods once none arrived for this long (at most 30 s after the first; sooner "
+    "once every workload has a pod and none arrived for 50 ms); later arrivals are planned against the placed ones.",
 )
 @click.option(
     "--plan-budget-ms",

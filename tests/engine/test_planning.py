@@ -298,9 +298,9 @@ def test_a_required_affinity_on_the_node_name_is_a_filter_as_kube_scheduler_read
 
 
 def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -> None:
-    """Gated pods of a group nothing of which is placed wait for the window after the first arrived (100 ms here,
-    a → b with b not arrived yet); once a pod of the group is placed (bound, or released by a plan), a newcomer is
-    planned FOLLOW_SECONDS (10 ms) after it arrived."""
+    """Gated pods of a group nothing of which is placed wait until none arrived for the window (100 ms here, a → b
+    with b not arrived yet), at most GATHER_SECONDS; once a pod of the group is placed (bound, or released by a
+    plan), a newcomer is planned FOLLOW_SECONDS (10 ms) after it arrived."""
     from operators.engine.planning.release import FOLLOW_SECONDS, IN_PLAN, release_by_plan
 
     def gated(name: str, workload: str) -> Pod:
@@ -328,6 +328,20 @@ def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -
     assert FOLLOW_SECONDS == 0.01
     assert decide([placed_a, newcomer], 2.005, seen).next_deadline == created + 2.01  # not the window's 2.1
     assert [(r.pod.name, r.node) for r in decide([placed_a, newcomer], 2.01, seen).release] == [("b-0", "n1")]
+    # nothing placed yet and pods still arriving (a-1 80 ms after a-0): the window runs from the last arrival
+    more = {**arrived, (NAMESPACE, "a-1"): created + 1.08}
+    burst = [first, gated("a-1", "a")]
+    assert decide(burst, 1.15, more).release == ()
+    assert decide(burst, 1.15, more).next_deadline == pytest.approx(created + 1.18)
+    assert sorted(r.pod.name for r in decide(burst, 1.18, more).release) == ["a-0", "a-1"]
+    # ... at most GATHER_SECONDS (30 s) after the first: a pod every 50 ms for a minute does not hold them all
+    from operators.engine.planning.release import GATHER_SECONDS
+
+    stream = [gated(f"a-{i}", "a") for i in range(1200)]
+    times = {(NAMESPACE, f"a-{i}"): created + 1.0 + 0.05 * i for i in range(1200)}
+    assert GATHER_SECONDS == 30.0
+    assert decide(stream[:600], 30.9, times).next_deadline == pytest.approx(created + 31.0)
+    assert len(decide(stream[:601], 31.0, times).release) == 601
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)

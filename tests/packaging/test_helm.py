@@ -96,7 +96,9 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     config = next(
         d for d in scheduled if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("netaware-scheduler")
     )
-    extender = yaml.safe_load(config["data"]["config.yaml"])["extenders"][0]
+    rendered = yaml.safe_load(config["data"]["config.yaml"])
+    assert rendered["percentageOfNodesToScore"] == 100  # plan-ungated plans see every feasible node
+    extender = rendered["extenders"][0]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True and extender["httpTimeout"] == "5s"
     operator = next(d for d in scheduled if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))
     assert "--components=appgroup,networktopology,nodeslo,nodebandwidth,descheduler" in containers(operator)[0]["args"]

@@ -7,12 +7,15 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
    be: :func:`as_released`). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
    neither planned nor counted.
 2. **When**: the gated pods are planned together once the group has arrived — every workload of the spec has
-   a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or ``window`` (default
-   :data:`BATCH_SECONDS`) after the first of them arrived, whichever comes first (``arrived``: when the
-   controller first saw each gated pod; the API's creation times have whole seconds). Pods arriving once some of
-   the group is placed (the rest of a large apply admitted one by one, a scale-up, a replaced pod) are planned
-   against the placed ones :data:`FOLLOW_SECONDS` after they arrive (or the window, if shorter): the first plan
-   fixes where the application is, and waiting longer would only hold each later pod back.
+   a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or once no gated pod arrived for
+   ``window`` (default :data:`BATCH_SECONDS`; at most :data:`GATHER_SECONDS` after the first of them),
+   whichever comes first (``arrived``: when the controller first saw each gated pod; the API's creation times
+   have whole seconds): the API server admits an apply's pods one by one, and a plan of the first few would fix
+   the application's place before the rest is known (measured: 300 pods admitted over 8 s and planned as they
+   came cost 11.5 per pair, planned at once 0.9). Pods arriving once some of the group is placed (a scale-up, a
+   replaced pod) are planned against the placed ones :data:`FOLLOW_SECONDS` after they arrive (or the window,
+   if shorter): the first plan fixes where the application is, and waiting longer would only hold each later
+   pod back.
 3. **What**: the plan (:func:`~operators.engine.planning.plan.plan_appgroup`) of the gated pods; each planned
    pod is released to its node (:func:`release_patch`: a required node affinity on ``metadata.name`` added in
    the same patch that removes the gate, as Kubernetes allows on a gated pod, and the annotation of rule 1).
@@ -57,9 +60,10 @@ from operators.engine.status.gates import (
 )
 
 PLAN_MODE = "plan"
-BATCH_SECONDS = 0.1  # the gated pods are planned at most this long after the first of them arrived (default)
+BATCH_SECONDS = 0.1  # a group's first plan: once none of its gated pods arrived for this long (default)
 SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived for this long
 FOLLOW_SECONDS = 0.01  # once some of the group is placed, later pods are planned this soon after they arrive
+GATHER_SECONDS = 30.0  # a group's first plan waits for its pods to stop arriving at most this long
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"
@@ -144,7 +148,10 @@ def release_by_plan(
     times = [arrived.get((pod.namespace, pod.name), now) for pod in waiting]
     present = {pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) for pod in pods}
     anchored = any(pod.node_name or awaiting_bind(pod) for pod in pods)
-    first_due = min(times) + (min(window, FOLLOW_SECONDS) if anchored else window)
+    if anchored:
+        first_due = min(times) + min(window, FOLLOW_SECONDS)
+    else:  # the group's first plan: once its pods stop arriving for the window (a burst is one group), or the cap
+        first_due = min(max(times) + window, min(times) + GATHER_SECONDS)
     settled = max(times) + SETTLE_SECONDS
     if now < first_due and not (selectors <= present and now >= settled):
         due = min(first_due, settled) if selectors <= present else first_due
