@@ -169,17 +169,21 @@ class Moves:
     def best(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1) -> tuple[int, int]:
         """(node, its added cost) for ``pod`` among the nodes in ``fits``; (-1, 0) when there is none. Ties go to
         the node with room for most of the ``remaining`` pods to place (so that later dependencies can join),
-        then to the node holding most of the AppGroup, then to the seeded order."""
+        then to the node holding most of the AppGroup, then to the node whose place (zone) holds most of it (a
+        pod whose partners are not placed yet costs 0 anywhere: it stays with the group, so that they can join
+        it there), then to the seeded order."""
         if not fits.any():
             return -1, 0
         added = self.node_costs(state, pod)
-        room = np.minimum(self.room(state, pod), remaining)
-        presence = state.count_node.sum(axis=0)
+        first = added * self.presence_scale - np.minimum(self.room(state, pod), remaining)
+        first = np.where(fits, first, np.iinfo(np.int64).max)
+        tied = first == first.min()
+        presence = state.count_node.sum(axis=0) * self.presence_scale + state.count_place.sum(axis=0)[
+            self.problem.place_of
+        ]  # fmt: skip
         if not self.linked[self.problem.pod_workload[pod]]:
             presence = -presence  # a pod without dependencies costs 0 anywhere: out of the group's way
-        scale = self.presence_scale
-        score = ((added * scale - room) * scale - presence) * len(self.rank) + self.rank
-        score = np.where(fits, score, np.iinfo(np.int64).max)
+        score = np.where(tied, -presence * len(self.rank) + self.rank, np.iinfo(np.int64).max)
         node = int(np.argmin(score))
         return node, int(added[node])
 
