@@ -169,22 +169,23 @@ class Moves:
     def best(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1) -> tuple[int, int]:
         """(node, its added cost) for ``pod`` among the nodes in ``fits``; (-1, 0) when there is none. Ties go to
         the node with room for most of the ``remaining`` pods to place (so that later dependencies can join),
-        then to the node holding most of the AppGroup, then to the node whose place (zone) holds most of it (a
-        pod whose partners are not placed yet costs 0 anywhere: it stays with the group, so that they can join
-        it there), then to the seeded order."""
+        then to the node holding most of the AppGroup, then to the node whose place (zone) holds most of it, then
+        to the place with room for most pods like it, then to the seeded order: a pod whose partners are not
+        placed yet costs 0 anywhere, and it goes where they can join it — with the group, else where there is
+        most room (a group planned pod by pod, as kube-scheduler asks the extender, grows from its first pod)."""
         if not fits.any():
             return -1, 0
         added = self.node_costs(state, pod)
-        first = added * self.presence_scale - np.minimum(self.room(state, pod), remaining)
-        first = np.where(fits, first, np.iinfo(np.int64).max)
+        room = self.room(state, pod)
+        first = np.where(fits, added * self.presence_scale - np.minimum(room, remaining), np.iinfo(np.int64).max)
         tied = first == first.min()
-        presence = state.count_node.sum(axis=0) * self.presence_scale + state.count_place.sum(axis=0)[
-            self.problem.place_of
-        ]  # fmt: skip
+        place_of = self.problem.place_of
+        presence = state.count_node.sum(axis=0) * self.presence_scale + state.count_place.sum(axis=0)[place_of]
         if not self.linked[self.problem.pod_workload[pod]]:
             presence = -presence  # a pod without dependencies costs 0 anywhere: out of the group's way
-        score = np.where(tied, -presence * len(self.rank) + self.rank, np.iinfo(np.int64).max)
-        node = int(np.argmin(score))
+        for key in (presence, np.bincount(place_of, weights=room * fits, minlength=len(self.problem.places))[place_of]):
+            tied &= key == key[tied].max()
+        node = int(np.argmin(np.where(tied, self.rank, np.iinfo(np.int64).max)))
         return node, int(added[node])
 
     def room(self, state: Assignment, pod: int) -> Ints:
