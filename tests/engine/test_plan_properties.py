@@ -128,3 +128,19 @@ def test_a_pair_costs_from_its_source_to_its_target(back_from_zc: int) -> None:
     assert [problem.nodes[int(at)] for at in planned.assignment] == ["n2"]
     assert planned.cost.cost == 3
     assert lower_bound(problem) == 3
+
+
+def test_a_group_planned_in_parts_stays_in_its_zone() -> None:
+    # a -> c, b -> c; a-0 (4 cpu) fills n1 in za; four b pods of 1 cpu come next, c's pods later (as kube-scheduler
+    # asks the extender about a group's pods in turn): b costs 0 anywhere for now. n2 (za) takes 3 of them, n3
+    # (zb, 8 cpu) all 4; by room alone all 4 went to n3, and c's pods, when they come, could not be near a and b
+    # both. The zone holding the group comes first: 3 on n2, the 4th on n3.
+    nodes = [node("n1", "za"), node("n2", "za"), node("n3", "zb")]
+    nodes[1]["status"]["allocatable"]["cpu"] = "3"
+    nodes[2]["status"]["allocatable"]["cpu"] = "8"
+    objects = [*nodes, user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5}}),
+               pod("a-0", "a", on="n1", cpu="4"), *(pod(f"b-{i}", "b", cpu="1") for i in range(4))]  # fmt: skip
+    group = ordered.appgroup("pair", {"a": ["c"], "b": ["c"], "c": []}, max_cost=30)
+    problem = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    planned = search(problem, 0, budget_seconds=0.02)
+    assert sorted(problem.nodes[int(at)] for at in planned.assignment) == ["n2", "n2", "n2", "n3"]

@@ -86,7 +86,6 @@ class Moves:
                        for grid in [self.penalized[id(edge)]]}  # fmt: skip
         nodes = len(problem.nodes)
         self.rank = self.rng.permutation(nodes).astype(np.int64)  # the seeded order of ties
-        self.presence_scale = len(problem.pods) + len(problem.fixed) + 1
         grid = problem.place_cost
         self.cost_diagonal = np.diagonal(grid)[problem.place_of]
         self.above = {  # edge -> (place x place: a pair above its maxNetworkCost, the same per node on its diagonal)
@@ -168,22 +167,28 @@ class Moves:
 
     def best(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1) -> tuple[int, int]:
         """(node, its added cost) for ``pod`` among the nodes in ``fits``; (-1, 0) when there is none. Ties go to
-        the node with room for most of the ``remaining`` pods to place (so that later dependencies can join),
-        then to the node holding most of the AppGroup, then to the node whose place (zone) holds most of it, then
-        to the place with room for most pods like it, then to the seeded order: a pod whose partners are not
-        placed yet costs 0 anywhere, and it goes where they can join it — with the group, else where there is
-        most room (a group planned pod by pod, as kube-scheduler asks the extender, grows from its first pod)."""
+        the node whose place (zone) holds most of the AppGroup, then to the node with room for most of the
+        ``remaining`` pods to place (so that later dependencies can join), then to the node holding most of the
+        AppGroup, then to the place with room for most pods like it, then to the seeded order: a pod whose
+        partners are not placed yet costs 0 anywhere, and it goes where they can join it — with the group, else
+        where there is most room (a group planned in parts, as kube-scheduler asks the extender about its pods,
+        grows from its first pods)."""
         if not fits.any():
             return -1, 0
         added = self.node_costs(state, pod)
-        room = self.room(state, pod)
-        first = np.where(fits, added * self.presence_scale - np.minimum(room, remaining), np.iinfo(np.int64).max)
+        first = np.where(fits, added, np.iinfo(np.int64).max)
         tied = first == first.min()
         place_of = self.problem.place_of
-        presence = state.count_node.sum(axis=0) * self.presence_scale + state.count_place.sum(axis=0)[place_of]
-        if not self.linked[self.problem.pod_workload[pod]]:
-            presence = -presence  # a pod without dependencies costs 0 anywhere: out of the group's way
-        for key in (presence, np.bincount(place_of, weights=room * fits, minlength=len(self.problem.places))[place_of]):
+        room = self.room(state, pod)
+        keys = [
+            state.count_place.sum(axis=0)[place_of],
+            np.minimum(room, remaining),
+            state.count_node.sum(axis=0),
+            np.bincount(place_of, weights=room * fits, minlength=len(self.problem.places))[place_of],
+        ]
+        if not self.linked[self.problem.pod_workload[pod]]:  # costs 0 anywhere: out of the group's way
+            keys[0], keys[2] = -keys[0], -keys[2]
+        for key in keys:
             tied &= key == key[tied].max()
         node = int(np.argmin(np.where(tied, self.rank, np.iinfo(np.int64).max)))
         return node, int(added[node])
