@@ -56,14 +56,21 @@ class ClusterSource:
 
 @contextlib.asynccontextmanager
 async def webhook(
-    source: ClusterSource, gate_by_default: bool = False, resources: Accounting | None = None
+    source: ClusterSource,
+    gate_by_default: bool = False,
+    resources: Accounting | None = None,
+    scheduler_name: str = "",
 ) -> AsyncIterator[web.Application]:
     """The mutating webhook's application; with a live source, its AppGroups and Namespaces are watched (and
     Events posted) while inside. ``gate_by_default``: every AppGroup's pods get the topology-order gate unless
-    the AppGroup opts out; ``resources``: pods request their bandwidth as that mode's extended resources."""
+    the AppGroup opts out; ``resources``: pods request their bandwidth as that mode's extended resources;
+    ``scheduler_name``: the scheduler AppGroups' pods are sent to."""
     if source.snapshot is not None:
         yield webhook_app(
-            ClusterView.from_snapshot(source.snapshot), gate_by_default=gate_by_default, resources=resources
+            ClusterView.from_snapshot(source.snapshot),
+            gate_by_default=gate_by_default,
+            resources=resources,
+            scheduler_name=scheduler_name,
         )
         return
     view = ClusterView()
@@ -75,6 +82,7 @@ async def webhook(
             gate_by_default=gate_by_default,
             resources=resources,
             supervisor=tasks,
+            scheduler_name=scheduler_name,
         )
         view.on_namespace_deleted(app[WEBHOOK_METRICS_KEY].forget_namespace)
         yield app

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from operators.api import keys
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch, resource_patch
+from operators.engine.admission.scheduler_name import scheduler_choice
 from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
 from operators.engine.cluster.appgroups import pod_appgroup
 from operators.engine.cluster.bandwidth import Accounting
@@ -40,6 +41,7 @@ METRICS_KEY: web.AppKey[WebhookMetrics] = web.AppKey("metrics", object)  # type:
 NOTIFIER_KEY: web.AppKey[NamespaceNotifier] = web.AppKey("notifier", object)  # type: ignore[arg-type]
 GATE_BY_DEFAULT_KEY: web.AppKey[bool] = web.AppKey("gate_by_default", bool)
 RESOURCES_KEY: web.AppKey[Accounting | None] = web.AppKey("bandwidth_resources")
+SCHEDULER_KEY: web.AppKey[str] = web.AppKey("scheduler_name", str)
 
 
 @dataclass
@@ -96,8 +98,9 @@ class WebhookMetrics:
 
 class NamespaceNotifier:
     """Tells the namespace's users that one of its default annotations is broken: a Warning Event on the
-    Namespace, at most once per namespace and message every ``interval`` seconds (no Event storm). Without
-    an API client (``-f`` snapshot mode) the problem is only logged."""
+    Namespace, at most once per namespace and message every ``interval`` seconds (no Event storm); and an
+    AppGroup's users that one of its pods keeps another scheduler. Without an API client (``-f`` snapshot mode)
+    the problem is only logged."""
 
     def __init__(self, api: Any = None, interval: float = 600.0) -> None:
         self.api = api
@@ -106,19 +109,33 @@ class NamespaceNotifier:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def namespace_problem(self, namespace: str, message: str) -> None:
-        now = time.monotonic()
-        key = (namespace, message)
-        if now - self._last.get(key, -self.interval) < self.interval:
+        if not self._due((namespace, message)):
             return
+        logger.warning("namespace %s: %s", namespace, message)
+        self._post({"apiVersion": "v1", "kind": "Namespace", "name": namespace}, "InvalidDefaultBandwidth", message)
+
+    def appgroup_problem(self, namespace: str, name: str, message: str) -> None:
+        """A Warning Event ``SchedulerNotNetaware`` on the AppGroup, at most once per AppGroup and message every
+        ``interval`` seconds."""
+        if not self._due((f"{namespace}/{name}", message)):
+            return
+        logger.warning("AppGroup %s/%s: %s", namespace, name, message)
+        involved = {"apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}", "kind": "AppGroup", "name": name,
+                    "namespace": namespace}  # fmt: skip
+        self._post(involved, "SchedulerNotNetaware", message)
+
+    def _due(self, key: tuple[str, str]) -> bool:
+        now = time.monotonic()
+        if now - self._last.get(key, -self.interval) < self.interval:
+            return False
         if len(self._last) > 10_000:  # bounded memory whatever the namespaces
             self._last.clear()
         self._last[key] = now
-        logger.warning("namespace %s: %s", namespace, message)
+        return True
+
+    def _post(self, involved: dict[str, str], reason: str, message: str) -> None:
         if self.api is not None:
-            involved = {"apiVersion": "v1", "kind": "Namespace", "name": namespace}
-            task = asyncio.create_task(
-                post_event(self.api, involved, "Warning", "InvalidDefaultBandwidth", message, "netaware-webhook")
-            )
+            task = asyncio.create_task(post_event(self.api, involved, "Warning", reason, message, "netaware-webhook"))
             self._tasks.add(task)  # kept until done, so it is not collected half-way
             task.add_done_callback(self._tasks.discard)
 
@@ -145,14 +162,41 @@ def review_response(
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
+@dataclass(frozen=True)
+class Admission:
+    """The AdmissionReview answer, and what its warnings are about: the namespace's defaults, or (``appgroup``:
+    namespace, name) a pod of that AppGroup that keeps a scheduler other than netaware's."""
+
+    answer: dict[str, Any]
+    namespace_problems: tuple[str, ...] = ()
+    appgroup: tuple[str, str] | None = None
+    scheduler_conflict: str = ""
+
+
 def decide(
-    review: Any, view: ClusterView, gate_by_default: bool = False, resources: Accounting | None = None
+    review: Any,
+    view: ClusterView,
+    gate_by_default: bool = False,
+    resources: Accounting | None = None,
+    scheduler_name: str = "",
 ) -> dict[str, Any]:
+    """The AdmissionReview answer (:func:`admit`)."""
+    return admit(review, view, gate_by_default, resources, scheduler_name).answer
+
+
+def admit(
+    review: Any,
+    view: ClusterView,
+    gate_by_default: bool = False,
+    resources: Accounting | None = None,
+    scheduler_name: str = "",
+) -> Admission:
     """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400). Problems with the
     namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted. A pod of an
     AppGroup that asks for ordered scheduling (or of any AppGroup, ``gate_by_default``) gets the topology-order
     scheduling gate. With ``resources`` (the bandwidth guarantee), the pod requests its bandwidth as that
-    accounting mode's extended resources."""
+    accounting mode's extended resources. With ``scheduler_name`` (or its AppGroup's annotation), a pod of an
+    AppGroup is sent to that scheduler (:mod:`~operators.engine.admission.scheduler_name`)."""
     if (
         not isinstance(review, dict)
         or review.get("kind") != "AdmissionReview"
@@ -170,13 +214,13 @@ def decide(
         or request.get("operation") != "CREATE"
         or request.get("subResource")
     ):
-        return review_response(uid, True)  # not ours: let it through unchanged
+        return Admission(review_response(uid, True))  # not ours: let it through unchanged
     pod = request.get("object")
     if not isinstance(pod, dict):
         raise ValueError("AdmissionReview.request.object must be a Pod object")
     raw_meta = pod.get("metadata")
     if raw_meta is not None and not isinstance(raw_meta, dict):
-        return review_response(uid, False, message="metadata must be an object")
+        return Admission(review_response(uid, False, message="metadata must be an object"))
     meta: dict[str, Any] = raw_meta or {}
     for name in ("annotations", "labels"):
         value = meta.get(name)
@@ -184,7 +228,7 @@ def decide(
             isinstance(value, dict)
             and all(isinstance(key, str) and isinstance(item, str) for key, item in value.items())
         ):
-            return review_response(uid, False, message=f"metadata.{name} must map strings to strings")
+            return Admission(review_response(uid, False, message=f"metadata.{name} must map strings to strings"))
     annotations: dict[str, str] = meta.get("annotations") or {}
     namespace_name = meta.get("namespace") or request.get("namespace") or DEFAULT_NAMESPACE
     if not isinstance(namespace_name, str):
@@ -197,14 +241,22 @@ def decide(
     try:
         admission = admit_pod(pod, groups, view.namespaces.get(namespace_name))
     except Denied as denial:
-        return review_response(uid, False, message=str(denial))
+        return Admission(review_response(uid, False, message=str(denial)))
     added = admission.annotations(annotations)
     patch = json_patch(request["object"], added)
     if resources is not None:
         patch += resource_patch(pod, {**annotations, **added}, resources)
     if needs_gate(pod, namespace_name, groups, gate_by_default):
         patch += gate_patch(pod)
-    return review_response(uid, True, patch, warnings=list(admission.namespace_problems))
+    scheduler = scheduler_choice(pod, owner, scheduler_name)
+    patch += scheduler.patch
+    warnings = [*admission.namespace_problems, *([scheduler.conflict] if scheduler.conflict else [])]
+    return Admission(
+        review_response(uid, True, patch, warnings=warnings),
+        tuple(admission.namespace_problems),
+        (owner.metadata.namespace, owner.metadata.name) if owner is not None and scheduler.conflict else None,
+        scheduler.conflict,
+    )
 
 
 async def mutate_pods(request: web.Request) -> web.Response:
@@ -228,15 +280,17 @@ async def _mutate(request: web.Request) -> web.Response:
         return _bad_request(str(error))
     try:
         review = orjson.loads(body)
-        answer = decide(review, request.app[VIEW_KEY], request.app[GATE_BY_DEFAULT_KEY], request.app[RESOURCES_KEY])
+        app = request.app
+        admitted = admit(review, app[VIEW_KEY], app[GATE_BY_DEFAULT_KEY], app[RESOURCES_KEY], app[SCHEDULER_KEY])
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
-    warnings = answer["response"].get("warnings")
-    if warnings:
+    if admitted.namespace_problems:
         namespace = str(review["request"].get("namespace") or DEFAULT_NAMESPACE)
         request.app[METRICS_KEY].namespace_default_errors.labels(namespace).inc()
-        request.app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(warnings))
-    return web.Response(body=orjson.dumps(answer), content_type="application/json")
+        request.app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(admitted.namespace_problems))
+    if admitted.appgroup is not None:
+        request.app[NOTIFIER_KEY].appgroup_problem(*admitted.appgroup, admitted.scheduler_conflict)
+    return web.Response(body=orjson.dumps(admitted.answer), content_type="application/json")
 
 
 def build_app(
@@ -246,15 +300,17 @@ def build_app(
     gate_by_default: bool = False,
     resources: Accounting | None = None,
     supervisor: Supervisor | None = None,
+    scheduler_name: str = "",
 ) -> web.Application:
     """The webhook's application; ``supervisor``: the one its live view's watches run under (its problem is
-    ``/healthz``, its restarts are in ``/metrics``)."""
+    ``/healthz``, its restarts are in ``/metrics``); ``scheduler_name``: where AppGroups' pods are sent."""
     tasks = supervisor or Supervisor()
     app = web.Application(client_max_size=MAX_BODY)
     app[SUPERVISOR_KEY] = tasks
     app[VIEW_KEY] = view
     app[GATE_BY_DEFAULT_KEY] = gate_by_default
     app[RESOURCES_KEY] = resources
+    app[SCHEDULER_KEY] = scheduler_name
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post("/mutate-pods", mutate_pods)

@@ -3,7 +3,8 @@
 # archives that hack/control_plane/realnode.py imports into each node's containerd:
 #   base          Debian bookworm (debootstrap, minbase) with Python 3.11 and pip: what python:3.11-slim-bookworm
 #                 gives the Dockerfile (pip may install into the system Python, as in that image)
-#   netaware      the project's own Dockerfile, built by `buildah bud` on that base (its steps run as written)
+#   netaware      the project's own Dockerfile, built by hack/image.sh (`buildah bud`) on that base (its steps run
+#                 as written): the command users build the image with
 #   pause         the sandbox image (hack/control-plane/pause), kubelet's and containerd's sandbox setting
 #   kube-scheduler  .tools/bin/kube-scheduler: the chart's second scheduler (secondScheduler.image)
 # An image is rebuilt only when its inputs changed (a stamp per image); the base only when it is missing.
@@ -75,24 +76,11 @@ if ! stamp_matches kube-scheduler "$BIN/kube-scheduler"; then
 fi
 
 # The project's image from its own Dockerfile: every file the build context copies is an input.
-mapfile -t sources < <(cd "$ROOT" && git ls-files Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks crds hack/examples hack/configs | sort)
+mapfile -t sources < <(cd "$ROOT" && git ls-files Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks crds hack/examples hack/configs hack/image.sh | sort)
 if ! stamp_matches netaware "$IMAGES/base.tar" "${sources[@]/#/$ROOT/}"; then
-  echo "buildah bud: the Dockerfile on $BASE"
-  # The build steps trust what this machine trusts (its egress may present its own CA): the host's bundle is
-  # mounted into each RUN step, never copied into a layer.
-  trust=()
-  [[ -s /etc/ssl/certs/ca-certificates.crt ]] && trust=(--volume /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-  # buildah re-executes itself from a sealed memfd copy for each RUN step; under load the kernel can refuse the
-  # seal with EBUSY (pages of the copy still pinned), a transient failure: the build is tried again (its finished
-  # layers are cached) up to three times for that error only.
-  for attempt in 1 2 3; do
-    if "${B[@]}" bud --quiet --network host --pull-never --layers "${trust[@]}" --build-arg "BASE=$BASE" \
-      -t localhost/netaware:dev -f "$ROOT/Dockerfile" "$ROOT" >"$NODE/bud.log" 2>&1; then break; fi
-    if [[ $attempt -lt 3 ]] && grep -q 'sealing memfd copy: Device or resource busy' "$NODE/bud.log"; then
-      echo "buildah bud: transient EBUSY sealing its memfd copy (attempt $attempt), trying again"; sleep 2; continue
-    fi
-    tail -30 "$NODE/bud.log" >&2; exit 1
-  done
-  export_image netaware localhost/netaware:dev
+  echo "buildah bud: the Dockerfile on $BASE (hack/image.sh)"
+  bash "$ROOT/hack/image.sh" --storage "$NODE/storage" --runroot /run/netaware-buildah --base "$BASE" --pull-never \
+    --tag localhost/netaware:dev --output "$IMAGES/netaware.tar"
+  stamp_done netaware
 fi
 echo "images ready in $IMAGES ($((SECONDS - start)) s)"

@@ -72,6 +72,10 @@ ORDERED_SCHEDULING_TIMEOUT: Final = "netaware.io/ordered-scheduling-timeout"
 # ordered-scheduling "plan-ungated": never gated; the extender plans the pending pods as a whole when
 # kube-scheduler asks about one of them, and answers with the planned node.
 UNGATED_PLAN: Final = "plan-ungated"
+# AppGroup annotation: the scheduler the webhook sends its member pods to (those naming the default scheduler or
+# none); "" sends none (the webhook's --scheduler-name, the chart's second scheduler, is the default).
+SCHEDULER_NAME: Final = "netaware.io/scheduler-name"
+DEFAULT_SCHEDULER: Final = "default-scheduler"
 # A pod released by a whole-AppGroup plan (ordered-scheduling "plan"): the node the plan gave it (it also carries
 # a required node affinity for that node; NetworkOverhead's filter leaves it to the plan).
 PLANNED_NODE: Final = "netaware.io/planned-node"

@@ -147,14 +147,27 @@ def serve_component(
     "netaware.io/bandwidth = ingress + egress), requests = limits on the first container, in bits/s. Nodes "
     "advertise them with `netaware run --components nodebandwidth --accounting-mode` (the same mode).",
 )
+@click.option(
+    "--scheduler-name",
+    default="",
+    help="Send the pods of AppGroups to this scheduler: a pod naming no scheduler or default-scheduler gets it in "
+    "spec.schedulerName; one naming another is left alone, with a warning and a Warning Event on its AppGroup. "
+    'An AppGroup\'s annotation netaware.io/scheduler-name overrides it ("": none). Default: none (the chart sets '
+    "its second scheduler's name).",
+)
 @filename_option(required=False)
 def webhook_command(
-    flags: ServingFlags, ordered_scheduling_default: bool, bandwidth_resources: str, filenames: tuple[str, ...]
+    flags: ServingFlags,
+    ordered_scheduling_default: bool,
+    bandwidth_resources: str,
+    scheduler_name: str,
+    filenames: tuple[str, ...],
 ) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
 
     It adds pod bandwidth annotations and, to pods of AppGroups that ask for ordered scheduling,
-    the scheduling gate netaware.io/topology-order (removed by the AppGroup controller).
+    the scheduling gate netaware.io/topology-order (removed by the AppGroup controller); with
+    --scheduler-name, AppGroups' pods are sent to that scheduler.
     AppGroups and Namespaces come from a watch of the cluster (in-cluster credentials or the
     kubeconfig), or from a snapshot with -f.
     """
@@ -164,7 +177,10 @@ def webhook_command(
 
     resources = None if bandwidth_resources == "off" else Accounting(bandwidth_resources)
     serve_component(
-        flags, filenames, lambda source: compose.webhook(source, ordered_scheduling_default, resources), serve
+        flags,
+        filenames,
+        lambda source: compose.webhook(source, ordered_scheduling_default, resources, scheduler_name.strip()),
+        serve,
     )
 
 

@@ -410,3 +410,30 @@ def test_a_scheduler_reaches_one_extender_replica(helm: str) -> None:
     services = {d["metadata"]["name"].rsplit("-", 1)[-1]: d for d in render(helm) if d["kind"] == "Service"}
     assert services["extender"]["spec"]["sessionAffinity"] == "ClientIP"
     assert "sessionAffinity" not in services["webhook"]["spec"]
+
+
+def notes(helm: str, *args: str) -> str:
+    """What `helm install` prints after installing (NOTES.txt), rendered without a cluster."""
+    done = subprocess.run([helm, "install", "t", str(CHART), "-n", NAMESPACE, "--dry-run=client", *args],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split("NOTES:", 1)[1]
+
+
+def test_the_install_notes_name_the_image_value_while_it_is_the_unpublished_default(helm: str) -> None:
+    assert "WARNING: image.repository is ghcr.io/netaware/netaware, which netaware does not publish" in notes(helm)
+    assert "hack/image.sh --push REGISTRY/REPO:TAG" in notes(helm)
+    assert "WARNING" not in notes(helm, "--set", "image.repository=registry.example.com/team/netaware")
+
+
+def test_the_second_scheduler_gets_the_appgroups_pods_through_the_webhook(helm: str) -> None:
+    def webhook_args(*args: str) -> list[str]:
+        rendered = render(helm, *args)
+        webhook = next(d for d in rendered if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("webhook"))
+        return list(containers(webhook)[0]["args"])
+
+    assert "--scheduler-name=network-aware-scheduler" in webhook_args(*VARIANTS["second-scheduler"])
+    assert not any(a.startswith("--scheduler-name") for a in webhook_args())  # no second scheduler: no rule
+    off = webhook_args(*VARIANTS["second-scheduler"], "--set", "secondScheduler.appGroupPods=false")
+    assert not any(a.startswith("--scheduler-name") for a in off)
+    assert "The webhook sets it on every AppGroup's pods" in notes(helm, *VARIANTS["second-scheduler"])
