@@ -44,7 +44,7 @@ from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.baseline import smallest_domain
 from operators.engine.planning.plan import EdgeCost, edge_costs, plan_appgroup
 from operators.engine.planning.problem import build_problem
-from operators.engine.planning.search import Search
+from operators.engine.planning.search import SCALE_PODS, Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
 
@@ -201,8 +201,9 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
     plan = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
     base_mean = sum(edge.mean for edge in base) / len(base) if base else 0.0
     extra = {}
-    if long:
-        longer = plan_appgroup(index, scenario.group, ordered.config(), seed, long).mean_edge_cost()
+    if long:  # ``long`` in all: the planner scales a budget with the group, so it is given its share per 100 pods
+        share = long / max(1.0, len(scenario.pods) / SCALE_PODS)
+        longer = plan_appgroup(index, scenario.group, ordered.config(), seed, share).mean_edge_cost()
         extra = {"ratio to the long budget": plan.mean_edge_cost() / longer if longer else 1.0}
     if busy:
         with spinning(os.cpu_count() or 1):
@@ -321,7 +322,8 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=0, metavar="SEEDS",
                         help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
     parser.add_argument("--sizes", default="small,medium,large", help="of --families: small, medium, large, xl")
-    parser.add_argument("--long-budget-ms", type=int, default=0, help="of --families: also plan at this budget")
+    parser.add_argument("--long-budget-ms", type=int, default=0,
+                        help="of --families: also plan with this budget in all (the default scales with the group)")  # fmt: skip
     parser.add_argument("--busy", action="store_true",
                         help="of --families: also plan each instance again, every core in a busy loop")  # fmt: skip
     args = parser.parse_args()

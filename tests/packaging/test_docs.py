@@ -17,7 +17,7 @@ import yaml
 from operators.cli.main import cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-DEMO = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/netaware demo"
+DEMO = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[emulator]' && .venv/bin/netaware demo"
 TESTS = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && bash hack/control-plane/build.sh && "
     ".venv/bin/python -m pytest -q"
