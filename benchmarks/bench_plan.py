@@ -323,7 +323,7 @@ def main() -> None:
                         help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
     parser.add_argument("--sizes", default="small,medium,large", help="of --families: small, medium, large, xl")
     parser.add_argument("--long-budget-ms", type=int, default=0,
-                        help="of --families: also plan with this budget in all (the default scales with the group)")  # fmt: skip
+                        help="of --families: also plan with this budget in all (not scaled by the group)")  # fmt: skip
     parser.add_argument("--busy", action="store_true",
                         help="of --families: also plan each instance again, every core in a busy loop")  # fmt: skip
     args = parser.parse_args()
