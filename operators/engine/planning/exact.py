@@ -42,19 +42,21 @@ class MissingSolver(RuntimeError):
     """The ``exact`` extra is not installed."""
 
 
-def solve(problem: Problem, seconds: float) -> Reference:
+def solve(problem: Problem, seconds: float, known: int | None = None) -> Reference:
     """The optimum of ``problem`` (or, at the time limit, the best bound and plan found), on the planner's
     objective scale: the program on aggregated variables when the replicas are interchangeable (:mod:`.aggregated`:
-    no symmetry, a far stronger bound), else the per-pod one."""
-    return _solve(problem, seconds, AggregatedModel(problem) if applies(problem) else _Model(problem))
+    no symmetry, a far stronger bound), else the per-pod one. ``known``: the objective of a plan of ``problem``
+    (the search's): the solver looks only below it (a cutoff; measured: Online Boutique x 3 proven in 38 s
+    instead of 67), and when nothing is, that plan is the optimum."""
+    return _solve(problem, seconds, AggregatedModel(problem) if applies(problem) else _Model(problem), known)
 
 
-def solve_per_pod(problem: Problem, seconds: float) -> Reference:
+def solve_per_pod(problem: Problem, seconds: float, known: int | None = None) -> Reference:
     """:func:`solve` with the per-pod program whatever the problem (the aggregated one is checked against it)."""
-    return _solve(problem, seconds, _Model(problem))
+    return _solve(problem, seconds, _Model(problem), known)
 
 
-def _solve(problem: Problem, seconds: float, model: Program) -> Reference:
+def _solve(problem: Problem, seconds: float, model: Program, known: int | None = None) -> Reference:
     try:
         import highspy
     except ImportError:
@@ -67,6 +69,8 @@ def _solve(problem: Problem, seconds: float, model: Program) -> Reference:
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(seconds))
     highs.setOptionValue("mip_rel_gap", 0.0)
+    if known is not None:  # the program's objective of that plan is at most ``known`` (it may leave penalties out)
+        highs.setOptionValue("objective_bound", known - model.constant + 0.5)
     inf = highspy.kHighsInf
     count = len(model.cost)
     highs.addVars(count, np.zeros(count), np.array(model.upper, dtype=np.float64))
@@ -101,6 +105,8 @@ def _solve(problem: Problem, seconds: float, model: Program) -> Reference:
     highs.run()
     status = highs.getModelStatus()
     info = highs.getInfo()
+    if known is not None and status == highspy.HighsModelStatus.kInfeasible:  # nothing below the known plan
+        return _reference(problem, True, known, float(known), started)
     optimal = status == highspy.HighsModelStatus.kOptimal
     has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
     objective = round(info.objective_function_value + model.constant) if has_plan else None

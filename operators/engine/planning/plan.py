@@ -166,7 +166,7 @@ def plan_appgroup(
     if exact_seconds is not None:
         from operators.engine.planning.exact import solve
 
-        reference = solve(problem, exact_seconds)
+        reference = solve(problem, exact_seconds, result.cost.objective)
     if bound and (reference is None or not reference.optimal):
         started = time.perf_counter()
         lower = lower_bound(problem)
