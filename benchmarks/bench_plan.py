@@ -224,6 +224,28 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
     }
 
 
+SCALING_NODES = (600, 1200, 2400, 4800, 9600)
+
+
+def scaling(seeds: int, budget: float) -> dict[str, Any]:
+    """Planning time against the number of nodes at a fixed number of domains: ``medium-mixed``'s 300 pods and
+    24 zones in 3 regions on 600 to 9,600 nodes, ``seeds`` instances each; each doubling's time ratio."""
+    figures: dict[str, Any] = {}
+    previous = 0.0
+    for nodes in SCALING_NODES:
+        FAMILIES[f"{nodes}-nodes"] = (300, nodes, 24, 3)
+        runs = [compare(f"{nodes}-nodes", "mixed", seed, budget) for seed in range(seeds)]
+        seconds = [run["plan s"] for run in runs]
+        median = sorted(seconds)[len(seconds) // 2]
+        print(f"{nodes:6d} nodes: plan s {spread(seconds, '.4g')}, ratio to baseline "
+              f"{spread([run['ratio to baseline'] for run in runs], '.4g')}"
+              + (f", x{median / previous:.2f} the time for x2 the nodes" if previous else ""))  # fmt: skip
+        figures[f"{nodes} nodes/plan s"] = records.figure(seconds, "s")
+        figures[f"{nodes} nodes/ratio to baseline"] = records.figure([run["ratio to baseline"] for run in runs], "")
+        previous = median
+    return figures
+
+
 @contextlib.contextmanager
 def spinning(processes: int) -> Iterator[None]:
     """``processes`` busy loops beside the benchmark (a build running on the operator's machine)."""
@@ -326,7 +348,14 @@ def main() -> None:
                         help="of --families: also plan with this budget in all (not scaled by the group)")  # fmt: skip
     parser.add_argument("--busy", action="store_true",
                         help="of --families: also plan each instance again, every core in a busy loop")  # fmt: skip
+    parser.add_argument("--scaling", type=int, default=0, metavar="SEEDS",
+                        help="instead: planning time against the number of nodes, zones fixed")  # fmt: skip
     args = parser.parse_args()
+    if args.scaling:
+        scaled = scaling(args.scaling, args.budget_ms / 1000)
+        if args.record:
+            records.write(args.record, "bench_plan", {"budget_ms": args.budget_ms, "scaling": args.scaling}, scaled)
+        return
     if args.families:
         compared = families(args.families, args.budget_ms / 1000, tuple(args.sizes.split(",")),
                             args.long_budget_ms / 1000, args.busy)  # fmt: skip

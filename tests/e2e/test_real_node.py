@@ -12,7 +12,9 @@ cluster's stop leave nothing behind. Under CI a node that cannot start fails the
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,7 +44,8 @@ def values() -> dict[str, Any]:
     return {
         "image": {"repository": "localhost/netaware", "tag": "dev", "pullPolicy": "Never"},
         "nodeSelector": {"type": "real"},  # the Deployments; the DaemonSets go to every node, the KWOK one too
-        "operator": {"replicas": 1, "components": ["appgroup", "networktopology", "nodeslo"]},
+        # plans on, as docs/first-hour.md installs the chart (test_the_first_hour_page)
+        "operator": {"replicas": 1, "components": ["appgroup", "networktopology", "nodeslo"], "appGroupPlans": True},
         "webhook": {"replicas": 1},
         "extender": {"replicas": 1},
         "secondScheduler": {"enabled": True, "image": scheduler},
@@ -302,6 +305,41 @@ def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
     print(f"agent: leaf {classid} on real-node-2's eth0 sent {sent} bytes")
     slo = kubectl_json(real, "get", "nodeslo", "real-node-2")
     assert "networkUsage" in slo.get("status", {})
+
+
+def test_the_first_hour_page(real: Any) -> None:
+    """docs/first-hour.md's commands of steps 4-6, run as they are, in order, on the chart the fixture installed
+    with the page's own flags: a plain Deployment-based AppGroup placed by plan through the second scheduler,
+    without a schedulerName written anywhere, and `netaware explain appgroup` on it."""
+    page = (ROOT / "docs" / "first-hour.md").read_text()
+    blocks = re.findall(r"<!-- first-hour: (run|install) -->\n```sh\n(.*?)```", page, re.S)
+    install = "".join(text for kind, text in blocks if kind == "install")
+    commands = "".join(text for kind, text in blocks if kind == "run")
+    assert "helm install netaware helm/netaware" in install and "kubectl apply -f hack/examples/first-hour" in commands
+    flags = dict(re.findall(r"--set ([\w.]+)=(\S+)", install))
+    assert flags["secondScheduler.enabled"] == flags["operator.appGroupPlans"] == "true"  # the fixture's values
+    assert values()["secondScheduler"]["enabled"] and values()["operator"]["appGroupPlans"]
+    assert "schedulerName" not in (ROOT / "hack" / "examples" / "first-hour" / "shop.yaml").read_text()
+    for node in real.nodes:  # no registry here: the page's image is the nodes' own pause image, tagged
+        subprocess.run([str(control_plane.BIN / "ctr"), f"--address={node.containerd_socket}", "-n", "k8s.io",
+                        "images", "tag", "--force", "localhost/pause:netaware", "registry.k8s.io/pause:3.10"],
+                       check=True, capture_output=True, timeout=30)  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": str(real.kubeconfig),
+           "PATH": f"{control_plane.BIN}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}  # fmt: skip
+    try:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=420, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        shop = pods(real, "default", "appgroup.diktyo.x-k8s.io=shop")
+        assert len(shop) == 5
+        for pod in shop:  # sent to the second scheduler by the webhook, released to the node its plan gave it
+            assert pod["spec"]["schedulerName"] == "network-aware-scheduler"
+            assert pod["spec"]["nodeName"] == pod["metadata"]["annotations"]["netaware.io/planned-node"]
+        assert "True" in done.stdout  # the AppGroup is Ready
+        for workload in ("web", "api", "db"):
+            assert workload in done.stdout.split("True", 1)[1]  # explain names every workload
+    finally:
+        real.kubectl("delete", "-f", str(ROOT / "hack" / "examples" / "first-hour"), "--wait=true", check=False)
 
 
 def test_helm_uninstall_leaves_nothing_and_the_agents_undo_their_shaping(real: Any) -> None:
