@@ -15,6 +15,7 @@ import pytest
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
+    EXAMPLES,
     bound_pods,
     eventually,
     extender_scheduler,
@@ -45,6 +46,7 @@ def test_a_plain_deployment_of_an_appgroup_is_bound_by_netaware_scheduler(
     cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
     cluster.kubectl("create", "namespace", NAMESPACE)
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # NetworkOverhead's costs
     # the AppGroup first: the webhook's view holds it once ready, so no pod passes before it is known
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(member_appgroup(NAMESPACE, "shop", GRAPH, {})))
     hook_port, configuration, webhook, _ = gating_components(chart_rbac, host_tls, "netaware-schedname", NAMESPACE)
