@@ -316,11 +316,11 @@ def test_the_first_hour_page(real: Any) -> None:
     blocks = re.findall(r"<!-- first-hour: (run|install) -->\n```sh\n(.*?)```", page, re.S)
     install = "".join(text for kind, text in blocks if kind == "install")
     commands = "".join(text for kind, text in blocks if kind == "run")
-    assert "helm install netaware helm/netaware" in install and "kubectl apply -f hack/examples/first-hour" in commands
+    assert "helm install netaware helm/netaware" in install and "kubectl apply -f hack/first-hour" in commands
     flags = dict(re.findall(r"--set ([\w.]+)=(\S+)", install))
     assert flags["secondScheduler.enabled"] == flags["operator.appGroupPlans"] == "true"  # the fixture's values
     assert values()["secondScheduler"]["enabled"] and values()["operator"]["appGroupPlans"]
-    manifests = list(yaml.safe_load_all((ROOT / "hack" / "examples" / "first-hour" / "shop.yaml").read_text()))
+    manifests = list(yaml.safe_load_all((ROOT / "hack" / "first-hour" / "shop.yaml").read_text()))
     assert not any("schedulerName" in d["spec"]["template"]["spec"] for d in manifests if d["kind"] == "Deployment")
     for node in real.nodes:  # no registry here: the page's image is the nodes' own pause image, tagged
         subprocess.run([str(control_plane.BIN / "ctr"), f"--address={node.containerd_socket}", "-n", "k8s.io",
@@ -341,7 +341,7 @@ def test_the_first_hour_page(real: Any) -> None:
         for workload in ("web", "api", "db"):
             assert workload in done.stdout.split("True", 1)[1]  # explain names every workload
     finally:
-        real.kubectl("delete", "-f", str(ROOT / "hack" / "examples" / "first-hour"), "--wait=true", check=False)
+        real.kubectl("delete", "-f", str(ROOT / "hack" / "first-hour"), "--wait=true", check=False)
 
 
 def test_helm_uninstall_leaves_nothing_and_the_agents_undo_their_shaping(real: Any) -> None:
