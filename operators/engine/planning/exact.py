@@ -51,9 +51,9 @@ def solve(problem: Problem, seconds: float, known: int | None = None) -> Referen
     return _solve(problem, seconds, AggregatedModel(problem) if applies(problem) else _Model(problem), known)
 
 
-def solve_per_pod(problem: Problem, seconds: float, known: int | None = None) -> Reference:
+def solve_per_pod(problem: Problem, seconds: float) -> Reference:
     """:func:`solve` with the per-pod program whatever the problem (the aggregated one is checked against it)."""
-    return _solve(problem, seconds, _Model(problem), known)
+    return _solve(problem, seconds, _Model(problem))
 
 
 def _solve(problem: Problem, seconds: float, model: Program, known: int | None = None) -> Reference:
