@@ -21,7 +21,7 @@ from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import Search, search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, pod
+from tests.support.planning import CONFIG, node, pod, user_defined
 
 REGIONS, ZONES, NODES_PER_ZONE = 2, 4, 3
 
@@ -53,22 +53,6 @@ def topology(rng: random.Random) -> dict[str, Any]:
              if b != a and b % REGIONS == a % REGIONS}  # fmt: skip
     regions = {(f"r{a}", f"r{b}"): rng.randint(20, 60) for a in range(REGIONS) for b in range(REGIONS) if b != a}
     return user_defined({keys.REGION_LABEL: regions, keys.ZONE_LABEL: zones})
-
-
-def user_defined(levels: dict[str, dict[tuple[str, str], int]]) -> dict[str, Any]:
-    """The NetworkTopology with, per topology key, the cost of each (origin, destination)."""
-    lists = [
-        {"topologyKey": key, "originList": [
-            {"origin": origin, "costList": [{"destination": b, "networkCost": cost}
-                                            for (a, b), cost in costs.items() if a == origin]}
-            for origin in dict.fromkeys(a for a, _ in costs)]}
-        for key, costs in levels.items()
-    ]  # fmt: skip
-    return {
-        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
-        "metadata": {"name": ordered.TOPOLOGY, "namespace": ordered.NAMESPACE},
-        "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": lists}]},
-    }  # fmt: skip
 
 
 def cost_of(problem: Problem, nodes: Any) -> PlacedCost:

@@ -32,24 +32,24 @@ def node(name: str, zone: str, region: str = "r1", pods: str = "110", taint: boo
 
 
 def topology(zone_cost: int) -> dict[str, Any]:
-    origins = [
-        {"origin": a, "costList": [{"destination": b, "networkCost": zone_cost}]}
-        for a, b in (("za", "zb"), ("zb", "za"))
-    ]
+    """Zones za and zb, ``zone_cost`` apart both ways."""
+    return user_defined({keys.ZONE_LABEL: {("za", "zb"): zone_cost, ("zb", "za"): zone_cost}})
+
+
+def user_defined(levels: dict[str, dict[tuple[str, str], int]]) -> dict[str, Any]:
+    """The NetworkTopology with, per topology key, the cost of each (origin, destination)."""
+    lists = [
+        {"topologyKey": key, "originList": [
+            {"origin": origin, "costList": [{"destination": b, "networkCost": cost}
+                                            for (a, b), cost in costs.items() if a == origin]}
+            for origin in dict.fromkeys(a for a, _ in costs)]}
+        for key, costs in levels.items()
+    ]  # fmt: skip
     return {
-        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}",
-        "kind": "NetworkTopology",
+        "apiVersion": f"{keys.NETWORKTOPOLOGY_GROUP}/{keys.V1ALPHA1}", "kind": "NetworkTopology",
         "metadata": {"name": ordered.TOPOLOGY, "namespace": NAMESPACE},
-        "spec": {
-            "configmapName": "netperf",
-            "weights": [
-                {
-                    "name": keys.USER_DEFINED_WEIGHT,
-                    "topologyList": [{"topologyKey": keys.ZONE_LABEL, "originList": origins}],
-                }
-            ],
-        },
-    }
+        "spec": {"configmapName": "netperf", "weights": [{"name": keys.USER_DEFINED_WEIGHT, "topologyList": lists}]},
+    }  # fmt: skip
 
 
 def pod(name: str, workload: str, on: str = "", cpu: str = "100m", group: str = "pair",
