@@ -178,18 +178,21 @@ class Moves:
         added = self.node_costs(state, pod)
         first = np.where(fits, added, np.iinfo(np.int64).max)
         tied = first == first.min()
-        place_of = self.problem.place_of
-        room = self.room(state, pod)
-        keys = [
-            state.count_place.sum(axis=0)[place_of],
-            np.minimum(room, remaining),
-            state.count_node.sum(axis=0),
-            np.bincount(place_of, weights=room * fits, minlength=len(self.problem.places))[place_of],
-        ]
-        if not self.linked[self.problem.pod_workload[pod]]:  # costs 0 anywhere: out of the group's way
-            keys[0], keys[2] = -keys[0], -keys[2]
-        for key in keys:
-            tied &= key == key[tied].max()
+        if np.count_nonzero(tied) > 1:  # the tie keys, each computed only while nodes are still tied
+            place_of = self.problem.place_of
+            room = self.room(state, pod)
+            away = -1 if not self.linked[self.problem.pod_workload[pod]] else 1  # costs 0 anywhere: out of the way
+            keys = (
+                lambda: away * state.count_place.sum(axis=0)[place_of],
+                lambda: np.minimum(room, remaining),
+                lambda: away * state.count_node.sum(axis=0),
+                lambda: np.bincount(place_of, weights=room * fits, minlength=len(self.problem.places))[place_of],
+            )
+            for key in keys:
+                values = key()
+                tied &= values == values[tied].max()
+                if np.count_nonzero(tied) == 1:
+                    break
         node = int(np.argmin(np.where(tied, self.rank, np.iinfo(np.int64).max)))
         return node, int(added[node])
 
