@@ -278,18 +278,18 @@ async def _mutate(request: web.Request) -> web.Response:
         body = await read_json_body(request, MAX_BODY, oversize_status=400)
     except BadBody as error:
         return _bad_request(str(error))
+    app = request.app
     try:
         review = orjson.loads(body)
-        app = request.app
         admitted = admit(review, app[VIEW_KEY], app[GATE_BY_DEFAULT_KEY], app[RESOURCES_KEY], app[SCHEDULER_KEY])
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
     if admitted.namespace_problems:
         namespace = str(review["request"].get("namespace") or DEFAULT_NAMESPACE)
-        request.app[METRICS_KEY].namespace_default_errors.labels(namespace).inc()
-        request.app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(admitted.namespace_problems))
+        app[METRICS_KEY].namespace_default_errors.labels(namespace).inc()
+        app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(admitted.namespace_problems))
     if admitted.appgroup is not None:
-        request.app[NOTIFIER_KEY].appgroup_problem(*admitted.appgroup, admitted.scheduler_conflict)
+        app[NOTIFIER_KEY].appgroup_problem(*admitted.appgroup, admitted.scheduler_conflict)
     return web.Response(body=orjson.dumps(admitted.answer), content_type="application/json")
 
 
