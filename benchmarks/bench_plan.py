@@ -150,6 +150,8 @@ def violations(snapshot: Snapshot, placed: Mapping[str, str]) -> int:
 
 FAMILIES = {"small": (100, 400, 8, 2), "medium": (300, 2400, 24, 3), "large": (1000, 5000, 40, 4),
             "xl": (5000, 50_000, 500, 10)}  # fmt: skip  # pods, nodes, zones, regions (xl: only when asked)
+SCALING_NODES = (600, 1200, 2400, 4800, 9600)  # --scaling: medium's group and zones on these many nodes
+FAMILIES.update({f"{nodes}-nodes": (300, nodes, 24, 3) for nodes in SCALING_NODES})
 
 
 def family(size: str, kind: str, seed: int) -> ordered.AppScenario:
@@ -224,7 +226,6 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
     }
 
 
-SCALING_NODES = (600, 1200, 2400, 4800, 9600)
 
 
 def scaling(seeds: int, budget: float) -> dict[str, Any]:
@@ -233,7 +234,6 @@ def scaling(seeds: int, budget: float) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     previous = 0.0
     for nodes in SCALING_NODES:
-        FAMILIES[f"{nodes}-nodes"] = (300, nodes, 24, 3)
         runs = [compare(f"{nodes}-nodes", "mixed", seed, budget) for seed in range(seeds)]
         seconds = [run["plan s"] for run in runs]
         median = sorted(seconds)[len(seconds) // 2]
@@ -281,7 +281,8 @@ def families(seeds: int, budget: float, sizes: tuple[str, ...] = ("small", "medi
     return figures
 
 
-UNITS = {"build s": "s", "greedy s": "s", "plan s": "s", "reference s": "s"}  # the others: counts, costs, ratios
+# the others: counts, costs, ratios
+UNITS = {"build s": "s", "greedy s": "s", "plan s": "s", "busy: plan s": "s", "reference s": "s"}
 
 INSTANCES: dict[str, Callable[[], ordered.AppScenario]] = {
     "boutique": lambda: ordered.boutique(3),
