@@ -226,8 +226,6 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
     }
 
 
-
-
 def scaling(seeds: int, budget: float) -> dict[str, Any]:
     """Planning time against the number of nodes at a fixed number of domains: ``medium-mixed``'s 300 pods and
     24 zones in 3 regions on 600 to 9,600 nodes, ``seeds`` instances each; each doubling's time ratio."""
