@@ -478,8 +478,7 @@ def main() -> None:
             plane.kubectl("create", "namespace", namespace)
             volume = zonal_volume(namespace, VOLUME_CLAIM, f"bench-{namespace}-{REDIS}", VOLUME_ZONE)
             topology = network_topology(namespace, peers_family.topology_lists(family) if family else [])
-            mine = [peers_family.appgroup(family, namespace, MODES.get(namespace), keys.ORDERED_SCHEDULING)
-                    ] if family else []  # fmt: skip
+            mine = [peers_family.appgroup(family, namespace, MODES.get(namespace))] if family else []
             for document in [topology, *documents, *mine, *volume]:
                 plane.kubectl("apply", "-f", "-", stdin=json.dumps(document))
             plane.kubectl("wait", "--for=jsonpath={.status.phase}=Bound", "pvc", VOLUME_CLAIM, "-n", namespace,
@@ -551,8 +550,8 @@ def main() -> None:
                     if name == "thesis-1":
                         figures = measure_thesis(plane, scheduler, namespace, run, args.settle)
                     elif name == peers_family.SCENARIO and family:
-                        group = peers_family.appgroup(family, namespace, MODES.get(namespace), keys.ORDERED_SCHEDULING)
-                        items = peers_family.pods(family, namespace, scheduler, run, (GROUP_LABEL, WORKLOAD_LABEL))
+                        group = peers_family.appgroup(family, namespace, MODES.get(namespace))
+                        items = peers_family.pods(family, namespace, scheduler, run)
                         figures = measure(plane, group, items, run, args.settle, folder)
                     else:
                         group = groups[namespace][names.index(name)]

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchmarks import bench_plan
 from benchmarks.figures import percentile
+from operators.api import keys
 from operators.engine.simulation import ordered
 
 SCENARIO = "zones-300"
@@ -61,20 +62,20 @@ def topology_lists(family: ordered.AppScenario) -> list[dict[str, Any]]:
     return list(topology["spec"]["weights"][0]["topologyList"])
 
 
-def appgroup(family: ordered.AppScenario, namespace: str, mode: str | None, annotation: str) -> dict[str, Any]:
-    """The family's AppGroup in ``namespace`` (``annotation: mode`` when a mode is given), without a status."""
+def appgroup(family: ordered.AppScenario, namespace: str, mode: str | None) -> dict[str, Any]:
+    """The family's AppGroup in ``namespace`` (annotated ``ordered-scheduling: mode`` when a mode is given),
+    without a status."""
     wire: dict[str, Any] = family.group.model_dump(mode="json", by_alias=True, exclude_none=True)
     wire.pop("status", None)
     wire["metadata"] = {"name": SCENARIO, "namespace": namespace}
     if mode:
-        wire["metadata"]["annotations"] = {annotation: mode}
+        wire["metadata"]["annotations"] = {keys.ORDERED_SCHEDULING: mode}
     return wire
 
 
-def pods(family: ordered.AppScenario, namespace: str, scheduler: str, run: int, labels: tuple[str, str]
-         ) -> list[dict[str, Any]]:  # fmt: skip
+def pods(family: ordered.AppScenario, namespace: str, scheduler: str, run: int) -> list[dict[str, Any]]:
     """The family's pods (each its own cpu request) for ``scheduler``, labelled for run ``run``."""
-    group_label, workload_label = labels
+    group_label, workload_label = keys.APPGROUP_LABEL, keys.APPGROUP_WORKLOAD_LABEL
     out = []
     for pod in family.pods:
         workload = pod.raw["metadata"]["labels"][workload_label]
