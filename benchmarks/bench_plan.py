@@ -258,13 +258,14 @@ def spinning(processes: int) -> Iterator[None]:
 
 
 def families(seeds: int, budget: float, sizes: tuple[str, ...] = ("small", "medium", "large"),
-             long: float = 0.0, busy: bool = False) -> dict[str, Any]:  # fmt: skip
+             long: float = 0.0, busy: bool = False, kinds: tuple[str, ...] = ("mixed", "full")
+             ) -> dict[str, Any]:  # fmt: skip
     """Every family at ``budget``, ``seeds`` instances each: figures, and the instances where the plan breaks
     maxNetworkCost while the baseline does not, or costs more than 0.95x the baseline."""
     figures: dict[str, Any] = {}
     for size in sizes:
         pods, nodes, zones, _ = FAMILIES[size]
-        for kind in ("mixed", "full"):
+        for kind in kinds:
             runs = [compare(size, kind, seed, budget, long, busy) for seed in range(seeds)]
             name = f"{size}-{kind}"
             needless = sum(1 for run in runs if run["plan pairs above max"] and not run["baseline pairs above max"])
@@ -343,6 +344,7 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=0, metavar="SEEDS",
                         help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
     parser.add_argument("--sizes", default="small,medium,large", help="of --families: small, medium, large, xl")
+    parser.add_argument("--kinds", default="mixed,full", help="of --families: mixed, full")
     parser.add_argument("--long-budget-ms", type=int, default=0,
                         help="of --families: also plan with this budget in all (not scaled by the group)")  # fmt: skip
     parser.add_argument("--busy", action="store_true",
@@ -357,10 +359,10 @@ def main() -> None:
         return
     if args.families:
         compared = families(args.families, args.budget_ms / 1000, tuple(args.sizes.split(",")),
-                            args.long_budget_ms / 1000, args.busy)  # fmt: skip
+                            args.long_budget_ms / 1000, args.busy, tuple(args.kinds.split(",")))  # fmt: skip
         if args.record:
             parameters = {"budget_ms": args.budget_ms, "families": args.families, "sizes": args.sizes,
-                          "long_budget_ms": args.long_budget_ms, "busy": args.busy}  # fmt: skip
+                          "kinds": args.kinds, "long_budget_ms": args.long_budget_ms, "busy": args.busy}  # fmt: skip
             records.write(args.record, "bench_plan", parameters, compared)
         return
     figures: dict[str, Any] = {}

@@ -10,7 +10,7 @@ per-place and per-node counts of each workload (:meth:`Moves.node_costs`), plus 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,8 +28,9 @@ from operators.engine.planning.problem import (
 Refused = dict[int, tuple[str, ...]]  # node -> kube-scheduler's reasons
 UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibility first
 # The search's work, counted in nanoseconds of an idle reference machine (2 cores, measured with bench_plan): one
-# evaluation of a pod on every node (or of the objective) costs CALL_WORK + NODE_WORK per node, so a budget counted
-# in work gives the same plan on an idle and on a busy machine
+# evaluation of a pod on every node (or of the objective) costs CALL_WORK + NODE_WORK per node (CALL_WORK alone when
+# its workload's network cost is already computed), so a budget counted in work gives the same plan on an idle and
+# on a busy machine
 CALL_WORK, NODE_WORK = 19_000, 6
 
 
@@ -45,11 +46,14 @@ class Assignment:
     pods_free: Ints
     used: Ints
     tally: Tally | None = None  # the plan's pods per topology domain, when pods have rules between them
+    # workload -> its pods' network cost on every node (read-only), kept until a pod of a workload joined to it
+    # by an edge moves: the pods of a workload are twins, so one evaluation serves them all, over many steps
+    network: dict[int, Ints] = field(default_factory=dict)
 
     def copy(self) -> Assignment:
         tally = None if self.tally is None else self.tally.copy()
         return Assignment(self.node.copy(), self.count_node.copy(), self.count_place.copy(), self.free.copy(),
-                          self.pods_free.copy(), self.used.copy(), tally)  # fmt: skip
+                          self.pods_free.copy(), self.used.copy(), tally, dict(self.network))  # fmt: skip
 
 
 @dataclass
@@ -75,7 +79,8 @@ class Moves:
     def __init__(self, problem: Problem, seed: int = 0, work: list[int] | None = None):
         self.problem = problem
         self.work = work if work is not None else [0]  # the work done so far, ns (shared by a search's engines)
-        self.step_work = CALL_WORK + NODE_WORK * len(problem.nodes)
+        self.node_work = NODE_WORK * len(problem.nodes)
+        self.step_work = CALL_WORK + self.node_work
         self.rng = np.random.default_rng(seed)
         self.incident = incident(problem)
         self.penalized = {id(edge): penalized_costs(problem, edge) for edge in problem.edges}
@@ -94,6 +99,8 @@ class Moves:
             if edge.max_cost is not None
             for above in [(grid > edge.max_cost).astype(np.int64)]
         }
+        # workload -> the workloads whose network costs a move of its pods changes
+        self.neighbours = [sorted({other for _, other in self.incident[w]}) for w in range(len(problem.workloads))]
         self.linked = np.zeros(len(problem.workloads), dtype=np.bool_)  # workload -> has a dependency edge
         for edge in problem.edges:
             self.linked[[edge.source, edge.target]] = True
@@ -132,6 +139,8 @@ class Moves:
         state.free[node] -= problem.requests[pod]
         state.pods_free[node] -= 1
         state.used[node] += problem.demand[pod]
+        for other in self.neighbours[workload]:
+            state.network.pop(other, None)
         if state.tally is not None and self.rules is not None:
             self.rules.add(state.tally, pod, node)
 
@@ -144,25 +153,35 @@ class Moves:
             state.pods_free[node] += 1
             state.used[node] -= problem.demand[pod]
             state.node[pod] = -1
+            for other in self.neighbours[workload]:
+                state.network.pop(other, None)
             if state.tally is not None and self.rules is not None:
                 self.rules.add(state.tally, pod, node, -1)
         return node
 
     def node_costs(self, state: Assignment, pod: int) -> Ints:
         """What pod ``pod`` adds to the penalised cost on each node, the others where ``state`` has them (the pod
-        itself not counted: take it out first)."""
+        itself not counted: a workload has no edge to itself, so it is the same taken out or in place). The
+        network part is its workload's, computed once until a neighbour moves (:attr:`Assignment.network`);
+        a computation counts its work per node. Read-only: add to a copy."""
         problem = self.problem
-        total = np.zeros(len(problem.nodes), dtype=np.int64)
-        self.work[0] += self.step_work
         workload = int(problem.pod_workload[pod])
-        for edge, other in self.incident[workload]:
-            total += (self.facing[id(edge), workload] @ state.count_place[other])[problem.place_of]
-            total -= state.count_node[other] * self.diagonal[id(edge)]  # pairs on one node: 0, not the zone's cost
+        total = state.network.get(workload)
+        self.work[0] += CALL_WORK  # a workload's network cost already computed saves the per-node work only
+        if total is None:
+            self.work[0] += self.node_work
+            total = np.zeros(len(problem.nodes), dtype=np.int64)
+            for edge, other in self.incident[workload]:
+                total += (self.facing[id(edge), workload] @ state.count_place[other])[problem.place_of]
+                total -= state.count_node[other] * self.diagonal[id(edge)]  # pairs on one node: 0, not the zone's
+            total.flags.writeable = False
+            state.network[workload] = total
         rules = self.rules
         if rules is not None and state.tally is not None:
             shape = int(rules.shape_of[pod])
             if rules.soft.concerns(shape):
-                total += rules.soft.node_penalty(shape, state.tally, rules.domains)
+                self.work[0] += self.step_work
+                total = total + rules.soft.node_penalty(shape, state.tally, rules.domains)
         return total
 
     def best(self, state: Assignment, pod: int, fits: Bools, remaining: int = 1) -> tuple[int, int]:
@@ -243,10 +262,11 @@ class Moves:
             self.put(state, other, there)
         self.put(state, pod, home)
 
-    def swap_delta(self, state: Assignment, pod: int, other: int) -> int | None:
+    def swap_delta(self, state: Assignment, pod: int, other: int, cost_pod: Ints | None = None) -> int | None:
         """What trading the nodes of ``pod`` and ``other`` (of two workloads, both planned) changes in the
         objective; None when either does not fit in the other's place. Computed from each one's cost on every
-        node with the other's own pair taken out (a dependency graph has no edge from a workload to itself)."""
+        node with the other's own pair taken out (a dependency graph has no edge from a workload to itself);
+        ``cost_pod``: ``pod``'s, when the caller has it."""
         here, there = int(state.node[pod]), int(state.node[other])
         problem = self.problem
         if not (
@@ -256,7 +276,8 @@ class Moves:
             return None
         if self.rules is not None:
             return self._tried_swap(state, pod, other)
-        cost_pod, cost_other = self.node_costs(state, pod), self.node_costs(state, other)
+        cost_pod = self.node_costs(state, pod) if cost_pod is None else cost_pod
+        cost_other = self.node_costs(state, other)
         before = int(cost_pod[here] + cost_other[there]) - self._pair(pod, here, other, there)
         after = (
             int(cost_pod[there] + cost_other[here])

@@ -10,11 +10,15 @@ first, better with time.
    given every other pod, or swaps with a planned pod on the node it would gain most on when that node is full;
    then groups move together (a node's pods onto one node, or spread over a zone holding AppGroup pods, or two
    nodes' pods onto one), the steps single pods cannot take when each alone would pay more.
-3. **Tabu walk**: from that local optimum, steps that may cost more (the best move or swap of a pod not moved
-   lately), step 2 after each, the best plan kept.
-4. **The field's placement as a start**: the smallest topology domain that holds the group, packed BestFit
-   (:mod:`.baseline`), improved by steps 2 and 3 — so no plan is worse than it, whatever the budget; then step 1
-   inside that domain (domain first, then nodes, dependent pods together), improved the same way.
+3. **The field's placement as a start**: the smallest topology domain that holds the group, packed BestFit
+   (:mod:`.baseline`), improved by step 2 — so no plan is worse than it, whatever the budget; then step 1 inside
+   that domain (domain first, then nodes, dependent pods together), improved the same way.
+4. **Tabu walk** from each of those three local optima, the cheapest first: steps that may cost more (the best
+   move or swap of a pod not moved lately), the best plan kept. Every start reaches its local optimum before
+   any walk (a walk costs tens of sweeps; on small groups the optimum is often one sweep from the baseline's
+   start), and no step 2 runs after each step: the next step is already the best move there is, and those
+   sweeps cost four fifths of a walk's work for plans no better (bench_plan's random DAG: the optimum at
+   every seed and budget, instead of 1.06-1.21x it at 100 ms).
 5. **Restarts** while the budget lasts (at most :data:`RESTARTS` searches): alternately a fresh greedy start under
    another seeded order and the best plan with a fifth of its pods moved at random.
 
@@ -144,8 +148,8 @@ class Search(GroupMoves):
             left.remove(chosen)
         return taken + [w for w in order if not self.linked[w]]
 
-    def improve(self, state: Assignment, deadline: Callable[[], bool], groups: bool = True) -> tuple[bool, int]:
-        """Step 2 on ``state`` (in place; ``groups``: with the group moves): (converged, sweeps)."""
+    def improve(self, state: Assignment, deadline: Callable[[], bool]) -> tuple[bool, int]:
+        """Step 2 on ``state`` (in place): (converged, sweeps)."""
         planned = [pod for pod in range(len(self.problem.pods)) if state.node[pod] >= 0]
         sweeps = 0
         while planned:
@@ -157,7 +161,7 @@ class Search(GroupMoves):
                 moved |= self._move(state, pod) or self._swap(state, pod)
             if deadline():
                 return False, sweeps
-            if groups and not moved:
+            if not moved:
                 moved = self.merge(state, deadline)
             if not moved:
                 return True, sweeps
@@ -166,8 +170,8 @@ class Search(GroupMoves):
     def tabu(self, state: Assignment, deadline: Callable[[], bool], tenure: int = 3) -> tuple[Assignment, bool]:
         """Step 3, from a local optimum: as many steps as there are planned pods (at least 10), each the
         best move or swap of a pod not moved in the last ``tenure`` steps, even when it costs more (the way out
-        of a local optimum that needs two or three steps), then step 2 again; the best plan seen, and whether
-        every step ran."""
+        of a local optimum that needs two or three steps); the best plan seen, and whether every step ran. Each
+        pod's cost per node is its workload's, computed once until a neighbour moves."""
         best, best_cost = state.copy(), self.objective(state).objective
         planned = np.nonzero(state.node >= 0)[0].tolist()
         moved_at: dict[int, int] = {}
@@ -195,7 +199,6 @@ class Search(GroupMoves):
             if not self.holds(state, [pod, other] if other >= 0 else [pod]):
                 self._undo(state, pod, here, other, node)
                 continue
-            self.improve(state, deadline, groups=False)
             cost = self.objective(state).objective
             if cost < best_cost:
                 best, best_cost = state.copy(), cost
@@ -219,7 +222,7 @@ class Search(GroupMoves):
             for other in np.nonzero(state.node == target)[0].tolist():
                 if problem.pod_workload[other] == problem.pod_workload[pod]:
                     continue
-                delta = self.swap_delta(state, pod, other)
+                delta = self.swap_delta(state, pod, other, added)
                 if delta is not None:
                     options.append((current + delta, pod, target, other))
         return options
@@ -251,7 +254,7 @@ class Search(GroupMoves):
         for other in np.nonzero(state.node == target)[0].tolist():
             if problem.pod_workload[other] == problem.pod_workload[pod]:
                 continue  # the same workload: nothing to gain
-            delta = self.swap_delta(state, pod, other)
+            delta = self.swap_delta(state, pod, other, added)
             if delta is not None and delta < 0:
                 self.take(state, pod)
                 self.take(state, other)
@@ -319,23 +322,29 @@ def search(
     if greedy.objective == 0 or len(problem.pods) == 1:  # optimal: no pair to gain, or one pod on its best node
         return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)
     converged, sweeps = engine.improve(best, deadline)
-    if (best_cost := engine.objective(best)).objective > 0:
-        best, walked = engine.tabu(best, deadline)
-        converged, best_cost = converged and walked, engine.objective(best)
     start, level, domain = smallest_domain(engine)  # the field's placement: a start, so no plan is worse than it
     baseline = engine.objective(start)
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[domain] = True
-    for first in (True, False):  # it, then the greedy start inside its domain
-        if best_cost.objective == 0:
-            break  # nothing left to gain: the second start is not worth its work
+    starts = [best]  # each improved to its local optimum first (cheap), then walked from, the best first
+    for first in (True, False):  # the baseline's placement, then the greedy start inside its domain
+        if engine.objective(best).objective == 0:
+            break  # nothing left to gain: the other starts are not worth their work
         begin = start if first else engine.greedy(deadline, inside)[0]
-        if engine.objective(begin).unplaced <= best_cost.unplaced:
+        if engine.objective(begin).unplaced <= engine.objective(best).unplaced:
             done, more = engine.improve(begin, deadline)
-            walked_to, walked = engine.tabu(begin, deadline)
-            converged, sweeps = converged and done and walked, sweeps + more
-            if (cost := engine.objective(walked_to)).objective < best_cost.objective:
-                best, best_cost, unplaceable = walked_to, cost, engine.left_out(walked_to)
+            converged, sweeps = converged and done, sweeps + more
+            starts.append(begin)
+    starts.sort(key=lambda state: engine.objective(state).objective)  # stable: the greedy start first on ties
+    best, best_cost = starts[0].copy(), engine.objective(starts[0])  # a copy: the walks move their starts
+    for begin in starts:
+        if best_cost.objective == 0:
+            break
+        walked_to, walked = engine.tabu(begin, deadline)
+        converged = converged and walked
+        if (cost := engine.objective(walked_to)).objective < best_cost.objective:
+            best, best_cost = walked_to, cost
+    unplaceable = engine.left_out(best)
     rng = np.random.default_rng([seed, RESTARTS])
     for restart in range(1, RESTARTS):
         if not converged or deadline() or best_cost.objective == 0:
