@@ -32,6 +32,7 @@ UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibilit
 # its workload's network cost is already computed), so a budget counted in work gives the same plan on an idle and
 # on a busy machine
 CALL_WORK, NODE_WORK = 19_000, 6
+EDGE_WORK = 5_000  # the objective's, per dependency edge (a third of NODE_WORK per node besides)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Moves:
         self.work = work if work is not None else [0]  # the work done so far, ns (shared by a search's engines)
         self.node_work = NODE_WORK * len(problem.nodes)
         self.step_work = CALL_WORK + self.node_work
+        self.edge_work = EDGE_WORK + NODE_WORK // 3 * len(problem.nodes)
         self.rng = np.random.default_rng(seed)
         self.incident = incident(problem)
         self.penalized = {id(edge): penalized_costs(problem, edge) for edge in problem.edges}
@@ -224,7 +226,9 @@ class Moves:
         return np.maximum(room, 0)
 
     def fits(self, state: Assignment, pod: int) -> Bools:
-        """The nodes ``pod`` (not placed) fits on: resources, bandwidth, and its rules between pods."""
+        """The nodes ``pod`` (not placed) fits on: resources, bandwidth, and its rules between pods (work: one
+        pass over the nodes)."""
+        self.work[0] += self.node_work
         ok = self.problem.fits(pod, state.used, state.free, state.pods_free)
         rules = self.rules
         if rules is not None and state.tally is not None and rules.active(pod):
@@ -324,8 +328,9 @@ class Moves:
         return total
 
     def objective(self, state: Assignment) -> PlacedCost:
-        """The cost of ``state`` over every pair of the AppGroup (bound members included)."""
-        self.work[0] += self.step_work
+        """The cost of ``state`` over every pair of the AppGroup (bound members included); work: EDGE_WORK and
+        a pass over the nodes per edge."""
+        self.work[0] += self.edge_work * max(1, len(self.problem.edges))
         costs = [self.edge_cost(state, edge) for edge in self.problem.edges]
         soft = self.rules.soft.penalty(state.tally) if self.rules is not None and state.tally is not None else 0
         return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), int((state.node < 0).sum()), soft)

@@ -175,10 +175,10 @@ class Search(GroupMoves):
         best, best_cost = state.copy(), self.objective(state).objective
         planned = np.nonzero(state.node >= 0)[0].tolist()
         moved_at: dict[int, int] = {}
+        current = best_cost  # the state's objective, computed after each step
         for step in range(max(10, len(planned))):
             if deadline():
                 return best, False
-            current = self.objective(state).objective
             choice: tuple[int, int, int, int] | None = None  # (objective, pod, node, other pod or -1)
             for pod in planned:
                 if step - moved_at.get(pod, -tenure - 1) <= tenure:
@@ -199,9 +199,9 @@ class Search(GroupMoves):
             if not self.holds(state, [pod, other] if other >= 0 else [pod]):
                 self._undo(state, pod, here, other, node)
                 continue
-            cost = self.objective(state).objective
-            if cost < best_cost:
-                best, best_cost = state.copy(), cost
+            current = self.objective(state).objective
+            if current < best_cost:
+                best, best_cost = state.copy(), current
         return best, True
 
     def _options(self, state: Assignment, pod: int, current: int) -> list[tuple[int, int, int, int]]:
