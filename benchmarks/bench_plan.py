@@ -44,7 +44,7 @@ from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.baseline import smallest_domain
 from operators.engine.planning.plan import EdgeCost, edge_costs, plan_appgroup
 from operators.engine.planning.problem import build_problem
-from operators.engine.planning.search import SCALE_PODS, Search
+from operators.engine.planning.search import Search, budget_scale
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
 
@@ -204,7 +204,7 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
     base_mean = sum(edge.mean for edge in base) / len(base) if base else 0.0
     extra = {}
     if long:  # ``long`` in all: the planner scales a budget with the group, so it is given its share per 100 pods
-        share = long / max(1.0, len(scenario.pods) / SCALE_PODS)
+        share = long / budget_scale(len(scenario.pods))
         longer = plan_appgroup(index, scenario.group, ordered.config(), seed, share).mean_edge_cost()
         extra = {"ratio to the long budget": plan.mean_edge_cost() / longer if longer else 1.0}
     if busy:

@@ -20,9 +20,12 @@ compares the plan to.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from operators.engine.planning.moves import Assignment, Moves
+from operators.engine.planning.problem import Problem
 
 LEVELS = ("node", "zone", "region", "cluster")
 TRIES = 16  # nodes tried per pod when placing it would break a rule between pods
@@ -31,24 +34,39 @@ TRIES = 16  # nodes tried per pod when placing it would break a rule between pod
 def smallest_domain(moves: Moves) -> tuple[Assignment, str, np.ndarray]:
     """The placement of the module docstring, the level it was made at, and the domain's nodes."""
     problem = moves.problem
-    pods = [pod for pod in range(len(problem.pods)) if problem.pods[pod].key not in problem.unplaceable]
-    order = sorted(pods, key=lambda pod: (int(problem.pod_workload[pod]), pod))
-    asked = problem.requests[order].sum(axis=0) if order else np.zeros(len(problem.resources), dtype=np.int64)
-    for level in LEVELS:
-        domains = _domains(moves, level)
-        held = [d for d in domains if len(order) <= int(problem.pods_free[d].sum())
-                and bool(np.all(problem.free[d].sum(axis=0) >= asked))]  # fmt: skip
-        for nodes in sorted(held, key=lambda d: (_room(moves, d, order), int(d[0]))):
-            state = _pack(moves, order, nodes)
-            if state is not None:
-                return state, level, nodes
+    order = _order(problem)
+    for level, nodes in candidates(problem):
+        state = _pack(moves, order, nodes)
+        if state is not None:
+            return state, level, nodes
     state, everywhere = moves.empty(), np.arange(len(problem.nodes))
     _fill(moves, state, order, everywhere)
     return state, "cluster", everywhere
 
 
-def _domains(moves: Moves, level: str) -> list[np.ndarray]:
-    problem = moves.problem
+def candidates(problem: Problem) -> Iterator[tuple[str, np.ndarray]]:
+    """(level, nodes) of the domains whose free resources and pods, summed, hold every pod to place: the smallest
+    level first, BestFit's order within a level (step 2; each is then checked by placing the pods)."""
+    order = _order(problem)
+    asked = problem.requests[order].sum(axis=0) if order else np.zeros(len(problem.resources), dtype=np.int64)
+    for level in LEVELS:
+        if level == "node":  # one pass over the nodes, not one sum per node
+            fit = (problem.pods_free >= len(order)) & np.all(problem.free >= asked, axis=1)
+            held = [np.array([node], dtype=np.int64) for node in np.nonzero(fit)[0].tolist()]
+        else:
+            held = [d for d in _domains(problem, level) if len(order) <= int(problem.pods_free[d].sum())
+                    and bool(np.all(problem.free[d].sum(axis=0) >= asked))]  # fmt: skip
+        for nodes in sorted(held, key=lambda d: (_room(problem, d, order), int(d[0]))):
+            yield level, nodes
+
+
+def _order(problem: Problem) -> list[int]:
+    """The pods to place, in the spec's workload order."""
+    pods = [pod for pod in range(len(problem.pods)) if problem.pods[pod].key not in problem.unplaceable]
+    return sorted(pods, key=lambda pod: (int(problem.pod_workload[pod]), pod))
+
+
+def _domains(problem: Problem, level: str) -> list[np.ndarray]:
     nodes = np.arange(len(problem.nodes))
     if level == "node":
         return [nodes[i : i + 1] for i in range(len(nodes))]
@@ -62,9 +80,8 @@ def _domains(moves: Moves, level: str) -> list[np.ndarray]:
     return [nodes[keys == key] for key in np.unique(keys).tolist()]
 
 
-def _room(moves: Moves, nodes: np.ndarray, order: list[int]) -> int:
+def _room(problem: Problem, nodes: np.ndarray, order: list[int]) -> int:
     """What ``nodes`` can still take: pods of the group's largest cpu ask, summed over the nodes (BestFit's key)."""
-    problem = moves.problem
     if not order:
         return 0
     biggest = np.max(problem.requests[order], axis=0)

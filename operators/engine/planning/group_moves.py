@@ -44,7 +44,7 @@ class GroupMoves(Moves):
         short of all of them (its zone; the zones of its region; ...), the nearest first."""
         problem = self.problem
         masks = []
-        for place in np.nonzero(state.count_place.sum(axis=0))[0].tolist():
+        for place in np.nonzero(state.group_place)[0].tolist():
             costs = problem.place_cost[place]
             for level in np.unique(costs).tolist():
                 near = costs <= level
@@ -79,7 +79,7 @@ class GroupMoves(Moves):
         return np.nonzero(state.count_node[sorted(workloads)].sum(axis=0))[0].tolist() if workloads else []
 
     def _holding(self, state: Assignment) -> list[int]:
-        return np.nonzero(state.count_node.sum(axis=0))[0].tolist()
+        return np.nonzero(state.group_node)[0].tolist()
 
     def _linked_on(self, state: Assignment, node: int) -> list[int]:
         """The planned pods on ``node`` whose workload has a dependency edge (the others cost 0 anywhere)."""

@@ -46,6 +46,8 @@ class Assignment:
     free: Ints
     pods_free: Ints
     used: Ints
+    group_node: Ints  # the AppGroup's pods per node (count_node summed over workloads, kept in step)
+    group_place: Ints  # and per place
     tally: Tally | None = None  # the plan's pods per topology domain, when pods have rules between them
     # workload -> its pods' network cost on every node (read-only), kept until a pod of a workload joined to it
     # by an edge moves: the pods of a workload are twins, so one evaluation serves them all, over many steps
@@ -54,7 +56,8 @@ class Assignment:
     def copy(self) -> Assignment:
         tally = None if self.tally is None else self.tally.copy()
         return Assignment(self.node.copy(), self.count_node.copy(), self.count_place.copy(), self.free.copy(),
-                          self.pods_free.copy(), self.used.copy(), tally, dict(self.network))  # fmt: skip
+                          self.pods_free.copy(), self.used.copy(), self.group_node.copy(), self.group_place.copy(),
+                          tally, dict(self.network))  # fmt: skip
 
 
 @dataclass
@@ -85,22 +88,24 @@ class Moves:
         self.edge_work = EDGE_WORK + NODE_WORK // 3 * len(problem.nodes)
         self.rng = np.random.default_rng(seed)
         self.incident = incident(problem)
-        self.penalized = {id(edge): penalized_costs(problem, edge) for edge in problem.edges}
-        self.diagonal = {key: np.diagonal(grid)[problem.place_of] for key, grid in self.penalized.items()}
+        # per edge, its place x place grids: one per maxNetworkCost value, shared by the edges that have it
+        limits = {edge.max_cost: edge for edge in problem.edges}
+        grids = {limit: penalized_costs(problem, edge) for limit, edge in limits.items()}
+        turned = {limit: np.ascontiguousarray(grid.T) for limit, grid in grids.items()}
+        diagonals = {limit: np.diagonal(grid)[problem.place_of] for limit, grid in grids.items()}
+        self.penalized = {id(edge): grids[edge.max_cost] for edge in problem.edges}
+        self.diagonal = {id(edge): diagonals[edge.max_cost] for edge in problem.edges}
         # a pair costs from its source's place to its target's (costs need not be symmetric): each end's rows
-        self.facing = {(id(edge), end): grid if end == edge.source else np.ascontiguousarray(grid.T)
-                       for edge in problem.edges for end in (edge.target, edge.source)
-                       for grid in [self.penalized[id(edge)]]}  # fmt: skip
+        self.facing = {(id(edge), end): grids[edge.max_cost] if end == edge.source else turned[edge.max_cost]
+                       for edge in problem.edges for end in (edge.target, edge.source)}  # fmt: skip
         nodes = len(problem.nodes)
         self.rank = self.rng.permutation(nodes).astype(np.int64)  # the seeded order of ties
         grid = problem.place_cost
         self.cost_diagonal = np.diagonal(grid)[problem.place_of]
-        self.above = {  # edge -> (place x place: a pair above its maxNetworkCost, the same per node on its diagonal)
-            id(edge): (above, np.diagonal(above)[problem.place_of].astype(np.int64))
-            for edge in problem.edges
-            if edge.max_cost is not None
-            for above in [(grid > edge.max_cost).astype(np.int64)]
-        }
+        above = {limit: (high, np.diagonal(high)[problem.place_of].astype(np.int64))
+                 for limit in limits if limit is not None for high in [(grid > limit).astype(np.int64)]}  # fmt: skip
+        # edge -> (place x place: a pair above its maxNetworkCost, the same per node on its diagonal)
+        self.above = {id(edge): above[edge.max_cost] for edge in problem.edges if edge.max_cost is not None}
         # workload -> the workloads whose network costs a move of its pods changes
         self.neighbours = [sorted({other for _, other in self.incident[w]}) for w in range(len(problem.workloads))]
         self.linked = np.zeros(len(problem.workloads), dtype=np.bool_)  # workload -> has a dependency edge
@@ -130,6 +135,8 @@ class Moves:
             problem.free.copy(),
             problem.pods_free.copy(),
             problem.used.copy(),
+            count_node.sum(axis=0),
+            count_place.sum(axis=0),
             self.rules.tally() if self.rules is not None else None,
         )
 
@@ -138,6 +145,8 @@ class Moves:
         state.node[pod] = node
         state.count_node[workload, node] += 1
         state.count_place[workload, problem.place_of[node]] += 1
+        state.group_node[node] += 1
+        state.group_place[problem.place_of[node]] += 1
         state.free[node] -= problem.requests[pod]
         state.pods_free[node] -= 1
         state.used[node] += problem.demand[pod]
@@ -151,6 +160,8 @@ class Moves:
         if node >= 0:
             state.count_node[workload, node] -= 1
             state.count_place[workload, problem.place_of[node]] -= 1
+            state.group_node[node] -= 1
+            state.group_place[problem.place_of[node]] -= 1
             state.free[node] += problem.requests[pod]
             state.pods_free[node] += 1
             state.used[node] -= problem.demand[pod]
@@ -204,12 +215,13 @@ class Moves:
             room = self.room(state, pod)
             away = -1 if not self.linked[self.problem.pod_workload[pod]] else 1  # costs 0 anywhere: out of the way
             keys = (
-                lambda: away * state.count_place.sum(axis=0)[place_of],
+                lambda: away * state.group_place[place_of],
                 lambda: np.minimum(room, remaining),
-                lambda: away * state.count_node.sum(axis=0),
+                lambda: away * state.group_node,
                 lambda: np.bincount(place_of, weights=room * fits, minlength=len(self.problem.places))[place_of],
             )
             for key in keys:
+                self.work[0] += self.node_work  # a pass over the nodes
                 values = key()
                 tied &= values == values[tied].max()
                 if np.count_nonzero(tied) == 1:

@@ -31,15 +31,17 @@ and on a busy machine, within a wall-clock cap.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from operators.engine.planning.baseline import smallest_domain
+from operators.engine.planning.baseline import candidates, smallest_domain
 from operators.engine.planning.group_moves import GroupMoves
 from operators.engine.planning.moves import UNPLACED_PENALTY, Assignment, PlacedCost
+from operators.engine.planning.narrow import narrow, narrowable
 from operators.engine.planning.nowhere import why_nowhere
 from operators.engine.planning.problem import Bools, Ints, Problem
 
@@ -295,22 +297,51 @@ def dependency_order(problem: Problem) -> list[int]:
 
 
 SCALE_PODS = 100  # a group larger than this many pods gets a budget in proportion
+SCALE_LIMIT = 10  # up to this many budgets (1,000 pods): larger groups are planned inside one domain first
 TIME_CAP = 20  # the wall-clock bound of a search, in budgets
 RESTARTS = 8  # searches per plan when time allows: the first from the greedy start, then alternately a fresh
 # greedy start under another seeded order and the best plan so far with a fifth of its pods moved at random
 
 
+def budget_scale(pods: int) -> float:
+    """How many budgets a group of ``pods`` pods is given: one per :data:`SCALE_PODS`, from 1 to
+    :data:`SCALE_LIMIT`."""
+    return min(float(SCALE_LIMIT), max(1.0, pods / SCALE_PODS))
+
+
+DOMAIN_FIRST_NODES = 10_000  # a cluster this large is planned inside the smallest domain that holds the group
+
+
 def search(
+    problem: Problem, seed: int = 0, budget_seconds: float = 0.1, clock: Callable[[], float] = time.perf_counter
+) -> SearchResult:
+    """:func:`search_nodes` on every node; on a cluster of :data:`DOMAIN_FIRST_NODES` nodes or more, first on the
+    nodes of the smallest domain whose resources hold the group (:mod:`.narrow`), kept when it places every pod
+    there and the field's placement is made in that same domain (so the plan is never worse than it), else the
+    search on every node after all."""
+    started = clock()
+    if len(problem.nodes) >= DOMAIN_FIRST_NODES:
+        level, nodes = next(candidates(problem), ("cluster", np.arange(len(problem.nodes))))
+        if len(nodes) < len(problem.nodes) and narrowable(problem, nodes):
+            rows = np.sort(nodes)
+            inner = search_nodes(narrow(problem, rows), seed, budget_seconds, clock)
+            if inner.unplaceable.keys() == problem.unplaceable.keys() and inner.baseline_level in (level, ""):
+                placed = np.where(inner.assignment >= 0, rows[np.maximum(inner.assignment, 0)], -1)
+                return dataclasses.replace(inner, assignment=placed, seconds=clock() - started)
+    return search_nodes(problem, seed, budget_seconds, clock)
+
+
+def search_nodes(
     problem: Problem, seed: int = 0, budget_seconds: float = 0.1, clock: Callable[[], float] = time.perf_counter
 ) -> SearchResult:
     """Steps 1 and 2 within the budget (step 1 always runs to the end: a feasible plan first), then the baseline's
     starts and up to :data:`RESTARTS` - 1 more searches while it lasts, keeping the best plan. The budget is work
-    (:data:`~.moves.CALL_WORK`: ``budget_seconds`` of an idle reference machine, times the group's size over
-    :data:`SCALE_PODS` when larger), so the same snapshot and seed give the same plan whatever the machine's load;
+    (:data:`~.moves.CALL_WORK`: ``budget_seconds`` of an idle reference machine, times :func:`budget_scale`),
+    so the same snapshot and seed give the same plan whatever the machine's load;
     :data:`TIME_CAP` times it in wall-clock time bounds it on a very slow machine. ``converged``: every search
     ran to its local optimum."""
     started = clock()
-    scaled = budget_seconds * max(1.0, len(problem.pods) / SCALE_PODS)
+    scaled = budget_seconds * budget_scale(len(problem.pods))
     work: list[int] = [0]
 
     def deadline() -> bool:
@@ -328,8 +359,8 @@ def search(
     inside[domain] = True
     starts = [best]  # each improved to its local optimum first (cheap), then walked from, the best first
     for first in (True, False):  # the baseline's placement, then the greedy start inside its domain
-        if engine.objective(best).objective == 0:
-            break  # nothing left to gain: the other starts are not worth their work
+        if engine.objective(best).objective == 0 or (not first and len(domain) == len(problem.nodes)):
+            break  # nothing left to gain, or the domain is every node: the greedy start again
         begin = start if first else engine.greedy(deadline, inside)[0]
         if engine.objective(begin).unplaced <= engine.objective(best).unplaced:
             done, more = engine.improve(begin, deadline)
