@@ -128,3 +128,28 @@ def test_a_group_planned_in_parts_stays_in_its_zone() -> None:
     problem = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
     planned = search(problem, 0, budget_seconds=0.02)
     assert sorted(problem.nodes[int(at)] for at in planned.assignment) == ["n2", "n2", "n2", "n3"]
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.integers(0, 2**31))
+def test_what_the_state_keeps_in_step_matches_a_count_from_scratch(instance_seed: int, walk: int) -> None:
+    # a random walk of takes and puts: each workload's network cost kept between moves, and the group's pods per
+    # node and per place, are what a state built afresh from the same placement computes
+    problem = instance(instance_seed, bound=1)
+    engine = Search(problem)
+    state = engine.empty()
+    rng = random.Random(walk)
+    for _ in range(60):
+        pod = rng.randrange(len(problem.pods))
+        engine.take(state, pod)
+        if rng.random() < 0.8:
+            engine.put(state, pod, rng.randrange(len(problem.nodes)))
+        checked = rng.randrange(len(problem.pods))
+        fresh = Search(problem)
+        again = fresh.empty()
+        for row, at in enumerate(state.node.tolist()):
+            if at >= 0:
+                fresh.put(again, row, at)
+        assert engine.node_costs(state, checked).tolist() == fresh.node_costs(again, checked).tolist()
+        assert state.group_node.tolist() == state.count_node.sum(axis=0).tolist()
+        assert state.group_place.tolist() == state.count_place.sum(axis=0).tolist()
