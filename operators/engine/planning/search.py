@@ -166,7 +166,7 @@ class Search(GroupMoves):
             if not moved:
                 moved = self.merge(state, deadline)
             if not moved:
-                return True, sweeps
+                return not deadline(), sweeps  # the group moves may have stopped for the budget
         return True, sweeps
 
     def tabu(self, state: Assignment, deadline: Callable[[], bool], tenure: int = 3) -> tuple[Assignment, bool]:
