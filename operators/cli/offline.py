@@ -382,7 +382,8 @@ def topology_command(
     type=click.IntRange(1, 600_000),
     default=100,
     show_default=True,
-    help="The local search's time budget (the greedy start always completes first).",
+    help="The local search's budget, in milliseconds of an idle machine's work (the same plan on a "
+    "busy one), times the group's pods over 100, up to 10 times (the greedy start always completes first).",
 )
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Seed of tie-breaks.")
 @click.option(
