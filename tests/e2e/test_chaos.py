@@ -26,6 +26,7 @@ from hack.control_plane.cluster import ControlPlane, free_port
 from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     ProxyThread,
+    delete_namespace,
     eventually,
     extender_command,
     gating_components,
@@ -88,7 +89,7 @@ def namespaces(cluster: ControlPlane) -> Iterator[None]:
     finally:
         cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
         for namespace in (NAMESPACE, EVICTABLE):
-            cluster.kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=120s", check=False)
+            delete_namespace(cluster, namespace)
         cluster.kubectl("delete", "nodes", "-l", "chaos", "--ignore-not-found", check=False)
 
 

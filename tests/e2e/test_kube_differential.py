@@ -33,6 +33,7 @@ from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.explain import unavailable
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import PASSED, schedule
+from tests.support.e2e import delete_namespace
 
 pytestmark = pytest.mark.e2e
 
@@ -220,7 +221,7 @@ def judged(cluster: ControlPlane) -> Iterator[Api]:
             api.call("POST", path, body)
         yield api
     finally:
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+        delete_namespace(cluster, NAMESPACE)
         cluster.kubectl("delete", "persistentvolume", "diff-d1", "--ignore-not-found", check=False)
         for node in made:
             cluster.kubectl("delete", "node", node["metadata"]["name"], "--ignore-not-found", check=False)

@@ -19,6 +19,7 @@ from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     bound_pods,
+    delete_namespace,
     eventually,
     forbidden,
     gating_components,
@@ -53,7 +54,7 @@ def plan_namespace(cluster: ControlPlane) -> Iterator[str]:
         yield NAMESPACE
     finally:
         cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)  # the next
+        delete_namespace(cluster, NAMESPACE)  # the next
 
 
 def pods(cluster: ControlPlane) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     bound_pods,
+    delete_namespace,
     eventually,
     extender_scheduler,
     forbidden,
@@ -40,7 +41,7 @@ def ungated_namespace(cluster: ControlPlane) -> Iterator[str]:
     try:
         yield NAMESPACE
     finally:
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+        delete_namespace(cluster, NAMESPACE)
 
 
 def on_plan(port: int, ca_file: pathlib.Path) -> float:

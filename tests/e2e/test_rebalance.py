@@ -24,6 +24,7 @@ from operators.engine.rebalancing.rebalance import placed_and_planned
 from operators.engine.simulation.ordered import BOUTIQUE
 from tests.support.e2e import (
     EXAMPLES,
+    delete_namespace,
     eventually,
     forbidden,
     gating_components,
@@ -133,7 +134,7 @@ def boutique_namespace(cluster: ControlPlane) -> Any:
         yield NAMESPACE
     finally:
         cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+        delete_namespace(cluster, NAMESPACE)
 
 
 def test_the_rebalancer_brings_a_spread_application_near_the_planners_cost_within_its_budgets(
@@ -334,7 +335,7 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
         for name in BW_NODES[1:]:
             cluster.kubectl("uncordon", name, check=False)
         cluster.kubectl("delete", "mutatingwebhookconfiguration", BW_HOOK, "--ignore-not-found")
-        cluster.kubectl("delete", "namespace", BW_NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+        delete_namespace(cluster, BW_NAMESPACE)
         cluster.kubectl("delete", "node", *BW_NODES, "--ignore-not-found", check=False)
 
 

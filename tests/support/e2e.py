@@ -40,6 +40,14 @@ def kubectl_json(cluster: ControlPlane, *args: str) -> Any:
     return json.loads(cluster.kubectl(*args, "-o", "json").stdout)
 
 
+def delete_namespace(cluster: ControlPlane, namespace: str) -> None:
+    """``namespace`` deleted and gone (the next test may create it again): its pods force-deleted first, so that
+    the namespace controller does not wait out each pod's graceful deletion on nodes without a kubelet."""
+    cluster.kubectl("delete", "pods", "--all", "-n", namespace, "--grace-period=0", "--force", "--wait=false",
+                    check=False)  # fmt: skip
+    cluster.kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=120s", check=False)
+
+
 def helm(plane: ControlPlane, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],

@@ -94,11 +94,12 @@ def _room(problem: Problem, nodes: np.ndarray, order: list[int]) -> int:
 def _pack(moves: Moves, order: list[int], nodes: np.ndarray) -> Assignment | None:
     """Every pod of ``order`` on ``nodes`` (most room first), or None when one does not fit."""
     state = moves.empty()
-    return state if _fill(moves, state, order, nodes) else None
+    return state if _fill(moves, state, order, nodes, whole=True) else None
 
 
-def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray) -> bool:
-    """Each pod of ``order`` onto the first node of ``nodes`` by most room that takes it; whether all went."""
+def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray, whole: bool = False) -> bool:
+    """Each pod of ``order`` onto the first node of ``nodes`` by most room that takes it; whether all went (with
+    ``whole``, stopping at the first that does not: the domain is refused)."""
     problem = moves.problem
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[nodes] = True
@@ -118,6 +119,8 @@ def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray) 
             moves.take(state, pod)
             fits[node] = False
         placed &= bool(state.node[pod] >= 0)
+        if whole and not placed:
+            return False
     return placed
 
 

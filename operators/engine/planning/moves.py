@@ -307,7 +307,8 @@ class Moves:
         """:meth:`swap_delta` by making the trade and undoing it, when pods have rules between them (their
         penalties and constraints are not pairwise): None when a rule refuses it."""
         here, there = int(state.node[pod]), int(state.node[other])
-        before = self.objective(state).objective
+        touched = {int(self.problem.pod_workload[pod]), int(self.problem.pod_workload[other])}
+        before = self._touching(state, touched)
         self.take(state, pod)
         self.take(state, other)
         allowed = bool(self.fits(state, pod)[there])
@@ -316,12 +317,25 @@ class Moves:
             allowed = bool(self.fits(state, other)[here])
             if allowed:
                 self.put(state, other, here)
-                after = self.objective(state).objective
+                after = self._touching(state, touched)
                 self.take(state, other)
             self.take(state, pod)
         self.put(state, pod, here)
         self.put(state, other, there)
         return after - before if allowed else None
+
+    def _touching(self, state: Assignment, workloads: set[int]) -> int:
+        """The part of the objective a trade between pods of ``workloads`` can change: their edges' penalised cost
+        and the soft rules' penalty (the other edges and the pods left out stay as they are)."""
+        edges = {id(edge): edge for workload in workloads for edge, _ in self.incident[workload]}
+        self.work[0] += self.edge_work * max(1, len(edges))
+        total = 0
+        for edge in edges.values():
+            cost, over = self.edge_cost(state, edge)
+            total += cost + OVER_LIMIT_PENALTY * over
+        if self.rules is not None and state.tally is not None:
+            total += self.rules.soft.penalty(state.tally)
+        return total
 
     def _pair(self, pod: int, at: int, other: int, other_at: int) -> int:
         """The penalised cost between ``pod`` on node ``at`` and ``other`` on node ``other_at`` over the edges
