@@ -309,6 +309,20 @@ def budget_scale(pods: int) -> float:
     return min(float(SCALE_LIMIT), max(1.0, pods / SCALE_PODS))
 
 
+def deadline_for(
+    work: list[int], budget_seconds: float, pods: int, clock: Callable[[], float] = time.perf_counter
+) -> Callable[[], bool]:
+    """Whether a search of a group of ``pods`` pods has spent its budget: the work its engines add to ``work``
+    from now on past ``budget_seconds`` of an idle reference machine times :func:`budget_scale`, or
+    :data:`TIME_CAP` times that in wall-clock time."""
+    started, scaled, floor = clock(), budget_seconds * budget_scale(pods), work[0]
+
+    def deadline() -> bool:
+        return work[0] - floor > scaled * 1e9 or clock() - started > scaled * TIME_CAP
+
+    return deadline
+
+
 DOMAIN_FIRST_NODES = 10_000  # a cluster this large is planned inside the smallest domain that holds the group
 
 
@@ -341,12 +355,8 @@ def search_nodes(
     :data:`TIME_CAP` times it in wall-clock time bounds it on a very slow machine. ``converged``: every search
     ran to its local optimum."""
     started = clock()
-    scaled = budget_seconds * budget_scale(len(problem.pods))
     work: list[int] = [0]
-
-    def deadline() -> bool:
-        return work[0] > scaled * 1e9 or clock() - started > scaled * TIME_CAP
-
+    deadline = deadline_for(work, budget_seconds, len(problem.pods), clock)
     engine = Search(problem, seed, work)
     best, unplaceable = engine.greedy(deadline)
     greedy = engine.objective(best)

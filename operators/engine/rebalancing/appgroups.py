@@ -3,7 +3,6 @@ the lowest objective and no move below ``minGainPerMove`` against the others (ru
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -17,7 +16,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.plan import Plan, describe
 from operators.engine.planning.problem import Problem, build_problem, members
-from operators.engine.planning.search import Search, search
+from operators.engine.planning.search import Search, deadline_for, search
 from operators.engine.rebalancing.model import (
     Cycle,
     GroupCost,
@@ -124,13 +123,10 @@ def placed_and_planned(
 def _nearer(engine: Search, current: list[int], budget: float) -> tuple[list[int], int]:
     """The planner's search started from where the pods are (its local moves and tabu steps): a layout as good as
     the one from scratch needs fewer moves when it is near the current one."""
-    started = time.perf_counter()
+    deadline = deadline_for(engine.work, budget, len(current))  # work, as the planner's: load does not change it
     state = engine.empty()
     for pod, node in enumerate(current):
         engine.put(state, pod, node)
-
-    def deadline() -> bool:
-        return time.perf_counter() - started > budget
 
     engine.improve(state, deadline)
     state, _ = engine.tabu(state, deadline)
