@@ -27,6 +27,11 @@ from operators.cli.common import (
 )
 from operators.engine.status.reconcile import reconcile
 
+BUDGET_HELP = (
+    "The local search's budget, in milliseconds of an idle machine's work (the same plan on a busy one), "
+    "times the group's pods over 100, up to 10 times (the greedy start always completes first)."
+)
+
 
 @click.command("reconcile")
 @filename_option()
@@ -377,14 +382,7 @@ def topology_command(
 @click.command("plan")
 @filename_option()
 @click.option("--appgroup", "group_ref", required=True, metavar="NAMESPACE/NAME", help="The AppGroup to place.")
-@click.option(
-    "--budget-ms",
-    type=click.IntRange(1, 600_000),
-    default=100,
-    show_default=True,
-    help="The local search's budget, in milliseconds of an idle machine's work (the same plan on a "
-    "busy one), times the group's pods over 100, up to 10 times (the greedy start always completes first).",
-)
+@click.option("--budget-ms", type=click.IntRange(1, 600_000), default=100, show_default=True, help=BUDGET_HELP)
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Seed of tie-breaks.")
 @click.option(
     "--exact",
