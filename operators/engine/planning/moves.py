@@ -143,34 +143,35 @@ class Moves:
     def put(self, state: Assignment, pod: int, node: int) -> None:
         problem, workload = self.problem, int(self.problem.pod_workload[pod])
         state.node[pod] = node
-        state.count_node[workload, node] += 1
-        state.count_place[workload, problem.place_of[node]] += 1
-        state.group_node[node] += 1
-        state.group_place[problem.place_of[node]] += 1
+        self._count(state, workload, node, 1)
         state.free[node] -= problem.requests[pod]
         state.pods_free[node] -= 1
         state.used[node] += problem.demand[pod]
-        for other in self.neighbours[workload]:
-            state.network.pop(other, None)
         if state.tally is not None and self.rules is not None:
             self.rules.add(state.tally, pod, node)
 
     def take(self, state: Assignment, pod: int) -> int:
         problem, workload, node = self.problem, int(self.problem.pod_workload[pod]), int(state.node[pod])
         if node >= 0:
-            state.count_node[workload, node] -= 1
-            state.count_place[workload, problem.place_of[node]] -= 1
-            state.group_node[node] -= 1
-            state.group_place[problem.place_of[node]] -= 1
+            self._count(state, workload, node, -1)
             state.free[node] += problem.requests[pod]
             state.pods_free[node] += 1
             state.used[node] -= problem.demand[pod]
             state.node[pod] = -1
-            for other in self.neighbours[workload]:
-                state.network.pop(other, None)
             if state.tally is not None and self.rules is not None:
                 self.rules.add(state.tally, pod, node, -1)
         return node
+
+    def _count(self, state: Assignment, workload: int, node: int, step: int) -> None:
+        """A pod of ``workload`` added to (``step`` 1) or taken from (-1) ``node``'s counts and the group's totals;
+        the kept network costs of the workloads joined to it by an edge are stale from then on."""
+        place = self.problem.place_of[node]
+        state.count_node[workload, node] += step
+        state.count_place[workload, place] += step
+        state.group_node[node] += step
+        state.group_place[place] += step
+        for other in self.neighbours[workload]:
+            state.network.pop(other, None)
 
     def node_costs(self, state: Assignment, pod: int) -> Ints:
         """What pod ``pod`` adds to the penalised cost on each node, the others where ``state`` has them (the pod
@@ -328,14 +329,7 @@ class Moves:
         """The part of the objective a trade between pods of ``workloads`` can change: their edges' penalised cost
         and the soft rules' penalty (the other edges and the pods left out stay as they are)."""
         edges = {id(edge): edge for workload in workloads for edge, _ in self.incident[workload]}
-        self.work[0] += self.edge_work * max(1, len(edges))
-        total = 0
-        for edge in edges.values():
-            cost, over = self.edge_cost(state, edge)
-            total += cost + OVER_LIMIT_PENALTY * over
-        if self.rules is not None and state.tally is not None:
-            total += self.rules.soft.penalty(state.tally)
-        return total
+        return self._cost_over(state, list(edges.values())).objective
 
     def _pair(self, pod: int, at: int, other: int, other_at: int) -> int:
         """The penalised cost between ``pod`` on node ``at`` and ``other`` on node ``other_at`` over the edges
@@ -356,10 +350,14 @@ class Moves:
     def objective(self, state: Assignment) -> PlacedCost:
         """The cost of ``state`` over every pair of the AppGroup (bound members included); work: EDGE_WORK and
         a pass over the nodes per edge."""
-        self.work[0] += self.edge_work * max(1, len(self.problem.edges))
-        costs = [self.edge_cost(state, edge) for edge in self.problem.edges]
+        return self._cost_over(state, self.problem.edges, int((state.node < 0).sum()))
+
+    def _cost_over(self, state: Assignment, edges: list[Edge], unplaced: int = 0) -> PlacedCost:
+        """``edges``' pairs in ``state`` and the soft rules' penalty, with ``unplaced`` pods left out."""
+        self.work[0] += self.edge_work * max(1, len(edges))
+        costs = [self.edge_cost(state, edge) for edge in edges]
         soft = self.rules.soft.penalty(state.tally) if self.rules is not None and state.tally is not None else 0
-        return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), int((state.node < 0).sum()), soft)
+        return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), unplaced, soft)
 
     def edge_cost(self, state: Assignment, edge: Edge) -> tuple[int, int]:
         """The network cost of ``edge``'s pod pairs in ``state``, and how many are above its maxNetworkCost."""

@@ -17,8 +17,8 @@ first, better with time.
    move or swap of a pod not moved lately), the best plan kept. Every start reaches its local optimum before
    any walk (a walk costs tens of sweeps; on small groups the optimum is often one sweep from the baseline's
    start), and no step 2 runs after each step: the next step is already the best move there is, and those
-   sweeps cost four fifths of a walk's work for plans no better (bench_plan's random DAG: the optimum at
-   every seed and budget, instead of 1.06-1.21x it at 100 ms).
+   sweeps cost four fifths of a walk's work for plans no better (bench_plan's random DAG at 100 ms: its
+   optimum on five of seeds 0-5, 1.08x it on the sixth, where it was 1.06-1.21x).
 5. **Restarts** while the budget lasts (at most :data:`RESTARTS` searches): alternately a fresh greedy start under
    another seeded order and the best plan with a fifth of its pods moved at random.
 
