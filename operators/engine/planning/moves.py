@@ -33,6 +33,7 @@ UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibilit
 # on a busy machine
 CALL_WORK, NODE_WORK = 19_000, 6
 EDGE_WORK = 5_000  # the objective's, per dependency edge (a third of NODE_WORK per node besides)
+BUILD_WORK = 3_000  # per node: a plan's problem built from the cluster's index and its report, charged to its budget
 
 
 @dataclass
@@ -360,11 +361,21 @@ class Moves:
         return PlacedCost(sum(c for c, _ in costs), sum(o for _, o in costs), unplaced, soft)
 
     def edge_cost(self, state: Assignment, edge: Edge) -> tuple[int, int]:
-        """The network cost of ``edge``'s pod pairs in ``state``, and how many are above its maxNetworkCost."""
+        """The network cost of ``edge``'s pod pairs in ``state``, and how many are above its maxNetworkCost: the
+        pairs by place, less those on one node (counted at the place's own cost, which one node does not pay);
+        only the places and nodes that hold both workloads' pods are read (a group holds few of them)."""
         source, target = state.count_place[edge.source], state.count_place[edge.target]
+        origins, ends = np.flatnonzero(source), np.flatnonzero(target)
+        if not len(origins) or not len(ends):
+            return 0, 0
         here, there = state.count_node[edge.source], state.count_node[edge.target]
-        cost = int(source @ self.problem.place_cost @ target - here @ (there * self.cost_diagonal))
+        shared = np.flatnonzero(here)
+        shared = shared[there[shared] > 0]
+        pairs = here[shared] * there[shared]
+        sums = source[origins], target[ends]
+        cost = int(sums[0] @ self.problem.place_cost[np.ix_(origins, ends)] @ sums[1])
+        cost -= int(pairs @ self.cost_diagonal[shared])
         if id(edge) not in self.above:
             return cost, 0
         above, diagonal = self.above[id(edge)]
-        return cost, int(source @ above @ target - here @ (there * diagonal))
+        return cost, int(sums[0] @ above[np.ix_(origins, ends)] @ sums[1]) - int(pairs @ diagonal[shared])

@@ -21,6 +21,7 @@ from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.planning.bound import lower_bound
 from operators.engine.planning.layout import Layout
+from operators.engine.planning.moves import BUILD_WORK
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import Assignment, PlacedCost, Search, search
@@ -161,7 +162,7 @@ def plan_appgroup(
     than the exact solver's unproven bound; without ``with_edges``, no cost per edge (a caller that reads only
     the places)."""
     problem = build_problem(index, group, config, layout)
-    result = search(problem, seed, budget_seconds)
+    result = search(problem, seed, budget_seconds, spent=BUILD_WORK * len(problem.nodes))  # the build counts
     reference = None
     if exact_seconds is not None:
         from operators.engine.planning.exact import solve

@@ -37,7 +37,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.api.errors import FieldError
 from operators.engine.cluster.appgroups import workload_namespaces
 from operators.engine.cluster.bandwidth import Accounting, pod_demand
-from operators.engine.cluster.fit import DEFAULT_PODS, amount, placement_reasons, requested_on_nodes
+from operators.engine.cluster.fit import amount, placement_reasons
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.planning.constraints import PlanConstraints, build_constraints, needs_static, static_failure
@@ -155,10 +155,9 @@ def build_problem(
         if dependency.workload.selector in by_selector
     ]
     nodes = list(snapshot.nodes)
-    position = {node.name: row for row, node in enumerate(nodes)}
-    places = sorted({(node.region, node.zone) for node in nodes})
-    place_index = {place: i for i, place in enumerate(places)}
-    place_of = np.array([place_index[(node.region, node.zone)] for node in nodes], dtype=np.int64)
+    position = index.position
+    table = index.table(config.bandwidth.default_node_bandwidth)  # its rows are the snapshot's nodes, in order
+    places = list(table.places)
     notes = []
     costs = index.cost_map(config.overhead)
     if costs is None:
@@ -167,7 +166,7 @@ def build_problem(
             f"{', '.join(config.overhead.namespaces)}: every pair across zones costs {MAX_COST}"
         )
         costs = {}
-    grid = place_costs(tuple(places), costs) if places else np.zeros((0, 0), dtype=np.int64)
+    grid = place_costs(table.places, costs) if places else np.zeros((0, 0), dtype=np.int64)
     belongs = [
         pod for pod in members(group, snapshot.pods) if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in by_selector
     ]
@@ -178,21 +177,10 @@ def build_problem(
     ]
     pending = sorted((pod for pod in belongs if not pod.node_name), key=lambda pod: pod.key)
     resources = sorted({name for pod in pending for name in pod.requests})
-    held = requested_on_nodes(snapshot.pods)
-    free = np.zeros((len(nodes), len(resources)), dtype=np.int64)
-    pods_free = np.zeros(len(nodes), dtype=np.int64)
-    for row, node in enumerate(nodes):
-        requested, count = held.get(node.name, ({}, 0))
-        for column, resource in enumerate(resources):
-            offered = node.allocatable.get(resource)
-            free[row, column] = (amount(resource, offered) if offered is not None else 0) - requested.get(resource, 0)
-        allowed = node.allocatable.get("pods")
-        pods_free[row] = (allowed.value() if allowed is not None else DEFAULT_PODS) - count
-    table = index.table(config.bandwidth.default_node_bandwidth)
-    order = [table.row_of[node.name] for node in nodes]
-    capacity = np.asarray(table.capacity[order], dtype=np.int64)
-    used = np.stack([table.used_in[order], table.used_out[order]], axis=1).astype(np.int64)
-    unknown = np.asarray(table.usage_unknown[order], dtype=np.bool_)
+    free, pods_free = index.headroom(tuple(resources))
+    capacity = np.asarray(table.capacity, dtype=np.int64)
+    used = np.stack([table.used_in, table.used_out], axis=1).astype(np.int64)
+    unknown = np.asarray(table.usage_unknown, dtype=np.bool_)
     requests = np.array(
         [[amount(name, pod.requests[name]) if name in pod.requests else 0 for name in resources] for pod in pending],
         dtype=np.int64,
@@ -213,7 +201,7 @@ def build_problem(
         workloads=selectors,
         edges=edges,
         nodes=[node.name for node in nodes],
-        place_of=place_of,
+        place_of=table.place,
         places=places,
         place_cost=np.asarray(grid, dtype=np.int64),
         pods=pending,

@@ -310,12 +310,16 @@ def budget_scale(pods: int) -> float:
 
 
 def deadline_for(
-    work: list[int], budget_seconds: float, pods: int, clock: Callable[[], float] = time.perf_counter
+    work: list[int],
+    budget_seconds: float,
+    pods: int,
+    clock: Callable[[], float] = time.perf_counter,
+    spent: int = 0,
 ) -> Callable[[], bool]:
     """Whether a search of a group of ``pods`` pods has spent its budget: the work its engines add to ``work``
-    from now on past ``budget_seconds`` of an idle reference machine times :func:`budget_scale`, or
-    :data:`TIME_CAP` times that in wall-clock time."""
-    started, scaled, floor = clock(), budget_seconds * budget_scale(pods), work[0]
+    from now on, after ``spent`` (work done around the search), past ``budget_seconds`` of an idle reference
+    machine times :func:`budget_scale`, or :data:`TIME_CAP` times that in wall-clock time."""
+    started, scaled, floor = clock(), budget_seconds * budget_scale(pods), work[0] - spent
 
     def deadline() -> bool:
         return work[0] - floor > scaled * 1e9 or clock() - started > scaled * TIME_CAP
@@ -327,26 +331,35 @@ DOMAIN_FIRST_NODES = 10_000  # a cluster this large is planned inside the smalle
 
 
 def search(
-    problem: Problem, seed: int = 0, budget_seconds: float = 0.1, clock: Callable[[], float] = time.perf_counter
+    problem: Problem,
+    seed: int = 0,
+    budget_seconds: float = 0.1,
+    clock: Callable[[], float] = time.perf_counter,
+    spent: int = 0,
 ) -> SearchResult:
     """:func:`search_nodes` on every node; on a cluster of :data:`DOMAIN_FIRST_NODES` nodes or more, first on the
     nodes of the smallest domain whose resources hold the group (:mod:`.narrow`), kept when it places every pod
     there and the field's placement is made in that same domain (so the plan is never worse than it), else the
-    search on every node after all."""
+    search on every node after all. ``spent``: the work done for this plan before the search, counted against
+    its budget."""
     started = clock()
     if len(problem.nodes) >= DOMAIN_FIRST_NODES:
         level, nodes = next(candidates(problem), ("cluster", np.arange(len(problem.nodes))))
         if len(nodes) < len(problem.nodes) and narrowable(problem, nodes):
             rows = np.sort(nodes)
-            inner = search_nodes(narrow(problem, rows), seed, budget_seconds, clock)
+            inner = search_nodes(narrow(problem, rows), seed, budget_seconds, clock, spent)
             if inner.unplaceable.keys() == problem.unplaceable.keys() and inner.baseline_level in (level, ""):
                 placed = np.where(inner.assignment >= 0, rows[np.maximum(inner.assignment, 0)], -1)
                 return dataclasses.replace(inner, assignment=placed, seconds=clock() - started)
-    return search_nodes(problem, seed, budget_seconds, clock)
+    return search_nodes(problem, seed, budget_seconds, clock, spent)
 
 
 def search_nodes(
-    problem: Problem, seed: int = 0, budget_seconds: float = 0.1, clock: Callable[[], float] = time.perf_counter
+    problem: Problem,
+    seed: int = 0,
+    budget_seconds: float = 0.1,
+    clock: Callable[[], float] = time.perf_counter,
+    spent: int = 0,
 ) -> SearchResult:
     """Steps 1 and 2 within the budget (step 1 always runs to the end: a feasible plan first), then the baseline's
     starts and up to :data:`RESTARTS` - 1 more searches while it lasts, keeping the best plan. The budget is work
@@ -356,7 +369,7 @@ def search_nodes(
     ran to its local optimum."""
     started = clock()
     work: list[int] = [0]
-    deadline = deadline_for(work, budget_seconds, len(problem.pods), clock)
+    deadline = deadline_for(work, budget_seconds, len(problem.pods), clock, spent)
     engine = Search(problem, seed, work)
     best, unplaceable = engine.greedy(deadline)
     greedy = engine.objective(best)

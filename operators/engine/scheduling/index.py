@@ -19,7 +19,7 @@ from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
-from operators.engine.cluster.fit import requested_on_nodes
+from operators.engine.cluster.fit import DEFAULT_PODS, amount, requested_on_nodes
 from operators.engine.cluster.kube.view import PlacedPods, placed_pods
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -40,6 +40,7 @@ class ClusterIndex:
     usage: PodUsage
     _tables: dict[int | None, NodeTable] = field(default_factory=dict, repr=False)
     _costs: dict[NetworkOverheadArgs, dict[tuple[str, str], int] | None] = field(default_factory=dict, repr=False)
+    _headroom: dict[tuple[str, ...], tuple[Ints, Ints]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> ClusterIndex:
@@ -138,6 +139,25 @@ class ClusterIndex:
     def position(self) -> dict[str, int]:
         """Node name -> its row in :meth:`table`."""
         return {node.name: row for row, node in enumerate(self.nodes)}
+
+    def headroom(self, resources: tuple[str, ...]) -> tuple[Ints, Ints]:
+        """Per node (rows of :attr:`nodes`), what is left of each of ``resources`` (kube-scheduler's unit; a
+        resource the node does not advertise has 0) and of its pods limit once its pods' requests are counted;
+        kept per resource tuple, as every plan on this snapshot reads the same columns."""
+        if resources not in self._headroom:
+            free = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
+            pods = np.zeros(len(self.nodes), dtype=np.int64)
+            for row, node in enumerate(self.nodes):
+                requested, count = self.requested(node.name)
+                for column, resource in enumerate(resources):
+                    offered = node.allocatable.get(resource)
+                    have = amount(resource, offered) if offered is not None else 0
+                    free[row, column] = have - requested.get(resource, 0)
+                allowed = node.allocatable.get("pods")
+                pods[row] = (allowed.value() if allowed is not None else DEFAULT_PODS) - count
+            free.flags.writeable = pods.flags.writeable = False  # shared by every plan: a state copies them
+            self._headroom[resources] = (free, pods)
+        return self._headroom[resources]
 
     def rows_of(self, names: Sequence[str]) -> Ints:
         return np.array([self.position[name] for name in names], dtype=np.int64)
