@@ -134,6 +134,13 @@ def descheduler_policy_option(flag: str) -> Callable[[Any], Any]:
     )
 
 
+BUDGET_HELP = (
+    "Each plan's budget, in milliseconds of an idle machine's work (the same plan on a busy one): building the "
+    "problem and the report count against it; times the group's pods over 100, up to 10 times (the greedy start "
+    "always completes first)."
+)
+
+
 def accounting_mode_option(help_text: str) -> Callable[[Any], Any]:
     """``--accounting-mode duplex|combined``: which of netaware's bandwidth extended resources are used."""
     return click.option(

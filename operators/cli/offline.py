@@ -14,6 +14,7 @@ import click
 from operators.api.errors import FieldError
 from operators.cli import output
 from operators.cli.common import (
+    BUDGET_HELP,
     CommandError,
     descheduler_policy_option,
     filename_option,
@@ -26,11 +27,6 @@ from operators.cli.common import (
     scheduler_config_option,
 )
 from operators.engine.status.reconcile import reconcile
-
-BUDGET_HELP = (
-    "The local search's budget, in milliseconds of an idle machine's work (the same plan on a busy one), "
-    "times the group's pods over 100, up to 10 times (the greedy start always completes first)."
-)
 
 
 @click.command("reconcile")
@@ -408,8 +404,8 @@ def plan_command(
     """Place an AppGroup's unbound pods as a whole at a low network cost (pod -> node, cost per edge), the plan
     the AppGroup controller releases pods by, against a lower bound computed without a solver; with --exact,
     against the optimum or the solver's best bound."""
-    from operators.engine.planning.exact import MissingSolver
     from operators.engine.planning.plan import plan_appgroup
+    from operators.engine.planning.program import MissingSolver
     from operators.engine.scheduling.index import ClusterIndex
 
     snapshot = load(filenames)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from operators.cli.common import (
+    BUDGET_HELP,
     CommandError,
     accounting_mode_option,
     bandwidth_value,
@@ -159,8 +160,7 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     type=click.IntRange(1, 60_000),
     default=100,
     show_default=True,
-    help="Each plan's search budget, in milliseconds of an idle machine's work (the same plan on a "
-    "busy one), times the group's pods over 100, up to 10 times (the greedy start always completes first).",
+    help=BUDGET_HELP,
 )
 @accounting_mode_option(
     "nodebandwidth: duplex advertises netaware.io/ingress-bandwidth and netaware.io/egress-bandwidth, each the "

@@ -20,6 +20,7 @@ from operators.engine.cluster.fit import placement_reasons
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.bound import lower_bound
+from operators.engine.planning.packing import packing_bound
 from operators.engine.planning.plan import plan_appgroup
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import search
@@ -229,8 +230,13 @@ def test_small_instances_are_within_ten_percent_of_the_exact_optimum(instance: t
     assert plan.reference is not None and plan.reference.optimal, plan.reference
     assert plan.reference.objective is not None and plan.cost.objective >= plan.reference.objective
     assert plan.cost.objective <= 1.10 * plan.reference.objective + 1e-9, (plan.cost, plan.reference)
-    # the solver-free bound never exceeds the optimum
-    assert lower_bound(build_problem(ClusterIndex.build(snapshot), group, CONFIG)) <= plan.reference.objective + 1e-6
+    # the solver-free bound never exceeds the optimum, nor the packing bound a plan that places every pod
+    problem = build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+    assert lower_bound(problem) <= plan.reference.objective + 1e-6
+    packed = packing_bound(problem, 30)
+    if packed is not None:
+        assert packed.cost <= plan.reference.objective + 1e-6, packed
+        assert plan.cost.unplaced or packed.cost <= plan.cost.cost, (packed, plan.cost)
 
 
 def test_explain_appgroup_shows_planned_against_actual(tmp_path: Any) -> None:

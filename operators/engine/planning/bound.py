@@ -67,27 +67,34 @@ def _with_bound_pods(problem: Problem) -> float:
     return total
 
 
-def _split_pairs(problem: Problem) -> float:
+def pod_graph(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """The pending pods' pair graph by workload: (workload adjacency, each pair of two workloads counted once per
+    edge between them; pending pods per workload)."""
     counts = np.bincount(problem.pod_workload, minlength=len(problem.workloads)).astype(np.float64)
     adjacency = np.zeros((len(problem.workloads),) * 2)
     for edge in problem.edges:
         if edge.source != edge.target and counts[edge.source] and counts[edge.target]:
             adjacency[edge.source, edge.target] += 1.0  # two edges between two workloads: each pair counted twice
             adjacency[edge.target, edge.source] += 1.0
+    return adjacency, counts
+
+
+def _split_pairs(problem: Problem) -> float:
+    adjacency, counts = pod_graph(problem)
     cheapest = _cheapest_split(problem)
     total = 0.0
-    for component in _components(adjacency, counts):
+    for component in components(adjacency, counts):
         pods = float(counts[component].sum())
         most = _most_on_one_node(problem, component)
         if pods <= most or cheapest <= 0:
             continue
         total += (
-            cheapest * 0.5 * _connectivity(adjacency[np.ix_(component, component)], counts[component]) * (pods - most)
+            cheapest * 0.5 * connectivity(adjacency[np.ix_(component, component)], counts[component]) * (pods - most)
         )
     return total
 
 
-def _components(adjacency: np.ndarray, counts: np.ndarray) -> list[list[int]]:
+def components(adjacency: np.ndarray, counts: np.ndarray) -> list[list[int]]:
     """The connected workload sets (of workloads with pending pods) of two or more workloads."""
     seen: set[int] = set()
     out = []
@@ -108,7 +115,7 @@ def _components(adjacency: np.ndarray, counts: np.ndarray) -> list[list[int]]:
     return out
 
 
-def _connectivity(adjacency: np.ndarray, counts: np.ndarray) -> float:
+def connectivity(adjacency: np.ndarray, counts: np.ndarray) -> float:
     """λ2 of the Laplacian of the pod graph: every pod of workload ``a`` paired with every pod of each neighbour."""
     degree = adjacency @ counts  # a pod's pairs
     root = np.sqrt(counts)

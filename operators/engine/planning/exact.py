@@ -18,28 +18,20 @@ as such (solver ``HiGHS (without pod constraints)``, not optimal, no objective).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 
 import numpy as np
 
 from operators.engine.planning.aggregated import AggregatedModel, applies
 from operators.engine.planning.problem import Ints, Problem, penalized_costs
-from operators.engine.planning.program import Program
+from operators.engine.planning.program import Program, solve_program
 from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import UNPLACED_PENALTY
 
 SOLVER = "HiGHS"
 RELAXED = f"{SOLVER} (without pod constraints)"  # the solver's name on a bound that leaves the pods' rules out
-
-
-class MissingSolver(RuntimeError):
-    """The ``exact`` extra is not installed."""
 
 
 def solve(problem: Problem, seconds: float, known: int | None = None) -> Reference:
@@ -57,64 +49,17 @@ def solve_per_pod(problem: Problem, seconds: float) -> Reference:
 
 
 def _solve(problem: Problem, seconds: float, model: Program, known: int | None = None) -> Reference:
-    try:
-        import highspy
-    except ImportError:
-        raise MissingSolver("the exact reference needs the exact extra: pip install 'netaware[exact]'") from None
     started = time.perf_counter()
     if not model.integers:  # nothing to place: the constant is the optimum
         return _reference(problem, True, round(model.constant), model.constant, started)
-    with _quiet_stdout():  # HiGHS prints a banner from C++ when made, whatever its options
-        highs = highspy.Highs()  # type: ignore[no-untyped-call]
-    highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("time_limit", float(seconds))
-    highs.setOptionValue("mip_rel_gap", 0.0)
-    if known is not None:  # the program's objective of that plan is at most ``known`` (it may leave penalties out)
-        highs.setOptionValue("objective_bound", known - model.constant + 0.5)
-    inf = highspy.kHighsInf
-    count = len(model.cost)
-    highs.addVars(count, np.zeros(count), np.array(model.upper, dtype=np.float64))
-    highs.changeColsCost(count, np.arange(count, dtype=np.int32), np.array(model.cost, dtype=np.float64))
-    integers = np.array(model.integers, dtype=np.int32)
-    if len(integers):
-        highs.changeColsIntegrality(
-            len(integers), integers, np.full(len(integers), highspy.HighsVarType.kInteger, dtype=np.uint8)
-        )
-    if model.rows:
-        starts: list[int] = []
-        indices: list[int] = []
-        values: list[float] = []
-        lower: list[float] = []
-        upper: list[float] = []
-        for row_lower, row_upper, entries in model.rows:
-            starts.append(len(indices))
-            for column, value in entries.items():
-                indices.append(column)
-                values.append(value)
-            lower.append(-inf if row_lower is None else row_lower)
-            upper.append(inf if row_upper is None else row_upper)
-        highs.addRows(
-            len(model.rows),
-            np.array(lower, dtype=np.float64),
-            np.array(upper, dtype=np.float64),
-            len(indices),
-            np.array(starts, dtype=np.int32),
-            np.array(indices, dtype=np.int32),
-            np.array(values, dtype=np.float64),
-        )
-    highs.run()
-    status = highs.getModelStatus()
-    info = highs.getInfo()
-    if known is not None and status == highspy.HighsModelStatus.kInfeasible:  # nothing below the known plan
+    # the program's objective of the known plan is at most ``known`` (it may leave penalties out)
+    solved = solve_program(model, seconds, None if known is None else known + 0.5)
+    if known is not None and solved.infeasible:  # nothing below the known plan
         return _reference(problem, True, known, float(known), started)
-    optimal = status == highspy.HighsModelStatus.kOptimal
-    has_plan = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    objective = round(info.objective_function_value + model.constant) if has_plan else None
-    if optimal:
-        bound = float(objective if objective is not None else model.constant)
-    else:
-        bound = max(0.0, float(info.mip_dual_bound) + model.constant) if len(integers) else float(model.constant)
-    return _reference(problem, optimal, objective, bound, started)
+    objective = round(solved.objective) if solved.objective is not None else None
+    proven = float(objective if objective is not None else model.constant)
+    bound = proven if solved.optimal else max(0.0, solved.bound)
+    return _reference(problem, solved.optimal, objective, bound, started)
 
 
 def _reference(problem: Problem, optimal: bool, objective: int | None, bound: float, started: float) -> Reference:
@@ -123,21 +68,6 @@ def _reference(problem: Problem, optimal: bool, objective: int | None, bound: fl
     if problem.constraints is not None:
         return Reference(RELAXED, False, None, bound, time.perf_counter() - started)
     return Reference(SOLVER, optimal, objective, bound, time.perf_counter() - started)
-
-
-@contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """File descriptor 1 to /dev/null inside (what C++ writes there bypasses ``sys.stdout``)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
 
 
 class _Model(Program):
