@@ -4,13 +4,15 @@ derived by hand on a small cluster; never above the proven optimum on random one
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from operators.engine.cluster.snapshot import build_snapshot
-from operators.engine.planning.packing import PackingBound, packable, packing_bound
+from operators.engine.planning.packing import PackingBound, packable, packed_start, packing_bound
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import UNPLACED_PENALTY as UNPLACED
 from operators.engine.scheduling.index import ClusterIndex
@@ -82,3 +84,23 @@ def test_the_bound_is_never_above_the_proven_optimum_and_often_meets_it() -> Non
         bounded += found.cost > 0
         met += found.cost == optimum.objective
     assert bounded >= 15 and met >= 15, (bounded, met)  # measured: 25 positive, 29 the optimum
+
+
+def test_the_packed_start_fills_the_roomiest_node_with_the_most_pairs() -> None:
+    # One zone: n1 with 2 cpus, n2 and n3 with 1; a -> b, each two pods of 250m and one of 1 cpu (9 pairs). In units
+    # of 250m: n1 8, n2 4, n3 4. n1 first: the most pairs in 8 units are 3 a and 2 b (or 2 a and 3 b), the two small
+    # of each and one large: 6 pairs. n2 next (as much room as n3, the lower index): every configuration left has 0
+    # pairs, the fewest units first, the empty one, which leaves the other large pod (4 units) room on n3. The 3
+    # pairs left cost 1 each: 3, which is also the bound (9 - 6: no node holds more) and the plan
+    nodes = [node(f"n{i}", "za") for i in (1, 2, 3)]
+    for item, cpu in zip(nodes, ("2", "1", "1"), strict=True):
+        item["status"]["allocatable"]["cpu"] = cpu
+    pods = [pod(f"{w}-{i}", w, cpu="250m" if i < 2 else "1") for w in "ab" for i in range(3)]
+    items = [*nodes, topology(5), *pods]
+    problem = problem_of(items)
+    placed = packed_start(problem, np.arange(3))
+    assert placed is not None and len(placed) == 6
+    on = sorted(Counter(problem.nodes[node] for node in placed.values()).items())
+    assert on == [("n1", 5), ("n3", 1)]
+    assert packing_bound(problem, 10) == PackingBound(3.0, 9, {"r1/za": 6}, 6, 3, True)
+    assert plan_of(items, GRAPH).cost.cost == 3

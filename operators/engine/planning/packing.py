@@ -1,6 +1,7 @@
-"""A lower bound of a plan's network cost from how many dependent pods can share a node (pure; HiGHS, the ``exact``
-extra): how far any plan can get below the smallest-domain baseline where nodes are nearly full, which the
-solver-free bound (:mod:`.bound`) is far too weak to say.
+"""How many dependent pods can share a node (pure): a lower bound of a plan's network cost from it (HiGHS, the
+``exact`` extra) — how far any plan can get below the smallest-domain baseline where nodes are nearly full, which
+the solver-free bound (:mod:`.bound`) is far too weak to say — and a start for the search that packs one zone's
+nodes the way the bound's program does (:func:`packed_start`, no solver).
 
 A pair of pods costs 0 on one node, ``d`` (a zone's own cost) on two nodes of one zone, and at least ``c >= d``
 (the cheapest cost between two places) in two zones. With ``P`` pairs, ``S`` of them on one node and ``X``
@@ -38,6 +39,9 @@ from operators.engine.planning.problem import Problem
 from operators.engine.planning.program import Program, solve_program
 
 MOST_CONFIGURATIONS = 200_000  # per program: more, and the bound is not computed
+TRIED = 4  # configurations checked by first fit per node
+PACKED_MOST = 50_000  # configurations: more, and no packed start (a search's start must be cheap)
+PACK_WORK = 20  # ns per configuration and node (measured on the reference machine)
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,17 @@ class _Types:
     free: list[int]
     adjacency: np.ndarray
     cut: int
+    column: int  # the resource asked
+    unit: int  # its greatest common divisor
 
 
-Configuration = tuple[tuple[int, ...], int, int]  # pods per type, units used, pairs on the node
+@dataclass(frozen=True)
+class Configurations:
+    """Every configuration of at most some units: pods per type (one row each), units used, pairs on the node."""
+
+    counts: np.ndarray
+    used: np.ndarray
+    pairs: np.ndarray
 
 
 def packable(problem: Problem) -> bool:
@@ -131,38 +143,41 @@ def _types(problem: Problem) -> _Types | None:
     pods = float(counts[linked].sum())
     cut = math.ceil(connectivity(adjacency[np.ix_(linked, linked)], counts[linked]) * (pods - 1) / pods - 1e-9)
     return _Types(sorted(kinds), [kinds[kind] for kind in sorted(kinds)],
-                  np.clip(problem.free[:, int(asked[0])] // unit, 0, total).tolist(), adjacency, cut)  # fmt: skip
+                  np.clip(problem.free[:, int(asked[0])] // unit, 0, total).tolist(), adjacency, cut,
+                  int(asked[0]), unit)  # fmt: skip
 
 
-def _configurations(types: _Types, room: int) -> list[Configuration] | None:
-    """Every configuration of at most ``room`` units; None past :data:`MOST_CONFIGURATIONS`."""
-    out: list[Configuration] = []
-    counts: list[int] = []
-    per = np.zeros(len(types.adjacency))
-
-    def extend(kind: int, left: int) -> bool:
-        if kind == len(types.kinds):
-            out.append((tuple(counts), room - left, round(per @ types.adjacency @ per / 2)))
-            return len(out) <= MOST_CONFIGURATIONS
-        workload, units = types.kinds[kind]
-        for count in range(min(types.supply[kind], left // units) + 1):
-            counts.append(count)
-            per[workload] += count
-            going = extend(kind + 1, left - count * units)
-            per[workload] -= count
-            counts.pop()
-            if not going:
-                return False
-        return True
-
-    return out if extend(0, room) else None
+def _configurations(types: _Types, room: int, most: int = MOST_CONFIGURATIONS) -> Configurations | None:
+    """Every configuration of at most ``room`` units; None past ``most`` (counted first, by units used)."""
+    ways = np.zeros(room + 1, dtype=np.int64)
+    ways[0] = 1
+    for (_, units), supply in zip(types.kinds, types.supply, strict=True):
+        grown = ways.copy()
+        for count in range(1, min(supply, room // units) + 1):
+            grown[count * units :] += ways[: room + 1 - count * units]
+        ways = np.minimum(grown, most + 1)  # past ``most`` the exact number does not matter
+    if ways.sum() > most:
+        return None
+    counts = np.zeros((1, 0), dtype=np.int64)
+    used = np.zeros(1, dtype=np.int64)
+    for (_, units), supply in zip(types.kinds, types.supply, strict=True):
+        more = np.arange(min(supply, room // units) + 1, dtype=np.int64)
+        grown = used[:, None] + more[None, :] * units
+        rows, taken = np.nonzero(grown <= room)
+        counts = np.column_stack([counts[rows], more[taken]])
+        used = grown[rows, taken]
+    per = np.zeros((len(types.kinds), len(types.adjacency)), dtype=np.int64)
+    per[np.arange(len(types.kinds)), [workload for workload, _ in types.kinds]] = 1
+    workloads = counts @ per
+    pairs = np.einsum("cu,uv,cv->c", workloads, types.adjacency.astype(np.int64), workloads) // 2
+    return Configurations(counts, used, pairs)
 
 
 class _Packing(Program):
     """The configuration program of placing every dependent pod on ``nodes`` (see the module docstring), as a
     minimisation of minus the pairs on one node; ``short``: the nodes cannot hold the pods' units at all."""
 
-    def __init__(self, problem: Problem, types: _Types, every: list[Configuration], nodes: np.ndarray) -> None:
+    def __init__(self, problem: Problem, types: _Types, every: Configurations, nodes: np.ndarray) -> None:
         super().__init__(problem)
         room = Counter(types.free[node] for node in nodes.tolist())
         need = sum(units * count for (_, units), count in zip(types.kinds, types.supply, strict=True))
@@ -170,13 +185,11 @@ class _Packing(Program):
         placed: list[dict[int, float]] = [{} for _ in types.kinds]
         for units, count in [] if self.short else room.items():
             columns: dict[int, float] = {}
-            for counts, used, together in every:
-                if used <= units:
-                    column = self._column(-float(together), float(count), integer=True)
-                    columns[column] = 1.0
-                    for kind, taken in enumerate(counts):
-                        if taken:
-                            placed[kind][column] = float(taken)
+            for config in np.nonzero(every.used <= units)[0].tolist():
+                column = self._column(-float(every.pairs[config]), float(count), integer=True)
+                columns[column] = 1.0
+                for kind in np.nonzero(every.counts[config])[0].tolist():
+                    placed[kind][column] = float(every.counts[config, kind])
             self.rows.append((float(count), float(count), columns))
         for kind, supply in enumerate(types.supply):
             self.rows.append((float(supply), float(supply), placed[kind]))
@@ -193,3 +206,68 @@ def _most_pairs(model: _Packing, pairs: int, seconds: float) -> tuple[int | None
     if not math.isfinite(solved.bound):
         return pairs, False
     return min(pairs, math.floor(-solved.bound + 1e-6)), solved.optimal
+
+
+def packed_start(problem: Problem, nodes: np.ndarray, work: list[int] | None = None) -> dict[int, int] | None:
+    """The dependent pods on ``nodes`` (one zone's), packed node by node, the most room first: each node takes the
+    configuration with most pairs on it (then the fewest units) among those that leave the other pods room on the
+    nodes after it (enough units of each size, then first fit, largest first, for the first :data:`TRIED`); pod ->
+    node, or None when the bound's programs do not apply, the configurations are more than :data:`PACKED_MOST` or
+    the pods do not fit. ``work``: what it costs is added there (:data:`PACK_WORK` per configuration and node)."""
+    types = _types(problem)
+    if types is None:
+        return None
+    room = np.array([types.free[node] for node in nodes.tolist()], dtype=np.int64)
+    every = _configurations(types, int(room.max()) if len(room) else 0, PACKED_MOST)
+    if work is not None:
+        work[0] += PACK_WORK * len(every.used) * max(1, len(nodes)) if every is not None else 0
+    if every is None:
+        return None
+    counts, used = every.counts, every.used
+    order = np.lexsort((used, -every.pairs))  # most pairs, then fewest units
+    units = np.array([units for _, units in types.kinds], dtype=np.int64)
+    left = np.array(types.supply, dtype=np.int64)
+    rows = nodes[np.argsort(-room, kind="stable")]
+    taken: dict[int, np.ndarray] = {}
+    ranked = room[np.argsort(-room, kind="stable")]
+    sizes = np.unique(units)[::-1]
+    alive = order  # the configurations the pods left can still fill: fewer at each node
+    for at, node in enumerate(rows.tolist()):
+        later = ranked[at + 1 :]
+        alive = alive[np.all(counts[alive] <= left, axis=1)]
+        fitting = alive[used[alive] <= types.free[node]]
+        rest = left[None, :] - counts[fitting]
+        slots = np.array([(later // size).sum() for size in sizes.tolist()])
+        wanted = np.stack([rest[:, units >= size] @ (units[units >= size] / size) for size in sizes.tolist()], axis=1)
+        fitting = fitting[np.all(wanted <= slots + 1e-9, axis=1)]  # enough room for what is left, by size
+        chosen = next((c for c in fitting[:TRIED].tolist() if _first_fit(left - counts[c], units, later)), None)
+        if chosen is None:
+            return None
+        taken[node] = counts[chosen]
+        left = left - counts[chosen]
+    if left.any():
+        return None
+    pods: dict[tuple[int, int], list[int]] = {}
+    for pod in range(len(problem.pods)):
+        kind = (int(problem.pod_workload[pod]), int(problem.requests[pod, types.column] // types.unit))
+        pods.setdefault(kind, []).append(pod)
+    placed: dict[int, int] = {}
+    for node, per in taken.items():
+        for kind, count in zip(types.kinds, per.tolist(), strict=True):
+            for _ in range(count):
+                placed[pods[kind].pop()] = node
+    return placed
+
+
+def _first_fit(left: np.ndarray, units: np.ndarray, room: np.ndarray) -> bool:
+    """Whether ``left`` pods of each type (``units`` each) fit on nodes of ``room`` units: first fit, the largest
+    first (for sizes that divide one another, as 250m, 500m and 1 cpu, as good as any packing)."""
+    room = room.copy()
+    for kind in np.argsort(-units, kind="stable").tolist():
+        fit = room // units[kind]  # first fit of identical pods: each node in turn takes what it can
+        before = np.cumsum(fit) - fit
+        take = np.clip(int(left[kind]) - before, 0, fit)
+        if take.sum() < left[kind]:
+            return False
+        room -= take * units[kind]
+    return True

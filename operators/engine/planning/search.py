@@ -43,6 +43,7 @@ from operators.engine.planning.group_moves import GroupMoves
 from operators.engine.planning.moves import UNPLACED_PENALTY, Assignment, PlacedCost
 from operators.engine.planning.narrow import narrow, narrowable
 from operators.engine.planning.nowhere import why_nowhere
+from operators.engine.planning.packing import packed_start
 from operators.engine.planning.problem import Bools, Ints, Problem
 
 __all__ = ["UNPLACED_PENALTY", "Assignment", "PlacedCost", "Search", "SearchResult", "search"]
@@ -90,6 +91,24 @@ class Search(GroupMoves):
         for pod in waiting:
             self.repair(state, pod, deadline)
         return state, self.left_out(state)
+
+    def packed(self, domain: Ints) -> Assignment | None:
+        """The dependent pods packed on ``domain``'s nodes (:func:`~.packing.packed_start`), the others placed as
+        the greedy start places them; None when the packing does not apply (rules between pods among them), a
+        packed pod does not fit where it was packed (its masks, bandwidth, pods limit) or a pod is left out."""
+        placed = packed_start(self.problem, domain, self.work) if self.rules is None else None
+        if placed is None:
+            return None
+        state = self.empty()
+        for pod, node in placed.items():  # the packing counts one resource only: the rest checked here
+            if not self.fits(state, pod)[node]:
+                return None
+            self.put(state, pod, node)
+        for workload in self.greedy_order(state):
+            for pod in np.nonzero(self.problem.pod_workload == workload)[0].tolist():
+                if pod not in placed and self.place(state, pod, self.fits(state, pod)) < 0:
+                    return None
+        return state
 
     def _fits(self, state: Assignment, pod: int, inside: Bools | None) -> Bools:
         fits = self.fits(state, pod)
@@ -381,11 +400,15 @@ def search_nodes(
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[domain] = True
     starts = [best]  # each improved to its local optimum first (cheap), then walked from, the best first
-    for first in (True, False):  # the baseline's placement, then the greedy start inside its domain
-        if engine.objective(best).objective == 0 or (not first and len(domain) == len(problem.nodes)):
+    for kind in ("baseline", "inside", "packed"):  # the baseline's placement, the greedy start inside its domain,
+        # and that domain packed with the most pairs on one node (a zone's only, when :mod:`.packing` applies)
+        packed = engine.packed(domain) if kind == "packed" and level == "zone" else None
+        if kind == "packed" and packed is None:
+            break
+        if engine.objective(best).objective == 0 or (kind == "inside" and len(domain) == len(problem.nodes)):
             break  # nothing left to gain, or the domain is every node: the greedy start again
-        begin = start if first else engine.greedy(deadline, inside)[0]
-        if engine.objective(begin).unplaced <= engine.objective(best).unplaced:
+        begin = start if kind == "baseline" else engine.greedy(deadline, inside)[0] if kind == "inside" else packed
+        if begin is not None and engine.objective(begin).unplaced <= engine.objective(best).unplaced:
             done, more = engine.improve(begin, deadline)
             converged, sweeps = converged and done, sweeps + more
             starts.append(begin)
