@@ -42,6 +42,7 @@ from operators.api import keys
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.baseline import smallest_domain
+from operators.engine.planning.packing import packing_bound
 from operators.engine.planning.plan import EdgeCost, edge_costs, plan_appgroup
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import Search, budget_scale
@@ -193,15 +194,16 @@ def baseline_edges(scenario: ordered.AppScenario, index: ClusterIndex | None = N
     return edge_costs(problem, state.node)
 
 
-def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, busy: bool = False
-            ) -> dict[str, float]:  # fmt: skip
+def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, busy: bool = False,
+            bound: float = 0.0) -> dict[str, float]:  # fmt: skip
     """The plan at ``budget`` against the smallest-domain baseline on one generated instance (with ``long``, also
-    against the same planner's plan at that budget; with ``busy``, also planned again while every core spins)."""
+    against the same planner's plan at that budget; with ``busy``, also planned again while every core spins; with
+    ``bound``, against the packing bound computed within that many seconds per program, where it applies)."""
     scenario = family(size, kind, seed)
     snapshot = scenario_snapshot(scenario)
     started = time.perf_counter()
     index = ClusterIndex.build(snapshot)
-    build_problem(index, scenario.group, ordered.config())
+    problem = build_problem(index, scenario.group, ordered.config())
     cold = time.perf_counter() - started  # the cluster's index, with the tables every plan on this snapshot reads
     base = [edge for edge in baseline_edges(scenario, index, seed) if edge.pairs]
     started = time.perf_counter()
@@ -218,6 +220,13 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
             loaded = plan_appgroup(index, scenario.group, ordered.config(), seed, budget)
         extra["busy: plan s"] = loaded.seconds
         extra["busy: the same plan"] = float(loaded.pods == plan.pods)
+    floor = packing_bound(problem, bound) if bound else None
+    if floor is not None and len({edge.pairs for edge in base}) == 1:  # equal pairs per edge: the mean is cost / P
+        least = floor.cost / floor.pairs
+        extra["packing bound mean per edge"] = least
+        extra["packing bound ratio to baseline"] = least / base_mean
+        extra["plan over the packing bound"] = plan.mean_edge_cost() / least if least else 1.0
+        extra["packing bound proven"] = float(floor.proven)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         **extra,
@@ -266,7 +275,7 @@ def spinning(processes: int) -> Iterator[None]:
 
 
 def families(seeds: int, budget: float, sizes: tuple[str, ...] = ("small", "medium", "large"),
-             long: float = 0.0, busy: bool = False, kinds: tuple[str, ...] = ("mixed", "full")
+             long: float = 0.0, busy: bool = False, kinds: tuple[str, ...] = ("mixed", "full"), bound: float = 0.0
              ) -> dict[str, Any]:  # fmt: skip
     """Every family at ``budget``, ``seeds`` instances each: figures, and the instances where the plan breaks
     maxNetworkCost while the baseline does not, or costs more than 0.95x the baseline."""
@@ -274,17 +283,21 @@ def families(seeds: int, budget: float, sizes: tuple[str, ...] = ("small", "medi
     for size in sizes:
         pods, nodes, zones, _ = FAMILIES[size]
         for kind in kinds:
-            runs = [compare(size, kind, seed, budget, long, busy) for seed in range(seeds)]
+            runs = [compare(size, kind, seed, budget, long, busy, bound) for seed in range(seeds)]
             name = f"{size}-{kind}"
             needless = sum(1 for run in runs if run["plan pairs above max"] and not run["baseline pairs above max"])
             above = sum(1 for run in runs if run["ratio to baseline"] > 0.95)
+            reachable = sum(1 for run in runs if run["ratio to baseline"] > 0.95
+                            and run.get("packing bound ratio to baseline", 0.0) <= 0.95)  # fmt: skip
             print(f"{name}: {pods} pods, {nodes} nodes, {zones} zones, {seeds} seeds; needless breaches on {needless},"
-                  f" above 0.95x the baseline on {above}")  # fmt: skip
-            for key in runs[0]:
-                numbers = [float(run[key]) for run in runs]
+                  f" above 0.95x the baseline on {above}" + (f" ({reachable} where the bound allows 0.95)" if bound
+                                                            else ""))  # fmt: skip
+            for key in dict.fromkeys(key for run in runs for key in run):
+                numbers = [float(run[key]) for run in runs if key in run]
                 figures[f"{name}/{key}"] = records.figure(numbers, UNITS.get(key, ""))
                 print(f"  {key:28} {spread(numbers, '.4g')}")
             figures[f"{name}/needless breaches"] = records.figure([float(needless)], "")
+            figures[f"{name}/above 0.95x the baseline"] = records.figure([float(above)], "")
     return figures
 
 
@@ -363,6 +376,8 @@ def main() -> None:
     parser.add_argument("--kinds", default="mixed,full", help="of --families: mixed, full")
     parser.add_argument("--long-budget-ms", type=int, default=0,
                         help="of --families: also plan with this budget in all (not scaled by the group)")  # fmt: skip
+    parser.add_argument("--bound-seconds", type=float, default=0.0,
+                        help="of --families: also the packing bound, each program within these seconds")  # fmt: skip
     parser.add_argument("--busy", action="store_true",
                         help="of --families: also plan each instance again, every core in a busy loop")  # fmt: skip
     parser.add_argument("--scaling", type=int, default=0, metavar="SEEDS",
@@ -375,10 +390,12 @@ def main() -> None:
         return
     if args.families:
         compared = families(args.families, args.budget_ms / 1000, tuple(args.sizes.split(",")),
-                            args.long_budget_ms / 1000, args.busy, tuple(args.kinds.split(",")))  # fmt: skip
+                            args.long_budget_ms / 1000, args.busy, tuple(args.kinds.split(",")),
+                            args.bound_seconds)  # fmt: skip
         if args.record:
             parameters = {"budget_ms": args.budget_ms, "families": args.families, "sizes": args.sizes,
-                          "kinds": args.kinds, "long_budget_ms": args.long_budget_ms, "busy": args.busy}  # fmt: skip
+                          "kinds": args.kinds, "long_budget_ms": args.long_budget_ms, "busy": args.busy,
+                          "bound_seconds": args.bound_seconds}  # fmt: skip
             records.write(args.record, "bench_plan", parameters, compared)
         return
     figures: dict[str, Any] = {}
