@@ -225,7 +225,8 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
         least = floor.cost / floor.pairs
         extra["packing bound mean per edge"] = least
         extra["packing bound ratio to baseline"] = least / base_mean
-        extra["plan over the packing bound"] = plan.mean_edge_cost() / least if least else 1.0
+        if least:  # a bound of 0 (HiGHS stopped before its first bound) says nothing of the plan
+            extra["plan over the packing bound"] = plan.mean_edge_cost() / least
         extra["packing bound proven"] = float(floor.proven)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
