@@ -227,12 +227,14 @@ def packed_start(problem: Problem, nodes: np.ndarray, work: list[int] | None = N
     order = np.lexsort((used, -every.pairs))  # most pairs, then fewest units
     units = np.array([units for _, units in types.kinds], dtype=np.int64)
     left = np.array(types.supply, dtype=np.int64)
-    rows = nodes[np.argsort(-room, kind="stable")]
+    roomiest = np.argsort(-room, kind="stable")
+    ranked = room[roomiest]
     taken: dict[int, np.ndarray] = {}
-    ranked = room[np.argsort(-room, kind="stable")]
     sizes = np.unique(units)[::-1]
     alive = order  # the configurations the pods left can still fill: fewer at each node
-    for at, node in enumerate(rows.tolist()):
+    for at, node in enumerate(nodes[roomiest].tolist()):
+        if not left.any():
+            break  # every dependent pod packed: the nodes after take none
         later = ranked[at + 1 :]
         alive = alive[np.all(counts[alive] <= left, axis=1)]
         fitting = alive[used[alive] <= types.free[node]]
@@ -246,7 +248,7 @@ def packed_start(problem: Problem, nodes: np.ndarray, work: list[int] | None = N
         taken[node] = counts[chosen]
         left = left - counts[chosen]
     if left.any():
-        return None
+        return None  # no nodes at all
     pods: dict[tuple[int, int], list[int]] = {}
     for pod in range(len(problem.pods)):
         kind = (int(problem.pod_workload[pod]), int(problem.requests[pod, types.column] // types.unit))
