@@ -3,14 +3,14 @@
 # it to a registry when asked:
 #
 #   hack/image.sh                                        # dist/netaware-<appVersion>.oci.tar
-#   hack/image.sh --push registry.example.com/team/netaware:0.1.0   # ... and pushed there
+#   hack/image.sh --push registry.example.com/team/netaware:0.2.0   # ... and pushed there
 #
-# Then point the chart at it: --set image.repository=registry.example.com/team/netaware --set image.tag=0.1.0.
+# Then point the chart at it: --set image.repository=registry.example.com/team/netaware --set image.tag=0.2.0.
 # Without a registry, load the archive into the cluster's nodes instead:
-#   kind load image-archive dist/netaware-0.1.0.oci.tar           (tag: localhost/netaware:0.1.0)
-#   k3d image import dist/netaware-0.1.0.oci.tar
-#   minikube image load dist/netaware-0.1.0.oci.tar
-# and install with --set image.repository=localhost/netaware --set image.tag=0.1.0 --set image.pullPolicy=Never.
+#   kind load image-archive dist/netaware-0.2.0.oci.tar           (tag: localhost/netaware:0.2.0)
+#   k3d image import dist/netaware-0.2.0.oci.tar
+#   minikube image load dist/netaware-0.2.0.oci.tar
+# and install with --set image.repository=localhost/netaware --set image.tag=0.2.0 --set image.pullPolicy=Never.
 #
 # Options: --tag REF (default localhost/netaware:<appVersion>), --output FILE (the archive), --push REF (buildah
 # push: your registry credentials, `buildah login`), --base IMAGE (the Dockerfile's BASE; default its own,

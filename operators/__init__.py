@@ -5,4 +5,4 @@ The pure core lives in :mod:`operators.api` (models, quantities, keys) and
 other package is a thin shell that moves data in and out of it.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

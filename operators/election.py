@@ -1,6 +1,7 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease: only its holder runs the components, a lost Lease stops
 them (as controller-runtime does: the pod restarts as a follower), and a graceful stop hands the Lease back so a
-follower takes over at its next retry instead of after the lease duration."""
+follower takes over at its next retry instead of after the lease duration. Followers keep the process's cluster cache
+in sync meanwhile (:mod:`operators.runtime`), so the components of a new leader start from it, warm."""
 
 from __future__ import annotations
 

@@ -73,6 +73,9 @@ class RunOptions:
     health_port: int | None = None  # None: no probe/metrics server
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     leader_election: LeaderElectionOptions | None = None  # None: run the components at once (one replica)
+    # With leader election: followers list and watch the cluster too, so a new leader decides from a synced cache
+    # within seconds of taking the Lease (False: the cache is built after the Lease is won, as before 0.2.0).
+    warm_standby: bool = True
     signals: bool = False  # the process's SIGTERM/SIGINT set the stop flag (the CLI), not kopf's own
     namespaces: tuple[str, ...] = ()  # namespaced objects only from these (cluster-scoped ones always); (): all
     api_error_backoffs: tuple[float, ...] | None = None  # kopf's retry delays for API errors; None: kopf's own
@@ -222,10 +225,17 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
     await _check_credentials(options)
     components_up = asyncio.Event()
     async with contextlib.AsyncExitStack() as stack:
+        warm = options.leader_election is not None and options.warm_standby
+        cache = await stack.enter_async_context(cluster_cache(options, options.components)) if warm else None
         if options.health_port is not None:
-            # Followers are ready too (they only wait for the lease); the leader once its components are up and run.
+            # A follower is ready once its cache has synced (a rollout replaces the leader only by a warm follower);
+            # the leader once its components are up and run.
             def ready() -> bool:
-                return options.supervisor.running() and (options.leader_election is not None or components_up.is_set())
+                if not options.supervisor.running():
+                    return False
+                if components_up.is_set():
+                    return True
+                return options.leader_election is not None and (cache is None or cache.ready)
 
             runner = web.AppRunner(_probe_app(options, ready), access_log=None, keepalive_timeout=HEADER_TIMEOUT)
             await runner.setup()
@@ -239,7 +249,7 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
                 options.api_client_factory(),
                 options.leader_election,
                 stop,
-                lambda still_leader: _components(options, stop, components_up, started, still_leader),
+                lambda still_leader: _components(options, stop, components_up, started, still_leader, cache),
             )
         if options.health.problem and options.health_port is not None:
             await asyncio.sleep(FAILURE_LINGER)  # the Lease is free already; probes and scrapes see why
@@ -262,12 +272,18 @@ async def _components(
     up: asyncio.Event,
     started: asyncio.Event | None,
     still_leader: Callable[[], bool] = lambda: True,
+    warm: ClusterCache | None = None,
 ) -> None:
-    """Start the components, then wait for ``stop`` or for one of them to end (a failure: see ``Health``)."""
+    """Start the components (on ``warm``, the cache a follower kept, else a cache of their own), then wait for
+    ``stop`` or for one of them to end (a failure: see ``Health``)."""
     kopf_components = tuple(name for name in options.components if name in COMPONENTS)
     tasks: dict[str, asyncio.Future[None]] = {}
     async with contextlib.AsyncExitStack() as stack:
-        cache = await stack.enter_async_context(cluster_cache(options, options.components))
+        if warm is not None:
+            cache = warm
+            logger.info("leading from the cache kept as a follower (%s)", "synced" if warm.ready else "syncing")
+        else:
+            cache = await stack.enter_async_context(cluster_cache(options, options.components))
         if kopf_components:
             tasks["controllers"] = await stack.enter_async_context(kopf_operator(kopf_components, options, stop, cache))
         if DESCHEDULER in options.components and options.policy is not None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import ssl
 import tempfile
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
@@ -26,6 +29,36 @@ SUPERVISOR_KEY: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
 # cannot hold connections (aiohttp's keep-alive timer closes a connection with no complete request).
 HEADER_TIMEOUT = 15.0
 BODY_TIMEOUT = 10.0
+# Once the listener is closed, requests in flight get this long to finish (the webhook's timeout is 2 s, the
+# extender's httpTimeout 5 s by default); then the process exits.
+SHUTDOWN_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Probes:
+    """What an application's ``/healthz``, ``/readyz`` and ``/metrics`` answer from (:func:`add_probes`), kept so
+    that a health-only server can answer the same (:func:`serve_app`'s ``health_port``)."""
+
+    ready: Callable[[], bool]
+    not_ready: str
+    registries: tuple[CollectorRegistry, ...]
+    health: Callable[[], str]
+
+
+AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
+PROBES_KEY: web.AppKey[Probes] = web.AppKey("probes", Probes)
+# Set when the process is stopping and still serves (:func:`serve_app`'s ``shutdown_delay``): ``/readyz`` answers
+# 503 and answers close their connections (:func:`close_if_draining`).
+DRAINING_KEY: web.AppKey[asyncio.Event] = web.AppKey("draining", asyncio.Event)
+
+
+def close_if_draining(request: web.Request, response: AnyResponse) -> AnyResponse:
+    """``response``, closing its connection when the process is stopping: a client that keeps connections (the API
+    server, kube-scheduler) opens its next one where the Service sends it then, not to this replica."""
+    draining = request.app.get(DRAINING_KEY)
+    if draining is not None and draining.is_set():
+        response.force_close()
+    return response
 
 
 class BadBody(ValueError):
@@ -55,9 +88,12 @@ def add_probes(
     not_ready: str,
     *registries: CollectorRegistry,
     health: Callable[[], str] = lambda: "",
+    stopping: asyncio.Event | None = None,
 ) -> None:
     """``/healthz`` (500 with ``health()`` when it names a problem, as controller-runtime's checks answer),
-    ``/readyz`` (503 unless ``ready()`` and healthy), ``/metrics`` (every registry)."""
+    ``/readyz`` (503 unless ``ready()`` and healthy, and while stopping), ``/metrics`` (every registry)."""
+    app[PROBES_KEY] = Probes(ready, not_ready, registries, health)
+    draining = app[DRAINING_KEY] = stopping or asyncio.Event()
 
     async def healthz(_: web.Request) -> web.Response:
         problem = health()
@@ -67,6 +103,8 @@ def add_probes(
         problem = health()
         if problem:
             return web.Response(text=problem, status=503)
+        if draining.is_set():
+            return web.Response(text="shutting down", status=503)
         return web.Response(text="ok") if ready() else web.Response(text=not_ready, status=503)
 
     async def metrics(_: web.Request) -> web.Response:
@@ -138,22 +176,59 @@ async def serve_app(
     tls: ReloadingTLS | None,
     stop: asyncio.Event,
     reload_interval: float = 10.0,
+    shutdown_delay: float = 0.0,
+    health_port: int = 0,
+    health_address: str = "0.0.0.0",
 ) -> None:
-    """Serve ``app`` until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None)."""
-    if tls is None:
+    """Serve ``app`` until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None), then stop gracefully:
+
+    1. for ``shutdown_delay`` seconds keep serving, answering ``/readyz`` 503 and closing each answer's connection
+       (the endpoint leaves the Service, and the clients' pools, meanwhile);
+    2. close the listener; the requests in flight get :data:`SHUTDOWN_TIMEOUT` to finish.
+
+    ``health_port``: ``/healthz``, ``/readyz`` and ``/metrics`` also on ``health_address:health_port`` over plain
+    HTTP (where the kubelet probes a server that listens on loopback only)."""
+    if tls is None and not _loopback(host):
         logger.warning("%s: serving plain HTTP (--insecure): for local testing only, never for a cluster", name)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_TIMEOUT, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
     await site.start()
     logger.info("%s listening on %s://%s:%d%s", name, "https" if tls else "http", host, port, path)
+    health = await _health_server(app, health_address, health_port) if health_port else None
     tasks = app.get(SUPERVISOR_KEY) or Supervisor()
     reloader = tasks.start("tls-reload", lambda: tls.watch(reload_interval, stop), stop.is_set) if tls else None
     try:
         await stop.wait()
+        if shutdown_delay > 0 and DRAINING_KEY in app:
+            app[DRAINING_KEY].set()
+            logger.info("%s: stopping; serving %g s more, not ready, closing connections", name, shutdown_delay)
+            await asyncio.sleep(shutdown_delay)
     finally:
         await cancel([reloader])
         await runner.cleanup()
+        if health is not None:
+            await health.cleanup()
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _health_server(app: web.Application, address: str, port: int) -> web.AppRunner:
+    """The probes and metrics of ``app`` (:data:`PROBES_KEY`) served alone on ``address:port``."""
+    probes = app[PROBES_KEY]
+    health = web.Application(client_max_size=1024)
+    add_probes(health, probes.ready, probes.not_ready, *probes.registries, health=probes.health,
+               stopping=app[DRAINING_KEY])  # fmt: skip
+    runner = web.AppRunner(health, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
+    await runner.setup()
+    await web.TCPSite(runner, address, port).start()
+    logger.info("probes and metrics on http://%s:%d/metrics", address, port)
+    return runner
 
 
 @contextlib.asynccontextmanager

@@ -4,23 +4,34 @@ Safe defaults for a webhook on every pod: ``failurePolicy: Ignore`` (a webhook o
 pod creation), a 2 s timeout, no side effects, ``reinvocationPolicy: IfNeeded``, and a
 ``namespaceSelector`` that leaves out ``kube-system`` and netaware's own namespace (a webhook that
 mutates its own pods can deadlock the cluster).
+
+With the bandwidth guarantee, the pods that ask for bandwidth (:data:`ASKS_FOR_BANDWIDTH`) go through two entries
+on :data:`BANDWIDTH_PATH`, where the webhook marks what it admits (``netaware.io/admitted``): the first ignores a
+failure; the second is called only for a pod the first did not admit (:data:`NOT_ADMITTED`: its replica was lost or
+stopping) and fails closed by default. kube-apiserver never retries a webhook call, so a replica lost with its
+node would otherwise refuse (or let through unmutated) every pod it was sent until its endpoint is removed; the
+second entry is that retry, on another connection (and so, most often, another replica). Every other pod goes
+through one entry on :data:`PATH` that ignores failures.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from operators.api import keys
+
 PATH = "/mutate-pods"
+BANDWIDTH_PATH = "/mutate-bandwidth-pods"
 
 # A pod that asks for bandwidth: a bandwidth annotation, Koordinator's networkQOS, or an AppGroup workload label.
-# With the bandwidth guarantee these pods have a webhook entry of their own, failing closed (``Fail``): during an
-# outage they are refused at creation rather than created without the resources kube-scheduler accounts.
 ASKS_FOR_BANDWIDTH = (
     "(has(object.metadata.annotations) && ['kubernetes.io/ingress-bandwidth', 'kubernetes.io/egress-bandwidth', "
     "'kubernetes.io/ingress-request', 'kubernetes.io/egress-request', 'koordinator.sh/networkQOS']"
     ".exists(k, k in object.metadata.annotations)) || "
     "(has(object.metadata.labels) && 'appgroup.diktyo.x-k8s.io' in object.metadata.labels)"
 )
+# ... and was not admitted by the first entry (matchConditions see the object as earlier webhooks left it)
+NOT_ADMITTED = f"!(has(object.metadata.annotations) && '{keys.ADMITTED}' in object.metadata.annotations)"
 
 
 def mutating_webhook_configuration(
@@ -33,46 +44,57 @@ def mutating_webhook_configuration(
     port: int = 443,
     bandwidth_failure_policy: str | None = None,
 ) -> dict[str, Any]:
-    """The configuration; with ``bandwidth_failure_policy`` (the bandwidth guarantee on), two entries: the pods
-    that ask for bandwidth (:data:`ASKS_FOR_BANDWIDTH`) with that policy, every other pod with ``failure_policy``."""
-    client_config: dict[str, Any] = {"service": {"name": service, "namespace": namespace, "path": PATH, "port": port}}
-    if ca_bundle:
-        client_config["caBundle"] = ca_bundle
-    entry: dict[str, Any] = {
-        "name": "pod-bandwidth.netaware.io",
-        "admissionReviewVersions": ["v1"],
-        "clientConfig": client_config,
-        "rules": [
-            {
-                "apiGroups": [""],
-                "apiVersions": ["v1"],
-                "operations": ["CREATE"],
-                "resources": ["pods"],
-                "scope": "Namespaced",
-            }
-        ],
-        "failurePolicy": failure_policy,
-        "matchPolicy": "Equivalent",
-        "sideEffects": "None",
-        "timeoutSeconds": timeout_seconds,
-        "reinvocationPolicy": "IfNeeded",
-        "namespaceSelector": {
-            "matchExpressions": [
+    """The configuration; with ``bandwidth_failure_policy`` (the bandwidth guarantee on), three entries: the pods that
+    ask for bandwidth, then their retry with that policy, then every other pod with ``failure_policy``."""
+
+    def entry(entry_name: str, policy: str, path: str, *conditions: tuple[str, str]) -> dict[str, Any]:
+        client_config: dict[str, Any] = {
+            "service": {"name": service, "namespace": namespace, "path": path, "port": port}
+        }
+        if ca_bundle:
+            client_config["caBundle"] = ca_bundle
+        rendered: dict[str, Any] = {
+            "name": entry_name,
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": client_config,
+            "rules": [
                 {
-                    "key": "kubernetes.io/metadata.name",
-                    "operator": "NotIn",
-                    "values": ["kube-system", namespace],
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE"],
+                    "resources": ["pods"],
+                    "scope": "Namespaced",
                 }
-            ]
-        },
-    }
-    entries = [entry]
-    if bandwidth_failure_policy is not None:
-        asking = {"name": "asks-for-bandwidth", "expression": ASKS_FOR_BANDWIDTH}
-        rest = {"name": "asks-for-no-bandwidth", "expression": f"!({ASKS_FOR_BANDWIDTH})"}
+            ],
+            "failurePolicy": policy,
+            "matchPolicy": "Equivalent",
+            "sideEffects": "None",
+            "timeoutSeconds": timeout_seconds,
+            "reinvocationPolicy": "IfNeeded",
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace]}
+                ]
+            },
+        }
+        if conditions:
+            rendered["matchConditions"] = [{"name": key, "expression": text} for key, text in conditions]
+        return rendered
+
+    if bandwidth_failure_policy is None:
+        entries = [entry("pod-bandwidth.netaware.io", failure_policy, PATH)]
+    else:
+        asking = ("asks-for-bandwidth", ASKS_FOR_BANDWIDTH)
         entries = [
-            {**entry, "failurePolicy": bandwidth_failure_policy, "matchConditions": [asking]},
-            {**entry, "name": "pod.netaware.io", "matchConditions": [rest]},
+            entry("pod-bandwidth.netaware.io", "Ignore", BANDWIDTH_PATH, asking),
+            entry(
+                "pod-bandwidth-retry.netaware.io",
+                bandwidth_failure_policy,
+                BANDWIDTH_PATH,
+                asking,
+                ("not-admitted-yet", NOT_ADMITTED),
+            ),
+            entry("pod.netaware.io", failure_policy, PATH, ("asks-for-no-bandwidth", f"!({ASKS_FOR_BANDWIDTH})")),
         ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",

@@ -75,12 +75,30 @@ if ! stamp_matches kube-scheduler "$BIN/kube-scheduler"; then
   export_image kube-scheduler "$SCHEDULER"
 fi
 
-# The project's image from its own Dockerfile: every file the build context copies is an input.
-mapfile -t sources < <(cd "$ROOT" && git ls-files Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks crds hack/examples hack/configs hack/image.sh | sort)
+# The project's image from its own Dockerfile: every file the build context copies is an input (files not committed
+# yet too: a new module is in the image).
+mapfile -t sources < <(cd "$ROOT" && git ls-files --cached --others --exclude-standard Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks crds hack/examples hack/configs hack/image.sh | sort)
 if ! stamp_matches netaware "$IMAGES/base.tar" "${sources[@]/#/$ROOT/}"; then
   echo "buildah bud: the Dockerfile on $BASE (hack/image.sh)"
   bash "$ROOT/hack/image.sh" --storage "$NODE/storage" --runroot /run/netaware-buildah --base "$BASE" --pull-never \
     --tag localhost/netaware:dev --output "$IMAGES/netaware.tar"
   stamp_done netaware
 fi
+
+# The previous release's image, for the upgrade test (tests/e2e/test_day_two.py): the image above with that release's
+# wheel (tests/fixtures/releases, hack/cut-release.sh) installed over the package, tagged with its version. Its
+# dependencies are the pinned ones of today's image: a release whose pins differ needs its own build.
+for wheel in "$ROOT"/tests/fixtures/releases/*/netaware-*-py3-none-any.whl; do
+  [[ -e "$wheel" ]] || continue
+  version="$(basename "$(dirname "$wheel")")"
+  if ! stamp_matches "netaware-$version" "$IMAGES/netaware.tar" "$wheel"; then
+    echo "the release $version's image: its wheel over localhost/netaware:dev"
+    container="$("${B[@]}" from --quiet --pull-never localhost/netaware:dev)"
+    "${B[@]}" copy --quiet "$container" "$wheel" /tmp/ >/dev/null
+    "${B[@]}" run --user 0:0 "$container" -- sh -c \
+      "pip install --quiet --no-cache-dir --no-index --no-deps --force-reinstall /tmp/$(basename "$wheel") && rm /tmp/*.whl"
+    "${B[@]}" commit --quiet --rm "$container" "localhost/netaware:$version" >/dev/null
+    export_image "netaware-$version" "localhost/netaware:$version"
+  fi
+done
 echo "images ready in $IMAGES ($((SECONDS - start)) s)"

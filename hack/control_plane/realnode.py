@@ -276,6 +276,19 @@ imports = []
                 str(archive),
             )
 
+    def lose(self) -> None:
+        """The node fails: kubelet, kube-proxy, containerd, the shims and every pod's processes killed at once
+        (SIGKILL: nothing stops gracefully, no Lease is handed back, nothing tells the API server), the network
+        namespaces and mounts left (:meth:`remove` takes them later). The API server sees the node's heartbeats stop."""
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (left := [pid for pid in self.processes() if _alive(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if left:
+            raise RuntimeError(f"{self.name}: processes {left} survived SIGKILL")
+
     def remove(self) -> None:
         """Stop and remove everything of this node that exists (idempotent)."""
         processes = self.processes()

@@ -83,6 +83,10 @@ PLANNED_NODE: Final = "netaware.io/planned-node"
 # time, and the moves made (JSON; written by the rebalancer, read by the plan's release and `explain appgroup`).
 REBALANCE: Final = "netaware.io/rebalance"
 
+# A pod admitted through the webhook's entry for pods that ask for bandwidth: its retry entry (called only when the
+# first one failed, kube-apiserver never retries a webhook) skips pods that carry it (webhooks/configuration.py).
+ADMITTED: Final = "netaware.io/admitted"
+
 # --- Condition types written by netaware -------------------------------------------------------------
 CONDITION_READY: Final = "Ready"
 CONDITION_NETWORK_QOS_VALID: Final = "NetworkQOSConfigValid"

@@ -12,7 +12,7 @@ import sys
 import click
 
 from operators import __version__
-from operators.cli import agent, explain, offline, probe, run, serving
+from operators.cli import agent, cleanup, explain, offline, probe, run, serving
 from operators.cli.common import EXIT_ERROR
 
 
@@ -41,6 +41,7 @@ for command in (
     probe.probe_command,
     agent.agent_command,
     explain.explain_group,
+    cleanup.cleanup_command,
 ):
     cli.add_command(command)
 

@@ -76,6 +76,13 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
 @click.option("--renew-deadline", default=10.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
 @click.option("--retry-period", default=2.0, show_default=True, type=click.FloatRange(min=1), help="Seconds.")
 @click.option(
+    "--warm-standby/--no-warm-standby",
+    default=True,
+    show_default=True,
+    help="With leader election, followers list and watch the cluster too (ready once synced), so a new leader decides "
+    "within seconds of taking the Lease; without, a new leader lists the cluster first.",
+)
+@click.option(
     "--log-format",
     type=click.Choice(("text", "json")),
     default="text",
@@ -193,6 +200,7 @@ def run_command(
     lease_duration: int,
     renew_deadline: float,
     retry_period: float,
+    warm_standby: bool,
     log_format: str,
     namespaces: tuple[str, ...],
     all_namespaces: bool,
@@ -211,8 +219,8 @@ def run_command(
 ) -> None:
     """Run the controllers (and the descheduler) against a cluster until SIGTERM.
 
-    With leader election (the default) only the holder of the Lease runs them; a follower takes over
-    within the lease duration when the leader dies, at once when it stops gracefully.
+    With leader election (the default) only the holder of the Lease runs them; a follower, its cache kept in sync,
+    takes over within the lease duration when the leader dies, at once when it stops gracefully.
     """
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
@@ -254,6 +262,7 @@ def run_command(
         health_address=health_address,
         health_port=health_port or None,
         leader_election=election,
+        warm_standby=warm_standby,
         signals=True,
         namespaces=namespaces,
         api_error_backoffs=_backoffs(api_error_backoffs),

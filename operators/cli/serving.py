@@ -36,6 +36,8 @@ class ServingFlags:
     tls_private_key_file: str | None
     cert_reload_interval: float
     insecure: bool
+    shutdown_delay: float
+    health_port: int
     kubeconfig: str | None
     server: str | None
 
@@ -69,7 +71,28 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
             type=click.FloatRange(min=0.1),
             help="Seconds between checks of the certificate files for changes.",
         ),
-        click.option("--insecure", is_flag=True, help="Serve plain HTTP. For local testing only."),
+        click.option(
+            "--insecure",
+            is_flag=True,
+            help="Serve plain HTTP: for local testing, or on 127.0.0.1 for a caller in the same pod (the chart's "
+            "second scheduler calls its own extender so).",
+        ),
+        click.option(
+            "--shutdown-delay",
+            default=0.0,
+            show_default=True,
+            type=click.FloatRange(min=0, max=300),
+            help="On SIGTERM, keep serving this many seconds, answering /readyz 503 and closing each answer's "
+            "connection (callers move to other replicas meanwhile); then stop listening and finish what is in flight.",
+        ),
+        click.option(
+            "--health-port",
+            default=0,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="Also serve /healthz, /readyz and /metrics alone on this port of 0.0.0.0, over plain HTTP (0: none): "
+            "where the kubelet probes a server that listens on 127.0.0.1.",
+        ),
         click.option(
             "--kubeconfig",
             type=click.Path(dir_okay=False),
@@ -119,7 +142,8 @@ def serve_component(
 
     async def body(stop: asyncio.Event) -> None:
         async with component(source) as app:
-            await serve(app, flags.address, flags.port, tls, stop, flags.cert_reload_interval)
+            await serve(app, flags.address, flags.port, tls, stop, flags.cert_reload_interval, flags.shutdown_delay,
+                        flags.health_port)  # fmt: skip
 
     try:
         run_until_signal(body)

@@ -34,7 +34,15 @@ from operators.extender.answers import Candidates, ExtenderState
 from operators.extender.args import BadArgs, item_name, parse_args
 from operators.extender.plans import ON_PLAN, PlanMetrics
 from operators.kube import post_event
-from operators.serving import SUPERVISOR_KEY, BadBody, ReloadingTLS, add_probes, read_json_body, serve_app
+from operators.serving import (
+    SUPERVISOR_KEY,
+    BadBody,
+    ReloadingTLS,
+    add_probes,
+    close_if_draining,
+    read_json_body,
+    serve_app,
+)
 from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.extender")
@@ -115,7 +123,7 @@ async def filter_handler(request: web.Request) -> web.Response:
     if nowhere:
         request.app[NOTIFIER_KEY].unschedulable(call.pod, nowhere)
     request.app[METRICS_KEY].latency.labels("filter").observe(time.perf_counter() - started)
-    return web.Response(body=body, content_type="application/json")
+    return close_if_draining(request, web.Response(body=body, content_type="application/json"))
 
 
 def filter_body(call: Call) -> tuple[bytes, tuple[str, ...]]:
@@ -256,7 +264,7 @@ async def prioritize_handler(request: web.Request) -> web.Response:
         return call
     body = prioritize_body(call)
     request.app[METRICS_KEY].latency.labels("prioritize").observe(time.perf_counter() - started)
-    return web.Response(body=body, content_type="application/json")
+    return close_if_draining(request, web.Response(body=body, content_type="application/json"))
 
 
 def build_app(
@@ -286,9 +294,11 @@ async def serve(
     tls: ReloadingTLS | None,
     stop: asyncio.Event,
     reload_interval: float = 10.0,
+    shutdown_delay: float = 0.0,
+    health_port: int = 0,
 ) -> None:
-    """Serve the extender ``app`` (``build_app``) until ``stop`` is set."""
+    """Serve the extender ``app`` (``build_app``) until ``stop`` is set (then gracefully: :func:`serve_app`)."""
     # Answers allocate thousands of small objects per request: a larger first generation keeps the collector
     # from running several times a request. Set once, for the process, never on the request path.
     gc.set_threshold(50_000, 20, 20)
-    await serve_app(app, "extender", "/filter", host, port, tls, stop, reload_interval)
+    await serve_app(app, "extender", "/filter", host, port, tls, stop, reload_interval, shutdown_delay, health_port)

@@ -15,6 +15,7 @@ from operators.sources.trim import (
     trim_node,
     trim_other,
     trim_pod,
+    trim_pod_and_scheduler,
     trim_selector,
     trim_status,
     trim_storage_class,
@@ -42,6 +43,7 @@ def _custom(plural: str, group: str, kind: str) -> Kind:
 NODES = Kind("nodes", "/api/v1/nodes", "v1", "Node", trim_node)
 PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod)
 APPGROUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod, keys.APPGROUP_LABEL)  # pods of AppGroups
+CLEANUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod_and_scheduler)  # netaware cleanup: who schedules
 NAMESPACES = Kind("namespaces", "/api/v1/namespaces", "v1", "Namespace")
 APPGROUPS = _custom("appgroups", keys.APPGROUP_GROUP, "AppGroup")
 APPGROUP_SPECS = dataclasses.replace(APPGROUPS, trim=trim_status)  # status writes are no change

@@ -147,6 +147,16 @@ def trim_pod(raw: dict[str, Any]) -> dict[str, Any]:
     return trimmed
 
 
+def trim_pod_and_scheduler(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`trim_pod` and ``spec.schedulerName`` (``netaware cleanup`` finds the pods of a removed scheduler; the
+    long-running caches do not keep it)."""
+    trimmed = trim_pod(raw)
+    spec = raw.get("spec")
+    if isinstance(spec, dict) and "schedulerName" in spec and isinstance(trimmed.get("spec"), dict):
+        trimmed["spec"]["schedulerName"] = spec["schedulerName"]
+    return trimmed
+
+
 def _is_read(volume: dict[str, Any]) -> bool:
     return any(volume.get(source) is not None for source in ("ephemeral", *_VOLUME_SOURCES))
 

@@ -140,6 +140,7 @@ def test_offline_commands_answer_or_name_the_field(
     run_cli(tmp_path, everything, "explain", "appgroup", "default/a1")
     run_cli(tmp_path, everything, "explain", "node", "n-1")
     run_cli(tmp_path, everything, "plan", "--appgroup", "default/a1", "--budget-ms", "20")
+    run_cli(tmp_path, everything, "cleanup", "--scheduler-name", "s", "--reschedule-pending")
 
 
 def test_deeply_nested_documents_are_one_line(tmp_path: pathlib.Path) -> None:
@@ -423,11 +424,12 @@ def admission(pod: Any) -> bytes:
     }
 )
 def test_webhook_answers_and_every_patch_applies(webhook: Served, pod: Any) -> None:
-    status, answer = webhook.post("/mutate-pods", admission(pod))
-    assert status in (200, 400), answer
-    if status == 200 and answer["response"]["allowed"] and "patch" in answer["response"]:
-        patch = json.loads(base64.b64decode(answer["response"]["patch"]))
-        jsonpatch.apply_patch(pod, patch)
+    for path in ("/mutate-pods", "/mutate-bandwidth-pods"):
+        status, answer = webhook.post(path, admission(pod))
+        assert status in (200, 400), answer
+        if status == 200 and answer["response"]["allowed"] and "patch" in answer["response"]:
+            patch = json.loads(base64.b64decode(answer["response"]["patch"]))
+            jsonpatch.apply_patch(pod, patch)
 
 
 @pytest.mark.parametrize("value", HOSTILE_QUANTITIES)

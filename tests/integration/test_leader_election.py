@@ -107,3 +107,58 @@ async def test_the_leader_rides_out_refused_connections_shorter_than_its_renew_d
 
 def lease_renewals(emulator: ApiEmulator) -> int:
     return sum(1 for w in emulator.writes if w[2] == "leases")
+
+
+async def test_a_follower_keeps_its_cache_synced_and_leads_from_it_without_listing_again(
+    api: Api, emulator: ApiEmulator, tmp_path: pathlib.Path
+) -> None:
+    """Warm standby: the follower lists and watches while it waits (ready only once synced, so a rollout replaces
+    the leader by a warm replica), and the components it starts on taking the Lease read that cache: no list of
+    pods after the takeover, the first decision as soon as kopf is up."""
+    await emulator.seed(documents("cluster.yaml") + documents("pods.yaml"))
+    first = await replica(emulator, "replica-a", tmp_path / "a.log")
+    await eventually(lambda: holder(emulator) == "replica-a", within=20)
+    pod_lists = emulator.requests_of("list", "pods")
+    follower_log = tmp_path / "b.log"
+    second = await start_run(
+        emulator, "--components", "appgroup", "--health-port", str(health := free_port()),
+        "--leader-election-identity", "replica-b", "--lease-duration", str(LEASE_SECONDS), "--renew-deadline", "3",
+        "--retry-period", str(RETRY_SECONDS), output=follower_log.open("w"),
+    )  # fmt: skip
+    try:
+        await eventually(lambda: ready(health), within=20)  # synced, and still a follower
+        assert holder(emulator) == "replica-a"
+        listed_by_the_follower = emulator.requests_of("list", "pods") - pod_lists
+        assert listed_by_the_follower == 1  # its own cache's list (AppGroup pods, one page)
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        await eventually(lambda: holder(emulator) == "replica-b", within=LEASE_SECONDS + 10)
+        led = time.monotonic()
+        await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
+        await eventually(lambda: status_of(emulator).get("runningWorkloads") is not None, within=20)
+        first_decision = time.monotonic() - led
+        assert emulator.requests_of("list", "pods") - pod_lists == listed_by_the_follower  # not listed again
+        assert "leading from the cache kept as a follower (synced)" in follower_log.read_text()
+        assert first_decision < 10, first_decision
+    finally:
+        await stop_replicas(first, second)
+    assert second.returncode == 0
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ready(port: int) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False

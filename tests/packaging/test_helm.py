@@ -4,12 +4,16 @@ that never touches kube-system or its own namespace, values checked by values.sc
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 import pathlib
 import shutil
 import subprocess
 from typing import Any
 
 import kubernetes_validate
+import kubernetes_validate.utils
 import pytest
 import yaml
 
@@ -37,7 +41,18 @@ VARIANTS = {
     ],
     "agent": ["--set", "agent.enabled=true", "--set", "agent.publishCapacity=true", "--set", "agent.interface=eth1"],
     "agent-terway": ["--set", "agent.enabled=true", "--set", "agent.backend=terway-qos"],
+    "everything": [
+        *("--set", "secondScheduler.enabled=true", "--set", "descheduler.enabled=true"),
+        *("--set", "descheduler.rebalance.enabled=true", "--set", "operator.appGroupPlans=true"),
+        *("--set", "probe.enabled=true", "--set", "agent.enabled=true", "--set", "grafanaDashboard.enabled=true"),
+        *("--set", "serviceMonitor.enabled=true"),
+    ],
+    "scheduler-calls-the-service": [
+        *("--set", "secondScheduler.enabled=true", "--set", "secondScheduler.extenderInPod=false"),
+    ],
 }
+# The Kubernetes versions the chart supports (Chart.yaml kubeVersion) up to the newest: every object is valid in each.
+SUPPORTED = tuple(f"1.{minor}.0" for minor in range(29, 38))
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +65,19 @@ def helm() -> str:
     return str(binary if binary.exists() else shutil.which("helm"))
 
 
+# kubernetes-validate reads its schema files (the definitions are megabytes of JSON) on every call: each is read once
+kubernetes_validate.utils.schema_contents = functools.lru_cache(maxsize=None)(  # type: ignore[assignment]
+    kubernetes_validate.utils.schema_contents
+)
+
+
 def render(helm: str, *args: str) -> list[dict[str, Any]]:
+    """The chart rendered by ``helm template`` with ``args`` (each set of arguments rendered once per session)."""
+    return copy.deepcopy(_rendered(helm, args))
+
+
+@functools.cache
+def _rendered(helm: str, args: tuple[str, ...]) -> list[dict[str, Any]]:
     done = subprocess.run(
         [helm, "template", "t", str(CHART), "-n", NAMESPACE, *args], capture_output=True, text=True, check=False
     )
@@ -76,7 +103,15 @@ def test_every_rendered_object_is_valid(helm: str, variant: str) -> None:
     for document in documents:
         if document["apiVersion"] in NOT_IN_KUBERNETES:
             continue
-        kubernetes_validate.validate(document, "1.33.0", strict=True)
+        text = json.dumps(document, sort_keys=True)
+        for version in SUPPORTED:
+            _validate(text, version)
+
+
+@functools.cache
+def _validate(document: str, version: str) -> None:
+    """One rendered object (as JSON text) checked against one version's schemas, once: variants share most objects."""
+    kubernetes_validate.validate(json.loads(document), version, strict=True)
 
 
 def test_variants_render_what_they_promise(helm: str) -> None:
@@ -136,9 +171,11 @@ def test_webhook_skips_kube_system_and_its_own_namespace(helm: str) -> None:
         assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
         assert set(expression["values"]) == {"kube-system", NAMESPACE}
         assert webhook["sideEffects"] == "None" and webhook["clientConfig"]["caBundle"]
-    # pods that ask for bandwidth fail closed (never created unaccounted); every other pod is never blocked
+    # pods that ask for bandwidth fail closed (never created unaccounted) after one retry; every other pod is never
+    # blocked
     assert [(w["name"], w["failurePolicy"]) for w in entries] == [
-        ("pod-bandwidth.netaware.io", "Fail"),
+        ("pod-bandwidth.netaware.io", "Ignore"),
+        ("pod-bandwidth-retry.netaware.io", "Fail"),
         ("pod.netaware.io", "Ignore"),
     ]
 
@@ -180,9 +217,12 @@ def test_network_policies_admit_each_port_from_its_callers_only(helm: str) -> No
     (webhook,) = by_component["webhook"]["ingress"]
     assert webhook["ports"] == [{"port": 9443, "protocol": "TCP"}] and "from" not in webhook
     (extender,) = by_component["extender"]["ingress"]
-    sources = extender["from"]
-    assert any("podSelector" in peer for peer in sources)  # the chart's second scheduler
-    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}} in sources
+    kube_system = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+    assert extender["from"] == [kube_system]  # the second scheduler calls the extender in its own pods
+    calling = render(helm, *VARIANTS["scheduler-calls-the-service"])
+    policy = next(d for d in calling if d["kind"] == "NetworkPolicy" and d["metadata"]["name"].endswith("extender"))
+    sources = policy["spec"]["ingress"][0]["from"]
+    assert any("podSelector" in peer for peer in sources) and kube_system in sources  # the chart's second scheduler
     (metrics,) = by_component["operator"]["ingress"]
     assert metrics["ports"] == [{"port": 8080, "protocol": "TCP"}]
     assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]

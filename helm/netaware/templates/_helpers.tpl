@@ -49,23 +49,90 @@ capabilities:
   drop: ["ALL"]
 {{- end -}}
 
+{{/*
+Where a component's pods run (Deployments): the component's own nodeSelector, tolerations, affinity and
+topologySpreadConstraints, else the chart-wide ones; with neither, replicas spread over nodes and zones
+(ScheduleAnyway: a one-node cluster still runs them; counted per revision, so a rollout spreads too). And the
+priority class: the component's, else the chart-wide one. Called with (dict "root" $ "component" NAME "values" V).
+*/}}
 {{- define "netaware.scheduling" -}}
-{{- with .Values.nodeSelector }}
+{{- $root := .root }}
+{{- $values := .values | default dict }}
+{{- with $values.nodeSelector | default $root.Values.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- with $values.tolerations | default $root.Values.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.affinity }}
+{{- with $values.affinity | default $root.Values.affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.imagePullSecrets }}
+{{- $spread := $values.topologySpreadConstraints }}
+{{- if kindIs "invalid" $spread }}
+{{- $spread = $root.Values.topologySpreadConstraints }}
+{{- end }}
+{{- if kindIs "invalid" $spread }}
+topologySpreadConstraints:
+  {{- range $key := list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+  - maxSkew: 1
+    topologyKey: {{ $key }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels: {{- include "netaware.selector" (dict "root" $root "component" $.component) | nindent 8 }}
+    matchLabelKeys: [pod-template-hash]
+  {{- end }}
+{{- else if $spread }}
+topologySpreadConstraints:
+  {{- toYaml $spread | nindent 2 }}
+{{- end }}
+{{- with $values.priorityClassName | default $root.Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $root.Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/*
+A PodDisruptionBudget for a component, only where it can be met: with one replica, minAvailable 1 would block
+every node drain (the replica is never evictable), so none is rendered. (dict "root" $ "component" NAME
+"replicas" N)
+*/}}
+{{- define "netaware.pdb" -}}
+{{- if and .root.Values.podDisruptionBudget.enabled (gt (int .replicas) 1) }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "netaware.name" . }}
+  namespace: {{ .root.Release.Namespace }}
+  labels: {{- include "netaware.labels" . | nindent 4 }}
+spec:
+  {{- with .root.Values.podDisruptionBudget.maxUnavailable }}
+  maxUnavailable: {{ . }}
+  {{- else }}
+  minAvailable: {{ .root.Values.podDisruptionBudget.minAvailable }}
+  {{- end }}
+  selector:
+    matchLabels: {{- include "netaware.selector" . | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The second scheduler's image: the value, else registry.k8s.io/kube-scheduler at the cluster's own version
+(kube-scheduler supports the API server of its own minor version; a managed cluster's suffix, as in
+v1.33.5-eks-3025e55, is not part of the upstream image's tag).
+*/}}
+{{- define "netaware.schedulerImage" -}}
+{{- if .Values.secondScheduler.image -}}
+{{- .Values.secondScheduler.image -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.secondScheduler.imageRepository (regexFind `^v?[0-9]+\.[0-9]+\.[0-9]+` .Capabilities.KubeVersion.Version | trimPrefix "v" | printf "v%s") -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "netaware.probes" -}}
@@ -83,10 +150,107 @@ livenessProbe:
 {{- .Values.operator.nodeSLOSpecOwner | default (ternary "netaware" "koordinator" .Values.crds.nodeSLO) -}}
 {{- end }}
 
-{{/* The extender's KubeSchedulerConfiguration is mounted into the operator when its plans or the rebalancer count
-with it ("true" or empty). */}}
-{{- define "netaware.planConfig" -}}
-{{- if and .Values.extender.enabled (or .Values.operator.appGroupPlans (and .Values.descheduler.enabled .Values.descheduler.rebalance.enabled)) -}}
+{{/* The extender's KubeSchedulerConfiguration (its plugins' arguments) exists when an extender runs: the Deployment
+(extender.enabled) or the second scheduler's own (secondScheduler.enabled). */}}
+{{- define "netaware.extenderRuns" -}}
+{{- if or .Values.extender.enabled .Values.secondScheduler.enabled -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{/* ... and is mounted into the operator when its plans or the rebalancer count with it ("true" or empty). */}}
+{{- define "netaware.planConfig" -}}
+{{- if and (include "netaware.extenderRuns" .) (or .Values.operator.appGroupPlans (and .Values.descheduler.enabled .Values.descheduler.rebalance.enabled)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The extender's configuration file: it counts bandwidth in the accounting mode kube-scheduler accounts
+(bandwidth.accountingMode), and gives a node with no other capacity source the same default as the nodebandwidth
+controller. One rendering for the ConfigMap and for the checksum that rolls the pods reading it. */}}
+{{- define "netaware.extenderConfig" -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - pluginConfig:
+      - name: NetworkBandwidth
+        args:
+          accountingMode: {{ .Values.bandwidth.accountingMode }}
+          {{- with .Values.bandwidth.defaultNodeBandwidth }}
+          defaultNodeBandwidth: {{ . | quote }}
+          {{- end }}
+{{- end -}}
+
+{{/* The descheduler's policy file (the ConfigMap and the operator's checksum). */}}
+{{- define "netaware.deschedulerPolicy" -}}
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerConfiguration
+deschedulingInterval: {{ .Values.descheduler.policy.deschedulingInterval }}
+dryRun: {{ .Values.descheduler.policy.dryRun }}
+maxNoOfPodsToEvictPerNode: {{ .Values.descheduler.policy.maxNoOfPodsToEvictPerNode }}
+profiles:
+- name: netaware
+  plugins:
+    balance:
+      enabled: [{name: LowNodeLoad}{{ if .Values.descheduler.rebalance.enabled }}, {name: NetworkRebalance}{{ end }}]
+  pluginConfig:
+  - name: LowNodeLoad
+    args:
+      lowThresholds: {{ toJson .Values.descheduler.policy.lowThresholds }}
+      highThresholds: {{ toJson .Values.descheduler.policy.highThresholds }}
+      evictableNamespaces:
+        exclude: [kube-system, {{ .Release.Namespace }}]
+  {{- if .Values.descheduler.rebalance.enabled }}
+  - name: NetworkRebalance
+    args:
+      {{- with .Values.descheduler.rebalance }}
+      weights: {networkCost: {{ .weights.networkCost }}, bandwidthBalance: {{ .weights.bandwidthBalance }}}
+      minGainPerMove: {{ .minGainPerMove }}
+      minGainPerCycle: {{ .minGainPerCycle }}
+      cooldown: {{ .cooldown }}
+      maxMovesPerCycle: {{ .maxMovesPerCycle }}
+      maxMovesPerHour: {{ .maxMovesPerHour }}
+      layoutTTL: {{ .layoutTTL }}
+      planBudget: {{ .planBudget }}
+      breadth: {{ .breadth }}
+      {{- end }}
+      evictableNamespaces:
+        exclude: [kube-system, {{ .Release.Namespace }}]
+  {{- end }}
+{{- end -}}
+
+{{/* The second scheduler's KubeSchedulerConfiguration: its own profile and Lease, and the extender it calls (the
+one in its pod, over loopback; or the extender Deployment's Service over TLS). (dict "root" $ "name" NAME "sidecar"
+BOOL "extender" SERVICE) */}}
+{{- define "netaware.schedulerConfig" -}}
+{{- $values := .root.Values.secondScheduler -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  resourceLock: leases
+  resourceNamespace: {{ .root.Release.Namespace }}
+  resourceName: {{ .name }}
+  leaseDuration: {{ $values.leaderElection.leaseDuration }}
+  renewDeadline: {{ $values.leaderElection.renewDeadline }}
+  retryPeriod: {{ $values.leaderElection.retryPeriod }}
+percentageOfNodesToScore: {{ $values.percentageOfNodesToScore }}
+profiles:
+  - schedulerName: {{ $values.name }}
+extenders:
+  {{- if .sidecar }}
+  - urlPrefix: http://127.0.0.1:8888
+  {{- else }}
+  - urlPrefix: https://{{ .extender }}.{{ .root.Release.Namespace }}.svc:443
+  {{- end }}
+    filterVerb: filter
+    prioritizeVerb: prioritize
+    weight: 5
+    nodeCacheCapable: true
+    ignorable: true
+    httpTimeout: {{ $values.httpTimeout }}
+    {{- if not .sidecar }}
+    tlsConfig:
+      caFile: /etc/netaware/extender-ca/ca.crt
+    {{- end }}
 {{- end -}}

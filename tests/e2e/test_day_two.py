@@ -1,0 +1,645 @@
+"""Day two on real nodes, as a platform team runs netaware: the previous release installed with users' objects and
+traffic, upgraded to this chart while a pod is created every 100 ms, upgraded again with the same values, uninstalled
+and installed again, and the node of the leaders lost — on a control plane of its own with three real nodes (kubelet,
+containerd, runc, the CNI plugins; real-node-1 holds the control plane, netaware's Deployments run on real-node-2
+and real-node-3) and a KWOK node that takes the users' pods.
+
+What each test shows, and the issue's acceptance it answers:
+
+* the upgrade refuses no pod, lets none through without its mutation, and the second scheduler never skips its
+  extender (kube-scheduler logs every skip; none is logged, and every AppGroup pod is Scheduled by it);
+* an upgrade with unchanged values changes no Secret, no caBundle and no pod template;
+* an uninstall keeps every AppGroup, NetworkTopology and NodeSLO, leaves no pod held by netaware's gate (the
+  post-delete Job, the real image), and a reinstall reconciles them again;
+* the node that holds the operator's and the second scheduler's leaders, a webhook replica and an extender replica,
+  lost (its kubelet, containerd and pods killed): no pod creation fails, AppGroup pods keep binding, and the next
+  decisions come within the lease duration + 5 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import pathlib
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from tests.support.e2e import ROOT, eventually, helm, kubectl_json, not_built
+from tests.support.prerequisites import require
+
+pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
+
+CHART = ROOT / "helm" / "netaware"
+RELEASES = ROOT / "tests" / "fixtures" / "releases"
+NAMESPACE = "netaware-system"
+APPS = "day-two"  # the users' namespace: a default egress bandwidth, their AppGroups and pods
+COMPONENT_NODES = ("real-node-2", "real-node-3")
+GATE = "netaware.io/topology-order"
+SCHEDULER = "network-aware-scheduler"
+LEASE_SECONDS = 15  # the chart's default, for the operator and the second scheduler alike
+
+
+def version_of(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def previous_release() -> tuple[str, pathlib.Path]:
+    """The newest release of tests/fixtures/releases below the working tree's chart version, and its chart."""
+    current = version_of(yaml.safe_load((CHART / "Chart.yaml").read_text())["version"])
+    older = sorted(
+        (folder for folder in RELEASES.iterdir() if version_of(folder.name) < current),
+        key=lambda folder: version_of(folder.name),
+    )
+    assert older, f"no release below {current} in {RELEASES} (hack/cut-release.sh makes one)"
+    folder = older[-1]
+    return folder.name, folder / f"netaware-{folder.name}.tgz"
+
+
+def values(tag: str) -> dict[str, Any]:
+    """The same values for both releases (keys the previous chart's schema knows too)."""
+    version = subprocess.run(
+        [str(control_plane.BIN / "kube-scheduler"), "--version"], capture_output=True, text=True, check=True
+    ).stdout.split()[-1]
+    return {
+        "image": {"repository": "localhost/netaware", "tag": tag, "pullPolicy": "Never"},
+        "nodeSelector": {"netaware-test/components": "true"},
+        "operator": {"appGroupPlans": True},
+        "secondScheduler": {"enabled": True, "image": f"localhost/kube-scheduler:{version}"},
+        "bandwidth": {"defaultNodeBandwidth": "100G"},
+    }
+
+
+class Api:
+    """The API server over one keep-alive HTTPS connection, with the admin's certificate (a pod every 100 ms needs
+    no kubectl process per pod)."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.host, self.port = plane.server.removeprefix("https://").split(":")
+        self.context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
+        self.context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+        self.connection: http.client.HTTPSConnection | None = None
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, str]:
+        for attempt in range(2):  # a connection the server closed while idle is opened again, once
+            if self.connection is None:
+                self.connection = http.client.HTTPSConnection(
+                    self.host, int(self.port), context=self.context, timeout=30
+                )
+            try:
+                self.connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+                answer = self.connection.getresponse()
+                return answer.status, answer.read().decode(errors="replace")
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.connection = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+
+@dataclass
+class Creator:
+    """Creates a pod every ``period`` seconds in a thread, in turn: one that asks for bandwidth itself, a plain one
+    (the namespace's default gives it a bandwidth), a pod of the AppGroup ``traffic`` (sent to the second
+    scheduler); every answer kept."""
+
+    plane: ControlPlane
+    prefix: str
+    period: float = 0.1
+    created: list[tuple[str, str, float]] = field(default_factory=list)  # (name, kind, when)
+    refused: list[tuple[str, int, str]] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def pod(self, name: str, kind: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "labels": {"creator": self.prefix}}
+        if kind == "bandwidth":
+            meta["annotations"] = {"kubernetes.io/egress-bandwidth": "1M"}
+        if kind == "group":
+            meta["labels"].update({"appgroup.diktyo.x-k8s.io": "traffic", "appgroup.diktyo.x-k8s.io.workload": "w"})
+        spec = {
+            "nodeSelector": {"type": "kwok"},
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        }
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+    def run(self) -> None:
+        api = Api(self.plane)
+        kinds = ("bandwidth", "plain", "group")
+        number = 0
+        next_at = time.monotonic()
+        while not self.stopping.is_set():
+            kind = kinds[number % 3]
+            name = f"{self.prefix}-{number:05d}"
+            try:
+                status, text = api.post(f"/api/v1/namespaces/{APPS}/pods", self.pod(name, kind))
+            except OSError as error:
+                status, text = 0, str(error)
+            if status == 201:
+                self.created.append((name, kind, time.time()))
+            else:
+                self.refused.append((name, status, text[:300]))
+            number += 1
+            next_at += self.period
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Creator]:
+        thread = threading.Thread(target=self.run, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.stopping.set()
+            thread.join(30)
+
+
+@dataclass
+class SchedulerLogs:
+    """Every line each second-scheduler pod logs while inside (``kubectl logs -f`` per pod, followed as pods come):
+    kube-scheduler logs "Skipping extender" each time an ignorable extender fails and it schedules without it."""
+
+    plane: ControlPlane
+    folder: pathlib.Path
+    followed: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for pod in scheduler_pods(self.plane):
+                name = pod["metadata"]["name"]
+                statuses = pod["status"].get("containerStatuses") or ()
+                started = any(s["name"] == "kube-scheduler" and "running" in s.get("state", {}) for s in statuses)
+                if name not in self.followed and started:
+                    log = (self.folder / f"{name}.log").open("wb")
+                    self.followed[name] = subprocess.Popen(
+                        [
+                            str(self.plane.bin_dir / "kubectl"),
+                            f"--kubeconfig={self.plane.kubeconfig}",
+                            "logs",
+                            "-f",
+                            "-n",
+                            NAMESPACE,
+                            name,
+                            "-c",
+                            "kube-scheduler",
+                        ],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+            self.stopping.wait(0.5)
+
+    @contextlib.contextmanager
+    def following(self) -> Iterator[SchedulerLogs]:
+        thread = threading.Thread(target=self.run, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.stopping.set()
+            thread.join(10)
+            time.sleep(1)
+            for process in self.followed.values():
+                process.terminate()
+                process.wait(10)
+
+    def lines(self, pattern: str) -> list[str]:
+        found = []
+        for path in self.folder.glob("*.log"):
+            found += [
+                f"{path.stem}: {line}" for line in path.read_text(errors="replace").splitlines() if pattern in line
+            ]
+        return found
+
+
+def scheduler_pods(plane: ControlPlane) -> list[dict[str, Any]]:
+    return list(
+        kubectl_json(plane, "get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=scheduler")["items"]
+    )
+
+
+def pods_of(plane: ControlPlane, selector: str, namespace: str = APPS) -> dict[str, dict[str, Any]]:
+    return {
+        p["metadata"]["name"]: p for p in kubectl_json(plane, "get", "pods", "-n", namespace, "-l", selector)["items"]
+    }
+
+
+def scheduled_by(plane: ControlPlane) -> dict[str, tuple[str, str]]:
+    """pod -> (the scheduler that bound it, its instance), from the Scheduled Events of the users' namespace."""
+    events = kubectl_json(plane, "get", "events", "-n", APPS, "--field-selector", "reason=Scheduled")["items"]
+    return {
+        e["involvedObject"]["name"]: (e.get("reportingComponent") or "", e.get("reportingInstance") or "")
+        for e in events
+    }
+
+
+def all_scheduled(plane: ControlPlane, names: list[str]) -> dict[str, tuple[str, str]] | None:
+    found = scheduled_by(plane)
+    return found if all(name in found for name in names) else None
+
+
+def mutated(pod: dict[str, Any]) -> bool:
+    """Carries the bandwidth the webhook writes: the annotation and the extended resource kube-scheduler counts."""
+    annotations = pod["metadata"].get("annotations") or {}
+    requests = pod["spec"]["containers"][0].get("resources", {}).get("requests", {})
+    return "kubernetes.io/egress-bandwidth" in annotations and "netaware.io/egress-bandwidth" in requests
+
+
+def lease_holder(plane: ControlPlane, name: str) -> str:
+    lease = kubectl_json(plane, "get", "lease", name, "-n", NAMESPACE)
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+def node_of_pod(plane: ControlPlane, name: str) -> str:
+    return str(kubectl_json(plane, "get", "pod", name, "-n", NAMESPACE)["spec"]["nodeName"])
+
+
+def holder_pod(holder: str) -> str:
+    """The pod named in a Lease's holderIdentity: netaware's `<hostname>_<suffix>`, kube-scheduler's
+    `<hostname>_<uuid>` (the hostname is the pod's name)."""
+    return holder.rsplit("_", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    require(not_built())
+    folder = tmp_path_factory.mktemp("day-two-plane")
+    kwok = folder / "kwok-node.yaml"
+    kwok.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": "kwok-1",
+                    "labels": {"topology.kubernetes.io/region": "real", "topology.kubernetes.io/zone": "kwok"},
+                },
+                "status": {
+                    "allocatable": {"cpu": "1000", "memory": "4Ti", "pods": "5000"},
+                    "capacity": {"cpu": "1000", "memory": "4Ti", "pods": "5000"},
+                },
+            }
+        )
+    )
+    plane = ControlPlane(folder, real_nodes=3)
+    plane.start([kwok])
+    try:
+        for node in COMPONENT_NODES:
+            plane.kubectl("label", "node", node, "netaware-test/components=true")
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
+def previous(plane: ControlPlane) -> Iterator[str]:
+    """The previous release installed, with the users' objects: a namespace with a default egress bandwidth, the
+    AppGroup ``traffic`` (its pods go to the second scheduler), and a NetworkTopology."""
+    version, chart = previous_release()
+    folder = plane.folder
+    (folder / "previous.yaml").write_text(json.dumps(values(version)))
+    helm(
+        plane,
+        "install",
+        "netaware",
+        str(chart),
+        "-n",
+        NAMESPACE,
+        "--create-namespace",
+        "-f",
+        str(folder / "previous.yaml"),
+        "--wait",
+        "--timeout",
+        "300s",
+    )
+    plane.kubectl("create", "namespace", APPS)
+    plane.kubectl("annotate", "namespace", APPS, "netaware.io/default-egress-bandwidth=2M")
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup("traffic", [("w", [])])))
+    topology = yaml.safe_load((ROOT / "hack" / "examples" / "networktopology.yaml").read_text())
+    topology["metadata"]["namespace"] = APPS
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(topology))
+    eventually(
+        lambda: kubectl_json(plane, "get", "appgroup", "traffic", "-n", APPS).get("status", {}).get("topologyOrder"),
+        120,
+        "the previous release's operator at work",
+    )
+    yield version
+
+
+def appgroup(name: str, workloads: list[tuple[str, list[str]]], annotations: dict[str, str] | None = None) -> Any:
+    def ref(selector: str) -> dict[str, str]:
+        return {"kind": "Deployment", "name": selector, "selector": selector, "apiVersion": "apps/v1"}
+
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": name, "namespace": APPS, "annotations": annotations or {}},
+        "spec": {
+            "numMembers": len(workloads),
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [
+                {"workload": ref(w), "dependencies": [{"workload": ref(d)} for d in deps]} for w, deps in workloads
+            ],
+        },
+    }
+
+
+def upgrade(plane: ControlPlane, *more: str) -> float:
+    """``helm upgrade`` to the working tree's chart with the same values; the seconds it took."""
+    (plane.folder / "current.yaml").write_text(json.dumps(values("dev")))
+    started = time.monotonic()
+    helm(
+        plane,
+        "upgrade",
+        "netaware",
+        str(CHART),
+        "-n",
+        NAMESPACE,
+        "-f",
+        str(plane.folder / "current.yaml"),
+        *more,
+        "--wait",
+        "--timeout",
+        "300s",
+    )
+    return time.monotonic() - started
+
+
+def test_an_upgrade_under_a_pod_every_100ms_refuses_none_mutates_all_and_never_skips_the_extender(
+    plane: ControlPlane, previous: str, tmp_path: pathlib.Path
+) -> None:
+    creator = Creator(plane, "up")
+    logs = SchedulerLogs(plane, tmp_path)
+    with logs.following(), creator.running():
+        time.sleep(3)
+        seconds = upgrade(plane)
+        time.sleep(5)  # and a while on the new release
+    print(
+        f"upgrade {previous} -> working tree: {seconds:.1f} s, {len(creator.created)} pods created, "
+        f"{len(creator.refused)} refused"
+    )
+    assert creator.refused == []
+    pods = pods_of(plane, "creator=up")
+    assert len(pods) == len(creator.created)
+    unmutated = sorted(name for name, pod in pods.items() if not mutated(pod))
+    assert unmutated == [], f"{len(unmutated)} admitted without the webhook's mutation: {unmutated[:5]}"
+    group = [name for name, kind, _ in creator.created if kind == "group"]
+    assert all(pods[name]["spec"]["schedulerName"] == SCHEDULER for name in group)
+    binders = eventually(lambda: all_scheduled(plane, group), 120, "every AppGroup pod Scheduled")
+    assert {binders[name][0] for name in group} == {SCHEDULER}
+    assert logs.followed and logs.lines("Skipping extender") == []
+    # the new leader's extender answered every pod that leader bound (its own, in its pod: counted there)
+    leader = holder_pod(lease_holder(plane, "netaware-scheduler"))
+    by_leader = [name for name in group if binders[name][1].startswith(leader)]
+    metrics = plane.kubectl("get", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/http:{leader}:8080/proxy/metrics")
+    answered = sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in metrics.stdout.splitlines()
+        if line.startswith("netaware_extender_latency_seconds_count") and 'verb="filter"' in line
+    )
+    assert by_leader and answered >= len(by_leader), (answered, len(by_leader))
+    plane.kubectl("delete", "pods", "-n", APPS, "-l", "creator=up", "--wait=false")
+
+
+def tls_state(plane: ControlPlane) -> dict[str, Any]:
+    listed = kubectl_json(plane, "get", "secrets", "-n", NAMESPACE, "-l", "app.kubernetes.io/instance=netaware")
+    webhook = kubectl_json(plane, "get", "mutatingwebhookconfiguration", "netaware-webhook")
+    templates = {
+        d["metadata"]["name"]: d["spec"]["template"]
+        for d in kubectl_json(plane, "get", "deployments", "-n", NAMESPACE)["items"]
+    }
+    return {
+        "secrets": {s["metadata"]["name"]: s["data"] for s in listed["items"]},
+        "caBundles": [entry["clientConfig"]["caBundle"] for entry in webhook["webhooks"]],
+        "templates": templates,
+    }
+
+
+def test_an_upgrade_with_the_same_values_changes_no_secret_no_ca_bundle_and_rolls_no_pod(
+    plane: ControlPlane, previous: str
+) -> None:
+    before = tls_state(plane)
+    upgrade(plane)
+    assert tls_state(plane) == before
+
+
+def test_an_uninstall_keeps_the_users_objects_releases_every_gate_and_a_reinstall_reconciles_them(
+    plane: ControlPlane, previous: str
+) -> None:
+    # a pod held by netaware's gate: its workload waits for one that never comes (an hour's timeout)
+    held = appgroup(
+        "held",
+        [("front", ["back"]), ("back", [])],
+        {"netaware.io/ordered-scheduling": "true", "netaware.io/ordered-scheduling-timeout": "3600"},
+    )
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(held))
+    eventually(
+        lambda: kubectl_json(plane, "get", "appgroup", "held", "-n", APPS).get("status", {}).get("topologyOrder"),
+        60,
+        "the AppGroup held ready",
+    )
+    labels = {"app": "front", "appgroup.diktyo.x-k8s.io": "held", "appgroup.diktyo.x-k8s.io.workload": "front"}
+    front = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "front", "namespace": APPS},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "front"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {"type": "kwok"},
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        },
+    }
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(front))
+    gated = eventually(
+        lambda: [
+            p
+            for p in pods_of(plane, "app=front").values()
+            if GATE in {g["name"] for g in p["spec"].get("schedulingGates") or ()}
+        ],
+        60,
+        "the front pod gated",
+    )
+    assert gated[0]["spec"]["schedulerName"] == SCHEDULER
+    kept = {
+        (kind, name): kubectl_json(plane, "get", kind, name, *(["-n", APPS] if namespaced else []))["metadata"]["uid"]
+        for kind, name, namespaced in (
+            ("appgroup", "held", True),
+            ("appgroup", "traffic", True),
+            ("networktopology", "net-topology-test", True),
+            ("nodeslo", "kwok-1", False),
+            ("nodeslo", "real-node-2", False),
+        )
+    }
+
+    done = helm(plane, "uninstall", "netaware", "-n", NAMESPACE, "--wait", "--timeout", "300s", check=False)
+    assert done.returncode == 0, done.stderr
+    assert not kubectl_json(plane, "get", "jobs", "-n", NAMESPACE)["items"]  # the cleanup Job succeeded and went
+    everywhere = kubectl_json(plane, "get", "pods", "-A")["items"]
+    assert not [
+        p["metadata"]["name"] for p in everywhere if GATE in {g["name"] for g in p["spec"].get("schedulingGates") or ()}
+    ]
+    # the stuck pod (gated, sent to the removed scheduler) deleted; its ReplicaSet's new one binds without netaware
+    replaced = eventually(
+        lambda: [
+            p
+            for p in pods_of(plane, "app=front").values()
+            if p["spec"].get("nodeName") and p["metadata"]["uid"] != gated[0]["metadata"]["uid"]
+        ],
+        60,
+        "front bound",
+    )
+    assert replaced[0]["spec"]["schedulerName"] == "default-scheduler"
+    for node in kubectl_json(plane, "get", "nodes")["items"]:  # nothing runs that requests them: all removed
+        assert not [r for r in node["status"]["allocatable"] if r.startswith("netaware.io/")], node["metadata"]["name"]
+    for (kind, name), uid in kept.items():
+        args = ["get", kind, name, *(["-n", APPS] if kind != "nodeslo" else [])]
+        assert kubectl_json(plane, *args)["metadata"]["uid"] == uid, (kind, name)
+
+    helm(
+        plane,
+        "install",
+        "netaware",
+        str(CHART),
+        "-n",
+        NAMESPACE,
+        "-f",
+        str(plane.folder / "current.yaml"),
+        "--wait",
+        "--timeout",
+        "300s",
+    )
+    plane.kubectl(
+        "patch",
+        "appgroup",
+        "held",
+        "-n",
+        APPS,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"topologySortingAlgorithm": "TarjanSort"}}),
+    )
+
+    def reconciled() -> bool:
+        group = kubectl_json(plane, "get", "appgroup", "held", "-n", APPS)
+        return bool(group.get("status", {}).get("observedGeneration") == group["metadata"]["generation"])
+
+    eventually(reconciled, 120, "the AppGroup's new generation reconciled by the reinstalled operator")
+    slo = kubectl_json(plane, "get", "nodeslo", "real-node-2")
+    assert slo.get("status", {}).get("networkQOS")
+    plane.kubectl("delete", "deployment", "front", "-n", APPS)
+
+
+@dataclass(frozen=True)
+class Leaders:
+    operator: str  # pod names
+    scheduler: str
+
+    def nodes(self, plane: ControlPlane) -> tuple[str, str]:
+        return node_of_pod(plane, self.operator), node_of_pod(plane, self.scheduler)
+
+
+def leaders(plane: ControlPlane) -> Leaders:
+    return Leaders(
+        holder_pod(lease_holder(plane, "netaware-operator")), holder_pod(lease_holder(plane, "netaware-scheduler"))
+    )
+
+
+def both_leaders(plane: ControlPlane) -> Leaders | None:
+    found = leaders(plane)
+    return found if found.operator and found.scheduler else None
+
+
+def colocated_leaders(plane: ControlPlane) -> tuple[Leaders, str]:
+    """Both leaders on one node (the one to lose): the scheduler's leader is deleted (its Lease handed over to the
+    other replica, on the other node) until they share one."""
+    for _ in range(4):
+        found: Leaders = eventually(lambda: both_leaders(plane), 60, "leaders")
+        operator_node, scheduler_node = found.nodes(plane)
+        if operator_node == scheduler_node:
+            return found, operator_node
+        plane.kubectl("delete", "pod", found.scheduler, "-n", NAMESPACE)
+        eventually(lambda deleted=found.scheduler: leaders(plane).scheduler not in ("", deleted), 60, "handed over")
+    raise AssertionError("the leaders never shared a node")
+
+
+def test_the_node_of_the_leaders_lost_no_pod_creation_fails_and_appgroup_pods_keep_binding(
+    plane: ControlPlane, previous: str
+) -> None:
+    placed = {
+        c: sorted(
+            node_of_pod(plane, p["metadata"]["name"])
+            for p in pods_of(plane, f"app.kubernetes.io/component={c}", NAMESPACE).values()
+        )
+        for c in ("operator", "webhook", "extender", "scheduler")
+    }
+    for component, nodes in placed.items():  # the chart's default spread: one replica per node
+        assert nodes == list(COMPONENT_NODES), (component, nodes)
+    before, lost = colocated_leaders(plane)
+    creator = Creator(plane, "loss")
+    with creator.running():
+        time.sleep(3)
+        node = next(n for n in plane.nodes if n.name == lost)
+        node.lose()
+        lost_at = time.time()
+        plane.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup("after-loss", [("x", [])])))
+        status = eventually(
+            lambda: (
+                kubectl_json(plane, "get", "appgroup", "after-loss", "-n", APPS).get("status", {}).get("topologyOrder")
+                and time.time()
+            ),
+            LEASE_SECONDS + 30,
+            "the new operator's decision",
+        )
+        time.sleep(max(0.0, lost_at + LEASE_SECONDS + 10 - time.time()))
+    operator_decision = status - lost_at
+    after = leaders(plane)
+    assert after.operator != before.operator and after.scheduler != before.scheduler
+    group = [(name, when) for name, kind, when in creator.created if kind == "group"]
+    binders = eventually(lambda: all_scheduled(plane, [name for name, _ in group]), 120, "every AppGroup pod Scheduled")
+    bound_after = sorted(when for name, when in group if binders[name][1].startswith(after.scheduler))
+    first_binding = eventually(lambda: _first_binding_time(plane, after.scheduler), 30, "the new leader's binding")
+    scheduler_decision = first_binding - lost_at
+    print(
+        f"node {lost} lost: {len(creator.created)} pods created, {len(creator.refused)} refused; the next "
+        f"AppGroup status {operator_decision:.1f} s after, the next binding by the new scheduler leader "
+        f"{scheduler_decision:.1f} s after (lease {LEASE_SECONDS} s)"
+    )
+    assert creator.refused == []
+    assert bound_after, "the new scheduler leader bound no AppGroup pod"
+    assert operator_decision <= LEASE_SECONDS + 5, operator_decision
+    assert scheduler_decision <= LEASE_SECONDS + 5, scheduler_decision
+    pods = pods_of(plane, "creator=loss")
+    assert not [name for name, pod in pods.items() if not mutated(pod)]
+
+
+def _first_binding_time(plane: ControlPlane, scheduler_pod: str) -> float | None:
+    events = kubectl_json(plane, "get", "events", "-n", APPS, "--field-selector", "reason=Scheduled")["items"]
+    times = [
+        _epoch(e.get("eventTime") or e.get("firstTimestamp"))
+        for e in events
+        if (e.get("reportingInstance") or "").startswith(scheduler_pod)
+    ]
+    return min(times) if times else None
+
+
+def _epoch(text: str) -> float:
+    import datetime
+
+    return datetime.datetime.fromisoformat(text).timestamp()

@@ -1,0 +1,300 @@
+"""The chart as a platform team runs it for months (rendered and checked; the e2e tier installs, upgrades and
+uninstalls it): CRDs kept, PodDisruptionBudgets only where they can be met, replicas spread, consumers of a file rolled
+by its checksum, the second scheduler highly available with its own extender, graceful stops, stable TLS with
+cert-manager, the uninstall's cleanup, and a Kubernetes version range that the templates agree with."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from typing import Any
+
+import yaml
+
+from tests.packaging.test_helm import CHART, NAMESPACE, VARIANTS, containers, helm, render
+
+__all__ = ["helm"]  # the fixture
+
+SCHEDULER = "t-netaware-scheduler"
+
+
+def by_kind(documents: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in documents if d["kind"] == kind}
+
+
+def deployment(documents: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    return by_kind(documents, "Deployment")[f"t-netaware-{component}"]
+
+
+def pod_spec(documents: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    return dict(deployment(documents, component)["spec"]["template"]["spec"])
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_crds_are_kept_on_uninstall_and_when_a_switch_stops_rendering_them(helm: str) -> None:
+    crds = by_kind(render(helm), "CustomResourceDefinition")
+    assert len(crds) == 3
+    for crd in crds.values():
+        assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+        assert crd["metadata"]["labels"] == {"app.kubernetes.io/part-of": "netaware"}  # the rest of the file as it was
+        assert crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    unkept = by_kind(render(helm, "--set", "crds.keep=false"), "CustomResourceDefinition")
+    assert all("annotations" not in crd["metadata"] for crd in unkept.values())
+
+
+def test_a_pod_disruption_budget_only_where_the_component_has_more_than_one_replica(helm: str) -> None:
+    budgets = by_kind(render(helm, *VARIANTS["second-scheduler"]), "PodDisruptionBudget")
+    assert sorted(budgets) == [f"t-netaware-{c}" for c in ("extender", "operator", "scheduler", "webhook")]
+    assert all(budget["spec"]["minAvailable"] == 1 for budget in budgets.values())
+    single = render(helm, "--set", "webhook.replicas=1", "--set", "operator.replicas=1")
+    assert sorted(by_kind(single, "PodDisruptionBudget")) == ["t-netaware-extender"]  # the only one left at 2
+    budgets = by_kind(render(helm, "--set", "podDisruptionBudget.maxUnavailable=1"), "PodDisruptionBudget")
+    budget = budgets["t-netaware-webhook"]
+    assert budget["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "netaware", "app.kubernetes.io/instance": "t",
+                                     "app.kubernetes.io/component": "webhook"}},
+    }  # fmt: skip
+    assert not by_kind(render(helm, "--set", "podDisruptionBudget.enabled=false"), "PodDisruptionBudget")
+
+
+def test_every_deployment_spreads_its_replicas_over_nodes_and_zones_unless_told_otherwise(helm: str) -> None:
+    documents = render(helm, *VARIANTS["second-scheduler"])
+    for component in ("operator", "webhook", "extender", "scheduler"):
+        spec = pod_spec(documents, component)
+        selector = {"app.kubernetes.io/name": "netaware", "app.kubernetes.io/instance": "t",
+                    "app.kubernetes.io/component": component}  # fmt: skip
+        assert spec["topologySpreadConstraints"] == [
+            {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": selector}, "matchLabelKeys": ["pod-template-hash"]}
+            for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+        ], component  # fmt: skip
+        assert spec["priorityClassName"] == "system-cluster-critical", component
+    own = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"x": "y"}}}]}}  # fmt: skip
+    told = render(
+        helm,
+        "--set-json", "webhook.topologySpreadConstraints=[]",
+        "--set-json", f"extender.affinity={json.dumps(own)}",
+        "--set", "operator.priorityClassName=mine",
+        "--set", "priorityClassName=",
+        "--set", "nodeSelector.pool=system",
+        "--set", "webhook.nodeSelector.pool=edge",
+    )  # fmt: skip
+    assert "topologySpreadConstraints" not in pod_spec(told, "webhook")
+    assert pod_spec(told, "extender")["affinity"] == own
+    assert "affinity" not in pod_spec(told, "webhook")
+    assert pod_spec(told, "operator")["priorityClassName"] == "mine"
+    assert "priorityClassName" not in pod_spec(told, "webhook")  # no chart-wide class: none
+    assert pod_spec(told, "webhook")["nodeSelector"] == {"pool": "edge"}  # the component's own wins
+    assert pod_spec(told, "operator")["nodeSelector"] == {"pool": "system"}  # else the chart-wide one
+
+
+def test_every_pod_that_reads_a_file_at_start_rolls_when_the_file_changes(helm: str) -> None:
+    """A checksum of the rendered file on each reader's pod template, so a changed value restarts every reader (the
+    webhook takes the accounting mode as an argument, which rolls it by itself)."""
+    values = [*VARIANTS["second-scheduler"], "--set", "operator.appGroupPlans=true"]
+
+    def checksums(*more: str) -> dict[str, dict[str, str]]:
+        documents = render(helm, *values, *more)
+        configs = by_kind(documents, "ConfigMap")
+        extender_file = configs["t-netaware-extender"]["data"]["config.yaml"]
+        scheduler_file = configs[SCHEDULER]["data"]["config.yaml"]
+        policy_file = configs["t-netaware-descheduler"]["data"]["policy.yaml"]
+        annotations = {c: deployment(documents, c)["spec"]["template"]["metadata"]["annotations"]
+                       for c in ("extender", "scheduler", "operator")}  # fmt: skip
+        # each checksum is the file's (the ConfigMap's text less the newline its block scalar ends with)
+        assert annotations["extender"]["checksum/config"] == sha256(extender_file.removesuffix("\n"))
+        assert annotations["scheduler"]["checksum/extender-config"] == sha256(extender_file.removesuffix("\n"))
+        assert annotations["scheduler"]["checksum/config"] == sha256(scheduler_file.removesuffix("\n"))
+        assert annotations["operator"]["checksum/plan-config"] == sha256(extender_file.removesuffix("\n"))
+        assert annotations["operator"]["checksum/policy"] == sha256(policy_file.removesuffix("\n"))
+        return annotations
+
+    before = checksums()
+    combined = checksums("--set", "bandwidth.accountingMode=combined")
+    for reader in ("extender", "scheduler", "operator"):
+        assert before[reader] != combined[reader], reader
+    assert checksums("--set", "secondScheduler.percentageOfNodesToScore=50")["extender"] == before["extender"]
+
+
+def test_the_second_scheduler_runs_two_replicas_under_a_lease_each_with_its_own_extender(helm: str) -> None:
+    documents = render(helm, *VARIANTS["second-scheduler"], "--kube-version", "1.34.2")
+    scheduler = deployment(documents, "scheduler")
+    assert scheduler["spec"]["replicas"] == 2
+    config = yaml.safe_load(by_kind(documents, "ConfigMap")[SCHEDULER]["data"]["config.yaml"])
+    assert config["leaderElection"] == {"leaderElect": True, "resourceLock": "leases", "resourceNamespace": NAMESPACE,
+                                        "resourceName": SCHEDULER, "leaseDuration": "15s", "renewDeadline": "10s",
+                                        "retryPeriod": "2s"}  # fmt: skip
+    (extender,) = config["extenders"]
+    assert extender["urlPrefix"] == "http://127.0.0.1:8888" and "tlsConfig" not in extender
+    spec = scheduler["spec"]["template"]["spec"]
+    (sidecar,) = spec["initContainers"]
+    assert sidecar["restartPolicy"] == "Always"  # a native sidecar: up and synced before kube-scheduler starts
+    assert sidecar["startupProbe"]["httpGet"] == {"path": "/readyz", "port": "health", "scheme": "HTTP"}
+    assert {"--insecure", "--listen-address=127.0.0.1", "--port=8888", "--health-port=8080"} <= set(sidecar["args"])
+    (main,) = spec["containers"]
+    assert main["image"] == "registry.k8s.io/kube-scheduler:v1.34.2"  # the cluster's own version
+    managed = render(helm, *VARIANTS["second-scheduler"], "--kube-version", "v1.33.5-eks-3025e55")
+    assert pod_spec(managed, "scheduler")["containers"][0]["image"] == "registry.k8s.io/kube-scheduler:v1.33.5"
+    pinned = render(helm, *VARIANTS["second-scheduler"], "--set", "secondScheduler.image=r.example/ks:v9")
+    assert pod_spec(pinned, "scheduler")["containers"][0]["image"] == "r.example/ks:v9"
+    # its Lease: created, and read and renewed by name only, in the release namespace
+    roles = by_kind(documents, "Role")
+    assert roles[f"{SCHEDULER}-leader-election"]["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [SCHEDULER],
+         "verbs": ["get", "update"]},
+    ]  # fmt: skip
+    binding = by_kind(documents, "RoleBinding")[f"{SCHEDULER}-leader-election"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SCHEDULER, "namespace": NAMESPACE}]
+
+
+def test_a_second_scheduler_that_calls_the_extender_service_rolls_when_its_ca_changes(helm: str) -> None:
+    documents = render(helm, *VARIANTS["scheduler-calls-the-service"])
+    config = yaml.safe_load(by_kind(documents, "ConfigMap")[SCHEDULER]["data"]["config.yaml"])
+    (extender,) = config["extenders"]
+    assert extender["urlPrefix"] == f"https://t-netaware-extender.{NAMESPACE}.svc:443"
+    assert extender["tlsConfig"] == {"caFile": "/etc/netaware/extender-ca/ca.crt"}
+    spec = pod_spec(documents, "scheduler")
+    assert "initContainers" not in spec
+    webhook = next(iter(by_kind(documents, "MutatingWebhookConfiguration").values()))
+    bundle = webhook["webhooks"][0]["clientConfig"]["caBundle"]
+    annotations = deployment(documents, "scheduler")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["checksum/extender-ca"] == sha256(bundle)
+    arguments = [*VARIANTS["scheduler-calls-the-service"], "--set", "extender.enabled=false"]
+    refused = subprocess.run(
+        [helm, "template", "t", str(CHART), *arguments], capture_output=True, text=True, check=False
+    )
+    assert refused.returncode != 0 and "it needs extender.enabled=true" in refused.stderr
+
+
+def test_the_servers_stop_gracefully_and_roll_one_replica_at_a_time(helm: str) -> None:
+    documents = render(helm, "--set", "extender.shutdownDelaySeconds=8")
+    for component, delay in (("webhook", 5), ("extender", 8)):
+        spec = pod_spec(documents, component)
+        assert f"--shutdown-delay={delay}" in spec["containers"][0]["args"], component
+        assert spec["terminationGracePeriodSeconds"] == delay + 30  # the delay, then in-flight requests finish
+        strategy = deployment(documents, component)["spec"]["strategy"]
+        assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    assert pod_spec(documents, "operator")["terminationGracePeriodSeconds"] == 30
+
+
+def test_the_webhook_retries_the_pods_that_ask_for_bandwidth_through_a_second_entry(helm: str) -> None:
+    from webhooks.configuration import ASKS_FOR_BANDWIDTH, NOT_ADMITTED
+
+    (webhook,) = by_kind(render(helm), "MutatingWebhookConfiguration").values()
+    entries = {entry["name"]: entry for entry in webhook["webhooks"]}
+    first, retry, plain = (entries[name] for name in ("pod-bandwidth.netaware.io", "pod-bandwidth-retry.netaware.io",
+                                                       "pod.netaware.io"))  # fmt: skip
+    assert [first["failurePolicy"], retry["failurePolicy"], plain["failurePolicy"]] == ["Ignore", "Fail", "Ignore"]
+    assert (
+        first["clientConfig"]["service"]["path"]
+        == retry["clientConfig"]["service"]["path"]
+        == ("/mutate-bandwidth-pods")
+    )  # where the webhook marks what it admits
+    assert plain["clientConfig"]["service"]["path"] == "/mutate-pods"
+    assert [c["expression"] for c in retry["matchConditions"]] == [ASKS_FOR_BANDWIDTH, NOT_ADMITTED]
+    assert "'netaware.io/admitted' in object.metadata.annotations" in NOT_ADMITTED
+    assert first["clientConfig"]["caBundle"] == retry["clientConfig"]["caBundle"] == plain["clientConfig"]["caBundle"]
+
+
+def test_cert_manager_signs_the_servers_with_a_ca_of_the_releases_own(helm: str) -> None:
+    documents = render(helm, *VARIANTS["cert-manager"])
+    issuers = by_kind(documents, "Issuer")
+    certificates = by_kind(documents, "Certificate")
+    assert issuers["t-netaware-selfsigned"]["spec"] == {"selfSigned": {}}
+    ca = certificates["t-netaware-ca"]["spec"]
+    assert ca["isCA"] is True and ca["secretName"] == "t-netaware-ca" and ca["duration"] == "87600h"
+    assert ca["issuerRef"] == {"name": "t-netaware-selfsigned", "kind": "Issuer", "group": "cert-manager.io"}
+    assert issuers["t-netaware-ca"]["spec"] == {"ca": {"secretName": "t-netaware-ca"}}
+    for component in ("webhook", "extender"):
+        leaf = certificates[f"t-netaware-{component}"]["spec"]
+        assert leaf["issuerRef"] == {"name": "t-netaware-ca", "kind": "Issuer", "group": "cert-manager.io"}
+        assert leaf["secretName"] == f"t-netaware-{component}-tls"
+        assert (leaf["duration"], leaf["renewBefore"]) == ("2160h", "720h")
+    (webhook,) = by_kind(documents, "MutatingWebhookConfiguration").values()
+    # cainjector writes the leaf's ca.crt: the CA, which a renewal of the leaf does not change
+    assert webhook["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/t-netaware-webhook"}
+    assert not by_kind(documents, "Secret")
+    own = render(helm, *VARIANTS["cert-manager"], "--set", "tls.certManager.issuerRef.name=corp-ca",
+                 "--set", "tls.certManager.issuerRef.kind=ClusterIssuer")  # fmt: skip
+    assert not by_kind(own, "Issuer") and "t-netaware-ca" not in by_kind(own, "Certificate")
+    assert by_kind(own, "Certificate")["t-netaware-webhook"]["spec"]["issuerRef"] == {
+        "name": "corp-ca",
+        "kind": "ClusterIssuer",
+    }
+
+
+def test_the_generated_ca_is_kept_in_a_secret_and_signs_both_servers(helm: str) -> None:
+    from cryptography import x509
+
+    documents = render(helm)
+    secrets = by_kind(documents, "Secret")
+    ca_pem = secrets["t-netaware-ca"]["data"]["tls.crt"]
+    ca = x509.load_pem_x509_certificate(_b64(ca_pem))
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    for component in ("webhook", "extender"):
+        data = secrets[f"t-netaware-{component}-tls"]["data"]
+        assert data["ca.crt"] == ca_pem
+        leaf = x509.load_pem_x509_certificate(_b64(data["tls.crt"]))
+        leaf.verify_directly_issued_by(ca)
+        names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.DNSName
+        )
+        assert names == [
+            f"t-netaware-{component}.{NAMESPACE}.svc",
+            f"t-netaware-{component}.{NAMESPACE}.svc.cluster.local",
+        ]
+    (webhook,) = by_kind(documents, "MutatingWebhookConfiguration").values()
+    assert _b64(webhook["webhooks"][0]["clientConfig"]["caBundle"]).strip() == _b64(ca_pem).strip()
+
+
+def test_the_uninstall_cleanup_is_a_post_delete_job_with_the_rights_it_uses(helm: str) -> None:
+    hook = {"helm.sh/hook": "post-delete", "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded"}
+    documents = render(helm, *VARIANTS["second-scheduler"])
+    job = by_kind(documents, "Job")["t-netaware-cleanup"]
+    assert job["metadata"]["annotations"] == hook
+    spec = job["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "t-netaware-cleanup" and spec["restartPolicy"] == "Never"
+    (container,) = spec["containers"]
+    assert container["args"] == [
+        "cleanup",
+        f"--wait-for={NAMESPACE}/app.kubernetes.io/instance=t,app.kubernetes.io/component in (operator,webhook)",
+        "--wait-seconds=150",
+        "--scheduler-name=network-aware-scheduler",
+        "--reschedule-pending",
+    ]
+    assert job["spec"]["activeDeadlineSeconds"] == 300
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"):
+        assert by_kind(documents, kind)["t-netaware-cleanup"]["metadata"]["annotations"] == {
+            **hook, "helm.sh/hook-weight": "-5"}, kind  # fmt: skip
+    assert by_kind(documents, "ClusterRole")["t-netaware-cleanup"]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "get"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    ]
+    plain = by_kind(render(helm, "--set", "uninstall.reschedulePendingPods=false"), "Job")["t-netaware-cleanup"]
+    args = plain["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--reschedule-pending" not in args and not any(a.startswith("--scheduler-name") for a in args)
+    assert not by_kind(render(helm, "--set", "uninstall.cleanup=false"), "Job")
+
+
+def test_the_supported_kubernetes_versions_are_those_the_templates_need(helm: str) -> None:
+    """matchConditions (beta, on, in 1.28) and native sidecars (beta, on, in 1.29): the chart installs from 1.29."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == ">=1.29.0-0"
+    old = subprocess.run([helm, "template", "t", str(CHART), "--kube-version", "1.28.9"],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert old.returncode != 0 and "incompatible with Kubernetes v1.28.9" in old.stderr
+    assert containers(deployment(render(helm, "--kube-version", "1.29.0"), "webhook"))
+
+
+def _b64(text: str) -> bytes:
+    import base64
+
+    return base64.b64decode(text)
