@@ -20,7 +20,15 @@ import pytest
 
 from hack.control_plane.cluster import ControlPlane, free_port
 from hack.control_plane.objects import extender_entry
-from tests.support.e2e import RELEASE_NAMESPACE, Process, eventually, kubectl_json, running, wait_for_port
+from tests.support.e2e import (
+    RELEASE_NAMESPACE,
+    Process,
+    eventually,
+    hosted_on_loopback,
+    kubectl_json,
+    running,
+    wait_for_port,
+)
 from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
@@ -97,8 +105,7 @@ def guarantee(
     configuration = mutating_webhook_configuration(
         "netaware-bandwidth-e2e", "unused", RELEASE_NAMESPACE, host_tls["ca_b64"], bandwidth_failure_policy="Fail"
     )
-    for entry in configuration["webhooks"]:
-        entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+    for entry in hosted_on_loopback(configuration, port, host_tls["ca_b64"])["webhooks"]:
         entry["namespaceSelector"] = {
             "matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NAMESPACE, QUOTA_NAMESPACE]}
@@ -252,7 +259,7 @@ def test_a_webhook_outage_refuses_bandwidth_pods_instead_of_creating_them_unacco
         refused = cluster.kubectl(
             "create", "-f", "-", stdin=json.dumps(pod("outage", "spare", egress="100M")), check=False
         )
-        assert refused.returncode != 0 and 'failed calling webhook "pod-bandwidth.netaware.io"' in refused.stderr
+        assert refused.returncode != 0 and 'failed calling webhook "pod-bandwidth-retry.netaware.io"' in refused.stderr
         plain = pod("no-bandwidth", "spare")
         created = cluster.kubectl("create", "-f", "-", stdin=json.dumps(plain), check=False)
         assert created.returncode == 0, created.stderr  # a pod that asks for no bandwidth is never blocked

@@ -91,7 +91,8 @@ def test_install_upgrade_uninstall_leaves_nothing_behind(bare: Any) -> None:
     # compiled both entries' CEL matchConditions)
     entries = kubectl_json(bare, "get", "mutatingwebhookconfiguration", "netaware-webhook")["webhooks"]
     assert [(w["name"], w["failurePolicy"]) for w in entries] == [
-        ("pod-bandwidth.netaware.io", "Fail"),
+        ("pod-bandwidth.netaware.io", "Ignore"),
+        ("pod-bandwidth-retry.netaware.io", "Fail"),  # called only when the first did not admit the pod
         ("pod.netaware.io", "Ignore"),
     ]
     assert all(w["clientConfig"]["caBundle"] and w["matchConditions"] for w in entries)

@@ -28,6 +28,7 @@ from tests.support.e2e import (
     eventually,
     forbidden,
     gating_components,
+    hosted_on_loopback,
     kubectl_json,
     running,
     wait_for_port,
@@ -276,8 +277,7 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
     webhook += ["--tls-cert-file", str(host_tls["cert"]), "--tls-private-key-file", str(host_tls["key"])]
     configuration = mutating_webhook_configuration(BW_HOOK, "unused", RELEASE_NAMESPACE, host_tls["ca_b64"],
                                                    bandwidth_failure_policy="Fail")  # fmt: skip
-    for entry in configuration["webhooks"]:
-        entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": host_tls["ca_b64"]}
+    for entry in hosted_on_loopback(configuration, port, host_tls["ca_b64"])["webhooks"]:
         entry["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": BW_NAMESPACE}}
     rebalance = {"weights": {"networkCost": 0, "bandwidthBalance": 1}, "cooldown": "1s", "breadth": 50}
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy(BW_NAMESPACE, "netBandwidth", rebalance)))

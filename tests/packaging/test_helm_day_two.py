@@ -12,9 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.packaging.test_helm import CHART, NAMESPACE, VARIANTS, containers, helm, render
-
-__all__ = ["helm"]  # the fixture
+from tests.support.chart import CHART, NAMESPACE, VARIANTS, containers, render
 
 SCHEDULER = "t-netaware-scheduler"
 

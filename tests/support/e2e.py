@@ -100,6 +100,15 @@ def eventually(check: Callable[[], Any], within: float = 30.0, what: str = "cond
     raise AssertionError(f"{what} not reached within {within:g} s (last: {last!r})")
 
 
+def hosted_on_loopback(configuration: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
+    """``configuration``'s entries calling the webhook on 127.0.0.1:``port`` (a host process), each at its own path
+    (the entries for pods that ask for bandwidth mark what they admit: the retry entry reads the mark)."""
+    for entry in configuration["webhooks"]:
+        path = entry["clientConfig"]["service"]["path"]
+        entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle}
+    return configuration
+
+
 def gating_components(
     chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], name: str, namespace: str, *operator_args: str
 ) -> tuple[int, dict[str, Any], list[str], list[str]]:

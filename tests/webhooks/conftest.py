@@ -6,6 +6,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import trustme
@@ -75,3 +76,28 @@ def webhook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningWebhook
     yield RunningWebhook(f"https://127.0.0.1:{port}", client_context, tls, cert_file, key_file, ca)
     loop.call_soon_threadsafe(stop.set)
     thread.join(10)
+
+
+def review(pod: Any, uid: str = "u-1", operation: str = "CREATE", **request: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "default",
+            "operation": operation,
+            "object": pod,
+            **request,
+        },
+    }
+
+
+def pod(annotations: dict[str, str] | None = None, selector: str | None = "p2") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "p", "namespace": "default"}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    if selector:
+        meta["labels"] = {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [{"name": "c"}]}}

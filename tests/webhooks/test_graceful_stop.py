@@ -16,8 +16,7 @@ import pytest
 from aiohttp import web
 
 from operators.serving import serve_app
-from tests.webhooks.conftest import example_view
-from tests.webhooks.test_server import pod, review
+from tests.webhooks.conftest import example_view, pod, review
 from webhooks.server import build_app
 
 DELAY = 1.0

@@ -16,33 +16,8 @@ import trustme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.webhooks.conftest import RunningWebhook
+from tests.webhooks.conftest import RunningWebhook, pod, review
 from webhooks.configuration import mutating_webhook_configuration
-
-
-def review(pod: Any, uid: str = "u-1", operation: str = "CREATE", **request: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": uid,
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "default",
-            "operation": operation,
-            "object": pod,
-            **request,
-        },
-    }
-
-
-def pod(annotations: dict[str, str] | None = None, selector: str | None = "p2") -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "p", "namespace": "default"}
-    if annotations is not None:
-        meta["annotations"] = annotations
-    if selector:
-        meta["labels"] = {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": selector}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [{"name": "c"}]}}
 
 
 class Client:
