@@ -1,7 +1,6 @@
 """The bandwidth mutating webhook: AdmissionReview v1 over HTTPS (aiohttp), decisions from the engine.
 
-Routes: ``POST /mutate-pods``, ``POST /mutate-bandwidth-pods`` (the same; the pods admitted are marked for the retry
-entry, ``webhooks/configuration.py``), ``GET /healthz``, ``GET /readyz`` (ready once the cluster view is
+Routes: ``POST /mutate-pods``, ``GET /healthz``, ``GET /readyz`` (ready once the cluster view is
 synced), ``GET /metrics``. Bad input never yields a 5xx: a malformed AdmissionReview, a wrong
 content type or a body over 3 MiB is a 400; an invalid pod is ``allowed: false`` with a message
 naming the annotation and the value. TLS certificates are reloaded when their files change.
@@ -39,7 +38,7 @@ from operators.serving import (
     serve_app,
 )
 from operators.supervision import Supervisor
-from webhooks.configuration import BANDWIDTH_PATH, PATH
+from webhooks.configuration import PATH, asks_for_bandwidth
 from webhooks.view import ClusterView
 
 logger = logging.getLogger("netaware.webhook")
@@ -189,10 +188,9 @@ def decide(
     gate_by_default: bool = False,
     resources: Accounting | None = None,
     scheduler_name: str = "",
-    mark: bool = False,
 ) -> dict[str, Any]:
     """The AdmissionReview answer (:func:`admit`)."""
-    return admit(review, view, gate_by_default, resources, scheduler_name, mark).answer
+    return admit(review, view, gate_by_default, resources, scheduler_name).answer
 
 
 def admit(
@@ -201,15 +199,14 @@ def admit(
     gate_by_default: bool = False,
     resources: Accounting | None = None,
     scheduler_name: str = "",
-    mark: bool = False,
 ) -> Admission:
     """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400). Problems with the
     namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted. A pod of an
     AppGroup that asks for ordered scheduling (or of any AppGroup, ``gate_by_default``) gets the topology-order
     scheduling gate. With ``resources`` (the bandwidth guarantee), the pod requests its bandwidth as that
     accounting mode's extended resources. With ``scheduler_name`` (or its AppGroup's annotation), a pod of an
-    AppGroup is sent to that scheduler (:mod:`~operators.engine.admission.scheduler_name`). With ``mark`` (the
-    entries for pods that ask for bandwidth, :data:`webhooks.configuration.BANDWIDTH_PATH`) an admitted pod carries
+    AppGroup is sent to that scheduler (:mod:`~operators.engine.admission.scheduler_name`). With ``resources``, a pod
+    that asks for bandwidth (:func:`~webhooks.configuration.asks_for_bandwidth`) is admitted marked
     ``netaware.io/admitted``, which the retry entry's matchCondition reads."""
     if (
         not isinstance(review, dict)
@@ -257,7 +254,11 @@ def admit(
     except Denied as denial:
         return Admission(review_response(uid, False, message=str(denial)))
     added = admission.annotations(annotations)
-    if mark and keys.ADMITTED not in annotations:
+    if (
+        resources is not None
+        and keys.ADMITTED not in annotations
+        and asks_for_bandwidth(annotations, meta.get("labels") or {})
+    ):
         added = {**added, keys.ADMITTED: "true"}
     patch = json_patch(request["object"], added)
     if resources is not None:
@@ -276,22 +277,12 @@ def admit(
 
 
 async def mutate_pods(request: web.Request) -> web.Response:
-    return await _served(request, mark=False)
-
-
-async def mutate_bandwidth_pods(request: web.Request) -> web.Response:
-    """The entries of the pods that ask for bandwidth (:data:`webhooks.configuration.BANDWIDTH_PATH`): as
-    :func:`mutate_pods`, and the pods admitted are marked."""
-    return await _served(request, mark=True)
-
-
-async def _served(request: web.Request, mark: bool) -> web.Response:
     metrics = request.app[METRICS_KEY]
     started = time.perf_counter()
     in_flight = metrics.in_flight_webhook
     in_flight.inc()
     try:
-        response = await _mutate(request, mark)
+        response = await _mutate(request)
     finally:
         in_flight.dec()
     (metrics.ok if response.status == 200 else metrics.requests.labels(WEBHOOK, str(response.status))).inc()
@@ -299,7 +290,7 @@ async def _served(request: web.Request, mark: bool) -> web.Response:
     return close_if_draining(request, response)
 
 
-async def _mutate(request: web.Request, mark: bool) -> web.Response:
+async def _mutate(request: web.Request) -> web.Response:
     try:
         body = await read_json_body(request, MAX_BODY, oversize_status=400)
     except BadBody as error:
@@ -307,7 +298,7 @@ async def _mutate(request: web.Request, mark: bool) -> web.Response:
     app = request.app
     try:
         review = orjson.loads(body)
-        admitted = admit(review, app[VIEW_KEY], app[GATE_BY_DEFAULT_KEY], app[RESOURCES_KEY], app[SCHEDULER_KEY], mark)
+        admitted = admit(review, app[VIEW_KEY], app[GATE_BY_DEFAULT_KEY], app[RESOURCES_KEY], app[SCHEDULER_KEY])
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
     if admitted.namespace_problems:
@@ -340,7 +331,6 @@ def build_app(
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post(PATH, mutate_pods)
-    app.router.add_post(BANDWIDTH_PATH, mutate_bandwidth_pods)
     registries = [app[METRICS_KEY].registry, *([tasks.registry] if tasks.registry is not None else [])]
     ready = lambda: view.ready and tasks.running()  # noqa: E731
     add_probes(app, ready, "cluster view not synced yet", *registries, health=tasks.problem)

@@ -39,7 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
-            item.add_marker(pytest.mark.timeout(300))  # a control plane to start, Helm waits, a loaded CI machine
+            if item.get_closest_marker("timeout") is None:  # a module may ask for more (its own marker)
+                item.add_marker(pytest.mark.timeout(300))  # a control plane to start, Helm waits, a loaded CI machine
 
 
 @pytest.fixture(scope="session")

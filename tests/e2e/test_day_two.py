@@ -38,7 +38,8 @@ from hack.control_plane.cluster import ControlPlane
 from tests.support.e2e import ROOT, eventually, helm, kubectl_json, not_built
 from tests.support.prerequisites import require
 
-pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
+# three real nodes to start and a release to install before the first test; upgrades that wait for every rollout
+pytestmark = [pytest.mark.e2e, pytest.mark.realnode, pytest.mark.timeout(600)]
 
 CHART = ROOT / "helm" / "netaware"
 RELEASES = ROOT / "tests" / "fixtures" / "releases"

@@ -141,6 +141,11 @@ def test_the_second_scheduler_runs_two_replicas_under_a_lease_each_with_its_own_
     assert pod_spec(managed, "scheduler")["containers"][0]["image"] == "registry.k8s.io/kube-scheduler:v1.33.5"
     pinned = render(helm, *VARIANTS["second-scheduler"], "--set", "secondScheduler.image=r.example/ks:v9")
     assert pod_spec(pinned, "scheduler")["containers"][0]["image"] == "r.example/ks:v9"
+    # its extender reads what the extender Deployment's does, with the scheduler's ServiceAccount
+    bindings = by_kind(documents, "ClusterRoleBinding")
+    assert {"kind": "ServiceAccount", "name": SCHEDULER, "namespace": NAMESPACE} in bindings["t-netaware-extender"][
+        "subjects"
+    ]
     # its Lease: created, and read and renewed by name only, in the release namespace
     roles = by_kind(documents, "Role")
     assert roles[f"{SCHEDULER}-leader-election"]["rules"] == [
@@ -190,12 +195,8 @@ def test_the_webhook_retries_the_pods_that_ask_for_bandwidth_through_a_second_en
     first, retry, plain = (entries[name] for name in ("pod-bandwidth.netaware.io", "pod-bandwidth-retry.netaware.io",
                                                        "pod.netaware.io"))  # fmt: skip
     assert [first["failurePolicy"], retry["failurePolicy"], plain["failurePolicy"]] == ["Ignore", "Fail", "Ignore"]
-    assert (
-        first["clientConfig"]["service"]["path"]
-        == retry["clientConfig"]["service"]["path"]
-        == ("/mutate-bandwidth-pods")
-    )  # where the webhook marks what it admits
-    assert plain["clientConfig"]["service"]["path"] == "/mutate-pods"
+    # one path, which every release serves: the new configuration reaches old replicas during an upgrade
+    assert {entry["clientConfig"]["service"]["path"] for entry in (first, retry, plain)} == {"/mutate-pods"}
     assert [c["expression"] for c in retry["matchConditions"]] == [ASKS_FOR_BANDWIDTH, NOT_ADMITTED]
     assert "'netaware.io/admitted' in object.metadata.annotations" in NOT_ADMITTED
     assert first["clientConfig"]["caBundle"] == retry["clientConfig"]["caBundle"] == plain["clientConfig"]["caBundle"]

@@ -101,8 +101,7 @@ def eventually(check: Callable[[], Any], within: float = 30.0, what: str = "cond
 
 
 def hosted_on_loopback(configuration: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
-    """``configuration``'s entries calling the webhook on 127.0.0.1:``port`` (a host process), each at its own path
-    (the entries for pods that ask for bandwidth mark what they admit: the retry entry reads the mark)."""
+    """``configuration``'s entries calling the webhook on 127.0.0.1:``port`` (a host process), at their path."""
     for entry in configuration["webhooks"]:
         path = entry["clientConfig"]["service"]["path"]
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle}

@@ -67,3 +67,26 @@ def test_combined_mode_requests_ingress_plus_egress_and_off_requests_nothing() -
     assert combined["spec"]["containers"][0]["resources"]["requests"] == {"netaware.io/bandwidth": "50000000"}
     off, _ = admit(pod, view(), None)
     assert "resources" not in off["spec"]["containers"][0]
+
+
+def test_with_the_guarantee_a_pod_that_asks_for_bandwidth_is_admitted_marked_once() -> None:
+    """The retry entry (webhooks/configuration.py) skips pods that carry netaware.io/admitted: every pod that asks for
+    bandwidth (the entry's CEL, in Python) is marked when admitted, once; the others and, without the guarantee (one
+    entry, no retry), every pod, are not."""
+    from webhooks.configuration import asks_for_bandwidth
+
+    cluster = view()
+    plain = {"metadata": {"name": "p", "namespace": "default"}, "spec": {"containers": [{"name": "c"}]}}
+    asking = {**plain, "metadata": {**plain["metadata"], "annotations": {"koordinator.sh/networkQOS": "{}"}}}
+    member = workload_pod("p1")
+    assert [asks_for_bandwidth(p["metadata"].get("annotations") or {}, p["metadata"].get("labels") or {})
+            for p in (plain, asking, member)] == [False, True, True]  # fmt: skip
+    for pod in (asking, member):
+        admitted, _ = admit(pod, cluster, Accounting.DUPLEX)
+        assert admitted["metadata"]["annotations"]["netaware.io/admitted"] == "true"
+        again, patch = admit(admitted, cluster, Accounting.DUPLEX)
+        assert patch == [] and again == admitted
+        unguaranteed, _ = admit(pod, cluster, None)
+        assert "netaware.io/admitted" not in (unguaranteed["metadata"].get("annotations") or {})
+    admitted, patch = admit(plain, cluster, Accounting.DUPLEX)
+    assert patch == [] and admitted == plain

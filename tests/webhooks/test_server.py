@@ -68,22 +68,6 @@ def test_appgroup_pod_is_patched_and_a_second_admission_is_a_no_op(client: Clien
     assert again["response"] == {"uid": "abc-124", "allowed": True}  # no patch at all
 
 
-def test_the_bandwidth_entries_path_marks_what_it_admits_and_a_second_admission_is_a_no_op(client: Client) -> None:
-    """The retry entry (webhooks/configuration.py) is skipped for a pod the first entry admitted: only the path of
-    the entries for pods that ask for bandwidth adds the mark, once."""
-    original = pod()
-    _, plain = client.post(review(original))
-    assert "netaware.io/admitted" not in jsonpatch.apply_patch(original, patch_of(plain))["metadata"]["annotations"]
-    _, marked = client.post(review(original), path="/mutate-bandwidth-pods")
-    mutated = jsonpatch.apply_patch(original, patch_of(marked))
-    assert mutated["metadata"]["annotations"]["netaware.io/admitted"] == "true"
-    assert mutated["metadata"]["annotations"]["kubernetes.io/egress-request"] == "250Mi"  # the same mutation else
-    _, again = client.post(review(mutated, uid="u-2"), path="/mutate-bandwidth-pods")
-    assert again["response"] == {"uid": "u-2", "allowed": True}
-    _, denied = client.post(review(pod({"kubernetes.io/egress-bandwidth": "10Q"})), path="/mutate-bandwidth-pods")
-    assert denied["response"]["allowed"] is False and "patch" not in denied["response"]  # nothing marked
-
-
 def test_keys_are_escaped_when_the_map_exists(client: Client) -> None:
     _, answer = client.post(review(pod({"team": "x"}, selector="p3")))
     paths = [operation["path"] for operation in patch_of(answer)]
