@@ -55,7 +55,7 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].startswith(f"{NAMESPACE}/")
     scheduled = render(helm, *VARIANTS["second-scheduler"])
     config = next(
-        d for d in scheduled if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("netaware-scheduler")
+        d for d in scheduled if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("t-netaware-scheduler-")
     )
     rendered = yaml.safe_load(config["data"]["config.yaml"])
     assert rendered["percentageOfNodesToScore"] == 100  # plan-ungated plans see every feasible node
@@ -298,7 +298,9 @@ def test_the_extender_counts_in_the_charts_accounting_mode(
     documents = render(helm, *VARIANTS[variant])
     extender = next(d for d in documents if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("extender"))
     assert "--config=/etc/netaware/config/config.yaml" in containers(extender)[0]["args"]
-    config_map = next(d for d in documents if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("extender"))
+    config_map = next(
+        d for d in documents if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("t-netaware-extender-")
+    )
     config = parse_config(yaml.safe_load(config_map["data"]["config.yaml"]))
     assert config.bandwidth.accounting_mode == mode
     assert (

@@ -92,39 +92,63 @@ def test_every_deployment_spreads_its_replicas_over_nodes_and_zones_unless_told_
     assert pod_spec(told, "operator")["nodeSelector"] == {"pool": "system"}  # else the chart-wide one
 
 
-def test_every_pod_that_reads_a_file_at_start_rolls_when_the_file_changes(helm: str) -> None:
-    """A checksum of the rendered file on each reader's pod template, so a changed value restarts every reader (the
-    webhook takes the accounting mode as an argument, which rolls it by itself)."""
+def scheduler_config(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    (config,) = [d for n, d in by_kind(documents, "ConfigMap").items() if n.startswith(f"{SCHEDULER}-")]
+    return config
+
+
+def config_volumes(documents: list[dict[str, Any]], component: str) -> dict[str, str]:
+    """volume name -> the ConfigMap it mounts, in ``component``'s pod template."""
+    volumes = pod_spec(documents, component)["volumes"]
+    return {volume["name"]: volume["configMap"]["name"] for volume in volumes if "configMap" in volume}
+
+
+def test_every_pod_that_reads_a_file_at_start_mounts_the_configmap_named_after_its_content(helm: str) -> None:
+    """A configuration ConfigMap is named after the file it holds (the first 10 hex digits of its SHA-256): a changed
+    value changes every reader's pod template (all roll), and a pod of an older template (started while a rollout
+    scales its ReplicaSet) mounts its own revision's file, never a newer one. (The webhook takes the accounting mode
+    as an argument, which rolls it by itself.)"""
     values = [*VARIANTS["second-scheduler"], "--set", "operator.appGroupPlans=true"]
 
-    def checksums(*more: str) -> dict[str, dict[str, str]]:
+    def mounted(*more: str) -> dict[str, dict[str, str]]:
         documents = render(helm, *values, *more)
         configs = by_kind(documents, "ConfigMap")
-        extender_file = configs["t-netaware-extender"]["data"]["config.yaml"]
-        scheduler_file = configs[SCHEDULER]["data"]["config.yaml"]
-        policy_file = configs["t-netaware-descheduler"]["data"]["policy.yaml"]
-        annotations = {c: deployment(documents, c)["spec"]["template"]["metadata"]["annotations"]
-                       for c in ("extender", "scheduler", "operator")}  # fmt: skip
-        # each checksum is the file's (the ConfigMap's text less the newline its block scalar ends with)
-        assert annotations["extender"]["checksum/config"] == sha256(extender_file.removesuffix("\n"))
-        assert annotations["scheduler"]["checksum/extender-config"] == sha256(extender_file.removesuffix("\n"))
-        assert annotations["scheduler"]["checksum/config"] == sha256(scheduler_file.removesuffix("\n"))
-        assert annotations["operator"]["checksum/plan-config"] == sha256(extender_file.removesuffix("\n"))
-        assert annotations["operator"]["checksum/policy"] == sha256(policy_file.removesuffix("\n"))
-        return annotations
+        for name, config in configs.items():
+            if name.startswith(("t-netaware-extender-", "t-netaware-scheduler-", "t-netaware-descheduler-")):
+                (text,) = config["data"].values()  # the file, less the newline its block scalar ends with
+                assert name.rsplit("-", 1)[1] == sha256(text.removesuffix("\n"))[:10], name
+        readers = {c: config_volumes(documents, c) for c in ("extender", "scheduler", "operator")}
+        assert all(name in configs for volumes in readers.values() for name in volumes.values())
+        assert readers["extender"]["config"] == readers["scheduler"]["extender-config"]
+        assert readers["extender"]["config"] == readers["operator"]["plan-config"]
+        return readers
 
-    before = checksums()
-    combined = checksums("--set", "bandwidth.accountingMode=combined")
+    before = mounted()
+    assert before["operator"]["policy"].startswith("t-netaware-descheduler-")
+    assert before["scheduler"]["config"].startswith(f"{SCHEDULER}-")
+    combined = mounted("--set", "bandwidth.accountingMode=combined")
     for reader in ("extender", "scheduler", "operator"):
         assert before[reader] != combined[reader], reader
-    assert checksums("--set", "secondScheduler.percentageOfNodesToScore=50")["extender"] == before["extender"]
+    others = mounted("--set", "secondScheduler.percentageOfNodesToScore=50")
+    assert others["extender"] == before["extender"] and others["scheduler"]["config"] != before["scheduler"]["config"]
+
+
+def test_the_extender_looks_appgroups_up_where_the_values_say(helm: str) -> None:
+    documents = render(helm, "--set-json", 'extender.networkOverhead.namespaces=["shop","ops"]',
+                       "--set", "extender.networkOverhead.networkTopologyName=dc")  # fmt: skip
+    (config,) = [d for n, d in by_kind(documents, "ConfigMap").items() if n.startswith("t-netaware-extender-")]
+    from operators.api.config.scheduler import parse_config
+
+    parsed = parse_config(yaml.safe_load(config["data"]["config.yaml"]))
+    assert (parsed.overhead.namespaces, parsed.overhead.network_topology_name) == (("shop", "ops"), "dc")
+    assert parsed.overhead.weights_name == "UserDefined"
 
 
 def test_the_second_scheduler_runs_two_replicas_under_a_lease_each_with_its_own_extender(helm: str) -> None:
     documents = render(helm, *VARIANTS["second-scheduler"], "--kube-version", "1.34.2")
     scheduler = deployment(documents, "scheduler")
     assert scheduler["spec"]["replicas"] == 2
-    config = yaml.safe_load(by_kind(documents, "ConfigMap")[SCHEDULER]["data"]["config.yaml"])
+    config = yaml.safe_load(scheduler_config(documents)["data"]["config.yaml"])
     assert config["leaderElection"] == {"leaderElect": True, "resourceLock": "leases", "resourceNamespace": NAMESPACE,
                                         "resourceName": SCHEDULER, "leaseDuration": "15s", "renewDeadline": "10s",
                                         "retryPeriod": "2s"}  # fmt: skip
@@ -159,7 +183,7 @@ def test_the_second_scheduler_runs_two_replicas_under_a_lease_each_with_its_own_
 
 def test_a_second_scheduler_that_calls_the_extender_service_rolls_when_its_ca_changes(helm: str) -> None:
     documents = render(helm, *VARIANTS["scheduler-calls-the-service"])
-    config = yaml.safe_load(by_kind(documents, "ConfigMap")[SCHEDULER]["data"]["config.yaml"])
+    config = yaml.safe_load(scheduler_config(documents)["data"]["config.yaml"])
     (extender,) = config["extenders"]
     assert extender["urlPrefix"] == f"https://t-netaware-extender.{NAMESPACE}.svc:443"
     assert extender["tlsConfig"] == {"caFile": "/etc/netaware/extender-ca/ca.crt"}

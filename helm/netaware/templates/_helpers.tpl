@@ -173,6 +173,11 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
   - pluginConfig:
+      - name: NetworkOverhead
+        args:
+          namespaces: {{ toJson .Values.extender.networkOverhead.namespaces }}
+          networkTopologyName: {{ .Values.extender.networkOverhead.networkTopologyName | quote }}
+          weightsName: {{ .Values.extender.networkOverhead.weightsName | quote }}
       - name: NetworkBandwidth
         args:
           accountingMode: {{ .Values.bandwidth.accountingMode }}
@@ -253,4 +258,14 @@ extenders:
     tlsConfig:
       caFile: /etc/netaware/extender-ca/ca.crt
     {{- end }}
+{{- end -}}
+
+{{/*
+A configuration ConfigMap's name: the component's name and the first 10 hex digits of the file's SHA-256. A pod
+template names the ConfigMap of its own revision, so a changed file rolls its readers, and a pod of an older template
+started during a rollout (a ReplicaSet scaled while another replaces it) never reads a newer file it was not made
+for. (dict "root" $ "component" NAME "file" TEXT)
+*/}}
+{{- define "netaware.configName" -}}
+{{- printf "%s-%s" (include "netaware.name" (dict "root" .root "component" .component)) (.file | sha256sum | trunc 10) -}}
 {{- end -}}
