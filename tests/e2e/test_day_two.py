@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import pathlib
+import re
 import ssl
 import subprocess
 import threading
@@ -52,6 +54,9 @@ COMPONENT_NODES = ("real-node-2", "real-node-3")
 GATE = "netaware.io/topology-order"
 SCHEDULER = "network-aware-scheduler"
 LEASE_SECONDS = 15  # the chart's default, for the operator and the second scheduler alike
+# What the tests measured, written as one JSON line to the file $NETAWARE_DAY_TWO_FIGURES names when the module ends
+# (benchmarks/bench_day_two.py runs the module and keeps its figures as a record)
+FIGURES: dict[str, float] = {}
 
 
 def version_of(text: str) -> tuple[int, ...]:
@@ -247,9 +252,23 @@ def scheduled_by(plane: ControlPlane) -> dict[str, tuple[str, str]]:
     }
 
 
-def all_scheduled(plane: ControlPlane, names: list[str]) -> dict[str, tuple[str, str]] | None:
-    found = scheduled_by(plane)
-    return found if all(name in found for name in names) else None
+def all_scheduled(plane: ControlPlane, names: list[str], within: float = 120) -> dict[str, tuple[str, str]]:
+    """Once every pod of ``names`` is bound: who bound them, from their Scheduled Events (scheduler, instance; a pod
+    whose binder was killed before its Event went out has none); else an AssertionError that says where they are."""
+    deadline = time.monotonic() + within
+    while True:
+        pods = pods_of(plane, "creator")
+        missing = [name for name in names if not pods.get(name, {}).get("spec", {}).get("nodeName")]
+        if not missing:
+            return scheduled_by(plane)
+        if time.monotonic() > deadline:
+            detail = []
+            for name in missing[:5]:
+                pod = pods.get(name, {})
+                conditions = [c.get("message", "")[:200] for c in pod.get("status", {}).get("conditions") or ()]
+                detail.append((name, pod.get("spec", {}).get("schedulerName"), conditions))
+            raise AssertionError(f"{len(missing)} of {len(names)} pods not bound: {detail}")
+        time.sleep(1)
 
 
 def mutated(pod: dict[str, Any]) -> bool:
@@ -272,6 +291,16 @@ def holder_pod(holder: str) -> str:
     """The pod named in a Lease's holderIdentity: netaware's `<hostname>_<suffix>`, kube-scheduler's
     `<hostname>_<uuid>` (the hostname is the pod's name)."""
     return holder.rsplit("_", 1)[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures() -> Iterator[None]:
+    FIGURES.clear()
+    yield
+    target = os.environ.get("NETAWARE_DAY_TWO_FIGURES")
+    if target and FIGURES:
+        with open(target, "a") as out:
+            out.write(json.dumps(FIGURES) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -358,12 +387,13 @@ def appgroup(name: str, workloads: list[tuple[str, list[str]]], annotations: dic
 
 
 def upgrade(plane: ControlPlane, *more: str) -> float:
-    """``helm upgrade`` to the working tree's chart with the same values; the seconds it took."""
+    """``helm upgrade --install`` to the working tree's chart with the same values; the seconds it took."""
     (plane.folder / "current.yaml").write_text(json.dumps(values("dev")))
     started = time.monotonic()
     helm(
         plane,
         "upgrade",
+        "--install",
         "netaware",
         str(CHART),
         "-n",
@@ -397,6 +427,12 @@ class Outcome:
     answered: float  # /filter answers of the second scheduler's leader's extender after the action
     bound_by_leader: int  # AppGroup pods that leader bound
 
+    def keep(self, what: str) -> None:
+        """The figures of this outcome, for the record (:data:`FIGURES`)."""
+        FIGURES.update({f"{what}: seconds": self.seconds, f"{what}: pods created": self.created,
+                        f"{what}: refused": len(self.refused), f"{what}: admitted unmutated": len(self.unmutated),
+                        f"{what}: extender calls skipped": len(self.skipped)})  # fmt: skip
+
     def show(self, what: str) -> str:
         return (f"{what}: {self.seconds:.1f} s, {self.created} pods created, {len(self.refused)} refused, "
                 f"{len(self.unmutated)} unmutated, {len(self.unaccounted)} asking for bandwidth without its resources, "
@@ -421,8 +457,8 @@ def under_traffic(plane: ControlPlane, prefix: str, logs_folder: pathlib.Path, a
     asking = {name for name, kind, _ in creator.created if kind == "bandwidth"}
     group = [name for name, kind, _ in creator.created if kind == "group"]
     assert all(pods[name]["spec"]["schedulerName"] == SCHEDULER for name in group if name not in unmutated)
-    binders = eventually(lambda: all_scheduled(plane, group), 120, "every AppGroup pod Scheduled")
-    assert {binders[name][0] for name in group} == {SCHEDULER}
+    binders = all_scheduled(plane, group)
+    assert {binders[name][0] for name in group if name in binders} == {SCHEDULER}
     leader = holder_pod(lease_holder(plane, "netaware-scheduler"))
     metrics = plane.kubectl("get", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/http:{leader}:8080/proxy/metrics")
     counted = "netaware_extender_latency_seconds_count"
@@ -432,7 +468,7 @@ def under_traffic(plane: ControlPlane, prefix: str, logs_folder: pathlib.Path, a
     assert logs.followed
     return Outcome(seconds, len(creator.created), creator.refused, unmutated,
                    sorted(name for name in unmutated if name in asking), logs.lines("Skipping extender"), answered,
-                   sum(1 for name in group if binders[name][1].startswith(leader)))  # fmt: skip
+                   sum(1 for name in group if leader in binders.get(name, ("", ""))[1]))  # fmt: skip
 
 
 def test_an_upgrade_from_the_previous_release_under_a_pod_every_100ms(
@@ -440,6 +476,7 @@ def test_an_upgrade_from_the_previous_release_under_a_pod_every_100ms(
 ) -> None:
     outcome = under_traffic(plane, "up", tmp_path, lambda: upgrade(plane))
     print(outcome.show(f"upgrade {previous} -> working tree"))
+    outcome.keep("upgrade from the previous release")
     assert outcome.unaccounted == []  # the guarantee: a pod that asks for bandwidth is refused rather than that
     assert outcome.bound_by_leader and outcome.answered >= outcome.bound_by_leader  # its extender saw every pod
     if previous not in ABRUPT:
@@ -457,6 +494,7 @@ def test_an_upgrade_that_replaces_every_pod_under_a_pod_every_100ms_loses_nothin
     before = tls_state(plane)["templates"]
     outcome = under_traffic(plane, "roll", tmp_path, lambda: upgrade(plane, *rolling))
     print(outcome.show("upgrade replacing every pod"))
+    outcome.keep("upgrade replacing every pod")
     after = tls_state(plane)["templates"]
     assert all(before[name] != after[name] for name in before), "every Deployment rolled"
     assert (outcome.refused, outcome.unmutated, outcome.skipped) == ([], [], [])
@@ -489,6 +527,7 @@ def test_an_upgrade_with_the_same_values_changes_no_secret_no_ca_bundle_and_roll
 def test_an_uninstall_keeps_the_users_objects_releases_every_gate_and_a_reinstall_reconciles_them(
     plane: ControlPlane, previous: str
 ) -> None:
+    upgrade(plane)  # the working tree's chart, whether or not the upgrade tests ran first
     # a pod held by netaware's gate: its workload waits for one that never comes (an hour's timeout)
     held = appgroup(
         "held",
@@ -501,34 +540,13 @@ def test_an_uninstall_keeps_the_users_objects_releases_every_gate_and_a_reinstal
         60,
         "the AppGroup held ready",
     )
-    labels = {"app": "front", "appgroup.diktyo.x-k8s.io": "held", "appgroup.diktyo.x-k8s.io.workload": "front"}
-    front = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "front", "namespace": APPS},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "front"}},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "nodeSelector": {"type": "kwok"},
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-                },
-            },
-        },
-    }
-    plane.kubectl("apply", "-f", "-", stdin=json.dumps(front))
-    gated = eventually(
-        lambda: [
-            p
-            for p in pods_of(plane, "app=front").values()
-            if GATE in {g["name"] for g in p["spec"].get("schedulingGates") or ()}
-        ],
-        60,
-        "the front pod gated",
-    )
+    # back's pod fits no node (it is never placed), so front's pod waits for it behind the gate
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(deployment_of("back", "held", {"type": "nowhere"})))
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(deployment_of("front", "held", {"type": "kwok"})))
+    gated = eventually(lambda: [p for p in pods_of(plane, "app=front").values() if GATE in gates_of(p)], 60,
+                       "the front pod gated")  # fmt: skip
+    time.sleep(3)
+    assert GATE in gates_of(pods_of(plane, "app=front")[gated[0]["metadata"]["name"]])  # still held
     assert gated[0]["spec"]["schedulerName"] == SCHEDULER
     kept = {
         (kind, name): kubectl_json(plane, "get", kind, name, *(["-n", APPS] if namespaced else []))["metadata"]["uid"]
@@ -541,8 +559,11 @@ def test_an_uninstall_keeps_the_users_objects_releases_every_gate_and_a_reinstal
         )
     }
 
-    done = helm(plane, "uninstall", "netaware", "-n", NAMESPACE, "--wait", "--timeout", "300s", check=False)
+    done, cleanup = uninstall_reading_the_cleanup(plane)
+    print(f"the cleanup Job said:\n{cleanup}")
     assert done.returncode == 0, done.stderr
+    assert f"pod {APPS}/{gated[0]['metadata']['name']}: deleted" in cleanup, cleanup
+    assert re.search(rf"pod {APPS}/back-\S+: deleted \(names the removed scheduler", cleanup), cleanup
     assert not kubectl_json(plane, "get", "jobs", "-n", NAMESPACE)["items"]  # the cleanup Job succeeded and went
     everywhere = kubectl_json(plane, "get", "pods", "-A")["items"]
     assert not [
@@ -594,9 +615,43 @@ def test_an_uninstall_keeps_the_users_objects_releases_every_gate_and_a_reinstal
         return bool(group.get("status", {}).get("observedGeneration") == group["metadata"]["generation"])
 
     eventually(reconciled, 120, "the AppGroup's new generation reconciled by the reinstalled operator")
-    slo = kubectl_json(plane, "get", "nodeslo", "real-node-2")
-    assert slo.get("status", {}).get("networkQOS")
-    plane.kubectl("delete", "deployment", "front", "-n", APPS)
+    # and a kept NodeSLO follows its node again: the node's bandwidth given, its network QoS rendered
+    plane.kubectl("annotate", "node", "real-node-2", "node.koordinator.sh/network-bandwidth=10G", "--overwrite")
+    eventually(lambda: kubectl_json(plane, "get", "nodeslo", "real-node-2").get("status", {}).get("networkQOS"), 60,
+               "the kept NodeSLO reconciled")  # fmt: skip
+    plane.kubectl("delete", "deployment", "front", "back", "-n", APPS)
+
+
+def gates_of(pod: dict[str, Any]) -> set[str]:
+    return {gate["name"] for gate in pod["spec"].get("schedulingGates") or ()}
+
+
+def deployment_of(workload: str, group: str, node_selector: dict[str, str]) -> dict[str, Any]:
+    """One replica of ``workload`` in the AppGroup ``group``, on the nodes ``node_selector`` picks."""
+    labels = {"app": workload, "appgroup.diktyo.x-k8s.io": group, "appgroup.diktyo.x-k8s.io.workload": workload}
+    spec = {"nodeSelector": node_selector, "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}  # fmt: skip
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": workload, "namespace": APPS},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": workload}},
+                     "template": {"metadata": {"labels": labels}, "spec": spec}}}  # fmt: skip
+
+
+def uninstall_reading_the_cleanup(plane: ControlPlane) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``helm uninstall --wait``, and what its post-delete Job logged (the Job is gone once it succeeded)."""
+    command = [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", "uninstall", "netaware", "-n",
+               NAMESPACE, "--wait", "--timeout", "300s"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = ""
+    while process.poll() is None:
+        for pod in kubectl_json(plane, "get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=cleanup")[
+            "items"
+        ]:
+            read = plane.kubectl("logs", "-n", NAMESPACE, pod["metadata"]["name"], check=False)
+            if read.returncode == 0 and read.stdout.startswith(("pod ", "node ", "nothing")):  # not the kubelet's
+                said = read.stdout  # error about a log file gone with its pod
+        time.sleep(0.5)
+    out, err = process.communicate()
+    return subprocess.CompletedProcess(command, process.returncode, out, err), said
 
 
 @dataclass(frozen=True)
@@ -635,6 +690,7 @@ def colocated_leaders(plane: ControlPlane) -> tuple[Leaders, str]:
 def test_the_node_of_the_leaders_lost_no_pod_creation_fails_and_appgroup_pods_keep_binding(
     plane: ControlPlane, previous: str
 ) -> None:
+    upgrade(plane)  # the working tree's chart, whatever ran before
     placed = {
         c: sorted(
             node_of_pod(plane, p["metadata"]["name"])
@@ -665,8 +721,8 @@ def test_the_node_of_the_leaders_lost_no_pod_creation_fails_and_appgroup_pods_ke
     after = leaders(plane)
     assert after.operator != before.operator and after.scheduler != before.scheduler
     group = [(name, when) for name, kind, when in creator.created if kind == "group"]
-    binders = eventually(lambda: all_scheduled(plane, [name for name, _ in group]), 120, "every AppGroup pod Scheduled")
-    bound_after = sorted(when for name, when in group if binders[name][1].startswith(after.scheduler))
+    binders = all_scheduled(plane, [name for name, _ in group])
+    bound_after = sorted(when for name, when in group if after.scheduler in binders.get(name, ("", ""))[1])
     first_binding = eventually(lambda: _first_binding_time(plane, after.scheduler), 30, "the new leader's binding")
     scheduler_decision = first_binding - lost_at
     print(
@@ -674,12 +730,17 @@ def test_the_node_of_the_leaders_lost_no_pod_creation_fails_and_appgroup_pods_ke
         f"AppGroup status {operator_decision:.1f} s after, the next binding by the new scheduler leader "
         f"{scheduler_decision:.1f} s after (lease {LEASE_SECONDS} s)"
     )
+    pods = pods_of(plane, "creator=loss")
+    unmutated = [name for name, pod in pods.items() if not mutated(pod)]
+    FIGURES.update({"node lost: pods created": len(creator.created), "node lost: refused": len(creator.refused),
+                    "node lost: admitted unmutated": len(unmutated),
+                    "node lost -> the next AppGroup decided by the new operator leader": operator_decision,
+                    "node lost -> the next binding by the new scheduler leader": scheduler_decision})  # fmt: skip
     assert creator.refused == []
     assert bound_after, "the new scheduler leader bound no AppGroup pod"
     assert operator_decision <= LEASE_SECONDS + 5, operator_decision
     assert scheduler_decision <= LEASE_SECONDS + 5, scheduler_decision
-    pods = pods_of(plane, "creator=loss")
-    assert not [name for name, pod in pods.items() if not mutated(pod)]
+    assert unmutated == []
 
 
 def _first_binding_time(plane: ControlPlane, scheduler_pod: str) -> float | None:
@@ -687,7 +748,7 @@ def _first_binding_time(plane: ControlPlane, scheduler_pod: str) -> float | None
     times = [
         _epoch(e.get("eventTime") or e.get("firstTimestamp"))
         for e in events
-        if (e.get("reportingInstance") or "").startswith(scheduler_pod)
+        if scheduler_pod in (e.get("reportingInstance") or "")
     ]
     return min(times) if times else None
 

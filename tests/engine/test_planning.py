@@ -361,6 +361,34 @@ def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -
     assert len(decide(stream[:601], 31.0, times).release) == 601
 
 
+def test_a_new_leader_plans_around_the_releases_its_predecessor_wrote() -> None:
+    """A plan survives a change of operator leader because it is written into the pods it releases: the old leader
+    released a-0 to n1 (its release patch: the gate removed, n1's required affinity, netaware.io/planned-node) and
+    died before kube-scheduler bound it; the new leader, knowing nothing but what the API holds, counts a-0 on n1.
+    n1 takes one pod: b-0 goes to n2 in the same zone (cost 1), not onto n1, which a-0 holds, nor to n3 (5 away)."""
+    import jsonpatch
+
+    from operators.engine.planning.release import release_by_plan, release_patch
+
+    def gated(name: str, workload: str) -> dict[str, Any]:
+        raw = pod(name, workload)
+        raw["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}]
+        raw["metadata"]["creationTimestamp"] = "2026-11-25T12:00:00Z"
+        return raw
+
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    cluster = replace(build_snapshot([node("n1", "za", pods="1"), node("n2", "za"), node("n3", "zb"), topology(5)]),
+                      app_groups=(group,))  # fmt: skip
+    released = jsonpatch.apply_patch(gated("a-0", "a"), release_patch(Pod.parse(gated("a-0", "a")), "n1"))
+    assert released["metadata"]["annotations"][keys.PLANNED_NODE] == "n1" and "schedulingGates" in released["spec"]
+    newcomer = Pod.parse(gated("b-0", "b"))
+    created = newcomer.created
+    assert created is not None
+    decision = release_by_plan(group, [Pod.parse(released), newcomer], cluster, CONFIG, {(NAMESPACE, "b-0"): created},
+                               created + 60, 300.0, window=0.1)  # fmt: skip
+    assert [(r.pod.name, r.node) for r in decision.release] == [("b-0", "n2")]
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(st.tuples(st.integers(0, 10**6), st.integers(2, 4), st.integers(1, 3), st.sampled_from((0.0, 0.3))))
 def test_the_aggregated_program_has_the_per_pod_programs_optimum(instance: tuple[int, int, int, float]) -> None:

@@ -97,3 +97,20 @@ def test_the_planned_node_is_given_when_only_maxnetworkcost_would_refuse_it() ->
     answer = filter_of(state, pod("a-0", "a"), ["n3"])
     assert answer["NodeNames"] == ["n3"] and answer["FailedNodes"] == {}
     assert counted(state, "on-plan") == 1
+
+
+def test_another_extender_continues_the_plan_from_what_the_api_holds() -> None:
+    # Extender A plans b-0 and b-1 when asked about b-0: one joins a-0 on n1 (its last pod slot, cost 0), the other
+    # goes to n2 in the same zone (cost 1), never n3 (5). A answers b-0 and dies before kube-scheduler asks about
+    # b-1; what survives is what the API holds: b-0 bound where A put it. Extender B (the new scheduler leader's, in
+    # its pod: nothing in memory) plans b-1 from that alone and puts it where A's plan had it: with b-0 on n1, n1 is
+    # full and n2 is one away; with b-0 on n2, n1's slot beside a-0 costs 0.
+    first = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    placed = filter_of(first, pod("b-0", "b"))["NodeNames"][0]
+    planned_for_b1 = first.follower.planned["default/b-1"][0]
+    assert {placed, planned_for_b1} == {"n1", "n2"}
+    objects = [node("n1", "za", pods="2"), node("n2", "za"), node("n3", "zb"), topology(5), pod("a-0", "a", on="n1")]
+    snapshot = replace(build_snapshot([*objects, pod("b-0", "b", on=placed), pod("b-1", "b")]),
+                       app_groups=(group_with("plan-ungated"),))  # fmt: skip
+    second = ExtenderState(lambda: snapshot, CONFIG)
+    assert filter_of(second, pod("b-1", "b"))["NodeNames"] == [planned_for_b1]
