@@ -151,7 +151,7 @@ def test_the_second_scheduler_runs_two_replicas_under_a_lease_each_with_its_own_
     config = yaml.safe_load(scheduler_config(documents)["data"]["config.yaml"])
     assert config["leaderElection"] == {"leaderElect": True, "resourceLock": "leases", "resourceNamespace": NAMESPACE,
                                         "resourceName": SCHEDULER, "leaseDuration": "15s", "renewDeadline": "10s",
-                                        "retryPeriod": "2s"}  # fmt: skip
+                                        "retryPeriod": "1s"}  # fmt: skip
     (extender,) = config["extenders"]
     assert extender["urlPrefix"] == "http://127.0.0.1:8888" and "tlsConfig" not in extender
     spec = scheduler["spec"]["template"]["spec"]
