@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from operators.cli import output
-from operators.cli.common import CommandError, one_line
+from operators.cli.common import CommandError, cluster_source_options, one_line
 from operators.engine.status.uninstall import Undo, what_to_undo
 
 PASSES = 3  # a pod that changed while it was released is looked at again, from a fresh listing
@@ -20,21 +20,7 @@ WAIT_POLL = 1.0
 
 
 @click.command("cleanup")
-@click.option(
-    "-f",
-    "--filename",
-    "filenames",
-    multiple=True,
-    type=click.Path(exists=True),
-    help="Report what a live run would undo in a snapshot (YAML files or folders); nothing is written.",
-)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Default: in-cluster, else $KUBECONFIG or ~/.kube/config.",
-)
-@click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the emulator).")
+@cluster_source_options("Report what a live run would undo in a snapshot (YAML files or folders); nothing is written.")
 @click.option(
     "--scheduler-name",
     default="",

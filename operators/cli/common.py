@@ -162,3 +162,24 @@ def bandwidth_value(_ctx: click.Context, param: click.Parameter, value: str | No
         return parse_bandwidth(value, f"--{(param.name or '').replace('_', '-')}")
     except QuantityError as error:
         raise click.BadParameter(str(error)) from None
+
+
+def cluster_source_options(snapshot_help: str) -> Callable[[Any], Any]:
+    """``-f`` (a snapshot, described by ``snapshot_help``), else ``--kubeconfig`` or ``--server``: where a command that
+    reads the live cluster or a snapshot reads it (``explain``, ``cleanup``)."""
+
+    def apply(command: Any) -> Any:
+        command = click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the emulator).")(
+            command
+        )
+        command = click.option(
+            "--kubeconfig",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Default: in-cluster, else $KUBECONFIG or ~/.kube/config (kubectl's current context).",
+        )(command)
+        return click.option(
+            "-f", "--filename", "filenames", multiple=True, type=click.Path(exists=True), help=snapshot_help
+        )(command)
+
+    return apply

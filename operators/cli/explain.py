@@ -9,29 +9,18 @@ from typing import Any
 import click
 
 from operators.cli import output
-from operators.cli.common import CommandError, load, load_scheduler_config, scheduler_config_option
+from operators.cli.common import (
+    CommandError,
+    cluster_source_options,
+    load,
+    load_scheduler_config,
+    scheduler_config_option,
+)
 
 LIVE_TIMEOUT = 30.0
 
 
-def _source_options(command: Any) -> Any:
-    command = click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the emulator).")(
-        command
-    )
-    command = click.option(
-        "--kubeconfig",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="Default: in-cluster, else $KUBECONFIG or ~/.kube/config (kubectl's current context).",
-    )(command)
-    return click.option(
-        "-f",
-        "--filename",
-        "filenames",
-        multiple=True,
-        type=click.Path(exists=True),
-        help="Explain from a snapshot (YAML files or folders) instead of the cluster.",
-    )(command)
+_source_options = cluster_source_options("Explain from a snapshot (YAML files or folders) instead of the cluster.")
 
 
 def _snapshot(filenames: tuple[str, ...], kubeconfig: str | None, server: str | None, kinds: tuple[Any, ...]) -> Any:

@@ -586,19 +586,7 @@ def test_an_uninstall_keeps_the_users_objects_releases_every_gate_and_a_reinstal
         args = ["get", kind, name, *(["-n", APPS] if kind != "nodeslo" else [])]
         assert kubectl_json(plane, *args)["metadata"]["uid"] == uid, (kind, name)
 
-    helm(
-        plane,
-        "install",
-        "netaware",
-        str(CHART),
-        "-n",
-        NAMESPACE,
-        "-f",
-        str(plane.folder / "current.yaml"),
-        "--wait",
-        "--timeout",
-        "300s",
-    )
+    upgrade(plane)  # installs it again, under the same release name
     plane.kubectl(
         "patch",
         "appgroup",
