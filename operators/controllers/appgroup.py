@@ -65,23 +65,18 @@ def compute_status(
     now: datetime.datetime,
 ) -> AppGroupStatus:
     """The status of one AppGroup from its members (by (namespace, AppGroup label), then pod name) and the nodes
-    they run on (a spec that does not parse is a condition)."""
+    they run on. A spec that does not parse is a condition, and that generation counts as observed: the controller
+    has decided about it (``kubectl wait`` and GitOps health checks compare observedGeneration with generation,
+    and would otherwise show a broken spec as progressing forever)."""
     try:
         group = AppGroup.model_validate(dict(body))
     except pydantic.ValidationError as error:
         message = errors.render_all(errors.from_pydantic(error))
         previous = body.get("status") or {}
         status = AppGroupStatus.model_validate(previous) if previous else AppGroupStatus()
-        ready = condition(
-            status.conditions,
-            keys.CONDITION_READY,
-            False,
-            INVALID_SPEC,
-            message,
-            now,
-            body.get("metadata", {}).get("generation"),
-        )
-        return status.model_copy(update={"conditions": [ready]})
+        generation = body.get("metadata", {}).get("generation")
+        ready = condition(status.conditions, keys.CONDITION_READY, False, INVALID_SPEC, message, now, generation)
+        return status.model_copy(update={"conditions": [ready], "observed_generation": generation})
     lookup = nodes.get if isinstance(nodes, Mapping) else nodes
     name = group.metadata.name
     members = [pod for namespace in workload_namespaces(group) for pod in pods.get((namespace, name), {}).values()]

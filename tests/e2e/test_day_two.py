@@ -1,8 +1,8 @@
 """Day two on real nodes, as a platform team runs netaware: the previous release installed with users' objects and
 traffic, upgraded to this chart while a pod is created every 100 ms, upgraded again with the same values, uninstalled
 and installed again, and the node of the leaders lost — on a control plane of its own with three real nodes (kubelet,
-containerd, runc, the CNI plugins; real-node-1 holds the control plane, netaware's Deployments run on real-node-2
-and real-node-3) and a KWOK node that takes the users' pods.
+containerd, runc, the CNI plugins; real-node-1 holds the control plane and the webhook's first group, netaware's
+other Deployments run on real-node-2 and real-node-3) and a KWOK node that takes the users' pods.
 
 What each test shows, and the issue's acceptance it answers:
 
@@ -51,6 +51,8 @@ NAMESPACE = "netaware-system"
 APPS = "default"
 TOPOLOGY = "nt-default"
 COMPONENT_NODES = ("real-node-2", "real-node-3")
+# the webhook's first group (webhook.first) on a node of its own: no lost node takes both groups
+FIRST_NODE = "real-node-1"
 GATE = "netaware.io/topology-order"
 SCHEDULER = "network-aware-scheduler"
 LEASE_SECONDS = 15  # the chart's default, for the operator and the second scheduler alike
@@ -157,7 +159,7 @@ class Creator:
             if status == 201:
                 self.created.append((name, kind, time.time()))
             else:
-                self.refused.append((name, status, text[:300]))
+                self.refused.append((name, status, text[:1000]))
             number += 1
             next_at += self.period
             time.sleep(max(0.0, next_at - time.monotonic()))
@@ -329,6 +331,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     try:
         for node in COMPONENT_NODES:
             plane.kubectl("label", "node", node, "netaware-test/components=true")
+        plane.kubectl("label", "node", FIRST_NODE, "netaware-test/webhook-first=true")
         yield plane
     finally:
         plane.stop()
@@ -388,7 +391,9 @@ def appgroup(name: str, workloads: list[tuple[str, list[str]]], annotations: dic
 
 def upgrade(plane: ControlPlane, *more: str) -> float:
     """``helm upgrade --install`` to the working tree's chart with the same values; the seconds it took."""
-    (plane.folder / "current.yaml").write_text(json.dumps(values("dev")))
+    current = values("dev")
+    current["webhook"] = {"first": {"nodeSelector": {"netaware-test/webhook-first": "true"}}}
+    (plane.folder / "current.yaml").write_text(json.dumps(current))
     started = time.monotonic()
     helm(
         plane,
@@ -688,6 +693,8 @@ def test_the_node_of_the_leaders_lost_no_pod_creation_fails_and_appgroup_pods_ke
     }
     for component, nodes in placed.items():  # the chart's default spread: one replica per node
         assert nodes == list(COMPONENT_NODES), (component, nodes)
+    (first,) = pods_of(plane, "app.kubernetes.io/component=webhook-first", NAMESPACE)
+    assert node_of_pod(plane, first) == FIRST_NODE
     before, lost = colocated_leaders(plane)
     creator = Creator(plane, "loss")
     with creator.running():
@@ -720,7 +727,8 @@ def test_the_node_of_the_leaders_lost_no_pod_creation_fails_and_appgroup_pods_ke
     )
     pods = pods_of(plane, "creator=loss")
     unmutated = [name for name, pod in pods.items() if not mutated(pod)]
-    # pods that ask for bandwidth (and an AppGroup's) have the retry entry; a plain pod's one entry never blocks it,
+    # pods that ask for bandwidth (and an AppGroup's) go first to the first group, on a node not lost, then (had
+    # that failed) to the other replicas; a plain pod's one entry never blocks it,
     # and a call sent to the lost replica leaves it as it came (no namespace default bandwidth)
     plain = {name for name, kind, _ in creator.created if kind == "plain"}
     FIGURES.update({"node lost: pods created": len(creator.created), "node lost: refused": len(creator.refused),

@@ -113,7 +113,7 @@ def test_the_charts_pods_run_the_image_on_the_real_nodes_ready_without_restarts(
         for pod in pods(real, NAMESPACE)
         if pod["spec"]["nodeName"] in NODES
     }
-    assert set(found) == {"operator", "webhook", "extender", "scheduler", "probe", "agent"}
+    assert set(found) == {"operator", "webhook", "webhook-first", "extender", "scheduler", "probe", "agent"}
     for component, pod in found.items():
         statuses = pod["status"]["containerStatuses"]
         assert all(s["ready"] and s["restartCount"] == 0 for s in statuses), (component, statuses)
@@ -162,12 +162,13 @@ def test_a_deployment_gets_its_bandwidth_through_the_webhooks_service_and_the_se
     # the webhook is configured by Service (no URL): the API server resolved it through kube-proxy
     webhooks = kubectl_json(real, "get", "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/instance=netaware")
     assert all("service" in hook["clientConfig"] for config in webhooks["items"] for hook in config["webhooks"])
-    # the second scheduler called the extender (by its Service's DNS name, over TLS)
-    extender = pods(real, NAMESPACE, "app.kubernetes.io/component=extender")[0]["metadata"]["name"]
-    metrics = raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/https:{extender}:8443/proxy/metrics")
+    # the second scheduler called the extender in its own pod (secondScheduler.extenderInPod: its metrics on the
+    # sidecar's health port)
+    schedulers = [pod["metadata"]["name"] for pod in pods(real, NAMESPACE, "app.kubernetes.io/component=scheduler")]
     served = [
         line
-        for line in metrics.splitlines()
+        for scheduler in schedulers
+        for line in raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{scheduler}:8080/proxy/metrics").splitlines()
         if line.startswith("netaware_extender_latency_seconds_count") and 'verb="filter"' in line
     ]
     assert served and sum(float(line.rsplit(" ", 1)[1]) for line in served) >= 1, served

@@ -289,9 +289,16 @@ def test_a_min_bandwidth_that_is_not_a_bandwidth_is_an_invalid_spec(bandwidth: s
 
     raw = raw_a1()
     raw["spec"]["workloads"][0]["dependencies"][0]["minBandwidth"] = bandwidth
+    raw["metadata"]["generation"] = 7
+    order = [{"workload": {"kind": "Deployment", "name": "w", "selector": "w"}, "index": 1}]
+    raw["status"] = {"observedGeneration": 6, "topologyOrder": order}
     status = compute_status(raw, {}, {}, NOW).to_wire()
     (ready,) = status["conditions"]
     assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["observedGeneration"] == 7
+    # decided about, though not valid: kubectl wait and GitOps health checks stop showing it as progressing
+    assert status["observedGeneration"] == 7
+    assert status["topologyOrder"] == raw["status"]["topologyOrder"]  # what the last valid spec gave stays
     assert ready["message"].startswith(f"spec.workloads[0].dependencies[0].minBandwidth: {reason}")
     with pytest.raises(FieldError):
         build_snapshot([raw])  # the webhook's view and the extender never see it either

@@ -226,6 +226,52 @@ def test_the_webhook_retries_the_pods_that_ask_for_bandwidth_through_a_second_en
     assert first["clientConfig"]["caBundle"] == retry["clientConfig"]["caBundle"] == plain["clientConfig"]["caBundle"]
 
 
+def test_pods_that_ask_for_bandwidth_go_first_to_replicas_of_their_own_kept_off_the_other_groups_nodes(
+    helm: str,
+) -> None:
+    documents = render(helm)
+    (webhook,) = by_kind(documents, "MutatingWebhookConfiguration").values()
+    services = {entry["name"]: entry["clientConfig"]["service"]["name"] for entry in webhook["webhooks"]}
+    # the first group is the first entry's: while an upgrade from a release without it starts its replicas, a
+    # failed first call is ignored and the retry goes to the replicas that were there
+    assert services == {
+        "pod-bandwidth.netaware.io": "t-netaware-webhook-first",
+        "pod-bandwidth-retry.netaware.io": "t-netaware-webhook",
+        "pod.netaware.io": "t-netaware-webhook",
+    }
+    first = deployment(documents, "webhook-first")
+    assert first["spec"]["replicas"] == 1
+    assert by_kind(documents, "Service")["t-netaware-webhook-first"]["spec"]["selector"] == {
+        "app.kubernetes.io/name": "netaware", "app.kubernetes.io/instance": "t",
+        "app.kubernetes.io/component": "webhook-first"}  # fmt: skip
+    spec = pod_spec(documents, "webhook-first")
+    other = pod_spec(documents, "webhook")
+    assert spec["containers"][0]["args"] == other["containers"][0]["args"]  # the same server, configured alike
+    assert spec["serviceAccountName"] == other["serviceAccountName"] == "t-netaware-webhook"
+    assert spec["volumes"][0]["secret"]["secretName"] == "t-netaware-webhook-first-tls"
+    assert spec["affinity"] == {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {
+            "app.kubernetes.io/name": "netaware", "app.kubernetes.io/instance": "t",
+            "app.kubernetes.io/component": "webhook"}}}}]}}  # fmt: skip
+    assert "affinity" not in other
+    # one replica: no budget (it would block drains); the other group's two keep theirs
+    assert sorted(by_kind(documents, "PodDisruptionBudget")) == ["t-netaware-extender", "t-netaware-operator",
+                                                                 "t-netaware-webhook"]  # fmt: skip
+    policy = by_kind(documents, "NetworkPolicy")["t-netaware-webhook"]["spec"]["podSelector"]
+    assert policy["matchExpressions"] == [
+        {"key": "app.kubernetes.io/component", "operator": "In", "values": ["webhook", "webhook-first"]}
+    ]
+    placed = pod_spec(render(helm, "--set", "webhook.first.nodeSelector.pool=b", "--set", "webhook.nodeSelector.pool=a",
+                             "--set-json", 'webhook.first.affinity={"x": {}}'), "webhook-first")  # fmt: skip
+    assert (placed["nodeSelector"], placed["affinity"]) == ({"pool": "b"}, {"x": {}})
+    for args in (["--set", "webhook.first.replicas=0"], list(VARIANTS["extender-guarantee"])):
+        documents = render(helm, *args)
+        assert "t-netaware-webhook-first" not in by_kind(documents, "Deployment")
+        assert "t-netaware-webhook-first-tls" not in by_kind(documents, "Secret")
+        (webhook,) = by_kind(documents, "MutatingWebhookConfiguration").values()
+        assert {entry["clientConfig"]["service"]["name"] for entry in webhook["webhooks"]} == {"t-netaware-webhook"}
+
+
 def test_cert_manager_signs_the_servers_with_a_ca_of_the_releases_own(helm: str) -> None:
     documents = render(helm, *VARIANTS["cert-manager"])
     issuers = by_kind(documents, "Issuer")
@@ -235,7 +281,7 @@ def test_cert_manager_signs_the_servers_with_a_ca_of_the_releases_own(helm: str)
     assert ca["isCA"] is True and ca["secretName"] == "t-netaware-ca" and ca["duration"] == "87600h"
     assert ca["issuerRef"] == {"name": "t-netaware-selfsigned", "kind": "Issuer", "group": "cert-manager.io"}
     assert issuers["t-netaware-ca"]["spec"] == {"ca": {"secretName": "t-netaware-ca"}}
-    for component in ("webhook", "extender"):
+    for component in ("webhook", "webhook-first", "extender"):
         leaf = certificates[f"t-netaware-{component}"]["spec"]
         assert leaf["issuerRef"] == {"name": "t-netaware-ca", "kind": "Issuer", "group": "cert-manager.io"}
         assert leaf["secretName"] == f"t-netaware-{component}-tls"
@@ -261,7 +307,7 @@ def test_the_generated_ca_is_kept_in_a_secret_and_signs_both_servers(helm: str) 
     ca_pem = secrets["t-netaware-ca"]["data"]["tls.crt"]
     ca = x509.load_pem_x509_certificate(_b64(ca_pem))
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-    for component in ("webhook", "extender"):
+    for component in ("webhook", "webhook-first", "extender"):
         data = secrets[f"t-netaware-{component}-tls"]["data"]
         assert data["ca.crt"] == ca_pem
         leaf = x509.load_pem_x509_certificate(_b64(data["tls.crt"]))

@@ -52,7 +52,8 @@ capabilities:
 {{/*
 Where a component's pods run (Deployments): the component's own nodeSelector, tolerations, affinity and
 topologySpreadConstraints, else the chart-wide ones; with neither, replicas spread over nodes and zones
-(ScheduleAnyway: a one-node cluster still runs them; counted per revision, so a rollout spreads too). And the
+(ScheduleAnyway: a one-node cluster still runs them; counted per revision, so a rollout spreads too), and with
+"avoid" COMPONENT and no affinity given, a preferred anti-affinity against that component's pods by node. And the
 priority class: the component's, else the chart-wide one. Called with (dict "root" $ "component" NAME "values" V).
 */}}
 {{- define "netaware.scheduling" -}}
@@ -66,9 +67,19 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $values.affinity | default $root.Values.affinity }}
+{{- $affinity := $values.affinity | default $root.Values.affinity }}
+{{- if $affinity }}
 affinity:
-  {{- toYaml . | nindent 2 }}
+  {{- toYaml $affinity | nindent 2 }}
+{{- else if .avoid }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels: {{- include "netaware.selector" (dict "root" $root "component" .avoid) | nindent 14 }}
 {{- end }}
 {{- $spread := $values.topologySpreadConstraints }}
 {{- if kindIs "invalid" $spread }}
@@ -268,4 +279,11 @@ for. (dict "root" $ "component" NAME "file" TEXT)
 */}}
 {{- define "netaware.configName" -}}
 {{- printf "%s-%s" (include "netaware.name" (dict "root" .root "component" .component)) (.file | sha256sum | trunc 10) -}}
+{{- end -}}
+
+{{/* "true" when the pods that ask for bandwidth go first to a group of webhook replicas of its own (webhook.first). */}}
+{{- define "netaware.webhookFirst" -}}
+{{- if and .Values.webhook.enabled (eq .Values.bandwidth.guarantee "resources") (gt (int .Values.webhook.first.replicas) 0) -}}
+true
+{{- end -}}
 {{- end -}}
