@@ -64,9 +64,11 @@ async def as_leader(
     election: LeaderElectionOptions,
     stop: asyncio.Event,
     components: Callable[[Callable[[], bool]], Awaitable[None]],
+    leads: Callable[[int], None] = lambda _: None,
 ) -> None:
     """Wait for the Lease and run ``components(still_leader)`` while holding it; losing it sets ``stop``; on
-    ``stop`` wait for the components to finish their in-flight work, then release the Lease."""
+    ``stop`` wait for the components to finish their in-flight work, then release the Lease. ``leads(1)`` when the
+    Lease is taken, ``leads(0)`` when it is lost or handed back (the leader gauge)."""
     api = await api_client_factory()
     lock = LeaseLock(election.name, election.namespace, election.identity, api)
     leading = asyncio.Event()  # the components were started (they stop when ``stop`` is set)
@@ -85,12 +87,14 @@ async def as_leader(
     async def lead() -> None:
         logger.info("%s acquired the lease %s/%s", election.identity, election.namespace, election.name)
         leading.set()
+        leads(1)
         try:
             await components(still_leader)
         finally:
             finished.set()
 
     async def on_lost() -> None:
+        leads(0)
         if not stop.is_set():
             logger.error("%s lost the lease %s/%s: stopping", election.identity, election.namespace, election.name)
             lost.set()
@@ -122,6 +126,7 @@ async def as_leader(
             await candidate
         if leading.is_set() and not lost.is_set():
             await _release(api, election)
+        leads(0)
         await api.close()
 
 

@@ -39,6 +39,7 @@ from operators.engine.measurement.probe import (
     row,
 )
 from operators.kube import API_ERRORS, describe, read_json, send_json
+from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, Kind
 from operators.sources.trim import trim_probe_pod
@@ -95,6 +96,12 @@ class ProbeMetrics:
         )  # fmt: skip
         self.writes = Counter("netaware_probe_row_writes", "Writes of this node's row.", registry=self.registry)
         self.peers = Gauge("netaware_probe_peers", "Peers measured in the last round.", registry=self.registry)
+        self.confirmed = Gauge(
+            "netaware_probe_row_confirmed_timestamp_seconds",
+            "Unix time this node's row last held the current measurements (just written, or unchanged since its last "
+            "write); an old value: the row is stale (writes failing, or no round finishing).",
+            registry=self.registry,
+        )
 
 
 async def serve_endpoint(host: str, port: int, delay: float = 0.0) -> asyncio.Server:
@@ -178,6 +185,7 @@ class Prober:
                 self.connections[peer] = held
             reader, writer = held
             window = self.windows.setdefault(peer.node, RttWindow())
+            self.metrics.failures.labels(peer.zone)  # the zone's failure series from its first peer on (0 is data)
             for _ in range(options.transactions):
                 started = time.perf_counter()
                 writer.write(REQUEST)
@@ -223,7 +231,10 @@ class Prober:
         """Write the row if it changed and the report interval has passed; True when written."""
         data = self.current_row()
         now = self.clock()
-        if data == self.written or now - self.last_write < self.options.report_interval:
+        if data == self.written:
+            self.metrics.confirmed.set(time.time())
+            return False
+        if now - self.last_write < self.options.report_interval:
             return False
         options = self.options
         node: Node | None = self.cache.get(NODES, "", options.node)
@@ -244,10 +255,12 @@ class Prober:
             )
             return False
         except API_ERRORS as error:
-            logger.warning("row %s/%s not written (%s); retried next round", options.namespace, name, describe(error))
+            logger.warning("row %s/%s not written (%s); retried next round", options.namespace, name, describe(error),
+                           extra=about("ConfigMap", options.namespace, name, node=options.node))  # fmt: skip
             return False
         self.written, self.last_write = data, now
         self.metrics.writes.inc()
+        self.metrics.confirmed.set(time.time())
         return True
 
     async def run(self, api: Any, stop: asyncio.Event, supervisor: Supervisor | None = None) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import kopf
 from aiohttp import web
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from operators.api.config.controllers import ControllerOptions
 from operators.api.config.descheduler import DeschedulerPolicy
@@ -245,11 +245,19 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
         if options.leader_election is None:
             await _components(options, stop, components_up, started)
         else:
+            leading = Gauge(
+                "leader_election_master_status",
+                "1 while this replica holds the Lease named (and runs the components), else 0; as client-go's.",
+                ["name"],
+                registry=options.registry,
+            ).labels(options.leader_election.name)
+            leading.set(0)
             await as_leader(
                 options.api_client_factory(),
                 options.leader_election,
                 stop,
                 lambda still_leader: _components(options, stop, components_up, started, still_leader, cache),
+                leading.set,
             )
         if options.health.problem and options.health_port is not None:
             await asyncio.sleep(FAILURE_LINGER)  # the Lease is free already; probes and scrapes see why

@@ -97,6 +97,8 @@ class Supervisor:
         """Run ``body()`` until ``stopped()``, restarting it as the module docstring says; never raises but
         ``asyncio.CancelledError``."""
         watched = self._tasks.setdefault(name, _Watched())
+        if self.restarts is not None:
+            self.restarts.labels(name)  # the task's series from its start: 0 restarts is data for rate() and alerts
         backoff = self.first_backoff
         while not stopped():
             started = watched.started = self.clock()

@@ -28,6 +28,7 @@ from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
 from operators.engine.cluster.appgroups import pod_appgroup
 from operators.engine.cluster.bandwidth import Accounting
 from operators.kube import post_event
+from operators.logs import about
 from operators.serving import (
     SUPERVISOR_KEY,
     BadBody,
@@ -88,7 +89,8 @@ class WebhookMetrics:
                 "Admission latency.",
                 ["webhook"],
                 registry=registry,
-                buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+                # up to kube-apiserver's timeout for the call (webhook.timeoutSeconds, 2 s): alerts see it near
+                buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2),
             ),
             Gauge(
                 "controller_runtime_webhook_requests_in_flight",
@@ -120,7 +122,7 @@ class NamespaceNotifier:
     def namespace_problem(self, namespace: str, message: str) -> None:
         if not self._due((namespace, message)):
             return
-        logger.warning("namespace %s: %s", namespace, message)
+        logger.warning("namespace %s: %s", namespace, message, extra=about("Namespace", name=namespace))
         self._post({"apiVersion": "v1", "kind": "Namespace", "name": namespace}, "InvalidDefaultBandwidth", message)
 
     def appgroup_problem(self, namespace: str, name: str, message: str) -> None:
@@ -128,7 +130,7 @@ class NamespaceNotifier:
         ``interval`` seconds."""
         if not self._due((f"{namespace}/{name}", message)):
             return
-        logger.warning("AppGroup %s/%s: %s", namespace, name, message)
+        logger.warning("AppGroup %s/%s: %s", namespace, name, message, extra=about("AppGroup", namespace, name))
         involved = {"apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}", "kind": "AppGroup", "name": name,
                     "namespace": namespace}  # fmt: skip
         self._post(involved, "SchedulerNotNetaware", message)

@@ -77,6 +77,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
 fi
+# promtool (Debian's prometheus package, without its recommends): the chart's alerts checked and unit-tested
+if ! command -v promtool >/dev/null; then
+  echo "installing prometheus (Debian) for promtool"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; }
+fi
 bash "$HERE/images.sh"
 bash "$HERE/build-peer.sh"
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"

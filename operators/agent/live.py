@@ -38,6 +38,7 @@ from operators.engine.enforcement.plan import node_plan
 from operators.engine.enforcement.report import usage_report, worth_writing
 from operators.engine.status.reconcile import node_slo_as_written
 from operators.kube import API_ERRORS, MERGE_PATCH, describe, post_event, send_json
+from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS, PODS, Kind
 from operators.sources.trim import trim_agent_pod
@@ -254,7 +255,7 @@ class Agent:
             return
         self.reported = problems
         for problem in problems:
-            logger.warning("node %s: %s", self.options.node, problem)
+            logger.warning("node %s: %s", self.options.node, problem, extra=about("Node", name=self.options.node))
         if problems:
             involved = {"apiVersion": "v1", "kind": "Node", "name": self.options.node}
             message = "; ".join(problems)
@@ -297,7 +298,8 @@ class Agent:
         try:
             await send_json(api, "PATCH", path, body, MERGE_PATCH)
         except API_ERRORS as error:
-            logger.warning("node %s: networkUsage not written: %s", self.options.node, describe(error))
+            logger.warning("node %s: networkUsage not written: %s", self.options.node, describe(error),
+                           extra=about("NodeSLO", name=self.options.node, node=self.options.node))  # fmt: skip
             return
         self.usage_written = report
         self.metrics.writes.inc()
@@ -323,7 +325,8 @@ class Agent:
             await send_json(api, "PATCH", f"/api/v1/nodes/{self.options.node}", patch, MERGE_PATCH)
         except API_ERRORS as error:
             self.capacity_checked = False  # asked again after the next pass
-            logger.warning("node %s: capacity not published: %s", self.options.node, describe(error))
+            logger.warning("node %s: capacity not published: %s", self.options.node, describe(error),
+                           extra=about("Node", name=self.options.node))  # fmt: skip
 
 
 def _without_stop_signals() -> None:

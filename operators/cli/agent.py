@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from operators.api.quantity import Quantity
-from operators.cli.common import CommandError, bandwidth_value, load
+from operators.cli.common import CommandError, bandwidth_value, load, log_format_option
 
 
 @click.command("agent")
@@ -93,6 +93,7 @@ from operators.cli.common import CommandError, bandwidth_value, load
     metavar="NAMESPACE/NAME",
     help="The agent's DaemonSet: on SIGTERM, remove the shaping when it is gone (uninstall), keep it otherwise.",
 )
+@log_format_option()
 @click.option("--netns", default=None, hidden=True)  # tests: the node's interfaces live in this network namespace
 def agent_command(
     node_name: str | None,
@@ -115,6 +116,7 @@ def agent_command(
     kubeconfig: str | None,
     server: str | None,
     daemonset: str,
+    log_format: str,
     netns: str | None,
 ) -> None:
     """Enforce this node's NodeSLO network QoS in the kernel and measure it: HTB classes system/LSR/LS/BE (rate =
@@ -167,7 +169,7 @@ def agent_command(
             dry_run=dry_run,
             daemonset=daemonset,
         )
-        _live(kernel, enforcer, options, health_port, listen_address, kubeconfig, server)
+        _live(kernel, enforcer, options, health_port, listen_address, kubeconfig, server, log_format)
     except KernelError as error:
         raise CommandError(str(error)) from None
     finally:
@@ -213,6 +215,7 @@ def _live(
     listen_address: str,
     kubeconfig: str | None,
     server: str | None,
+    log_format: str,
 ) -> None:
     from operators import compose
     from operators.cli.signals import run_until_signal
@@ -221,7 +224,8 @@ def _live(
     source = compose.ClusterSource(None, server, kubeconfig)
     try:
         run_until_signal(
-            lambda stop: compose.agent(source, kernel, backend, options, health_port, listen_address, stop)
+            lambda stop: compose.agent(source, kernel, backend, options, health_port, listen_address, stop),
+            log_format,
         )
     except NoCredentials as error:
         raise CommandError(str(error)) from None

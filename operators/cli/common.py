@@ -37,6 +37,19 @@ def one_line(text: str) -> str:
     )
 
 
+def log_format_option() -> Callable[[Any], Any]:
+    """``--log-format text|json`` of every long-running command (operators/logs.py)."""
+    from operators.logs import FORMATS
+
+    return click.option(
+        "--log-format",
+        type=click.Choice(FORMATS),
+        default="text",
+        show_default=True,
+        help="json: one object per line, with the keys of the object a line is about (kind, namespace, name, node).",
+    )
+
+
 def filename_option(required: bool = True) -> Callable[[Any], Any]:
     return click.option(
         "-f",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from operators.cli.common import CommandError
+from operators.cli.common import CommandError, log_format_option
 
 
 @click.command("probe")
@@ -72,6 +72,7 @@ from operators.cli.common import CommandError
     "--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Default: in-cluster, else $KUBECONFIG."
 )
 @click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the embedded emulator).")
+@log_format_option()
 @click.option("--respond-delay", type=click.FloatRange(0, 10), default=0.0, hidden=True)  # tests: a slow peer
 def probe_command(
     node_name: str,
@@ -91,6 +92,7 @@ def probe_command(
     ttl: float,
     kubeconfig: str | None,
     server: str | None,
+    log_format: str,
     respond_delay: float,
 ) -> None:
     """Measure round trips to the other nodes' probes (TCP request/response, netperf TCP_RR style) and
@@ -127,7 +129,7 @@ def probe_command(
     source = compose.ClusterSource(None, server, kubeconfig)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     try:
-        run_until_signal(lambda stop: compose.probe(source, options, health_port, stop))
+        run_until_signal(lambda stop: compose.probe(source, options, health_port, stop), log_format)
     except NoCredentials as error:
         raise CommandError(str(error)) from None
     except OSError as error:

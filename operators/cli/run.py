@@ -16,6 +16,7 @@ from operators.cli.common import (
     descheduler_policy_option,
     load_descheduler_policy,
     load_scheduler_config,
+    log_format_option,
 )
 from operators.cli.signals import run_until_signal
 
@@ -82,13 +83,7 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="With leader election, followers list and watch the cluster too (ready once synced), so a new leader decides "
     "within seconds of taking the Lease; without, a new leader lists the cluster first.",
 )
-@click.option(
-    "--log-format",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="json: one object per line.",
-)
+@log_format_option()
 @click.option(
     "-n",
     "--namespace",

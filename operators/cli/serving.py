@@ -18,6 +18,7 @@ from operators.cli.common import (
     filename_option,
     load,
     load_scheduler_config,
+    log_format_option,
     scheduler_config_option,
 )
 from operators.cli.signals import run_until_signal
@@ -40,6 +41,7 @@ class ServingFlags:
     health_port: int
     kubeconfig: str | None
     server: str | None
+    log_format: str
 
     @property
     def address(self) -> str:
@@ -100,6 +102,7 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
             help="Kubeconfig to watch the cluster with (default: in-cluster, else $KUBECONFIG or ~/.kube/config).",
         ),
         click.option("--server", default=None, metavar="URL", help="A plain-HTTP API server (the embedded emulator)."),
+        log_format_option(),
     ]
     names = [field.name for field in dataclasses.fields(ServingFlags)]
 
@@ -146,7 +149,7 @@ def serve_component(
                         flags.health_port)  # fmt: skip
 
     try:
-        run_until_signal(body)
+        run_until_signal(body, flags.log_format)
     except NoCredentials as error:
         raise CommandError(f"{error}, or -f PATH (serve a snapshot)") from None
     except OSError as error:  # the port is taken, the address is not ours, ...

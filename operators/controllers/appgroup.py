@@ -39,6 +39,7 @@ from operators.engine.cluster.objects import Node, Pod, place_of
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
 from operators.kube import API_ERRORS, describe, patch_status, post_event
+from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
 from operators.sources.store import Change
@@ -224,7 +225,8 @@ async def _announce(api: Any, state: _State, key: Key, previous: Mapping[str, An
         "uid": meta.get("uid"),
     }
     if new.get("status") == "False" and (old.get("reason"), old.get("message")) != (new["reason"], new["message"]):
-        logger.warning("AppGroup %s/%s spec is not valid: %s: %s", *key, new["reason"], new["message"])
+        logger.warning("AppGroup %s/%s spec is not valid: %s: %s", *key, new["reason"], new["message"],
+                       extra=about("AppGroup", *key))  # fmt: skip
         await post_event(api, involved, "Warning", new["reason"], new["message"], COMPONENT)
     elif new.get("status") == "True" and old.get("status") == "False":
         await post_event(api, involved, "Normal", new["reason"], new["message"], COMPONENT)
@@ -252,7 +254,8 @@ async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> 
             try:
                 previous, status = await write_status(api, state, key)
             except API_ERRORS as error:
-                logger.warning("AppGroup %s/%s: status not written (%s); retrying", *key, describe(error))
+                logger.warning("AppGroup %s/%s: status not written (%s); retrying", *key, describe(error),
+                               extra=about("AppGroup", *key))  # fmt: skip
                 retry(key)
                 return
             except BaseException:

@@ -43,6 +43,7 @@ from operators.engine.planning.layout import Rebalancing, rebalancing_of
 from operators.engine.rebalancing.rebalance import Move, Rebalance, after_low_node_load
 from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
 from operators.kube import API_ERRORS, TRANSPORT_ERRORS, describe, post_event, send_json
+from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import (
     APPGROUP_SPECS,
@@ -229,14 +230,16 @@ class Descheduler:
         except TRANSPORT_ERRORS as error:
             # the eviction may or may not have happened: the rest of the cycle waits for the next one, which sees
             # the pod terminating (never evicted again) or still there
-            logger.warning("eviction of %s not confirmed (%s): this cycle stops here", pod.key, describe(error))
+            logger.warning("eviction of %s not confirmed (%s): this cycle stops here", pod.key, describe(error),
+                           extra=about("Pod", pod.namespace, pod.name, node=pod.node_name))  # fmt: skip
             self._count("error", eviction)
             self.unreachable = True
             return False
         except ApiException as error:
             result = "refused" if error.status == 429 else "error"
             message = _status_message(error)
-            logger.warning("eviction of %s refused (%s): %s", pod.key, error.status, message)
+            logger.warning("eviction of %s refused (%s): %s", pod.key, error.status, message,
+                           extra=about("Pod", pod.namespace, pod.name, node=pod.node_name))  # fmt: skip
             self._count(result, eviction)
             await self._event(eviction, "Warning", "EvictionRefused", f"Eviction refused ({error.status}): {message}")
             return False

@@ -45,6 +45,7 @@ from operators.engine.planning.release import (
 )
 from operators.engine.status.gates import GatePlan, gate_plan, is_gated, timeout_of
 from operators.kube import API_ERRORS, describe, post_event, send_json
+from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS
 from operators.sources.store import Change
@@ -325,7 +326,8 @@ class GateKeeper:
         except API_ERRORS as error:
             # a lost answer may hide an eviction that happened: the pod is terminating then, and not stranded again
             if not isinstance(error, ApiException) or error.status != 404:
-                logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, describe(error))
+                logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, describe(error),
+                               extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
                 self._retry(pod)
             return
         self.evicted.add(pod.uid)
@@ -337,7 +339,8 @@ class GateKeeper:
 
     async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
         """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""
-        logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem)
+        logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem,
+                       extra=about("AppGroup", group.metadata.namespace, group.metadata.name))  # fmt: skip
         involved = _involved(group)
         await post_event(api, involved, "Warning", "InvalidOrderedSchedulingTimeout", problem, COMPONENT)
 

@@ -40,6 +40,10 @@ R = TypeVar("R")
 def reconciler(controller: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Count, time and track in the queue gauge every call of an async reconcile function."""
 
+    ERRORS.labels(controller)  # its series there from the start: 0 errors is data (rate() and alerts see it)
+    for result in ("success", "error"):
+        RECONCILES.labels(controller, result)
+
     def decorate(function: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(function)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -38,6 +38,7 @@ from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
 from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
 from operators.kube import API_ERRORS, MERGE_PATCH, describe, patch_status, read_json
+from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS, NODES
 from operators.sources.store import Change
@@ -224,6 +225,7 @@ async def _topology_loop(
         try:
             await recompute(memo.api, state, namespace, name, settings, logger)
         except API_ERRORS as error:
-            logger.warning("NetworkTopology %s/%s: recompute failed (%s); retrying", namespace, name, describe(error))
+            logger.warning("NetworkTopology %s/%s: recompute failed (%s); retrying", namespace, name, describe(error),
+                           extra=about("NetworkTopology", namespace, name))  # fmt: skip
             dirty.set()
         last_run = loop.time()  # the interval runs from the end of one computation

@@ -32,6 +32,7 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.release import REQUIRED, as_released, release_patch
 from operators.engine.status.gates import TIMEOUT, Release
 from operators.kube import TRANSPORT_ERRORS, describe, post_event, send_json
+from operators.logs import about
 
 logger = logging.getLogger("netaware.gates")
 
@@ -54,6 +55,8 @@ PLANNED_PODS = Counter(
     ["result"],
     registry=REGISTRY,
 )
+for _result in ("placed", "unplaceable", "abandoned"):  # every series there from the start (rate() sees 0)
+    PLANNED_PODS.labels(_result)
 
 PodKey = tuple[str, str]  # (namespace, name)
 
@@ -144,12 +147,14 @@ class Releases:
                         self.in_flight.pop(key, None)
                 else:
                     self.in_flight.pop(key, None)
-                    logger.warning("pod %s: gate not removed (%s); retrying", pod.key, describe(error))
+                    logger.warning("pod %s: gate not removed (%s); retrying", pod.key, describe(error),
+                                   extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
                     self.retry(pod)
                 self.resent.discard(key)
                 return
             except TRANSPORT_ERRORS as error:
-                logger.warning("pod %s: release not confirmed (%s); sending it again", pod.key, describe(error))
+                logger.warning("pod %s: release not confirmed (%s); sending it again", pod.key, describe(error),
+                               extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
                 self.unsure[key] = (item, self.clock() + RETRY_SECONDS)
                 self.resent.add(key)
                 self.retry(pod)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NETWORK_OVERHEAD, SchedulerConfig
@@ -55,10 +55,21 @@ MAX_EXTENDER_PRIORITY = 10
 class ExtenderMetrics:
     registry: CollectorRegistry
     latency: Histogram
+    errors: Counter
 
     @classmethod
     def create(cls) -> ExtenderMetrics:
         registry = CollectorRegistry()
+        errors = Counter(
+            "netaware_extender_errors",
+            "Calls answered with an error, by verb and HTTP code (400/413: a call that does not parse; 503: the "
+            "cluster cache not synced yet). kube-scheduler skips an ignorable extender that errs.",
+            ["verb", "code"],
+            registry=registry,
+        )
+        for verb in VERBS:  # every series exists from the start: rate() and alerts see 0, not nothing
+            for code in ("400", "413", "503"):
+                errors.labels(verb, code)
         return cls(
             registry,
             Histogram(
@@ -66,14 +77,17 @@ class ExtenderMetrics:
                 "Extender request latency.",
                 ["verb"],
                 registry=registry,
-                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1),
+                # up to kube-scheduler's httpTimeout (30 s by default): an alert sees latency near it
+                buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1, 2.5, 5, 10, 20, 30),
             ),
+            errors,
         )
 
 
 STATE_KEY: web.AppKey[ExtenderState] = web.AppKey("state", ExtenderState)
 NOTIFIER_KEY: web.AppKey[PodNotifier] = web.AppKey("notifier", object)  # type: ignore[arg-type]
 COMPONENT = "netaware-extender"
+VERBS = ("filter", "prioritize")
 METRICS_KEY: web.AppKey[ExtenderMetrics] = web.AppKey("metrics", ExtenderMetrics)
 
 
@@ -97,26 +111,31 @@ class Call:
         return PodInputs.of(self.pod)
 
 
-async def _call(request: web.Request) -> Call | web.Response:
-    """Read and check ExtenderArgs: a ``Call``, or the 400/413 answer."""
+async def _call(request: web.Request, verb: str) -> Call | web.Response:
+    """Read and check ExtenderArgs: a ``Call``, or the 400/413/503 answer (counted)."""
     state = request.app[STATE_KEY]
     try:
         body = await read_json_body(request, MAX_BODY, oversize_status=413)
         pod, names, items = parse_args(body, state.names_memo)
     except BadBody as error:
-        return _json_response({"Error": str(error)}, status=error.status)
+        return _error(request, verb, str(error), error.status)
     except BadArgs as error:
-        return _json_response({"Error": str(error)}, status=400)
+        return _error(request, verb, str(error), 400)
     if not state.ready():
         # Never place pods on a partial view of the cluster (its bandwidth would read as free): kube-scheduler
         # skips an ignorable extender that fails, and retries the pod later with one that is not ignorable.
-        return _json_response({"Error": "cluster cache not synced yet"}, status=503)
+        return _error(request, verb, "cluster cache not synced yet", 503)
     return Call(state, state.index(), pod, names, items)
+
+
+def _error(request: web.Request, verb: str, message: str, status: int) -> web.Response:
+    request.app[METRICS_KEY].errors.labels(verb, str(status)).inc()
+    return _json_response({"Error": message}, status=status)
 
 
 async def filter_handler(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    call = await _call(request)
+    call = await _call(request, "filter")
     if isinstance(call, web.Response):
         return call
     body, nowhere = filter_body(call)
@@ -259,7 +278,7 @@ def prioritize_body(call: Call) -> bytes:
 
 async def prioritize_handler(request: web.Request) -> web.Response:
     started = time.perf_counter()
-    call = await _call(request)
+    call = await _call(request, "prioritize")
     if isinstance(call, web.Response):
         return call
     body = prioritize_body(call)

@@ -309,6 +309,44 @@ def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
     assert "networkUsage" in slo.get("status", {})
 
 
+# Families the dashboard reads that have samples only once something happened (an eviction, a released gate)
+EVENT_DRIVEN = {"descheduler_pods_evicted_total", "netaware_gate_wait_seconds_bucket"}
+METRICS_PORTS = {"operator": "metrics", "webhook": "metrics", "webhook-first": "metrics", "extender": "metrics",
+                 "scheduler": "health", "probe": "health", "agent": "health"}  # the PodMonitors' ports  # fmt: skip
+
+
+def test_every_component_serves_what_the_dashboard_and_the_alerts_read(real: Any) -> None:
+    """Each pod scraped as its PodMonitor scrapes it (plain HTTP on its metrics port); every series a dashboard panel
+    or an alert reads is served by some component, with samples unless it counts events that have not happened."""
+    served: dict[str, str] = {}
+    for pod in pods(real, NAMESPACE):
+        component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
+        if component not in METRICS_PORTS or pod["status"].get("phase") != "Running":
+            continue
+        every = pod["spec"]["containers"] + pod["spec"].get("initContainers", [])
+        ports = {p["name"]: p["containerPort"] for c in every for p in c.get("ports", [])}
+        name, port = pod["metadata"]["name"], ports[METRICS_PORTS[component]]
+        served[name] = raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{name}:{port}/proxy/metrics")
+    assert {name.rsplit("-", 2)[0] for name in served} >= {"netaware-operator", "netaware-webhook", "netaware-extender"}
+    text = "\n".join(served.values())
+    samples = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    dashboard = json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
+    panels = {target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])}
+    alerts = yaml.safe_load((CHART / "files" / "alerts.yaml").read_text())
+    exprs = {rule["expr"] for group in alerts["groups"] for rule in group["rules"]}
+    read = {
+        name
+        for expr in panels | exprs
+        for name in re.findall(r"\b((?:netaware|controller_runtime|descheduler|leader_election)_[a-z_]+)", expr)
+    }
+    missing = sorted(name for name in read - EVENT_DRIVEN if name not in samples)
+    assert missing == [], missing
+    for name in EVENT_DRIVEN & read:  # declared, waiting for its first event
+        base = name.removesuffix("_bucket").removesuffix("_total")
+        assert base in families or name in families, name
+
+
 def test_the_first_hour_page(real: Any) -> None:
     """docs/first-hour.md's commands of steps 4-6, run as they are, in order, on the chart the fixture installed
     with the page's own flags: a plain Deployment-based AppGroup placed by plan through the second scheduler,

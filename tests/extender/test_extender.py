@@ -114,6 +114,12 @@ async def test_bad_input_is_refused_and_the_next_request_is_served(
         assert message in (await response.json())["Error"]
     response = await client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})
     assert response.status == 200
+    # each refusal counted by verb and code, and the other codes' series there at 0 (an alert's rate() sees them)
+    metrics = await (await client.get("/metrics")).text()
+    for verb in ("filter", "prioritize"):
+        for code in ("400", "413", "503"):
+            count = 1.0 if code == str(status) else 0.0
+            assert f'netaware_extender_errors_total{{code="{code}",verb="{verb}"}} {count}' in metrics, metrics
 
 
 async def test_no_answer_from_a_cache_that_has_not_synced() -> None:
@@ -127,6 +133,8 @@ async def test_no_answer_from_a_cache_that_has_not_synced() -> None:
             assert response.status == 503
             assert (await response.json())["Error"] == "cluster cache not synced yet"
         assert (await test_client.get("/readyz")).status == 503
+        metrics = await (await test_client.get("/metrics")).text()
+        assert 'netaware_extender_errors_total{code="503",verb="filter"} 1.0' in metrics
         synced = True
         assert (await test_client.post("/filter", json={"Pod": p1_pod(), "NodeNames": NODES})).status == 200
 

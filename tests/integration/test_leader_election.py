@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import signal
+import socket
 import time
 
+import aiohttp
 import pytest
 
 from operators.emulator import ApiEmulator
@@ -20,13 +22,15 @@ LEASE_SECONDS = 5
 RETRY_SECONDS = 1.2
 
 
-async def replica(emulator: ApiEmulator, name: str, log: pathlib.Path) -> asyncio.subprocess.Process:
+async def replica(
+    emulator: ApiEmulator, name: str, log: pathlib.Path, health_port: int = 0
+) -> asyncio.subprocess.Process:
     return await start_run(
         emulator,
         "--components",
         "appgroup",
         "--health-port",
-        "0",
+        str(health_port),
         "--leader-election-identity",
         name,
         "--lease-duration",
@@ -39,6 +43,29 @@ async def replica(emulator: ApiEmulator, name: str, log: pathlib.Path) -> asynci
     )
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def leader_gauge(port: int) -> float:
+    """``leader_election_master_status`` of the replica whose health port is ``port``."""
+    async with aiohttp.ClientSession() as http:
+        for _ in range(50):  # the health port opens as the replica starts
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/metrics") as answer:
+                    text = await answer.text()
+                    break
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"no metrics on port {port}")
+    (line,) = [line for line in text.splitlines() if line.startswith("leader_election_master_status{")]
+    assert line.startswith('leader_election_master_status{name="netaware"}'), line  # the Lease's name
+    return float(line.rsplit(" ", 1)[1])
+
+
 def status_writes(emulator: ApiEmulator) -> int:
     return sum(1 for w in emulator.writes if w[2] == "appgroups" and w[4] == "a1" and w[5] == "status")
 
@@ -47,12 +74,15 @@ async def test_only_the_leader_writes_and_a_follower_takes_over(
     api: Api, emulator: ApiEmulator, tmp_path: pathlib.Path
 ) -> None:
     await emulator.seed(documents("cluster.yaml") + documents("pods.yaml"))
-    first = await replica(emulator, "replica-a", tmp_path / "a.log")
+    ports = free_port(), free_port()
+    first = await replica(emulator, "replica-a", tmp_path / "a.log", ports[0])
     await eventually(lambda: holder(emulator) == "replica-a", within=20)
-    second = await replica(emulator, "replica-b", tmp_path / "b.log")
+    second = await replica(emulator, "replica-b", tmp_path / "b.log", ports[1])
     try:
         await asyncio.sleep(2 * RETRY_SECONDS + 1)  # the follower has tried, and failed, to take the Lease
         assert holder(emulator) == "replica-a"
+        # what the NetawareNoLeader alert reads: exactly one replica says 1
+        assert [await leader_gauge(port) for port in ports] == [1.0, 0.0]
         await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
         await eventually(lambda: status_of(emulator).get("topologyOrder"), within=20)
         await asyncio.sleep(1)
@@ -67,6 +97,7 @@ async def test_only_the_leader_writes_and_a_follower_takes_over(
         assert takeover <= LEASE_SECONDS + 4 * RETRY_SECONDS + 1, takeover  # the lease duration, plus retries
 
         await eventually(lambda: "running appgroup" in (tmp_path / "b.log").read_text(), within=20)
+        assert await leader_gauge(ports[1]) == 1.0
         await asyncio.sleep(1)
         assert status_writes(emulator) == writes_for_create  # the new leader does not rewrite an unchanged status
         patch = {"spec": {"topologySortingAlgorithm": "TarjanSort"}}
@@ -143,14 +174,6 @@ async def test_a_follower_keeps_its_cache_synced_and_leads_from_it_without_listi
     finally:
         await stop_replicas(first, second)
     assert second.returncode == 0
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def ready(port: int) -> bool:

@@ -193,14 +193,20 @@ async def test_a_row_is_written_only_when_it_changed_and_not_more_often_than_the
         assert await prober.publish(api) is True
         assert rows(emulator)["n-a"] == {KEY.format("n-a", "n-b"): "2", KEY.format("n-a", "n-c"): "30"}
         now[0] += 60
+        before = prober.metrics.confirmed._value.get()
+        await asyncio.sleep(0.01)
         assert await prober.publish(api) is False  # nothing changed: nothing written
+        assert prober.metrics.confirmed._value.get() > before  # ... and the row is still current
         prober.windows["n-b"].add(0.009)  # P90 of (2.1, 9) ms: 9
         now[0] += 1
         prober.last_seen["n-b"] = now[0]
         assert await prober.publish(api) is True
         assert rows(emulator)["n-a"][KEY.format("n-a", "n-b")] == "9"
         prober.windows["n-b"].add(0.012)
+        confirmed = prober.metrics.confirmed._value.get()
+        assert confirmed > 0
         assert await prober.publish(api) is False  # changed, but within the 30 s interval: later
+        assert prober.metrics.confirmed._value.get() == confirmed  # not current until written: it ages
         now[0] += 30
         assert await prober.publish(api) is True
         now[0] += 400  # n-c last measured 461 s ago, n-b 430 s ago: both beyond the TTL

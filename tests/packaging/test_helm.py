@@ -47,7 +47,7 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     assert "nodeslos.slo.koordinator.sh" not in {
         d["metadata"]["name"] for d in no_slo if d["kind"] == "CustomResourceDefinition"
     }
-    assert any(d["kind"] == "ServiceMonitor" for d in no_slo)
+    assert any(d["kind"] == "PodMonitor" for d in no_slo)  # serviceMonitor.enabled, deprecated: PodMonitors
     managed = render(helm, *VARIANTS["cert-manager"])
     assert {d["kind"] for d in managed} >= {"Certificate", "Issuer"}
     assert not any(d["kind"] == "Secret" for d in managed)  # cert-manager writes the secrets
@@ -140,11 +140,14 @@ def test_network_policies_admit_each_port_from_its_callers_only(helm: str) -> No
     assert len(policies) == 3
     by_component = {name.rsplit("-", 1)[-1]: policy["spec"] for name, policy in policies.items()}
     assert all(spec["policyTypes"] == ["Ingress"] for spec in by_component.values())
-    (webhook,) = by_component["webhook"]["ingress"]
+    monitoring = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    webhook, webhook_metrics = by_component["webhook"]["ingress"]
     assert webhook["ports"] == [{"port": 9443, "protocol": "TCP"}] and "from" not in webhook
-    (extender,) = by_component["extender"]["ingress"]
+    assert webhook_metrics == {"ports": [{"port": 8080, "protocol": "TCP"}], "from": monitoring}
+    extender, extender_metrics = by_component["extender"]["ingress"]
     kube_system = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
     assert extender["from"] == [kube_system]  # the second scheduler calls the extender in its own pods
+    assert extender_metrics == {"ports": [{"port": 8080, "protocol": "TCP"}], "from": monitoring}
     calling = render(helm, *VARIANTS["scheduler-calls-the-service"])
     policy = next(d for d in calling if d["kind"] == "NetworkPolicy" and d["metadata"]["name"].endswith("extender"))
     sources = policy["spec"]["ingress"][0]["from"]

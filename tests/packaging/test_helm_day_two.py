@@ -367,3 +367,20 @@ def _b64(text: str) -> bytes:
     import base64
 
     return base64.b64decode(text)
+
+
+def test_every_component_logs_in_the_chart_wide_format(helm: str) -> None:
+    everything = ["--set", "secondScheduler.enabled=true", "--set", "probe.enabled=true", "--set", "agent.enabled=true"]
+    for value, operator in (("json", "json"), ("text", "text")):
+        documents = render(helm, *everything, "--set", f"logFormat={value}")
+        seen = {}
+        for document in documents:
+            for container in containers(document):
+                if container["image"].startswith("ghcr.io/netaware/") and container["args"][0] != "cleanup":
+                    seen[container["args"][0]] = [a for a in container["args"] if a.startswith("--log-format")]
+        assert sorted(seen) == ["agent", "extender", "probe", "run", "webhook"]
+        assert all(flags == [f"--log-format={operator if name == 'run' else value}"] for name, flags in seen.items()), (
+            seen
+        )
+    own = render(helm, "--set", "logFormat=text", "--set", "operator.logFormat=json")
+    assert "--log-format=json" in pod_spec(own, "operator")["containers"][0]["args"]
