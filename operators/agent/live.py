@@ -22,11 +22,13 @@ import datetime
 import logging
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
 
 from operators.agent.enforce import Backend, KernelOps, Meter, NodePlanner, PassResult
 from operators.api import keys
@@ -88,34 +90,56 @@ def snapshot_planner(
     return lambda previous: node_plan(node, slo, pods, default, previous)
 
 
+class KernelCounters:
+    """The kernel's byte counters of the classes and the pods' leaves, as Prometheus counters
+    (``netaware_agent_class_bytes_total``, ``netaware_agent_pod_bytes_total``): each scrape reports the values of the
+    last pass (a class made again starts from 0, which ``rate()`` reads as a counter reset)."""
+
+    def __init__(self) -> None:
+        self.classes: dict[tuple[str, str], int] = {}  # (direction, class) -> bytes
+        self.pods: dict[tuple[str, str], int] = {}  # (direction, namespace/name) -> bytes
+
+    def collect(self) -> Iterator[Metric]:
+        classes = CounterMetricFamily(
+            "netaware_agent_class_bytes",
+            "Bytes the class has sent (kernel counter).",
+            labels=("direction", "qos_class"),
+        )
+        for labels, value in sorted(self.classes.items()):
+            classes.add_metric(labels, value)
+        pods = CounterMetricFamily(
+            "netaware_agent_pod_bytes", "Bytes the pod's leaf has sent (kernel counter).", labels=("direction", "pod")
+        )
+        for labels, value in sorted(self.pods.items()):
+            pods.add_metric(labels, value)
+        yield classes
+        yield pods
+
+
 class AgentMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self.counters = KernelCounters()
+        self.registry.register(self.counters)
         labels = ("direction", "qos_class")
-        self.class_bytes = Gauge(
-            "netaware_agent_class_bytes", "Bytes the class has sent (kernel counter).", labels, registry=self.registry
-        )
+        # Deprecated (0.2.0, removed in 0.3.0): the rates the agent computes (rate(..._bytes_total[1m]) * 8 gives
+        # them). The gauges netaware_agent_{class,pod}_bytes are gone: a gauge and a counter of one family name
+        # cannot share an exposition.
         self.class_rate = Gauge(
             "netaware_agent_class_rate_bits_per_second",
-            "The class's rate over the last interval.",
+            "Deprecated: rate(netaware_agent_class_bytes_total) * 8. The class's rate over the last interval.",
             labels,
             registry=self.registry,
         )
         self.pod_rate = Gauge(
             "netaware_agent_pod_rate_bits_per_second",
-            "The pod's rate over the last interval.",
-            ("direction", "pod"),
-            registry=self.registry,
-        )
-        self.pod_bytes = Gauge(
-            "netaware_agent_pod_bytes",
-            "Bytes the pod's leaf has sent (kernel counter).",
+            "Deprecated: rate(netaware_agent_pod_bytes_total) * 8. The pod's rate over the last interval.",
             ("direction", "pod"),
             registry=self.registry,
         )
         self.node_rate = Gauge(
             "netaware_agent_node_rate_bits_per_second",
-            "The node's rate through the interface.",
+            "Deprecated: sum(rate(netaware_agent_class_bytes_total) * 8). The node's rate through the interface.",
             ("direction",),
             registry=self.registry,
         )
@@ -268,12 +292,13 @@ class Agent:
             if directed is None:
                 continue
             for klass in directed.classes:
-                self.metrics.class_bytes.labels(direction, klass.name).set(counted.get(klass.minor, 0))
-        self.metrics.pod_bytes.clear()  # a deleted pod's series goes with it
+                self.metrics.counters.classes[(direction, klass.name)] = counted.get(klass.minor, 0)
+        leaves: dict[tuple[str, str], int] = {}  # a deleted pod's series goes with it
         for direction, counted in result.counters.items():
             directed = result.plan.directions.get(direction)
             for pod in directed.pods if directed is not None else ():
-                self.metrics.pod_bytes.labels(direction, pod.key).set(counted.get(pod.minor, 0))
+                leaves[(direction, pod.key)] = counted.get(pod.minor, 0)
+        self.metrics.counters.pods = leaves
         if rates is None:
             return
         for direction, rate in rates.node.items():

@@ -132,6 +132,7 @@ class Descheduler:
         for node, usage in plan.usage.items():
             for resource, percent in usage.items():
                 self.metrics.utilization.labels(node, resource).set(percent)
+                self.metrics.ratio.labels(node, resource).set(percent / 100)
         for node, why in plan.skipped.items():
             logger.info("node %s skipped: %s", node, why)
         if plan.note and not plan.evictions:

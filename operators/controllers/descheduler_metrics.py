@@ -19,7 +19,8 @@ class DeschedulerMetrics:
 
     registry: CollectorRegistry
     evicted: Series  # (result, node, namespace)
-    utilization: Series  # (node, resource)
+    utilization: Series  # (node, resource): deprecated, percent
+    ratio: Series  # (node, resource)
     moves: Counter
     cost: Series  # (appgroup, when)
     imbalance: Gauge
@@ -31,6 +32,7 @@ class DeschedulerMetrics:
         groups = {f"{group.metadata.namespace}/{group.metadata.name}" for group in snapshot.app_groups}
         self.evicted.prune(lambda values: values[1] not in nodes or values[2] not in namespaces)
         self.utilization.prune(lambda values: values[0] not in nodes)
+        self.ratio.prune(lambda values: values[0] not in nodes)
         self.cost.prune(lambda values: values[0] not in groups)
 
     @classmethod
@@ -49,8 +51,16 @@ class DeschedulerMetrics:
             Series(
                 Gauge(
                     "netaware_node_utilization_percent",
-                    "Each node's usage of the policy's resources (netBandwidth included), percent, as of the last "
-                    "cycle.",
+                    "Deprecated (0.2.0, removed in 0.3.0): netaware_node_utilization_ratio x 100.",
+                    ["node", "resource"],
+                    registry=registry,
+                )
+            ),
+            Series(
+                Gauge(
+                    "netaware_node_utilization_ratio",
+                    "Each node's usage of the policy's resources (netBandwidth included) over its capacity, as of the "
+                    "last cycle (1: full).",
                     ["node", "resource"],
                     registry=registry,
                 )

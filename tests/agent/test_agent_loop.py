@@ -53,11 +53,13 @@ async def test_a_deleted_pods_byte_counter_leaves_metrics() -> None:
     live = agent(AgentOptions("n1", dry_run=True))
     await live._measure(None, result([pod("web", "10.0.0.2"), pod("gone", "10.0.0.3")]))
     text = generate_latest(live.metrics.registry).decode()
-    assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/gone"} 1000.0' in text
+    assert 'netaware_agent_pod_bytes_total{direction="egress",pod="ns/gone"} 1000.0' in text
+    assert "# TYPE netaware_agent_pod_bytes_total counter" in text  # kernel counters as counters: rate() applies
+    assert "# TYPE netaware_agent_class_bytes_total counter" in text
     await live._measure(None, result([pod("web", "10.0.0.2")]))
     text = generate_latest(live.metrics.registry).decode()
     assert 'pod="ns/gone"' not in text
-    assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/web"} 1000.0' in text
+    assert 'netaware_agent_pod_bytes_total{direction="egress",pod="ns/web"} 1000.0' in text
 
 
 async def test_rates_divide_by_when_the_counters_were_read() -> None:

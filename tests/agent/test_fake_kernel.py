@@ -130,7 +130,7 @@ async def test_a_removed_pods_series_leave_metrics_when_measured_from_the_fake_k
     kernel.send("eth0", leaf["ns/db"], 5000)
     await live._measure(None, backend.enforce(planner([web, db]), dry_run=False))
     text = generate_latest(live.metrics.registry).decode()
-    assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/db"} 5000.0' in text
+    assert 'netaware_agent_pod_bytes_total{direction="egress",pod="ns/db"} 5000.0' in text
     kernel.send("eth0", leaf["ns/db"], 1000)
     await live._measure(None, backend.enforce(planner([web, db]), dry_run=False))
     text = generate_latest(live.metrics.registry).decode()
@@ -138,4 +138,4 @@ async def test_a_removed_pods_series_leave_metrics_when_measured_from_the_fake_k
     await live._measure(None, backend.enforce(planner([web]), dry_run=False))
     text = generate_latest(live.metrics.registry).decode()
     assert 'pod="ns/db"' not in text  # neither its bytes nor its rate
-    assert 'netaware_agent_pod_bytes{direction="egress",pod="ns/web"}' in text
+    assert 'netaware_agent_pod_bytes_total{direction="egress",pod="ns/web"}' in text

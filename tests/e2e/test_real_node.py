@@ -314,7 +314,7 @@ def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
 EVENT_DRIVEN = {
     "descheduler_pods_evicted_total",
     "netaware_gate_wait_seconds_bucket",
-    "netaware_node_utilization_percent",
+    "netaware_node_utilization_ratio",
 }
 METRICS_PORTS = {"operator": "metrics", "webhook": "metrics", "webhook-first": "metrics", "extender": "metrics",
                  "scheduler": "health", "probe": "health", "agent": "health"}  # the PodMonitors' ports  # fmt: skip

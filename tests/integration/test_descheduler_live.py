@@ -69,7 +69,8 @@ async def test_a_spent_budget_skips_the_pod_and_the_cycle_goes_on(api: Api, emul
     assert 'descheduler_pods_evicted_total{namespace="default",node="hot",result="success"} 2.0' in metrics
     assert 'descheduler_pods_evicted_total{namespace="default",node="hot",result="refused"} 2.0' in metrics
     hot = plan.usage["hot"]["netBandwidth"]  # the plan's own figure, published as the node's utilisation
-    assert f'netaware_node_utilization_percent{{node="hot",resource="netBandwidth"}} {hot}' in metrics
+    assert f'netaware_node_utilization_percent{{node="hot",resource="netBandwidth"}} {hot}' in metrics  # deprecated
+    assert f'netaware_node_utilization_ratio{{node="hot",resource="netBandwidth"}} {hot / 100}' in metrics
     _, events = await api.call("GET", "/api/v1/namespaces/default/events")
     by_pod = {(e["involvedObject"]["name"], e["reason"], e["type"]) for e in events["items"]}
     assert by_pod == {

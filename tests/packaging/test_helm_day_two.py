@@ -384,3 +384,48 @@ def test_every_component_logs_in_the_chart_wide_format(helm: str) -> None:
         )
     own = render(helm, "--set", "logFormat=text", "--set", "operator.logFormat=json")
     assert "--log-format=json" in pod_spec(own, "operator")["containers"][0]["args"]
+
+
+def test_the_probe_and_the_agent_are_limited_to_their_own_nodes_objects_where_the_api_server_can(helm: str) -> None:
+    both = ("--set", "probe.enabled=true", "--set", "agent.enabled=true", "--set", "probe.topologyNamespace=net")
+    served = ("--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
+    policies = by_kind(render(helm, *both, *served), "ValidatingAdmissionPolicy")
+    bindings = by_kind(render(helm, *both, *served), "ValidatingAdmissionPolicyBinding")
+    assert sorted(policies) == sorted(bindings) == ["t-netaware-agent-own-node", "t-netaware-probe-rows"]
+    probe, agent = policies["t-netaware-probe-rows"]["spec"], policies["t-netaware-agent-own-node"]["spec"]
+    # each applies to its own ServiceAccount only, and reads the node its pod-bound token names
+    assert probe["matchConditions"][0]["expression"].endswith(f'"system:serviceaccount:{NAMESPACE}:t-netaware-probe"')
+    assert agent["matchConditions"][0]["expression"].endswith(f'"system:serviceaccount:{NAMESPACE}:t-netaware-agent"')
+    assert all(
+        "authentication.kubernetes.io/node-name" in spec["variables"][0]["expression"] for spec in (probe, agent)
+    )
+    assert bindings["t-netaware-probe-rows"]["spec"]["matchResources"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "net"}}  # fmt: skip
+    assert all(b["spec"]["validationActions"] == ["Deny"] for b in bindings.values())
+    # an API server without the v1 API (1.29), or the switch off: none, and nothing else changes
+    assert not by_kind(render(helm, *both), "ValidatingAdmissionPolicy")
+    off = render(helm, *both, *served, "--set", "leastPrivilege.admissionPolicies=false")
+    assert not by_kind(off, "ValidatingAdmissionPolicy") and not by_kind(off, "ValidatingAdmissionPolicyBinding")
+
+
+def test_images_by_digest_daemonsets_on_linux_and_the_agents_port_on_its_nodes_address(helm: str) -> None:
+    digest = "sha256:" + "ab" * 32
+    documents = render(
+        helm, "--set", "probe.enabled=true", "--set", "agent.enabled=true", "--set", f"image.digest={digest}"
+    )
+    images = {c["image"] for d in documents for c in containers(d) if "netaware" in c["image"]}
+    assert images == {f"ghcr.io/netaware/netaware@{digest}"}  # every netaware container, the tag ignored
+    daemonsets = by_kind(documents, "DaemonSet")
+    for name in ("t-netaware-probe", "t-netaware-agent"):
+        assert daemonsets[name]["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    agent = daemonsets["t-netaware-agent"]["spec"]["template"]["spec"]
+    assert "--listen-address=$(HOST_IP)" in agent["containers"][0]["args"]  # not 0.0.0.0 of the host
+    assert {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}} in agent["containers"][0][
+        "env"
+    ]
+    assert agent["hostNetwork"] is True
+    every = render(helm, "--set", "agent.enabled=true", "--set", "agent.metricsBindAddress=all")
+    assert not [a for a in containers(by_kind(every, "DaemonSet")["t-netaware-agent"])[0]["args"] if "listen" in a]
+    files = render(helm, "--set", "agent.enabled=true", "--set", "agent.backend=terway-qos")
+    spec = by_kind(files, "DaemonSet")["t-netaware-agent"]["spec"]["template"]["spec"]
+    assert "hostNetwork" not in spec and "dnsPolicy" not in spec  # files only: the pod network will do

@@ -90,12 +90,14 @@ def test_the_descheduler_series_go_with_their_nodes_namespaces_and_appgroups() -
     kept = Node.parse({"metadata": {"name": "kept"}})
     for step in range(COUNT):
         metrics.utilization.labels(f"node-{step}", "netBandwidth").set(50)
+        metrics.ratio.labels(f"node-{step}", "netBandwidth").set(0.5)
         metrics.evicted.labels("success", f"node-{step}", f"team-{step}").inc()
         metrics.cost.labels(f"default/shop-{step}", "before").set(3)
     metrics.utilization.labels("kept", "netBandwidth").set(10)
     metrics.prune(Snapshot(nodes=(kept,)))
     text = generate_latest(metrics.registry).decode()
     assert series(text, "netaware_node_utilization_percent") == 1
+    assert series(text, "netaware_node_utilization_ratio") == 0
     assert 'netaware_node_utilization_percent{node="kept",resource="netBandwidth"} 10.0' in text
     assert series(text, "descheduler_pods_evicted_total") == 0
     assert series(text, "netaware_rebalance_appgroup_cost") == 0

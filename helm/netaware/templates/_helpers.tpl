@@ -27,7 +27,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "netaware.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Non-root, read-only root filesystem, no privilege escalation, every capability dropped. */}}

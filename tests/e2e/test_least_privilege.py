@@ -1,0 +1,179 @@
+"""A compromised probe or agent pod changes only its own objects, proven on the real API server with the tokens such
+a pod holds: the chart's RBAC and its ValidatingAdmissionPolicies applied, a pod of each ServiceAccount on two KWOK
+nodes, and a token bound to each pod (it carries the pod's node, as the token a kubelet mounts does).
+
+* the probe on n-1 writes its own row, and nothing else: not n-2's row, not a row claiming n-2's round trips, not
+  the scheduler's ConfigMap beside the rows; a token bound to no pod writes nothing;
+* the agent on n-1 annotates its own Node and writes its own NodeSLO's status and Events about its Node; not n-2's,
+  and never its own Node's labels.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from tests.support.e2e import PROBE_NAMESPACE, RELEASE_NAMESPACE, ROOT, kubectl_json
+
+TOPOLOGY = "nt-default"
+ROW_LABEL = "networktopology.diktyo.x-k8s.io/netperf"
+KEY = "netperf.p90.latency.milliseconds.origin.{}.destination.{}"
+
+
+def rendered_policies() -> list[dict[str, Any]]:
+    command = [str(control_plane.BIN / "helm"), "template", "netaware", str(ROOT / "helm" / "netaware"),
+               "--namespace", RELEASE_NAMESPACE, "--set", "probe.enabled=true", "--set", f"probe.topology={TOPOLOGY}",
+               "--set", f"probe.topologyNamespace={PROBE_NAMESPACE}", "--set", "agent.enabled=true",
+               "--set", "agent.publishCapacity=true", "--show-only", "templates/least-privilege.yaml",
+               "--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"]  # fmt: skip
+    rendered = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(rendered) if d]
+
+
+@pytest.fixture(scope="module")
+def tokens(cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path]) -> Iterator[dict[str, pathlib.Path]]:
+    """The policies applied (removed afterwards: the other modules run the probe and the agent on the host with
+    tokens bound to no pod); kubeconfigs for the probe and the agent on n-1, and for the probe with no pod."""
+    policies = rendered_policies()
+    assert (
+        sorted(d["kind"] for d in policies)
+        == ["ValidatingAdmissionPolicy"] * 2 + ["ValidatingAdmissionPolicyBinding"] * 2
+    )
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
+    configs: dict[str, pathlib.Path] = {}
+    try:
+        for component in ("probe", "agent"):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": f"{component}-on-n-1", "namespace": RELEASE_NAMESPACE},
+                   "spec": {"nodeName": "n-1", "serviceAccountName": f"netaware-{component}",
+                            "tolerations": [{"operator": "Exists"}],
+                            "containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+            token = cluster.kubectl("create", "token", f"netaware-{component}", "-n", RELEASE_NAMESPACE,
+                                    "--bound-object-kind", "Pod", "--bound-object-name", f"{component}-on-n-1",
+                                    "--duration=1h").stdout.strip()  # fmt: skip
+            configs[component] = cluster.token_kubeconfig(f"{component}-on-n-1", token)
+        unbound = cluster.kubectl("create", "token", "netaware-probe", "-n", RELEASE_NAMESPACE, "--duration=1h")
+        configs["probe-unbound"] = cluster.token_kubeconfig("probe-unbound", unbound.stdout.strip())
+        wait_until_enforced(cluster, configs["probe-unbound"])
+        yield configs
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=yaml.safe_dump_all(policies), check=False)
+        for component in ("probe", "agent"):
+            cluster.kubectl("delete", "pod", f"{component}-on-n-1", "-n", RELEASE_NAMESPACE, "--wait=false",
+                            check=False)  # fmt: skip
+
+
+def wait_until_enforced(cluster: ControlPlane, kubeconfig: pathlib.Path) -> None:
+    """A policy takes effect once the API server has compiled it (about a second): until a write it must refuse is
+    refused."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done = as_(cluster, kubeconfig, "apply", "-f", "-", stdin=json.dumps(row("probe-check", "n-1", {})))
+        if done.returncode != 0 and "ValidatingAdmissionPolicy" in done.stderr:
+            return
+        cluster.kubectl("delete", "configmap", "probe-check", "-n", PROBE_NAMESPACE, "--ignore-not-found", check=False)
+        time.sleep(0.5)
+    raise AssertionError("the probe's policy never took effect")
+
+
+def as_(cluster: ControlPlane, kubeconfig: pathlib.Path, *args: str, stdin: str | None = None) -> Any:
+    return subprocess.run([str(cluster.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig}", *args], input=stdin,
+                          capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+
+
+def node_uid(cluster: ControlPlane, name: str) -> str:
+    return str(kubectl_json(cluster, "get", "node", name)["metadata"]["uid"])
+
+
+def row(name: str, owner: str, data: dict[str, str], uid: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": PROBE_NAMESPACE, "labels": {ROW_LABEL: TOPOLOGY}}
+    if uid:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": owner, "uid": uid}]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+def refused(done: Any, says: str) -> bool:
+    return bool(done.returncode != 0 and "ValidatingAdmissionPolicy" in done.stderr and says in done.stderr)
+
+
+def test_the_probe_writes_its_own_row_and_nothing_else(cluster: ControlPlane, tokens: dict[str, pathlib.Path]) -> None:
+    probe, n1, n2 = tokens["probe"], node_uid(cluster, "n-1"), node_uid(cluster, "n-2")
+    own = row(f"netperf-{TOPOLOGY}-n-1", "n-1", {KEY.format("n-1", "n-2"): "2"}, n1)
+    done = as_(cluster, probe, "create", "-f", "-", stdin=json.dumps(own))
+    assert done.returncode == 0, done.stderr
+    own["data"][KEY.format("n-1", "n-3")] = "5"
+    done = as_(cluster, probe, "replace", "-f", "-", stdin=json.dumps(own))
+    assert done.returncode == 0, done.stderr
+    # another node's row, by its name and owner
+    other = row(f"netperf-{TOPOLOGY}-n-2", "n-2", {KEY.format("n-2", "n-1"): "1"}, n2)
+    assert refused(as_(cluster, probe, "create", "-f", "-", stdin=json.dumps(other)), "writes only the row its Node")
+    # its own row claiming n-2's round trips (the costs of another node)
+    forged = dict(own, data={KEY.format("n-2", "n-1"): "1"})
+    assert refused(as_(cluster, probe, "replace", "-f", "-", stdin=json.dumps(forged)), "measured from n-1")
+    # the scheduler's configuration beside the rows
+    cluster.kubectl("create", "configmap", "netaware-scheduler-cfg", "-n", PROBE_NAMESPACE, "--from-literal=a=b")
+    steer = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "netaware-scheduler-cfg",
+             "namespace": PROBE_NAMESPACE}, "data": {"a": "redirected"}}  # fmt: skip
+    assert refused(as_(cluster, probe, "replace", "-f", "-", stdin=json.dumps(steer)), "writes only ConfigMaps named")
+    assert kubectl_json(cluster, "get", "configmap", "netaware-scheduler-cfg", "-n", PROBE_NAMESPACE)["data"] == {
+        "a": "b"
+    }
+    # a token bound to no pod carries no node: nothing
+    theirs = row(f"netperf-{TOPOLOGY}-n-2", "n-2", {}, n2)
+    assert refused(
+        as_(cluster, tokens["probe-unbound"], "create", "-f", "-", stdin=json.dumps(theirs)), "carries no node"
+    )
+    rows = kubectl_json(cluster, "get", "configmaps", "-n", PROBE_NAMESPACE, "-l", ROW_LABEL)["items"]
+    assert [d["metadata"]["name"] for d in rows] == [f"netperf-{TOPOLOGY}-n-1"]
+
+
+def test_the_agent_changes_only_its_own_node_and_nodeslo(
+    cluster: ControlPlane, tokens: dict[str, pathlib.Path]
+) -> None:
+    agent = tokens["agent"]
+    annotate = '{"metadata": {"annotations": {"node.koordinator.sh/network-bandwidth": "10G"}}}'
+    done = as_(cluster, agent, "patch", "node", "n-1", "--type=merge", "-p", annotate)
+    assert done.returncode == 0, done.stderr
+    assert refused(as_(cluster, agent, "patch", "node", "n-2", "--type=merge", "-p", annotate), "only its own Node")
+    label = '{"metadata": {"labels": {"topology.kubernetes.io/zone": "elsewhere"}}}'
+    assert refused(as_(cluster, agent, "patch", "node", "n-1", "--type=merge", "-p", label), "never its labels")
+    for node in ("n-1", "n-2"):
+        slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": node}, "spec": {}}
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(slo))
+    usage = json.dumps(
+        {
+            "status": {
+                "networkUsage": {
+                    "ingress": 0,
+                    "egress": 1000000,
+                    "updateTime": "2026-11-28T00:00:00Z",
+                    "windowSeconds": 10,
+                }
+            }
+        }
+    )
+    done = as_(cluster, agent, "patch", "nodeslo", "n-1", "--subresource=status", "--type=merge", "-p", usage)
+    assert done.returncode == 0, done.stderr
+    assert refused(as_(cluster, agent, "patch", "nodeslo", "n-2", "--subresource=status", "--type=merge", "-p", usage),
+                   "only its own Node and NodeSLO")  # fmt: skip
+    for node, allowed in (("n-1", True), ("n-2", False)):
+        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"about-{node}", "namespace": "default"},
+                 "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node}, "reason": "R", "message": "m",
+                 "type": "Normal"}  # fmt: skip
+        done = as_(cluster, agent, "create", "-f", "-", stdin=json.dumps(event))
+        assert (done.returncode == 0) == allowed, (node, done.stderr)
+        if not allowed:
+            assert refused(done, "Events only about its own Node")
+    labels = kubectl_json(cluster, "get", "node", "n-1")["metadata"]["labels"]
+    assert labels["topology.kubernetes.io/zone"] != "elsewhere"
