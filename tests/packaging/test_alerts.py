@@ -177,6 +177,25 @@ tests:
               runbook_url: https://github.com/netaware/netaware/blob/main/docs/operations/alerts.md#netawareproberowstale
   - interval: 1m
     input_series:
+      # the watch task restarts three times between 1m and 4m, then keeps running
+      - series: 'netaware_task_restarts_total{{namespace="{NS}", component="operator", pod="o-1", task="watch"}}'
+        values: '0 0 1 2 3 3x30'
+    alert_rule_test:
+      - eval_time: 3m
+        alertname: NetawareTasksRestarting
+        exp_alerts: []            # 2 restarts: not more than 2
+      - eval_time: 14m
+        alertname: NetawareTasksRestarting
+        exp_alerts:
+          - exp_labels: {{severity: warning, pod: o-1, task: watch}}
+            exp_annotations:
+              summary: Task watch of o-1 restarted 3 times in 15 minutes.
+              runbook_url: https://github.com/netaware/netaware/blob/main/docs/operations/alerts.md#netawaretasksrestarting
+      - eval_time: 25m
+        alertname: NetawareTasksRestarting
+        exp_alerts: []            # no restart within the last 15 minutes
+  - interval: 1m
+    input_series:
       # one webhook group answers: pods still get both calls' chance, nothing fires
       - series: 'up{{namespace="{NS}", component="webhook", pod="w-1"}}'
         values: '0x10'
