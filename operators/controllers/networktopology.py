@@ -36,7 +36,7 @@ from operators.controllers.metrics import reconciler
 from operators.engine.cluster.objects import place_of
 from operators.engine.cluster.snapshot import SnapshotBuilder
 from operators.engine.status.netperf import Skipped
-from operators.engine.status.networktopology import SKIPPED_SHOWN, networktopology_result
+from operators.engine.status.networktopology import SKIPPED_SHOWN, invalid_spec_status, networktopology_result
 from operators.kube import API_ERRORS, MERGE_PATCH, describe, patch_status, read_json
 from operators.logs import about
 from operators.sources.cache import ClusterCache
@@ -106,7 +106,13 @@ async def recompute(
     try:
         topology = NetworkTopology.model_validate(raw)
     except pydantic.ValidationError as error:
-        kopf.warn(raw, reason="InvalidSpec", message=errors.render_all(errors.from_pydantic(error)))
+        message = errors.render_all(errors.from_pydantic(error))
+        generation = (raw.get("metadata") or {}).get("generation")
+        status = invalid_spec_status(raw.get("status"), generation, message, datetime.datetime.now(datetime.UTC))
+        wire = status.to_wire()
+        if wire != raw.get("status"):
+            kopf.warn(raw, reason="InvalidSpec", message=message)  # once per new problem, not per recompute
+            await patch_status(api, *RESOURCE, namespace, name, wire, raw.get("status") or {})
         return
     named = topology.spec.configmap_name
     state.config_maps[(namespace, name)] = {named}

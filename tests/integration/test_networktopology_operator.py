@@ -152,3 +152,25 @@ def test_changes_of_other_kinds_in_the_shared_cache_are_not_pods() -> None:
     labelled = pod("p", "p1", "n-1")
     state.on_changes([Change("pods", None, Pod.parse(labelled))])
     assert event.is_set()
+
+
+async def test_a_spec_that_does_not_parse_is_a_failed_status_with_its_generation_observed(
+    api: Api, emulator: ApiEmulator
+) -> None:
+    """kubectl wait and GitOps health checks compare status.observedGeneration with metadata.generation: a broken
+    spec shows as failed (Ready=False InvalidSpec naming the field), not as progressing forever; one Event."""
+    await emulator.seed(documents("cluster.yaml"))
+    broken = documents("networktopology.yaml")[0]
+    del broken["spec"]["configmapName"]
+    async with running_operator(emulator.base_url, ("networktopology",), OPTIONS):
+        await api.call("POST", NT, broken)
+        status = await eventually(lambda: topology(emulator).get("status", {}).get("observedGeneration") and
+                                  topology(emulator)["status"])  # fmt: skip
+        assert status["observedGeneration"] == topology(emulator)["metadata"]["generation"]
+        (ready,) = status["conditions"]
+        assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "False", "InvalidSpec")
+        assert ready["message"].startswith("spec.configmapName"), ready["message"]
+        await reasons_posted(api, "InvalidSpec")
+        await asyncio.sleep(DEBOUNCE * 2.5)  # recomputations neither rewrite the status nor repeat the Event
+        _, events = await api.call("GET", "/api/v1/namespaces/default/events")
+        assert [e["reason"] for e in events["items"]].count("InvalidSpec") == 1

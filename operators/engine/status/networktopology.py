@@ -30,6 +30,9 @@ import datetime
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import pydantic
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
@@ -290,3 +293,17 @@ def networktopology_result(
     )
     spec = topology.spec.model_copy(update={"weights": weights})
     return TopologyResult(topology.model_copy(update={"spec": spec, "status": status}), skipped)
+
+
+def invalid_spec_status(
+    previous: Mapping[str, Any] | None, generation: int | None, message: str, now: datetime.datetime
+) -> NetworkTopologyStatus:
+    """The status of a NetworkTopology whose spec does not parse: what the last valid spec gave stays, with
+    ``Ready=False InvalidSpec`` naming the field, and that generation observed (the controller decided about it:
+    ``kubectl wait`` and GitOps health checks see it failed, not progressing)."""
+    try:
+        status = NetworkTopologyStatus.model_validate(dict(previous or {}))
+    except pydantic.ValidationError:
+        status = NetworkTopologyStatus()
+    ready = condition(status.conditions, keys.CONDITION_READY, False, "InvalidSpec", message, now, generation)
+    return status.model_copy(update={"conditions": [ready], "observed_generation": generation})
