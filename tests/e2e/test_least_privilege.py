@@ -41,7 +41,12 @@ def rendered_policies() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def tokens(cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path]) -> Iterator[dict[str, pathlib.Path]]:
     """The policies applied (removed afterwards: the other modules run the probe and the agent on the host with
-    tokens bound to no pod); kubeconfigs for the probe and the agent on n-1, and for the probe with no pod."""
+    tokens bound to no pod); kubeconfigs for the probe and the agent on n-1, and for the probe with no pod. The
+    session's cluster is left as it was found: what the scenarios write (rows, NodeSLOs, n-1's annotation, Events)
+    goes with the module."""
+    existing_slos = {item["metadata"]["name"] for item in kubectl_json(cluster, "get", "nodeslos")["items"]}
+    annotation = "node.koordinator.sh/network-bandwidth"
+    before = (kubectl_json(cluster, "get", "node", "n-1")["metadata"].get("annotations") or {}).get(annotation)
     policies = rendered_policies()
     assert (
         sorted(d["kind"] for d in policies)
@@ -70,6 +75,15 @@ def tokens(cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path]) -> Iterat
         for component in ("probe", "agent"):
             cluster.kubectl("delete", "pod", f"{component}-on-n-1", "-n", RELEASE_NAMESPACE, "--wait=false",
                             check=False)  # fmt: skip
+        cluster.kubectl("delete", "configmap", f"netperf-{TOPOLOGY}-n-1", f"netperf-{TOPOLOGY}-n-2",
+                        "netaware-scheduler-cfg", "probe-check", "-n", PROBE_NAMESPACE, "--ignore-not-found",
+                        check=False)  # fmt: skip
+        created = {"n-1", "n-2"} - existing_slos
+        if created:
+            cluster.kubectl("delete", "nodeslo", *sorted(created), "--ignore-not-found", check=False)
+        restore = f"{annotation}={before}" if before is not None else f"{annotation}-"
+        cluster.kubectl("annotate", "node", "n-1", restore, "--overwrite", check=False)
+        cluster.kubectl("delete", "event", "about-n-1", "about-n-2", "-n", "default", "--ignore-not-found", check=False)
 
 
 def wait_until_enforced(cluster: ControlPlane, kubeconfig: pathlib.Path) -> None:
@@ -170,7 +184,7 @@ def test_the_agent_changes_only_its_own_node_and_nodeslo(
     assert status == 403 and "never its labels" in text, text
     for node in ("n-1", "n-2"):
         slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": node}, "spec": {}}
-        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(slo))
+        cluster.kubectl("create", "-f", "-", stdin=json.dumps(slo), check=False)  # an existing one stays as it is
     usage = {"status": {"networkUsage": {"ingress": 0, "egress": 1000000, "updateTime": "2026-11-28T00:00:00Z",
                                          "windowSeconds": 10}}}  # fmt: skip
     status, text = patch(agent, "/apis/slo.koordinator.sh/v1alpha1/nodeslos/n-1/status", usage)
