@@ -635,14 +635,29 @@ def uninstall_reading_the_cleanup(plane: ControlPlane) -> tuple[subprocess.Compl
                NAMESPACE, "--wait", "--timeout", "300s"]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     said = ""
-    while process.poll() is None:
-        for pod in kubectl_json(plane, "get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=cleanup")[
-            "items"
-        ]:
-            read = plane.kubectl("logs", "-n", NAMESPACE, pod["metadata"]["name"], check=False)
-            if read.returncode == 0 and read.stdout.startswith(("pod ", "node ", "nothing")):  # not the kubelet's
-                said = read.stdout  # error about a log file gone with its pod
-        time.sleep(0.5)
+    follower: subprocess.Popen[str] | None = None  # `kubectl logs -f` of the Job's pod: all it logs, as it exits
+
+    def finished(follower: subprocess.Popen[str], wait: float = 0) -> str:
+        try:
+            text = follower.communicate(timeout=wait or None)[0]
+        except subprocess.TimeoutExpired:
+            follower.kill()
+            text = follower.communicate()[0]
+        return text if text.startswith(("pod ", "node ", "nothing")) else ""  # not kubectl's "waiting to start"
+
+    while process.poll() is None and not said:
+        if follower is not None and follower.poll() is not None:
+            said, follower = finished(follower), None
+        if follower is None and not said:
+            found = kubectl_json(plane, "get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/component=cleanup")
+            if found["items"]:
+                name = found["items"][0]["metadata"]["name"]
+                follower = subprocess.Popen([str(plane.bin_dir / "kubectl"), f"--kubeconfig={plane.kubeconfig}", "logs",
+                                             "-f", "-n", NAMESPACE, name], stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+        time.sleep(0.2)
+    if follower is not None and not said:
+        said = finished(follower, 30)
     out, err = process.communicate()
     return subprocess.CompletedProcess(command, process.returncode, out, err), said
 
@@ -663,8 +678,13 @@ def leaders(plane: ControlPlane) -> Leaders:
 
 
 def both_leaders(plane: ControlPlane) -> Leaders | None:
+    """Both Leases held by a running pod (after a reinstall a Lease names a pod of the release before until the new
+    replicas take it over)."""
     found = leaders(plane)
-    return found if found.operator and found.scheduler else None
+    if not (found.operator and found.scheduler):
+        return None
+    running = set(pods_of(plane, "app.kubernetes.io/name=netaware", NAMESPACE))
+    return found if {found.operator, found.scheduler} <= running else None
 
 
 def colocated_leaders(plane: ControlPlane) -> tuple[Leaders, str]:

@@ -219,9 +219,10 @@ def pod_of(plane: ControlPlane, namespace: str, app: str, phase: str = "Running"
 
 
 def received_rate(log: str) -> float:
-    """Bits/s the receiver counted after the first second (the shaper's initial burst left out)."""
+    """Bits/s the receiver counted after the first two seconds (the shaper's initial burst left out: at 1 s a
+    loaded machine measured 23.4 Mbit/s for 20)."""
     marks = json.loads(log.strip().splitlines()[-1])
-    start = next(mark for mark in marks if mark[0] >= 1.0)
+    start = next(mark for mark in marks if mark[0] >= 2.0)
     end = marks[-1]
     return float((end[1] - start[1]) * 8 / (end[0] - start[0]))
 
@@ -249,7 +250,7 @@ def stream(
 def test_the_cni_bandwidth_plugin_holds_the_egress_limit_the_webhook_wrote(real: Any) -> None:
     """Sender and receiver on one node: the traffic stays on the node's bridge, so only the CNI bandwidth plugin
     (not the agent, which shapes the NIC) can hold it to the limit."""
-    sender, receiver = stream(real, "bw-cni", "20M", "real-node-2", "real-node-2", seconds=6)
+    sender, receiver = stream(real, "bw-cni", "20M", "real-node-2", "real-node-2", seconds=10)
     assert sender["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
 
     def measured() -> float | None:
@@ -285,10 +286,18 @@ def test_the_probes_measure_pod_to_pod_and_the_topology_gets_costs_from_them(rea
     def costs() -> dict[tuple[str, str], int]:
         return netperf_costs(real, NAMESPACE, "nt-default")
 
-    found = eventually(lambda: {("real-1", "real-2"), ("real-2", "real-1")} <= set(costs()) and costs(), 60, "costs")
-    rows_now = rows()
-    assert found[("real-1", "real-2")] == int(rows_now[NODES[0]][key.format(*NODES)])
-    assert found[("real-2", "real-1")] == int(rows_now[NODES[1]][key.format(NODES[1], NODES[0])])
+    def agreeing() -> dict[tuple[str, str], int] | None:
+        """The costs once they are the rows' round trips as the rows stand (the probes rewrite their rows every few
+        seconds: a cost computed from the previous row can differ from the row read after it)."""
+        found, now = costs(), rows()
+        pairs = {("real-1", "real-2"): (NODES[0], NODES[1]), ("real-2", "real-1"): (NODES[1], NODES[0])}
+        agree = all(
+            zones in found and key.format(a, b) in now[a] and found[zones] == int(now[a][key.format(a, b)])
+            for zones, (a, b) in pairs.items()
+        )
+        return found if agree else None
+
+    eventually(agreeing, 120, "costs equal to the rows")
 
 
 def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
