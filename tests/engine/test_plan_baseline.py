@@ -65,8 +65,10 @@ def test_the_plan_reports_the_baseline_and_is_never_worse() -> None:
 
 
 def test_the_budget_is_work_so_a_busy_machine_gives_the_same_plan() -> None:
-    # Online Boutique x 3 on 16 nodes with a budget too small to converge: on a machine 5 times slower (its clock
-    # runs 5 times faster for the same work) the search stops at the same work and returns the same plan
+    # Online Boutique x 3 on 16 nodes with a budget too small to converge: on a machine twice as slow (its clock
+    # runs twice as fast for the same work) the search stops at the same work and returns the same plan. (At 5 times
+    # the wall-clock cap, TIME_CAP budgets, came within reach on a loaded CI machine, whose own work was slower
+    # still: the cap, not the work, then stopped the search.)
     import time
 
     from operators.engine.planning.search import search
@@ -75,7 +77,7 @@ def test_the_budget_is_work_so_a_busy_machine_gives_the_same_plan() -> None:
     snapshot = replace(build_snapshot(list(scenario.cluster)), app_groups=(scenario.group,), pods=scenario.pods)
     problem = build_problem(ClusterIndex.build(snapshot), scenario.group, ordered.config())
     idle = search(problem, seed=1, budget_seconds=0.003)
-    busy = search(problem, seed=1, budget_seconds=0.003, clock=lambda: 5 * time.perf_counter())
+    busy = search(problem, seed=1, budget_seconds=0.003, clock=lambda: 2 * time.perf_counter())
     assert not idle.converged  # the budget bound the search
     assert busy.assignment.tolist() == idle.assignment.tolist() and busy.cost == idle.cost
 
