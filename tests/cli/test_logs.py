@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import pathlib
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import urllib.request
 import pytest
 import yaml
 
+from hack.control_plane.cluster import free_port
 from operators.logs import JsonFormatter
 
 
@@ -95,12 +95,6 @@ def test_the_webhook_logs_a_broken_namespace_default_as_json_with_the_namespace(
     (about_shop,) = [entry for entry in entries if entry.get("kind") == "Namespace"]
     assert (about_shop["name"], about_shop["level"]) == ("shop", "warning")
     assert "netaware.io/default-egress-bandwidth" in about_shop["msg"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def read_until(process: subprocess.Popen[str], text: str, within: float = 30) -> list[str]:

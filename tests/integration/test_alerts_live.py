@@ -15,7 +15,6 @@ import asyncio
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,6 +26,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import free_port
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import start_run, stop_replicas
 from tests.support.emulated import documents, eventually, holder
@@ -55,11 +55,6 @@ def rules(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     (folder / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
     return folder
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def scrape(url: str, component: str, pod: str) -> Samples:

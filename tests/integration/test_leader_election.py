@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import signal
-import socket
 import time
 
 import aiohttp
 import pytest
 
+from hack.control_plane.cluster import free_port
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, start_run, stop_replicas
 from tests.support.emulated import AG, documents, eventually, holder, proxied, status_of
@@ -41,12 +41,6 @@ async def replica(
         str(RETRY_SECONDS),
         output=log.open("w"),
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def leader_gauge(port: int) -> float:
