@@ -34,7 +34,7 @@ from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.gates import GateKeeper
 from operators.controllers.metrics import reconciler
 from operators.engine.cluster.appgroups import workload_namespaces
-from operators.engine.cluster.conditions import condition
+from operators.engine.cluster.conditions import invalid_spec
 from operators.engine.cluster.objects import Node, Pod, place_of
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.appgroup import appgroup_status
@@ -46,7 +46,6 @@ from operators.sources.store import Change
 from operators.supervision import Supervisor, cancel
 
 RESOURCE = (keys.APPGROUP_GROUP, keys.V1ALPHA1, "appgroups")
-INVALID_SPEC = "InvalidSpec"
 RETRY_SECONDS = 2.0
 # What the object's status may hold, as far as a write is concerned: every field the controller writes. (The
 # status remembered after a write is kept slim, without placements, so it cannot say what is there.)
@@ -66,18 +65,14 @@ def compute_status(
     now: datetime.datetime,
 ) -> AppGroupStatus:
     """The status of one AppGroup from its members (by (namespace, AppGroup label), then pod name) and the nodes
-    they run on. A spec that does not parse is a condition, and that generation counts as observed: the controller
-    has decided about it (``kubectl wait`` and GitOps health checks compare observedGeneration with generation,
-    and would otherwise show a broken spec as progressing forever)."""
+    they run on (a spec that does not parse: :func:`invalid_spec`)."""
     try:
         group = AppGroup.model_validate(dict(body))
     except pydantic.ValidationError as error:
         message = errors.render_all(errors.from_pydantic(error))
         previous = body.get("status") or {}
         status = AppGroupStatus.model_validate(previous) if previous else AppGroupStatus()
-        generation = body.get("metadata", {}).get("generation")
-        ready = condition(status.conditions, keys.CONDITION_READY, False, INVALID_SPEC, message, now, generation)
-        return status.model_copy(update={"conditions": [ready], "observed_generation": generation})
+        return invalid_spec(status, message, now, body.get("metadata", {}).get("generation"))
     lookup = nodes.get if isinstance(nodes, Mapping) else nodes
     name = group.metadata.name
     members = [pod for namespace in workload_namespaces(group) for pod in pods.get((namespace, name), {}).values()]

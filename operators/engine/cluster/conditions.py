@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
+from typing import TypeVar
 
+from operators.api import keys
+from operators.api.appgroup import AppGroupStatus
 from operators.api.meta import Condition
+from operators.api.networktopology import NetworkTopologyStatus
+
+INVALID_SPEC = "InvalidSpec"
+Status = TypeVar("Status", AppGroupStatus, NetworkTopologyStatus)
 
 
 def condition(
@@ -29,3 +36,12 @@ def condition(
         last_transition_time=moment,
         observed_generation=generation,
     )
+
+
+def invalid_spec(status: Status, message: str, now: datetime.datetime, generation: int | None) -> Status:
+    """``status`` of an object whose spec does not parse (``message`` names the field): what the last valid spec
+    gave stays, ``Ready=False InvalidSpec``, and that generation observed (the controller decided about it:
+    ``kubectl wait`` and GitOps health checks, which compare observedGeneration with generation, see it failed rather
+    than progressing forever)."""
+    ready = condition(status.conditions, keys.CONDITION_READY, False, INVALID_SPEC, message, now, generation)
+    return status.model_copy(update={"conditions": [ready], "observed_generation": generation})

@@ -48,7 +48,7 @@ from operators.api.networktopology import (
 )
 from operators.api.quantity import Quantity
 from operators.engine.cluster.appgroups import workload_namespaces
-from operators.engine.cluster.conditions import condition
+from operators.engine.cluster.conditions import condition, invalid_spec
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.status.netperf import Measurements, Skipped, netperf_config_maps, read_measurements
@@ -298,12 +298,10 @@ def networktopology_result(
 def invalid_spec_status(
     previous: Mapping[str, Any] | None, generation: int | None, message: str, now: datetime.datetime
 ) -> NetworkTopologyStatus:
-    """The status of a NetworkTopology whose spec does not parse: what the last valid spec gave stays, with
-    ``Ready=False InvalidSpec`` naming the field, and that generation observed (the controller decided about it:
-    ``kubectl wait`` and GitOps health checks see it failed, not progressing)."""
+    """The status of a NetworkTopology whose spec does not parse (:func:`invalid_spec`), from its status as read
+    (one that does not parse either is started afresh)."""
     try:
         status = NetworkTopologyStatus.model_validate(dict(previous or {}))
     except pydantic.ValidationError:
         status = NetworkTopologyStatus()
-    ready = condition(status.conditions, keys.CONDITION_READY, False, "InvalidSpec", message, now, generation)
-    return status.model_copy(update={"conditions": [ready], "observed_generation": generation})
+    return invalid_spec(status, message, now, generation)
