@@ -100,20 +100,14 @@ class KernelCounters:
         self.pods: dict[tuple[str, str], int] = {}  # (direction, namespace/name) -> bytes
 
     def collect(self) -> Iterator[Metric]:
-        classes = CounterMetricFamily(
-            "netaware_agent_class_bytes",
-            "Bytes the class has sent (kernel counter).",
-            labels=("direction", "qos_class"),
-        )
-        for labels, value in sorted(self.classes.items()):
-            classes.add_metric(labels, value)
-        pods = CounterMetricFamily(
-            "netaware_agent_pod_bytes", "Bytes the pod's leaf has sent (kernel counter).", labels=("direction", "pod")
-        )
-        for labels, value in sorted(self.pods.items()):
-            pods.add_metric(labels, value)
-        yield classes
-        yield pods
+        for name, text, labels, counted in (
+            ("netaware_agent_class_bytes", "Bytes the class has sent", ("direction", "qos_class"), self.classes),
+            ("netaware_agent_pod_bytes", "Bytes the pod's leaf has sent", ("direction", "pod"), self.pods),
+        ):
+            family = CounterMetricFamily(name, f"{text} (kernel counter).", labels=labels)
+            for values, value in sorted(counted.items()):
+                family.add_metric(values, value)
+            yield family
 
 
 class AgentMetrics:
