@@ -106,7 +106,9 @@ def firing(alert: str, at: int, labels: dict[str, str] | None) -> dict[str, Any]
     the unit tests' to check), or not at all (None)."""
     expected: list[dict[str, Any]] = []
     if labels is not None:
-        expected.append({"exp_labels": labels, "exp_annotations": ANNOTATIONS[alert](labels)})
+        labels = dict(labels)
+        annotations = ANNOTATIONS[alert](labels)  # takes what only the annotations read (``times``) out of labels
+        expected.append({"exp_labels": labels, "exp_annotations": annotations})
     return {"eval_time": f"{at}m", "alertname": alert, "exp_alerts": expected}
 
 
@@ -121,6 +123,10 @@ ANNOTATIONS: dict[str, Callable[[dict[str, str]], dict[str, str]]] = {
         "summary": "No netaware operator replica holds its Lease.",
         "description": "No AppGroup status is written and no gate released until a replica leads.",
         "runbook_url": RUNBOOK + "netawareoperatornoleader",
+    },
+    "NetawareTasksRestarting": lambda labels: {
+        "summary": f"Task {labels['task']} of {labels['pod']} restarted {labels.pop('times')} times in 15 minutes.",
+        "runbook_url": RUNBOOK + "netawaretasksrestarting",
     },
     "NetawareWebhookDown": lambda _: {
         "summary": "No netaware webhook replica answers its scrape.",
@@ -250,3 +256,65 @@ async def test_the_webhook_down_alert_fires_while_no_replica_answers_and_resolve
         firing("NetawareWebhookDown", 9, labels),  # down from 6m, for 2m
         firing("NetawareWebhookDown", 17, None),
     ])  # fmt: skip
+
+
+async def test_the_tasks_restarting_alert_fires_while_a_loop_keeps_failing_and_resolves(
+    emulator: ApiEmulator, rules: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """The fault: a bug in the gate keeper's loop (tests/support/injected.py), held while a file exists; the real
+    supervisor restarts the loop with its backoff and counts each restart in what /metrics serves."""
+    await emulator.seed(documents("cluster.yaml"))
+    port, switch = free_port(), tmp_path / "fault"
+    url = f"http://127.0.0.1:{port}/metrics"
+    target = "operators.controllers.gates:GateKeeper._pass"  # each start of the loop makes a pass at once
+    operator = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.support.injected", str(switch), target, "run", "--server", emulator.base_url,
+        "--components", "appgroup", "--health-port", str(port), "--leader-election-identity", "o-0",
+        cwd=ROOT, stdout=(tmp_path / "o-0.log").open("w"), stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    restarts = (
+        'netaware_task_restarts_total{namespace="netaware-system", component="operator", pod="o-0", '
+        'task="appgroup-gates"}'
+    )
+
+    async def counted() -> float:
+        return (await scrape(url, "operator", "o-0")).get(restarts, -1.0)
+
+    try:
+        await eventually(lambda: holder(emulator) == "o-0", within=30)
+        await eventually(lambda: counted_is(counted, lambda value: value == 0), within=30)
+        healthy = [await scrape(url, "operator", "o-0")]
+        switch.touch()  # from the next pass on, the loop fails at each start: restarted after 0.5 s, 1 s, 2 s...
+        fault = [await scrape(url, "operator", "o-0")]
+        await emulator.seed([gated_pod()])  # a pod to release: the keeper's next pass
+        await eventually(lambda: counted_is(counted, lambda value: value >= 4), within=30)
+        switch.unlink()  # the bug gone: the next restart keeps running
+        await asyncio.sleep(9)  # past the longest backoff so far (4 s) and the restart after it
+        fault.append(await scrape(url, "operator", "o-0"))
+        after = [await scrape(url, "operator", "o-0")]
+        await asyncio.sleep(2)
+        after.append(await scrape(url, "operator", "o-0"))
+    finally:
+        await stop_replicas(operator)
+    times = fault[-1][restarts]
+    assert healthy[0][restarts] == 0 and times >= 4 and after[-1][restarts] == times, (times, after[-1][restarts])
+    text = (tmp_path / "o-0.log").read_text()
+    assert "task appgroup-gates failed; restarting it" in text and f"injected fault in {target}" in text, text
+    labels = {"severity": "warning", "pod": "o-0", "task": "appgroup-gates", "times": f"{times:g}"}
+    # healthy 0-5m, the restarts within minute 6-7, flat after: the 15-minute window holds all of them until 22m
+    check(rules, "restarts", series([(healthy, 5), (fault, 1), (after, 20)]), [
+        firing("NetawareTasksRestarting", 5, None),
+        firing("NetawareTasksRestarting", 12, labels),  # the window from the series' start: increase() is exact
+        firing("NetawareTasksRestarting", 24, None),  # no restart within the last 15 minutes
+    ])  # fmt: skip
+
+
+def gated_pod() -> dict[str, Any]:
+    labels = {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p1"}
+    spec = {"containers": [{"name": "c", "image": "x"}], "schedulingGates": [{"name": "netaware.io/topology-order"}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1-0", "namespace": "default", "labels": labels},
+            "spec": spec}  # fmt: skip
+
+
+async def counted_is(read: Callable[[], Any], holds: Callable[[float], bool]) -> bool:
+    return holds(await read())
