@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
@@ -50,7 +51,7 @@ def values() -> dict[str, Any]:
         "webhook": {"replicas": 1},
         "extender": {"replicas": 1},
         "secondScheduler": {"enabled": True, "image": scheduler},
-        "descheduler": {"enabled": True},
+        "descheduler": {"enabled": True, "policy": {"deschedulingInterval": "5s"}},  # dryRun: counts, evicts none
         "bandwidth": {"defaultNodeBandwidth": "1G"},
         "probe": {"enabled": True, "interval": 1, "reportInterval": 2},
         "agent": {"enabled": True, "defaultNodeBandwidth": "1G", "reportInterval": 2},
@@ -318,22 +319,15 @@ def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
     assert "networkUsage" in slo.get("status", {})
 
 
-# Families the dashboard reads that have samples only once something happened: an eviction, a released gate, a
-# descheduling cycle that knew the nodes' bandwidth usage
-EVENT_DRIVEN = {
-    "descheduler_pods_evicted_total",
-    "netaware_gate_wait_seconds_bucket",
-    "netaware_node_utilization_ratio",
-}
 METRICS_PORTS = {"operator": "metrics", "webhook": "metrics", "webhook-first": "metrics", "extender": "metrics",
                  "scheduler": "health", "probe": "health", "agent": "health"}  # the PodMonitors' ports  # fmt: skip
+HOG = "400M"  # each way, each of two pods: 1.6G of a node's 2 x 1G (duplex), above the high threshold (70 %)
 
 
-def test_every_component_serves_what_the_dashboard_and_the_alerts_read(real: Any) -> None:
-    """Each pod scraped as its PodMonitor scrapes it (plain HTTP on its metrics port); every series a dashboard panel
-    or an alert reads is served by some component, with samples unless it counts events that have not happened."""
+def scrape_every_component(plane: ControlPlane) -> dict[str, str]:
+    """Each pod's /metrics as its PodMonitor scrapes it (plain HTTP on its metrics port), by pod name."""
     served: dict[str, str] = {}
-    for pod in pods(real, NAMESPACE):
+    for pod in pods(plane, NAMESPACE):
         component = pod["metadata"]["labels"]["app.kubernetes.io/component"]
         if component not in METRICS_PORTS or pod["spec"].get("nodeName") not in NODES:  # KWOK's run nothing
             continue
@@ -345,25 +339,106 @@ def test_every_component_serves_what_the_dashboard_and_the_alerts_read(real: Any
             fetch = f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=10).read().decode())"
             served[name] = netns(pod["spec"]["nodeName"], sys.executable, "-c", fetch)
         else:
-            served[name] = raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{name}:{port}/proxy/metrics")
-    assert {name.rsplit("-", 2)[0] for name in served} >= {"netaware-operator", "netaware-webhook", "netaware-extender"}
-    text = "\n".join(served.values())
-    samples = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
-    families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+            served[name] = raw(plane, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{name}:{port}/proxy/metrics")
+    return served
+
+
+def with_samples(served: dict[str, str]) -> set[str]:
+    return {line.split("{")[0].split(" ")[0] for text in served.values() for line in text.splitlines()
+            if line and not line.startswith("#")}  # fmt: skip
+
+
+def dashboard_and_alert_series() -> set[str]:
+    """Every series name a dashboard panel or an alert reads."""
     dashboard = json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
     panels = {target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])}
     alerts = yaml.safe_load((CHART / "files" / "alerts.yaml").read_text())
     exprs = {rule["expr"] for group in alerts["groups"] for rule in group["rules"]}
-    read = {
+    return {
         name
         for expr in panels | exprs
         for name in re.findall(r"\b((?:netaware|controller_runtime|descheduler|leader_election)_[a-z_]+)", expr)
     }
-    missing = sorted(name for name in read - EVENT_DRIVEN if name not in samples)
-    assert missing == [], missing
-    for name in EVENT_DRIVEN & read:  # declared, waiting for its first event
-        base = name.removesuffix("_bucket").removesuffix("_total")
-        assert base in families or name in families, name
+
+
+def the_events_the_dashboard_counts(plane: ControlPlane) -> None:
+    """What the event-driven panels count, made to happen: a plan-mode AppGroup's pod held by its gate and released
+    (gate waits); two pods asking 400M each way on one real node, cordoning the other while they are placed, so the
+    descheduler's cycle finds that node above its high threshold and a pod that fits on the other (a dry-run
+    eviction; the nodes' utilization ratios come with every cycle)."""
+    plane.kubectl("create", "namespace", "metrics-events")
+    plane.kubectl("annotate", "namespace", "metrics-events", f"netaware.io/default-egress-bandwidth={HOG}",
+                  f"netaware.io/default-ingress-bandwidth={HOG}")  # fmt: skip
+    plane.kubectl("create", "namespace", "metrics-gates")
+    group = {"apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1", "kind": "AppGroup",
+             "metadata": {"name": "gated", "namespace": "metrics-gates",
+                          "annotations": {"netaware.io/ordered-scheduling": "plan"}},
+             "spec": {"numMembers": 1, "topologySortingAlgorithm": "KahnSort",
+                      "workloads": [{"workload": {"kind": "Deployment", "apiVersion": "apps/v1", "name": "one",
+                                                  "selector": "one"}}]}}  # fmt: skip
+    one = workload("one", "metrics-gates")
+    one["spec"]["template"]["metadata"]["labels"].update(
+        {"appgroup.diktyo.x-k8s.io": "gated", "appgroup.diktyo.x-k8s.io.workload": "one"}
+    )
+    one["spec"]["template"]["spec"]["nodeSelector"] = {"type": "real"}
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [group, one]}))
+    hogs = workload("hog", "metrics-events")
+    hogs["spec"]["replicas"] = 2
+    hogs["spec"]["template"]["spec"]["nodeSelector"] = {"type": "real"}
+    plane.kubectl("cordon", NODES[1])
+    try:
+        plane.kubectl("apply", "-f", "-", stdin=json.dumps(hogs))
+
+        def both_placed() -> list[dict[str, Any]] | None:
+            found = [pod for pod in pods(plane, "metrics-events", "app=hog") if pod["spec"].get("nodeName")]
+            return found if len(found) == 2 else None
+
+        placed = eventually(both_placed, 60, "both hogs placed")
+    finally:
+        plane.kubectl("uncordon", NODES[1])
+    assert {p["spec"]["nodeName"] for p in placed} == {NODES[0]}
+    for way in ("egress", "ingress"):
+        assert {p["metadata"]["annotations"][f"kubernetes.io/{way}-bandwidth"] for p in placed} == {HOG}
+
+
+def test_every_component_serves_what_the_dashboard_and_the_alerts_read(real: Any) -> None:
+    """Every series a dashboard panel or an alert reads is served, with samples, by some component scraped as its
+    PodMonitor scrapes it, once the events the panels count have happened."""
+    try:
+        the_events_the_dashboard_counts(real)
+        read = dashboard_and_alert_series()
+
+        def missing() -> list[str] | None:
+            served = scrape_every_component(real)
+            samples = with_samples(served)
+            left = sorted(name for name in read if name not in samples)
+            if left:
+                raise ValueError(f"no samples of {left}")
+            return [name.rsplit("-", 2)[0] for name in served]
+
+        # the descheduler's cycle every 5 s (values()): its first one after the hogs counts the eviction
+        components = eventually(missing, 90, "every series a panel or an alert reads, with samples")
+        assert set(components) >= {"netaware-operator", "netaware-webhook", "netaware-extender"}
+        found = [
+            (sample.name, sample.labels, sample.value)
+            for text in scrape_every_component(real).values()
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name in ("descheduler_pods_evicted_total", "netaware_node_utilization_ratio")
+        ]
+        evicted = {(labels["result"], labels["node"], labels["namespace"]): value
+                   for name, labels, value in found if name == "descheduler_pods_evicted_total"}  # fmt: skip
+        assert evicted.get(("dry-run", NODES[0], "metrics-events"), 0) >= 1, found  # a hog, from the busy node
+        ratios = {(labels["node"], labels["resource"]): value
+                  for name, labels, value in found if name == "netaware_node_utilization_ratio"}  # fmt: skip
+        assert ratios[(NODES[0], "netBandwidth")] >= 0.8, found  # both hogs' 1.6G of 2G, and what else runs there
+    except AssertionError:
+        logs = real.kubectl("logs", "-n", NAMESPACE, "deploy/netaware-operator", "--tail=40", check=False)
+        print(logs.stdout[-6000:], logs.stderr[-2000:])  # the descheduler says what it found of each node
+        raise
+    finally:
+        for namespace in ("metrics-events", "metrics-gates"):
+            real.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
 def test_the_first_hour_page(real: Any) -> None:

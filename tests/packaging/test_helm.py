@@ -281,6 +281,21 @@ def test_the_bandwidth_guarantee_wires_the_webhook_the_operator_and_its_rbac(hel
     assert ("nodes/status", "patch") not in _operator_rules(extender)
 
 
+def test_the_descheduler_knows_the_capacity_the_scheduler_knows(helm: str) -> None:
+    """bandwidth.defaultNodeBandwidth is the capacity of a node nothing else describes, for the descheduler too: a
+    chart that gave it only to the scheduler and the nodebandwidth component left LowNodeLoad skipping every such
+    node ("no network bandwidth capacity"), so it never evicted there."""
+    from operators.api.config.descheduler import parse_policy
+
+    def policy(*args: str) -> Any:
+        documents = render(helm, "--set", "descheduler.enabled=true", *args)
+        (config,) = [d for d in documents if d["kind"] == "ConfigMap" and "policy.yaml" in d.get("data", {})]
+        return parse_policy(yaml.safe_load(config["data"]["policy.yaml"])).args
+
+    assert policy("--set", "bandwidth.defaultNodeBandwidth=1G").default_node_bandwidth == "1G"
+    assert policy().default_node_bandwidth is None  # unset: a node nothing describes is skipped, as documented
+
+
 @pytest.mark.parametrize(("variant", "policy"), [("default", "Fail"), ("extender-guarantee", None)])
 def test_the_charts_webhook_entries_are_the_python_renderings(helm: str, variant: str, policy: str | None) -> None:
     """The chart's MutatingWebhookConfiguration and webhooks/configuration.py (the e2e tests') say the same."""

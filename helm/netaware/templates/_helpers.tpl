@@ -218,6 +218,9 @@ profiles:
     args:
       lowThresholds: {{ toJson .Values.descheduler.policy.lowThresholds }}
       highThresholds: {{ toJson .Values.descheduler.policy.highThresholds }}
+      {{- with .Values.bandwidth.defaultNodeBandwidth }}
+      defaultNodeBandwidth: {{ . | quote }}  {{- /* the capacity the scheduler and the nodebandwidth component use */}}
+      {{- end }}
       evictableNamespaces:
         exclude: [kube-system, {{ .Release.Namespace }}]
   {{- if .Values.descheduler.rebalance.enabled }}
