@@ -117,7 +117,8 @@ def test_the_charts_pods_run_the_image_on_the_real_nodes_ready_without_restarts(
     assert set(found) == {"operator", "webhook", "webhook-first", "extender", "scheduler", "probe", "agent"}
     for component, pod in found.items():
         statuses = pod["status"]["containerStatuses"]
-        assert all(s["ready"] and s["restartCount"] == 0 for s in statuses), (component, statuses)
+        brief = [(s["name"], s["ready"], s["restartCount"], s.get("lastState"), s.get("state")) for s in statuses]
+        assert all(s["ready"] and s["restartCount"] == 0 for s in statuses), (component, pod["spec"]["nodeName"], brief)
         if component != "scheduler":
             assert statuses[0]["image"].endswith("localhost/netaware:dev"), statuses[0]["image"]
     # the image's user and the chart's securityContext hold in the running container, not only in the spec
