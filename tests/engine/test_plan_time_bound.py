@@ -73,21 +73,3 @@ def test_the_partial_order_of_a_completion_is_the_full_orders_head() -> None:
     key = np.array([5, 90, 12, 70, 33, 8, 61, 2, 44, 19])
     assert _largest_first(items, key, 3) == [101, 103, 106]  # keys 90, 70, 61
     assert _largest_first(items, key, 10) == [101, 103, 106, 108, 104, 109, 102, 105, 100, 107]
-
-
-@pytest.mark.parametrize("kind", ["full", "spread"])
-def test_the_smallest_domain_filled_by_scan_is_the_placement_filled_by_passes(
-    kind: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The scan (large domains) and the pass per pod (small ones) are two ways to the same placement: each pod on
-    the first node by room that takes it."""
-    from benchmarks.bench_plan import family, scenario_snapshot
-    from operators.engine.planning import baseline
-
-    scenario = family("small", kind, 3)
-    problem = build_problem(ClusterIndex.build(scenario_snapshot(scenario)), scenario.group, ordered.config())
-    by_passes, level, _ = baseline.smallest_domain(Search(problem, 0))
-    monkeypatch.setattr(baseline, "SCAN_NODES", 0)
-    by_scan, scanned_level, _ = baseline.smallest_domain(Search(problem, 0))
-    assert (scanned_level, by_scan.node.tolist()) == (level, by_passes.node.tolist())
-    assert (by_scan.node >= 0).all()

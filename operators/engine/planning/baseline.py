@@ -106,7 +106,7 @@ def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray, 
     rank = np.full(len(problem.nodes), np.iinfo(np.int64).max, dtype=np.int64)
     by_room = nodes[np.lexsort((nodes, -_node_room(moves, state, nodes)))]
     rank[by_room] = np.arange(len(by_room))
-    if moves.rules is None and len(nodes) >= SCAN_NODES:
+    if moves.rules is None:
         return _fill_by_scan(moves, state, order, by_room.tolist(), whole)
     placed = True
     for pod in order:
@@ -125,9 +125,6 @@ def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray, 
         if whole and not placed:
             return False
     return placed
-
-
-SCAN_NODES = 2_000  # a domain this large is filled by scan: a node checked alone costs what a pass over ~4,000 does
 
 
 def _fill_by_scan(moves: Moves, state: Assignment, order: list[int], by_room: list[int], whole: bool) -> bool:

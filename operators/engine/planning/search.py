@@ -443,19 +443,16 @@ def search_nodes(
     greedy = engine.objective(best)
     if greedy.objective == 0 or len(problem.pods) == 1:  # optimal: no pair to gain, or one pod on its best node
         return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)
-    # the starts, made before the improvements spend the budget (made after them, they ran past it: 0.2-0.3 s for a
-    # 100 ms plan of 100 pods, the packing most of it): the field's placement, which no plan is worse than whatever
-    # the budget, and its zone packed with most pairs on one node while the budget allows
-    start, level, domain = smallest_domain(engine)
-    baseline = engine.objective(start)
-    packed = engine.packed(domain) if level == "zone" and not deadline() else None
     converged, sweeps = engine.improve(best, deadline)
+    start, level, domain = smallest_domain(engine)  # the field's placement: a start, so no plan is worse than it
+    baseline = engine.objective(start)
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[domain] = True
     best_cost = engine.objective(best)
     starts = [(best, best_cost)]  # each improved to its local optimum first (cheap), then walked from, the best first
     for kind in ("baseline", "inside", "packed"):  # the baseline's placement, the greedy start inside its domain,
         # and that domain packed with the most pairs on one node (a zone's only, when :mod:`.packing` applies)
+        packed = engine.packed(domain) if kind == "packed" and level == "zone" else None
         if kind == "packed" and packed is None:
             break
         if best_cost.objective == 0 or (kind == "inside" and len(domain) == len(problem.nodes)):
