@@ -64,12 +64,3 @@ def test_a_search_out_of_budget_from_the_start_still_places_every_pod_that_fits(
     free = problem.free[:, problem.resources.index("cpu")].copy()
     np.subtract.at(free, found.assignment, problem.requests[:, problem.resources.index("cpu")])
     assert (free >= 0).all()  # feasible
-
-
-def test_the_partial_order_of_a_completion_is_the_full_orders_head() -> None:
-    from operators.engine.planning.search import _largest_first
-
-    items = np.arange(100, 110)
-    key = np.array([5, 90, 12, 70, 33, 8, 61, 2, 44, 19])
-    assert _largest_first(items, key, 3) == [101, 103, 106]  # keys 90, 70, 61
-    assert _largest_first(items, key, 10) == [101, 103, 106, 108, 104, 109, 102, 105, 100, 107]
