@@ -142,13 +142,12 @@ def _fill_by_scan(moves: Moves, state: Assignment, order: list[int], by_room: li
             state.pods_free[by_room[first]] <= 0 or not bool(np.all(state.free[by_room[first]] >= least))
         ):
             first += 1  # full for every pod still to place
-        node, at_node = -1, first
-        while at_node < len(by_room):  # (not a slice of the list: a copy of 50,000 nodes per pod)
+        node = -1
+        for candidate in by_room[first:]:
             moves.work[0] += FIT_ONE_WORK
-            if problem.fits_on(pod, by_room[at_node], state.used, state.free, state.pods_free):
-                node = by_room[at_node]
+            if problem.fits_on(pod, candidate, state.used, state.free, state.pods_free):
+                node = candidate
                 break
-            at_node += 1
         if node >= 0:
             moves.put(state, pod, node)
         placed &= node >= 0
