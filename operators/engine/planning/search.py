@@ -40,7 +40,7 @@ import numpy as np
 
 from operators.engine.planning.baseline import candidates, smallest_domain
 from operators.engine.planning.group_moves import GroupMoves
-from operators.engine.planning.moves import FIT_ONE_WORK, UNPLACED_PENALTY, Assignment, PlacedCost
+from operators.engine.planning.moves import UNPLACED_PENALTY, Assignment, PlacedCost
 from operators.engine.planning.narrow import narrow, narrowable
 from operators.engine.planning.nowhere import why_nowhere
 from operators.engine.planning.packing import packed_start
@@ -98,30 +98,17 @@ class Search(GroupMoves):
     def complete(self, state: Assignment, pods: list[int], inside: Bools | None) -> list[int]:
         """Past the budget, ``pods`` (of one workload; no rules between pods) placed without evaluating their
         network costs: onto the nodes with room for the largest of them, those of the place holding most of the
-        group first, then the roomiest, then the seeded order, each node filled before the next — three passes
-        over the nodes for the workload (no sort of them all), not per pod. The pods that found no node are
-        returned."""
+        group first, then the roomiest, then the seeded order, each node filled before the next — two passes
+        over the nodes for the workload, not two per pod. The pods that found no node are returned."""
         problem = self.problem
         biggest = pods[int(np.argmax(problem.requests[pods].sum(axis=1)))]
         room = self.room(state, biggest)
         candidates = np.nonzero(self._fits(state, biggest, inside) & (room > 0))[0]
-        self.work[0] += self.node_work  # the order's key
-        key = (
-            (state.group_place[problem.place_of[candidates]].astype(np.int64) << 34)
-            | (np.minimum(room[candidates], (1 << 14) - 1) << 20)
-            | ((1 << 20) - 1 - np.minimum(self.rank[candidates], (1 << 20) - 1))
-        )  # larger first, no two alike
-        order = _largest_first(candidates, key, 2 * len(pods) + 16)
+        order = candidates[np.lexsort((self.rank[candidates], -room[candidates],
+                                       -state.group_place[problem.place_of[candidates]]))].tolist()  # fmt: skip
         left, at = [], 0
         for pod in pods:
-            while True:
-                if at == len(order):
-                    if len(order) == len(candidates):
-                        break
-                    order = _largest_first(candidates, key, len(candidates))  # the first ones were not enough
-                self.work[0] += FIT_ONE_WORK
-                if problem.fits_on(pod, order[at], state.used, state.free, state.pods_free):
-                    break
+            while at < len(order) and not problem.fits_on(pod, order[at], state.used, state.free, state.pods_free):
                 at += 1
             if at == len(order):
                 left.append(pod)
@@ -230,8 +217,6 @@ class Search(GroupMoves):
         best move or swap of a pod not moved in the last ``tenure`` steps, even when it costs more (the way out
         of a local optimum that needs two or three steps); the best plan seen, and whether every step ran. Each
         pod's cost per node is its workload's, computed once until a neighbour moves."""
-        if deadline():  # before the copy and the objective (tens of milliseconds on 50,000 nodes)
-            return state, False
         best, best_cost = state.copy(), self.objective(state).objective
         planned = np.nonzero(state.node >= 0)[0].tolist()
         moved_at: dict[int, int] = {}
@@ -272,7 +257,6 @@ class Search(GroupMoves):
         added = self.node_costs(state, pod)
         fits = self.fits(state, pod)
         fits[here] = False
-        self.work[0] += 3 * self.node_work  # the best move, the cheapest node, the pods on it
         options = []
         if fits.any():
             node = int(np.argmin(np.where(fits, added, np.iinfo(np.int64).max)))
@@ -307,7 +291,6 @@ class Search(GroupMoves):
         problem = self.problem
         here = self.take(state, pod)
         added = self.node_costs(state, pod)
-        self.work[0] += 2 * self.node_work  # the cheapest node, then the pods on it
         wanted = np.where(problem.eligible[pod], added, np.iinfo(np.int64).max)
         target = int(np.argmin(wanted))
         self.put(state, pod, here)
@@ -339,14 +322,6 @@ class Search(GroupMoves):
             if not self.holds(state, [pod]):
                 self.take(state, pod)
                 self.put(state, pod, here)
-
-
-def _largest_first(items: Ints, key: Ints, count: int) -> list[int]:
-    """The ``count`` items of largest ``key`` (all distinct), largest first: a partial sort of them only."""
-    if count < len(items):
-        top = np.argpartition(-key, count - 1)[:count]
-        return items[top[np.argsort(-key[top])]].tolist()  # type: ignore[no-any-return]
-    return items[np.argsort(-key)].tolist()  # type: ignore[no-any-return]
 
 
 def dependency_order(problem: Problem) -> list[int]:
@@ -448,28 +423,29 @@ def search_nodes(
     baseline = engine.objective(start)
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[domain] = True
-    best_cost = engine.objective(best)
-    starts = [(best, best_cost)]  # each improved to its local optimum first (cheap), then walked from, the best first
+    starts = [best]  # each improved to its local optimum first (cheap), then walked from, the best first
     for kind in ("baseline", "inside", "packed"):  # the baseline's placement, the greedy start inside its domain,
         # and that domain packed with the most pairs on one node (a zone's only, when :mod:`.packing` applies)
         packed = engine.packed(domain) if kind == "packed" and level == "zone" else None
         if kind == "packed" and packed is None:
             break
-        if best_cost.objective == 0 or (kind == "inside" and len(domain) == len(problem.nodes)):
+        if engine.objective(best).objective == 0 or (kind == "inside" and len(domain) == len(problem.nodes)):
             break  # nothing left to gain, or the domain is every node: the greedy start again
+        if kind != "baseline" and deadline():
+            break  # the baseline's placement is made already (no plan is worse than it); the others would not be
         begin = start if kind == "baseline" else engine.greedy(deadline, inside)[0] if kind == "inside" else packed
-        if begin is not None and (begun := engine.objective(begin)).unplaced <= best_cost.unplaced:
-            done, more = engine.improve(begin, deadline) if not deadline() else (False, 0)
+        if begin is not None and engine.objective(begin).unplaced <= engine.objective(best).unplaced:
+            done, more = engine.improve(begin, deadline)
             converged, sweeps = converged and done, sweeps + more
-            starts.append((begin, engine.objective(begin) if more else begun))
-    starts.sort(key=lambda start: start[1].objective)  # stable: the greedy start first on ties
-    best, best_cost = starts[0][0].copy(), starts[0][1]  # a copy: the walks move their starts
-    for begin, _ in starts:
+            starts.append(begin)
+    starts.sort(key=lambda state: engine.objective(state).objective)  # stable: the greedy start first on ties
+    best, best_cost = starts[0].copy(), engine.objective(starts[0])  # a copy: the walks move their starts
+    for begin in starts:
         if best_cost.objective == 0:
             break
         walked_to, walked = engine.tabu(begin, deadline)
         converged = converged and walked
-        if walked_to is not begin and (cost := engine.objective(walked_to)).objective < best_cost.objective:
+        if (cost := engine.objective(walked_to)).objective < best_cost.objective:
             best, best_cost = walked_to, cost
     unplaceable = engine.left_out(best)
     rng = np.random.default_rng([seed, RESTARTS])
