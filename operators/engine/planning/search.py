@@ -77,14 +77,11 @@ class Search(GroupMoves):
         remaining = len(problem.pods)
         waiting = []
         for workload in self.greedy_order(state):
-            pods = [p for p in np.nonzero(problem.pod_workload == workload)[0].tolist()
-                    if problem.pods[p].key not in problem.unplaceable]  # fmt: skip
-            remaining -= len(pods)
-            for at, pod in enumerate(pods):
-                if self.rules is None and deadline():  # past the budget: the rest placed without their costs
-                    waiting += self.complete(state, pods[at:], inside)
-                    break
-                if self.place(state, pod, self._fits(state, pod, inside), remaining + len(pods) - at) < 0:
+            for pod in np.nonzero(problem.pod_workload == workload)[0].tolist():
+                remaining -= 1
+                if problem.pods[pod].key in problem.unplaceable:
+                    continue
+                if self.place(state, pod, self._fits(state, pod, inside), remaining + 1) < 0:
                     waiting.append(pod)
         while waiting:  # a pod whose affinity needs pods placed after it: again, while that places some
             left = [pod for pod in waiting if self.place(state, pod, self._fits(state, pod, inside)) < 0]
@@ -94,27 +91,6 @@ class Search(GroupMoves):
         for pod in waiting:
             self.repair(state, pod, deadline)
         return state, self.left_out(state)
-
-    def complete(self, state: Assignment, pods: list[int], inside: Bools | None) -> list[int]:
-        """Past the budget, ``pods`` (of one workload; no rules between pods) placed without evaluating their
-        network costs: onto the nodes with room for the largest of them, those of the place holding most of the
-        group first, then the roomiest, then the seeded order, each node filled before the next — two passes
-        over the nodes for the workload, not two per pod. The pods that found no node are returned."""
-        problem = self.problem
-        biggest = pods[int(np.argmax(problem.requests[pods].sum(axis=1)))]
-        room = self.room(state, biggest)
-        candidates = np.nonzero(self._fits(state, biggest, inside) & (room > 0))[0]
-        order = candidates[np.lexsort((self.rank[candidates], -room[candidates],
-                                       -state.group_place[problem.place_of[candidates]]))].tolist()  # fmt: skip
-        left, at = [], 0
-        for pod in pods:
-            while at < len(order) and not problem.fits_on(pod, order[at], state.used, state.free, state.pods_free):
-                at += 1
-            if at == len(order):
-                left.append(pod)
-                continue
-            self.put(state, pod, order[at])
-        return left
 
     def packed(self, domain: Ints) -> Assignment | None:
         """The dependent pods packed on ``domain``'s nodes (:func:`~.packing.packed_start`), the others placed as
@@ -431,8 +407,6 @@ def search_nodes(
             break
         if engine.objective(best).objective == 0 or (kind == "inside" and len(domain) == len(problem.nodes)):
             break  # nothing left to gain, or the domain is every node: the greedy start again
-        if kind != "baseline" and deadline():
-            break  # the baseline's placement is made already (no plan is worse than it); the others would not be
         begin = start if kind == "baseline" else engine.greedy(deadline, inside)[0] if kind == "inside" else packed
         if begin is not None and engine.objective(begin).unplaced <= engine.objective(best).unplaced:
             done, more = engine.improve(begin, deadline)
