@@ -158,8 +158,11 @@ FAMILIES.update({f"{nodes}-nodes": (300, nodes, 24, 3) for nodes in SCALING_NODE
 def family(size: str, kind: str, seed: int) -> ordered.AppScenario:
     """One generated instance (the issue's families): nodes of 8 cpus in regions x zones, zone costs 3-10 inside a
     region and 20-60 across; ``kind`` "mixed": zones 55-85 % used, one per region at 25 % (a zone holds the group),
-    or "full": all 80-92 %; one AppGroup, a random DAG of pods of 250m-1 cpu, maxNetworkCost 30."""
+    or "full": all 80-92 %, or "spread": as full in regions of two zones, none of which holds the group (the search
+    on every node, not inside one domain); one AppGroup, a random DAG of pods of 250m-1 cpu, maxNetworkCost 30."""
     pods, nodes, zones, regions = FAMILIES[size]
+    if kind == "spread":
+        regions = zones // 2
     rng = random.Random(seed)
     objects: list[dict[str, Any]] = []
     quiet = {rng.randrange(zones) // regions * regions + r for r in range(regions)} if kind == "mixed" else set()
@@ -233,6 +236,7 @@ def compare(size: str, kind: str, seed: int, budget: float, long: float = 0.0, b
         **extra,
         "peak RSS MiB": peak,
         "plan s": plan.seconds,
+        "plan s over its budget": plan.seconds / (budget * budget_scale(len(scenario.pods))),
         "plan with its build s": whole,
         "index and a first build s": cold,
         "plan mean per edge": plan.mean_edge_cost(),
@@ -374,7 +378,7 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=0, metavar="SEEDS",
                         help="instead: the generated families against the smallest-domain baseline")  # fmt: skip
     parser.add_argument("--sizes", default="small,medium,large", help="of --families: small, medium, large, xl")
-    parser.add_argument("--kinds", default="mixed,full", help="of --families: mixed, full")
+    parser.add_argument("--kinds", default="mixed,full", help="of --families: mixed, full, spread")
     parser.add_argument("--long-budget-ms", type=int, default=0,
                         help="of --families: also plan with this budget in all (not scaled by the group)")  # fmt: skip
     parser.add_argument("--bound-seconds", type=float, default=0.0,

@@ -160,7 +160,7 @@ def test_the_rebalancer_brings_a_spread_application_near_the_planners_cost_withi
             "namespaces": ["default"], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}}]}],
     }))  # fmt: skip
     rebalance = {"weights": {"networkCost": 1, "bandwidthBalance": 0}, "cooldown": "1s", "layoutTTL": "2m",
-                 "maxMovesPerCycle": len(BOUTIQUE), "planBudget": "300ms"}  # fmt: skip
+                 "maxMovesPerCycle": len(BOUTIQUE), "planBudget": "1s"}  # fmt: skip
     (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy(NAMESPACE, "cpu", rebalance)))
     port, configuration, webhook, operator = gating_components(
         chart_rbac, host_tls, HOOK, NAMESPACE, "--appgroup-plans", "--plan-config", str(config),

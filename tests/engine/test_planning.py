@@ -206,15 +206,18 @@ def test_the_plan_beats_dependencies_first_release_on_the_example_scenarios() ->
         assert report["plan"]["p90Cost"] <= report["gates"]["p90Cost"], report
 
 
-def test_the_default_budget_reaches_the_proven_optimum_of_the_benchmarks_random_dag() -> None:
+def test_half_a_second_reaches_the_proven_optimum_of_the_benchmarks_random_dag() -> None:
     # bench_plan's random-dag instance (12 workloads x 3 pods on the 16-node zoned cluster): HiGHS proves the
-    # optimum 48 in 15 s (docs/figures/bench_plan.json, "reference objective"). At the default 100 ms the planner
-    # reached 58 (1.21x) with seed 0 and 51 with others while its first tabu walk ran step 2 after every step.
+    # optimum 48 in 15 s (docs/figures/bench_plan.json, "reference objective"). With the work model calibrated
+    # (moves.py: what each step costs, measured), 500 ms reach it on seeds 0-2 — what "100 ms" did before, when
+    # the model charged for a fifth of the work (0.66-0.82 s of CPU); the default 100 ms stays within 1.25x of it.
     scenario = ordered.app_scenario("dag", ordered.random_dag(12, 0.3, random.Random(3)), 3, ordered.zoned_cluster())
     cluster = build_snapshot(list(scenario.cluster))
     snapshot = replace(cluster, app_groups=(scenario.group,), pods=(*cluster.pods, *scenario.pods))
     for seed in range(3):
-        assert plan_appgroup(ClusterIndex.build(snapshot), scenario.group, CONFIG, seed).cost.objective == 48, seed
+        index = ClusterIndex.build(snapshot)
+        assert plan_appgroup(index, scenario.group, CONFIG, seed, 0.5).cost.objective == 48, seed
+        assert plan_appgroup(index, scenario.group, CONFIG, seed).cost.objective <= 60, seed
 
 
 highspy = pytest.importorskip("highspy")

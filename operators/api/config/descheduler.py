@@ -215,7 +215,7 @@ class RebalanceArgs(_Model):
     max_moves_per_cycle: int = Field(10, ge=0)
     max_moves_per_hour: int = Field(60, ge=0)
     layout_seconds: float = Field(600.0, gt=0)  # how long an AppGroup's replacements follow the rebalancer's layout
-    plan_budget_seconds: float = Field(0.2, gt=0, le=10)
+    plan_budget_seconds: float = Field(1.0, gt=0, le=10)  # 0.2 before the work model was calibrated (0.2.0)
     breadth: int = Field(8, ge=1, le=1000)  # the fullest nodes whose pods a bandwidth move may take
     seed: int = Field(0, ge=0)
     evictable_namespaces: Namespaces = Field(default_factory=Namespaces)

@@ -32,7 +32,14 @@ UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibilit
 # its workload's network cost is already computed), so a budget counted in work gives the same plan on an idle and
 # on a busy machine
 CALL_WORK, NODE_WORK = 19_000, 6
-EDGE_WORK = 5_000  # the objective's, per dependency edge (a third of NODE_WORK per node besides)
+# Besides (measured in CPU time on the reference machine, on bench_plan's random DAG on 16 nodes and its 1,000-pod
+# families on 5,000 nodes, each as a per-call and a per-node part: a search charged for node_costs alone ran 2.7
+# times its budget there, and 7 times on 36 pods): a pod put on or taken off a node (its counts, its node's
+# resources, its neighbours' kept costs); the nodes a pod fits on (every resource column, the bandwidth); a node's
+# room; the best node among those (the minimum, the ties); a swap's delta (two single-node fits, four pair costs);
+# one node checked for one pod
+PUT_WORK, FITS_WORK, ROOM_WORK, BEST_WORK, SWAP_WORK, FIT_ONE_WORK = 9_000, 30_000, 10_000, 30_000, 25_000, 5_000
+EDGE_WORK = 40_000  # the objective's, per dependency edge (NODE_WORK per node besides)
 BUILD_WORK = 3_000  # per node: a plan's problem built from the cluster's index and its report, charged to its budget
 
 
@@ -85,8 +92,9 @@ class Moves:
         self.problem = problem
         self.work = work if work is not None else [0]  # the work done so far, ns (shared by a search's engines)
         self.node_work = NODE_WORK * len(problem.nodes)
+        self.fits_work = FITS_WORK + self.node_work
         self.step_work = CALL_WORK + self.node_work
-        self.edge_work = EDGE_WORK + NODE_WORK // 3 * len(problem.nodes)
+        self.edge_work = EDGE_WORK + NODE_WORK * len(problem.nodes)
         self.rng = np.random.default_rng(seed)
         self.incident = incident(problem)
         # per edge, its place x place grids: one per maxNetworkCost value, shared by the edges that have it
@@ -143,6 +151,7 @@ class Moves:
 
     def put(self, state: Assignment, pod: int, node: int) -> None:
         problem, workload = self.problem, int(self.problem.pod_workload[pod])
+        self.work[0] += PUT_WORK
         state.node[pod] = node
         self._count(state, workload, node, 1)
         state.free[node] -= problem.requests[pod]
@@ -153,6 +162,7 @@ class Moves:
 
     def take(self, state: Assignment, pod: int) -> int:
         problem, workload, node = self.problem, int(self.problem.pod_workload[pod]), int(state.node[pod])
+        self.work[0] += PUT_WORK
         if node >= 0:
             self._count(state, workload, node, -1)
             state.free[node] += problem.requests[pod]
@@ -210,6 +220,7 @@ class Moves:
         if not fits.any():
             return -1, 0
         added = self.node_costs(state, pod)
+        self.work[0] += BEST_WORK + 2 * self.node_work  # the minimum among the nodes that fit, and the ties
         first = np.where(fits, added, np.iinfo(np.int64).max)
         tied = first == first.min()
         if np.count_nonzero(tied) > 1:  # the tie keys, each computed only while nodes are still tied
@@ -234,6 +245,7 @@ class Moves:
     def room(self, state: Assignment, pod: int) -> Ints:
         """How many pods like ``pod`` each node still takes (its pods limit, every resource it asks)."""
         asks = self.problem.requests[pod]
+        self.work[0] += ROOM_WORK + self.node_work
         room = state.pods_free.copy()
         for column in np.nonzero(asks > 0)[0].tolist():
             room = np.minimum(room, state.free[:, column] // asks[column])
@@ -241,8 +253,8 @@ class Moves:
 
     def fits(self, state: Assignment, pod: int) -> Bools:
         """The nodes ``pod`` (not placed) fits on: resources, bandwidth, and its rules between pods (work: one
-        pass over the nodes)."""
-        self.work[0] += self.node_work
+        pass over the nodes, every resource column)."""
+        self.work[0] += self.fits_work
         ok = self.problem.fits(pod, state.used, state.free, state.pods_free)
         rules = self.rules
         if rules is not None and state.tally is not None and rules.active(pod):
@@ -287,6 +299,7 @@ class Moves:
         ``cost_pod``: ``pod``'s, when the caller has it."""
         here, there = int(state.node[pod]), int(state.node[other])
         problem = self.problem
+        self.work[0] += SWAP_WORK
         if not (
             problem.fits_instead(pod, there, other, state.used, state.free)
             and problem.fits_instead(other, here, pod, state.used, state.free)

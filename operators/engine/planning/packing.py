@@ -41,7 +41,7 @@ from operators.engine.planning.program import Program, solve_program
 MOST_CONFIGURATIONS = 200_000  # per program: more, and the bound is not computed
 TRIED = 4  # configurations checked by first fit per node
 PACKED_MOST = 50_000  # configurations: more, and no packed start (a search's start must be cheap)
-PACK_WORK = 20  # ns per configuration and node (measured on the reference machine)
+PACK_WORK = 75  # ns per configuration and node (measured on the reference machine, in CPU time)
 
 
 @dataclass(frozen=True)

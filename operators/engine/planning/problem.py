@@ -115,7 +115,15 @@ class Problem:
     def fits_instead(self, pod: int, node: int, leaving: int, used: Ints, free: Ints) -> bool:
         """Whether ``pod`` fits on ``node`` in the place of ``leaving`` (a pod there now): :meth:`fits` for one
         node with ``leaving``'s requests and bandwidth given back (the pods limit is unchanged by a trade)."""
-        if not (self.eligible[pod][node] and bool(np.all(free[node] + self.requests[leaving] >= self.requests[pod]))):
+        return self._fits_one(pod, node, free[node] + self.requests[leaving], used[node] - self.demand[leaving])
+
+    def fits_on(self, pod: int, node: int, used: Ints, free: Ints, pods_free: Ints) -> bool:
+        """:meth:`fits` for one node."""
+        return bool(pods_free[node] > 0) and self._fits_one(pod, node, free[node], used[node])
+
+    def _fits_one(self, pod: int, node: int, free: Ints, used: Ints) -> bool:
+        """Whether ``pod`` fits on ``node`` with ``free`` resources and ``used`` (ingress, egress) bandwidth there."""
+        if not (self.eligible[pod][node] and bool(np.all(free >= self.requests[pod]))):
             return False
         want = (int(self.demand[pod, 0]), int(self.demand[pod, 1]))
         if want == (0, 0):
@@ -123,8 +131,7 @@ class Problem:
         if self.bandwidth_unknown[node]:
             return False
         window = slice(node, node + 1)
-        ingress, egress = used[window, 0] - self.demand[leaving, 0], used[window, 1] - self.demand[leaving, 1]
-        return bool(passing(want, self.capacity[window], ingress, egress, self.accounting)[0])
+        return bool(passing(want, self.capacity[window], used[0:1], used[1:2], self.accounting)[0])
 
 
 def members(group: AppGroup, pods: Sequence[Pod]) -> list[Pod]:

@@ -1,0 +1,93 @@
+"""The search held to its budget: past it, the greedy start places the rest of the group without evaluating network
+costs (``Search.complete``), on a hand-made cluster."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from operators.api import keys
+from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.planning import search as search_module
+from operators.engine.planning.problem import Problem, build_problem
+from operators.engine.planning.search import Search
+from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.simulation import ordered
+from tests.support.planning import CONFIG, node, pod, user_defined
+
+
+def cluster() -> Problem:
+    """Region r1: za (n1, n2), zb (n3); region r2: zc (n4, n5); nodes of 4 cpus with 3, 3, 2, 1 and 2 used: free 1, 1,
+    2, 3, 2. The group a -> b, two pods each of 1 cpu; za-zb 5, r1-r2 40, two nodes of one zone 1 apart."""
+    load = {"n1": "3", "n2": "3", "n3": "2", "n4": "1", "n5": "2"}
+    objects = [node("n1", "za"), node("n2", "za"), node("n3", "zb"), node("n4", "zc", "r2"), node("n5", "zc", "r2"),
+               *(pod(f"load-{name}", "load", on=name, cpu=cpu, group="other") for name, cpu in load.items()),
+               user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5},
+                             keys.REGION_LABEL: {("r1", "r2"): 40, ("r2", "r1"): 40}}),
+               *(pod(f"{w}-{i}", w, cpu="1") for w in "ab" for i in range(2))]  # fmt: skip
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
+    return build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+
+
+def test_past_its_budget_the_greedy_start_fills_the_roomiest_nodes_of_the_groups_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    problem = cluster()
+    evaluated: list[int] = []
+    costs = Search.node_costs
+
+    def counted(self: Search, state: Any, pod: int) -> Any:
+        evaluated.append(pod)
+        return costs(self, state, pod)
+
+    monkeypatch.setattr(Search, "node_costs", counted)
+    engine = Search(problem, seed=0)
+    state, left = engine.greedy(deadline=lambda: True)
+    placed = {problem.pods[row].name: problem.nodes[int(at)] for row, at in enumerate(state.node)}
+    # b first (a depends on b: dependencies first): the roomiest node is n4 (3 cpus), filled before the next: both
+    # b's there (1 cpu left). a: zc holds the group now, so its nodes come first, the roomiest first: n5 (2 cpus)
+    assert placed == {"b-0": "n4", "b-1": "n4", "a-0": "n5", "a-1": "n5"} and not left
+    assert evaluated == []  # no network cost evaluated: two passes over the nodes per workload
+    assert engine.objective(state).cost == 4  # four pairs across n4 and n5, one zone: 1 each
+
+
+def test_a_search_out_of_budget_from_the_start_still_places_every_pod_that_fits() -> None:
+    problem = cluster()
+    found = search_module.search_nodes(problem, seed=0, budget_seconds=1e-9)
+    assert (found.assignment >= 0).all() and not found.unplaceable and not found.converged
+    # the better of the completed greedy start (4) and the smallest domain's placement: zc, packed in the spec's
+    # order onto the roomiest node first (a-0, a-1, b-0 on n4, b-1 on n5): pairs a-b-1 across two nodes, 2
+    assert found.cost.objective == 2 and found.baseline is not None and found.baseline.objective == 2
+    free = problem.free[:, problem.resources.index("cpu")].copy()
+    np.subtract.at(free, found.assignment, problem.requests[:, problem.resources.index("cpu")])
+    assert (free >= 0).all()  # feasible
+
+
+def test_the_partial_order_of_a_completion_is_the_full_orders_head() -> None:
+    from operators.engine.planning.search import _largest_first
+
+    items = np.arange(100, 110)
+    key = np.array([5, 90, 12, 70, 33, 8, 61, 2, 44, 19])
+    assert _largest_first(items, key, 3) == [101, 103, 106]  # keys 90, 70, 61
+    assert _largest_first(items, key, 10) == [101, 103, 106, 108, 104, 109, 102, 105, 100, 107]
+
+
+@pytest.mark.parametrize("kind", ["full", "spread"])
+def test_the_smallest_domain_filled_by_scan_is_the_placement_filled_by_passes(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan (large domains) and the pass per pod (small ones) are two ways to the same placement: each pod on
+    the first node by room that takes it."""
+    from benchmarks.bench_plan import family, scenario_snapshot
+    from operators.engine.planning import baseline
+
+    scenario = family("small", kind, 3)
+    problem = build_problem(ClusterIndex.build(scenario_snapshot(scenario)), scenario.group, ordered.config())
+    by_passes, level, _ = baseline.smallest_domain(Search(problem, 0))
+    monkeypatch.setattr(baseline, "SCAN_NODES", 0)
+    by_scan, scanned_level, _ = baseline.smallest_domain(Search(problem, 0))
+    assert (scanned_level, by_scan.node.tolist()) == (level, by_passes.node.tolist())
+    assert (by_scan.node >= 0).all()
