@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from operators.engine.planning.moves import FIT_ONE_WORK, Assignment, Moves
+from operators.engine.planning.moves import Assignment, Moves
 from operators.engine.planning.problem import Problem
 
 LEVELS = ("node", "zone", "region", "cluster")
@@ -101,13 +101,13 @@ def _fill(moves: Moves, state: Assignment, order: list[int], nodes: np.ndarray, 
     """Each pod of ``order`` onto the first node of ``nodes`` by most room that takes it; whether all went (with
     ``whole``, stopping at the first that does not: the domain is refused)."""
     problem = moves.problem
+    by_room = nodes[np.lexsort((nodes, -_node_room(moves, state, nodes)))]
+    if moves.rules is None and len(nodes) >= SCAN_NODES:
+        return _fill_by_scan(moves, state, order, by_room.tolist(), whole)
     inside = np.zeros(len(problem.nodes), dtype=np.bool_)
     inside[nodes] = True
     rank = np.full(len(problem.nodes), np.iinfo(np.int64).max, dtype=np.int64)
-    by_room = nodes[np.lexsort((nodes, -_node_room(moves, state, nodes)))]
     rank[by_room] = np.arange(len(by_room))
-    if moves.rules is None and len(nodes) >= SCAN_NODES:
-        return _fill_by_scan(moves, state, order, by_room.tolist(), whole)
     placed = True
     for pod in order:
         fits = moves.fits(state, pod) & inside
@@ -145,16 +145,10 @@ def _fill_by_scan(moves: Moves, state: Assignment, order: list[int], by_room: li
             state.pods_free[by_room[first]] <= 0 or not bool(np.all(state.free[by_room[first]] >= least))
         ):
             first += 1  # full for every pod still to place
-        node, at_node = -1, first
-        while at_node < len(by_room):  # (not a slice of the list: a copy of 50,000 nodes per pod)
-            moves.work[0] += FIT_ONE_WORK
-            if problem.fits_on(pod, by_room[at_node], state.used, state.free, state.pods_free):
-                node = by_room[at_node]
-                break
-            at_node += 1
-        if node >= 0:
-            moves.put(state, pod, node)
-        placed &= node >= 0
+        at_node = moves.first_fitting(state, pod, by_room, first)
+        if at_node < len(by_room):
+            moves.put(state, pod, by_room[at_node])
+        placed &= at_node < len(by_room)
         if whole and not placed:
             return False
     return placed

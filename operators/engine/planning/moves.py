@@ -261,6 +261,17 @@ class Moves:
             ok &= rules.allowed(pod, state.tally)
         return ok
 
+    def first_fitting(self, state: Assignment, pod: int, nodes: list[int], start: int = 0) -> int:
+        """The position in ``nodes`` of the first node from ``start`` that ``pod`` fits on (no rules between pods:
+        each node checked alone, :data:`FIT_ONE_WORK` each); ``len(nodes)`` when none."""
+        at = start
+        while at < len(nodes):
+            self.work[0] += FIT_ONE_WORK
+            if self.problem.fits_on(pod, nodes[at], state.used, state.free, state.pods_free):
+                break
+            at += 1
+        return at
+
     def holds(self, state: Assignment, pods: list[int]) -> bool:
         """Whether every planned pod whose rules count ``pods`` (just moved) still passes them (the plan holds as a
         whole: :meth:`~.constraints.PlanConstraints.broken`)."""

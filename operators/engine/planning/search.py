@@ -40,7 +40,7 @@ import numpy as np
 
 from operators.engine.planning.baseline import candidates, smallest_domain
 from operators.engine.planning.group_moves import GroupMoves
-from operators.engine.planning.moves import FIT_ONE_WORK, UNPLACED_PENALTY, Assignment, PlacedCost
+from operators.engine.planning.moves import UNPLACED_PENALTY, Assignment, PlacedCost
 from operators.engine.planning.narrow import narrow, narrowable
 from operators.engine.planning.nowhere import why_nowhere
 from operators.engine.planning.packing import packed_start
@@ -114,15 +114,10 @@ class Search(GroupMoves):
         order = _largest_first(candidates, key, 2 * len(pods) + 16)
         left, at = [], 0
         for pod in pods:
-            while True:
-                if at == len(order):
-                    if len(order) == len(candidates):
-                        break
-                    order = _largest_first(candidates, key, len(candidates))  # the first ones were not enough
-                self.work[0] += FIT_ONE_WORK
-                if problem.fits_on(pod, order[at], state.used, state.free, state.pods_free):
-                    break
-                at += 1
+            at = self.first_fitting(state, pod, order, at)
+            if at == len(order) < len(candidates):  # the first ones were not enough: the rest, in the same order
+                order = _largest_first(candidates, key, len(candidates))
+                at = self.first_fitting(state, pod, order, at)
             if at == len(order):
                 left.append(pod)
                 continue
