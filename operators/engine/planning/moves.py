@@ -24,23 +24,20 @@ from operators.engine.planning.problem import (
     incident,
     penalized_costs,
 )
+from operators.engine.planning.work import (
+    BEST_WORK,
+    CALL_WORK,
+    EDGE_WORK,
+    FIT_ONE_WORK,
+    FITS_WORK,
+    NODE_WORK,
+    PUT_WORK,
+    ROOM_WORK,
+    SWAP_WORK,
+)
 
 Refused = dict[int, tuple[str, ...]]  # node -> kube-scheduler's reasons
 UNPLACED_PENALTY = 10**9  # a pod left out weighs more than any cost: feasibility first
-# The search's work, counted in nanoseconds of an idle reference machine (2 cores, measured with bench_plan): one
-# evaluation of a pod on every node (or of the objective) costs CALL_WORK + NODE_WORK per node (CALL_WORK alone when
-# its workload's network cost is already computed), so a budget counted in work gives the same plan on an idle and
-# on a busy machine
-CALL_WORK, NODE_WORK = 19_000, 6
-# Besides (measured in CPU time on the reference machine, on bench_plan's random DAG on 16 nodes and its 1,000-pod
-# families on 5,000 nodes, each as a per-call and a per-node part: a search charged for node_costs alone ran 2.7
-# times its budget there, and 7 times on 36 pods): a pod put on or taken off a node (its counts, its node's
-# resources, its neighbours' kept costs); the nodes a pod fits on (every resource column, the bandwidth); a node's
-# room; the best node among those (the minimum, the ties); a swap's delta (two single-node fits, four pair costs);
-# one node checked for one pod
-PUT_WORK, FITS_WORK, ROOM_WORK, BEST_WORK, SWAP_WORK, FIT_ONE_WORK = 9_000, 30_000, 10_000, 30_000, 25_000, 5_000
-EDGE_WORK = 40_000  # the objective's, per dependency edge (NODE_WORK per node besides)
-BUILD_WORK = 3_000  # per node: a plan's problem built from the cluster's index and its report, charged to its budget
 
 
 @dataclass
@@ -94,7 +91,7 @@ class Moves:
         self.node_work = NODE_WORK * len(problem.nodes)
         self.fits_work = FITS_WORK + self.node_work
         self.step_work = CALL_WORK + self.node_work
-        self.edge_work = EDGE_WORK + NODE_WORK * len(problem.nodes)
+        self.edge_work = EDGE_WORK + self.node_work
         self.rng = np.random.default_rng(seed)
         self.incident = incident(problem)
         # per edge, its place x place grids: one per maxNetworkCost value, shared by the edges that have it
@@ -137,17 +134,9 @@ class Moves:
         for _, workload, node in problem.fixed:
             count_node[workload, node] += 1
             count_place[workload, problem.place_of[node]] += 1
-        return Assignment(
-            np.full(len(problem.pods), -1, dtype=np.int64),
-            count_node,
-            count_place,
-            problem.free.copy(),
-            problem.pods_free.copy(),
-            problem.used.copy(),
-            count_node.sum(axis=0),
-            count_place.sum(axis=0),
-            self.rules.tally() if self.rules is not None else None,
-        )
+        return Assignment(np.full(len(problem.pods), -1, dtype=np.int64), count_node, count_place,
+                          problem.free.copy(), problem.pods_free.copy(), problem.used.copy(), count_node.sum(axis=0),
+                          count_place.sum(axis=0), self.rules.tally() if self.rules is not None else None)  # fmt: skip
 
     def put(self, state: Assignment, pod: int, node: int) -> None:
         problem, workload = self.problem, int(self.problem.pod_workload[pod])

@@ -37,11 +37,11 @@ import numpy as np
 from operators.engine.planning.bound import components, connectivity, pod_graph
 from operators.engine.planning.problem import Problem
 from operators.engine.planning.program import Program, solve_program
+from operators.engine.planning.work import PACK_WORK
 
 MOST_CONFIGURATIONS = 200_000  # per program: more, and the bound is not computed
 TRIED = 4  # configurations checked by first fit per node
 PACKED_MOST = 50_000  # configurations: more, and no packed start (a search's start must be cheap)
-PACK_WORK = 75  # ns per configuration and node (measured on the reference machine, in CPU time)
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def packed_start(problem: Problem, nodes: np.ndarray, work: list[int] | None = N
     configuration with most pairs on it (then the fewest units) among those that leave the other pods room on the
     nodes after it (enough units of each size, then first fit, largest first, for the first :data:`TRIED`); pod ->
     node, or None when the bound's programs do not apply, the configurations are more than :data:`PACKED_MOST` or
-    the pods do not fit. ``work``: what it costs is added there (:data:`PACK_WORK` per configuration and node)."""
+    the pods do not fit. ``work``: its cost is added there (:data:`~.work.PACK_WORK` per configuration and node)."""
     types = _types(problem)
     if types is None:
         return None

@@ -21,10 +21,10 @@ from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.planning.bound import lower_bound
 from operators.engine.planning.layout import Layout
-from operators.engine.planning.moves import BUILD_WORK
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.reference import Reference
 from operators.engine.planning.search import Assignment, PlacedCost, Search, search
+from operators.engine.planning.work import BUILD_WORK
 from operators.engine.scheduling.index import ClusterIndex
 
 DEFAULT_BUDGET_SECONDS = 0.1

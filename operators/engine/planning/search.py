@@ -426,7 +426,7 @@ def search_nodes(
 ) -> SearchResult:
     """Steps 1 and 2 within the budget (step 1 always runs to the end: a feasible plan first), then the baseline's
     starts and up to :data:`RESTARTS` - 1 more searches while it lasts, keeping the best plan. The budget is work
-    (:data:`~.moves.CALL_WORK`: ``budget_seconds`` of an idle reference machine, times :func:`budget_scale`),
+    (:data:`~.work.CALL_WORK`: ``budget_seconds`` of an idle reference machine, times :func:`budget_scale`),
     so the same snapshot and seed give the same plan whatever the machine's load;
     :data:`TIME_CAP` times it in wall-clock time bounds it on a very slow machine. ``converged``: every search
     ran to its local optimum."""
