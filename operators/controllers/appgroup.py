@@ -42,6 +42,7 @@ from operators.kube import API_ERRORS, describe, patch_status, post_event
 from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
+from operators.sources.live_index import LiveIndex
 from operators.sources.store import Change
 from operators.supervision import Supervisor, cancel
 
@@ -291,7 +292,10 @@ def register(
         memo.appgroup = state
         state.on_changes(cache.subscribe(state.on_changes, asyncio.get_running_loop()))
         memo.appgroup_writer = tasks.start("appgroup-status", lambda: write_marked(memo.api, state, lambda: False))
-        keeper = GateKeeper(cache, settings.gate_timeout_seconds, state.members, options=settings)
+        loop = asyncio.get_running_loop()  # the kept index first: it is current when the keeper hears of a change
+        default = settings.plan_config.bandwidth.default_node_bandwidth
+        live = LiveIndex(cache, default, loop) if settings.plans else None
+        keeper = GateKeeper(cache, settings.gate_timeout_seconds, state.members, options=settings, live=live)
         memo.appgroup_gates = keeper
         keeper.on_changes(cache.subscribe(keeper.on_changes, asyncio.get_running_loop()))
         memo.appgroup_gate_task = tasks.start("appgroup-gates", lambda: keeper.run(memo.api))

@@ -4,6 +4,10 @@
   AppGroup's spec, marks the AppGroup's name for evaluation when it has gated pods; nothing is listed.
 * One task evaluates the marked names (only after the cache's first sync: an AppGroup not listed yet is not
   a missing AppGroup) and wakes again when the first held pod would time out.
+* Plans read one cluster index kept by delta (:class:`~operators.sources.live_index.LiveIndex`: no rebuild per
+  plan). A pass opens a view over it with every pod released by a plan and not bound yet, or in flight, counted on
+  its planned node, adds each plan's releases to it as they are made (the next plan of the pass sees them), and
+  closes it before anything is awaited; the released members are then checked against the bound pods alone.
 * Releases are sent (and followed until their watch event comes back) by :mod:`operators.controllers.releases`,
   :data:`WRITERS` at a time. A pod released by the timeout gets a Normal Event naming the workloads it did not
   wait for.
@@ -40,6 +44,7 @@ from operators.engine.planning.release import (
     UNPLACEABLE,
     awaiting_bind,
     plans_by_whole_group,
+    provisional,
     release_by_plan,
     stranded,
 )
@@ -48,6 +53,7 @@ from operators.kube import API_ERRORS, describe, post_event, send_json
 from operators.logs import about
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS
+from operators.sources.live_index import LiveIndex, Provisional
 from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.gates")
@@ -89,8 +95,14 @@ class GateKeeper:
         members: Mapping[tuple[str, str], Mapping[str, Pod]],
         clock: Callable[[], float] = time.time,
         options: AppGroupOptions | None = None,
+        live: LiveIndex | None = None,
     ) -> None:
         self.cache = cache
+        # the cluster index every plan reads, kept by delta (plans need it: None without them), and while a pass
+        # plans, the pods its plans and the earlier ones placed counted on their nodes over it
+        self.live = live
+        self.view: Provisional | None = None
+        self.checking: list[tuple[AppGroup, list[Pod]]] = []  # groups planned in this pass: their members
         self.timeout = timeout
         self.clock = clock
         self.options = options or AppGroupOptions()
@@ -194,10 +206,10 @@ class GateKeeper:
     def _by_plan(self, group: AppGroup | None, members: list[Pod], now: float) -> GatePlan:
         """The release by a whole-group plan, as a :class:`GatePlan` whose releases carry their planned node."""
         started = time.perf_counter()
-        cluster = self.releases.over(self.cache.snapshot())
+        view = self._view()
         members = [self.releases.as_sent(pod) for pod in members]
         decision = release_by_plan(
-            group, members, cluster, self.options.plan_config, self.arrived, now, self.timeout,
+            group, members, view.index, self.options.plan_config, self.arrived, now, self.timeout,
             self.options.plan_budget_seconds, window=self.options.plan_window_seconds,
         )  # fmt: skip
         if decision.plan is not None and group is not None:
@@ -205,14 +217,44 @@ class GateKeeper:
             self.made.append((group, decision.plan))
         deadline = decision.next_deadline
         if group is not None:
-            for pod, why in stranded(members, cluster, self.options.plan_config):
-                if pod.uid not in self.evicted:
-                    self.abandoned.append((group, pod, why))
+            self.checking.append((group, members))  # checked against the bound pods once the pass's view is closed
             if any(awaiting_bind(pod) for pod in members):
                 due = now + STRAND_CHECK_SECONDS  # released, not bound yet: still bindable where planned?
                 deadline = due if deadline is None else min(deadline, due)
         releases = tuple(Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
         return GatePlan(releases, (), deadline)
+
+    def _view(self) -> Provisional:
+        """This pass's view of the cluster for plans (opened on its first plan): the kept index with every pod
+        released by a plan and not bound yet, or in flight, counted on its planned node (rule 1 of
+        :mod:`~operators.engine.planning.release`)."""
+        if self.view is None:
+            if self.live is None:
+                raise RuntimeError("plans need the gate keeper's kept index")
+            self.view = Provisional(self.live)
+            pods = [pod for name, placing in self.placing.items() for pod in self._pods(name, placing)]
+            pods += [pod for pod, _ in self.releases.in_flight.values()]
+            self.view.place(provisional(pods, self.view.index.node_by_name))
+        return self.view
+
+    def _pods(self, name: str, keys_: Iterable[PodKey]) -> list[Pod]:
+        """The pods of AppGroup label ``name`` with ``keys_``, as the releases in flight leave them."""
+        found = (self.members.get((namespace, name), {}).get(pod) for namespace, pod in keys_)
+        return [self.releases.as_sent(pod) for pod in found if pod is not None]
+
+    def _close_view(self) -> None:
+        """The pass's view closed (the kept index is the cache's again), then the released members of the groups it
+        planned checked against the pods kube-scheduler has bound (:func:`stranded`)."""
+        if self.view is not None:
+            self.view.close()
+            self.view = None
+        checking, self.checking = self.checking, []
+        if checking and self.live is not None:
+            bound = self.live.current()
+            for group, members in checking:
+                for pod, why in stranded(members, bound, self.options.plan_config):
+                    if pod.uid not in self.evicted:
+                        self.abandoned.append((group, pod, why))
 
     def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
         named: dict[str, list[AppGroup]] = defaultdict(list)
@@ -258,19 +300,25 @@ class GateKeeper:
         holding: dict[str, float] = {}  # names with pods held -> their first deadline
         problems: list[tuple[AppGroup, str]] = []
         named = self.appgroups_by_name() if names else {}
-        for name in sorted(names):
-            for group, plan in self.plans(name, now, named):
-                if group is not None:
-                    problem = timeout_of(group, self.timeout)[1]
-                    key = (group.metadata.namespace, name)
-                    if self.problems.get(key) != problem and problem is not None:
-                        problems.append((group, problem))
-                    self.problems[key] = problem
-                new = [item for item in plan.release if not self.releases.sending(item.pod)]
-                self.releases.start(new, now)  # in flight from now on: the next AppGroup's plan counts them
-                releases.extend(new)
-                if plan.next_deadline is not None:
-                    holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
+        try:
+            for name in sorted(names):
+                for group, plan in self.plans(name, now, named):
+                    if group is not None:
+                        problem = timeout_of(group, self.timeout)[1]
+                        key = (group.metadata.namespace, name)
+                        if self.problems.get(key) != problem and problem is not None:
+                            problems.append((group, problem))
+                        self.problems[key] = problem
+                    new = [item for item in plan.release if not self.releases.sending(item.pod)]
+                    self.releases.start(new, now)  # in flight from now on: the next AppGroup's plan counts them
+                    if self.view is not None:  # ... on the index this pass plans on
+                        sent = [self.releases.as_sent(item.pod) for item in new]
+                        self.view.place(provisional(sent, self.view.index.node_by_name))
+                    releases.extend(new)
+                    if plan.next_deadline is not None:
+                        holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
+        finally:
+            self._close_view()  # before anything is awaited: the kept index is the cache's again
         for group_with_problem, problem in problems:
             await self._warn(api, group_with_problem, problem)
         sending = (self.releases.send(api, writing, item) for item in releases)

@@ -36,7 +36,7 @@ ANSWERS_KEPT = 256
 @dataclass
 class ExtenderState:
     """Where the cluster comes from and the config: a fixed snapshot (``source``), or a live index kept by delta
-    (``indexes``: :class:`operators.extender.live.LiveIndex`; ``source`` then gives the cache's snapshot, with
+    (``indexes``: :class:`operators.sources.live_index.LiveIndex`; ``source`` then gives the cache's snapshot, with
     every pod, which the plans of plan-ungated AppGroups read). Holds the current index, the cycle state of the
     last pod (its /filter and /prioritize share it), the table of the last NodeNames list (kube-scheduler sends
     the same list pod after pod) and the answers given on them: a Deployment's replicas are the same pod to

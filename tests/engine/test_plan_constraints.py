@@ -270,11 +270,11 @@ def test_a_released_pod_is_stranded_when_a_pod_its_anti_affinity_refuses_binds_o
     objects = [*three_nodes(), pod("front-0", "front", on="n1", spec=apart("front")), released]
     snapshot = build_snapshot(objects)
     member = next(p for p in snapshot.pods if p.name == "front-1")
-    assert stranded([member], snapshot) == [
+    assert stranded([member], ClusterIndex.build(snapshot)) == [
         (member, "its planned node n1 no longer fits it: node(s) didn't match pod anti-affinity rules")
     ]
     alone = build_snapshot([*three_nodes(), released])
-    assert stranded([next(p for p in alone.pods if p.name == "front-1")], alone) == []
+    assert stranded([next(p for p in alone.pods if p.name == "front-1")], ClusterIndex.build(alone)) == []
 
 
 def test_the_cli_plans_and_schedules_the_anti_affinity_example_as_kube_scheduler_would(tmp_path: Any) -> None:

@@ -321,7 +321,7 @@ def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -
     """Gated pods of a group nothing of which is placed wait until none arrived for the window (100 ms here, a → b
     with b not arrived yet), at most GATHER_SECONDS; once a pod of the group is placed (bound, or released by a
     plan), a newcomer is planned FOLLOW_SECONDS (10 ms) after it arrived."""
-    from operators.engine.planning.release import FOLLOW_SECONDS, IN_PLAN, release_by_plan
+    from operators.engine.planning.release import FOLLOW_SECONDS, IN_PLAN, plan_view, release_by_plan
 
     def gated(name: str, workload: str) -> Pod:
         raw = pod(name, workload)
@@ -337,7 +337,8 @@ def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -
     arrived = {(NAMESPACE, "a-0"): created + 1.0}
 
     def decide(members: list[Pod], now: float, seen: dict[tuple[str, str], float]) -> Any:
-        return release_by_plan(group, members, cluster, CONFIG, seen, created + now, 300.0, window=0.1)
+        index = plan_view(replace(cluster, pods=tuple(members)))
+        return release_by_plan(group, members, index, CONFIG, seen, created + now, 300.0, window=0.1)
 
     waiting = decide([first], 1.05, arrived)
     assert (waiting.release, waiting.next_deadline) == ((), created + 1.1)  # b not here yet: the whole window
@@ -371,7 +372,7 @@ def test_a_new_leader_plans_around_the_releases_its_predecessor_wrote() -> None:
     n1 takes one pod: b-0 goes to n2 in the same zone (cost 1), not onto n1, which a-0 holds, nor to n3 (5 away)."""
     import jsonpatch
 
-    from operators.engine.planning.release import release_by_plan, release_patch
+    from operators.engine.planning.release import plan_view, release_by_plan, release_patch
 
     def gated(name: str, workload: str) -> dict[str, Any]:
         raw = pod(name, workload)
@@ -387,8 +388,10 @@ def test_a_new_leader_plans_around_the_releases_its_predecessor_wrote() -> None:
     newcomer = Pod.parse(gated("b-0", "b"))
     created = newcomer.created
     assert created is not None
-    decision = release_by_plan(group, [Pod.parse(released), newcomer], cluster, CONFIG, {(NAMESPACE, "b-0"): created},
-                               created + 60, 300.0, window=0.1)  # fmt: skip
+    members = [Pod.parse(released), newcomer]
+    index = plan_view(replace(cluster, pods=tuple(members)))  # what the new leader's cache holds
+    decision = release_by_plan(group, members, index, CONFIG, {(NAMESPACE, "b-0"): created}, created + 60, 300.0,
+                               window=0.1)  # fmt: skip
     assert [(r.pod.name, r.node) for r in decision.release] == [("b-0", "n2")]
 
 

@@ -1,10 +1,11 @@
 """What the pods on each node use, kept by delta: the only place a pod's bandwidth is added to its node.
 
-:meth:`PodUsage.apply` takes one pod change (added, changed, deleted) and updates the used bandwidth per node
-(per direction), the pod count, the nodes whose usage is unknown (a pod with an unreadable bandwidth
-annotation) and the AppGroup members; :meth:`ClusterIndex.build` folds a snapshot's pods through it, and the
-extender applies its watch's pod events to it, so both count a pod the same way. The ``nodebandwidth`` controller
-keeps one over the pods kube-scheduler does not account (``selects``), without AppGroup members.
+:meth:`PodUsage.apply` takes one pod change (added, changed, deleted) and updates the used bandwidth per node (per
+direction), the pod count and what the pods request per resource, the nodes whose usage is unknown (a pod with an
+unreadable bandwidth annotation) and the AppGroup members; :meth:`ClusterIndex.build` folds a snapshot's pods
+through it, and the extender applies its watch's pod events to it, so both count a pod the same way. The
+``nodebandwidth`` controller keeps one over the pods kube-scheduler does not account (``selects``), without AppGroup
+members.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from operators.api import keys
 from operators.api.errors import FieldError
 from operators.engine.cluster.bandwidth import pod_demand
+from operators.engine.cluster.fit import amount
 from operators.engine.cluster.kube.terms import HostPort, scheduling_spec
 from operators.engine.cluster.objects import Pod
 
@@ -34,6 +36,8 @@ class PodUsage:
 
     sums: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # node -> resource -> what its pods request (kube-scheduler's unit: NodeResourcesFit's sums)
+    requested: dict[str, dict[str, int]] = field(default_factory=dict)
     # node -> pod key -> why that pod's bandwidth is unreadable
     problems: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     # AppGroup label -> pod key -> pod (all namespaces; each AppGroup filters by the namespaces it covers)
@@ -112,9 +116,12 @@ class PodUsage:
         entry = self.sums[node]
         entry[0] += sign * ingress
         entry[1] += sign * egress
+        requested = self.requested.setdefault(node, {})
+        for resource, quantity in pod.requests.items():
+            requested[resource] = requested.get(resource, 0) + sign * amount(resource, quantity)
         self.count[node] += sign
         if self.count[node] == 0:
-            del self.count[node], self.sums[node]
+            del self.count[node], self.sums[node], self.requested[node]
 
     def _member(self, pod: Pod, add: bool) -> None:
         label = pod.labels.get(keys.APPGROUP_LABEL)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,13 +155,14 @@ def plan_appgroup(
     bound: bool = False,
     layout: Layout | None = None,
     with_edges: bool = True,
+    only: Collection[str] | None = None,
 ) -> Plan:
     """The plan for ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with
     ``exact_seconds``, the exact reference computed within that time (needs the ``exact`` extra); with ``bound``,
     the solver-free lower bound (:mod:`.bound`) as the reference when there is no exact one, or when it is higher
     than the exact solver's unproven bound; without ``with_edges``, no cost per edge (a caller that reads only
-    the places)."""
-    problem = build_problem(index, group, config, layout)
+    the places); ``only``: the keys of the unbound pods to plan, when not all."""
+    problem = build_problem(index, group, config, layout, only)
     result = search(problem, seed, budget_seconds, spent=BUILD_WORK * len(problem.nodes))  # the build counts
     reference = None
     if exact_seconds is not None:

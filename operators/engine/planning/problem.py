@@ -23,8 +23,9 @@ workload, its demand and its eligible nodes (pods of one spec shape share one ma
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,7 @@ class Problem:
         return bool(passing(want, self.capacity[window], used[0:1], used[1:2], self.accounting)[0])
 
 
-def members(group: AppGroup, pods: Sequence[Pod]) -> list[Pod]:
+def members(group: AppGroup, pods: Iterable[Pod]) -> list[Pod]:
     """The AppGroup's pods (rule 1): its label, in its workloads' namespaces, not terminal."""
     covered = set(workload_namespaces(group))
     name = group.metadata.name
@@ -146,10 +147,16 @@ def members(group: AppGroup, pods: Sequence[Pod]) -> list[Pod]:
 
 
 def build_problem(
-    index: ClusterIndex, group: AppGroup, config: SchedulerConfig, layout: Layout | None = None
+    index: ClusterIndex,
+    group: AppGroup,
+    config: SchedulerConfig,
+    layout: Layout | None = None,
+    only: Collection[str] | None = None,
 ) -> Problem:
     """The problem of placing ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with a
-    rebalancer's ``layout``, a workload's pending pods go to its deficit nodes (:mod:`.layout`)."""
+    rebalancer's ``layout``, a workload's pending pods go to its deficit nodes (:mod:`.layout`); ``only``: the keys
+    of the unbound pods to plan (the others are left out), when not all. The members are read from the index's
+    AppGroup members (what the AppGroup touches), never from every pod."""
     snapshot = index.snapshot
     selectors = [entry.workload.selector for entry in group.spec.workloads]
     by_selector = {selector: position for position, selector in enumerate(selectors)}
@@ -174,15 +181,16 @@ def build_problem(
         )
         costs = {}
     grid = place_costs(table.places, costs) if places else np.zeros((0, 0), dtype=np.int64)
-    belongs = [
-        pod for pod in members(group, snapshot.pods) if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in by_selector
-    ]
+    labelled = index.appgroup_pods.get(group.metadata.name, {}).values()
+    belongs = [pod for pod in members(group, labelled) if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) in by_selector]
     fixed = [
         (pod, by_selector[pod.labels[keys.APPGROUP_WORKLOAD_LABEL]], position[pod.node_name])
         for pod in belongs
         if pod.node_name in position
     ]
-    pending = sorted((pod for pod in belongs if not pod.node_name), key=lambda pod: pod.key)
+    pending = sorted(
+        (pod for pod in belongs if not pod.node_name and (only is None or pod.key in only)), key=lambda pod: pod.key
+    )
     resources = sorted({name for pod in pending for name in pod.requests})
     free, pods_free = index.headroom(tuple(resources))
     capacity = np.asarray(table.capacity, dtype=np.int64)
@@ -200,7 +208,7 @@ def build_problem(
         except FieldError as error:
             unplaceable[pod.key] = f"bandwidth unreadable: {error}"
     constraints, cycles = build_constraints(pending, nodes, index.placed, config)
-    eligible = _static_masks(pending, nodes, constraints, cycles, unplaceable)
+    eligible = _static_masks(index, pending, constraints, cycles, unplaceable)
     if layout:
         eligible = _follow(layout, selectors, position, fixed, pending, eligible)
     return Problem(
@@ -235,13 +243,13 @@ def build_problem(
     )
 
 
-def _static_masks(pending: Sequence[Pod], nodes: Sequence[Node], constraints: PlanConstraints,
+def _static_masks(index: ClusterIndex, pending: Sequence[Pod], constraints: PlanConstraints,
                   cycles: Sequence[kube_filters.Cycle], unplaceable: dict[str, str]) -> list[Bools]:  # fmt: skip
     """Per pod, the nodes the static mask lets it on (rule 3): its node affinity, taints and the unschedulable mark
-    per placement shape (kept across plans), the rest of :data:`~.constraints.STATIC_FILTERS` per shape of the
-    constraints where the pod has more (host ports, volumes, affinity or spread keys). A pod whose spec cannot be
-    read is unplaceable, with why."""
-    masks: dict[str, Bools] = {}
+    per placement shape (kept by the index while its nodes stay the same), the rest of
+    :data:`~.constraints.STATIC_FILTERS` per shape of the constraints where the pod has more (host ports, volumes,
+    affinity or spread keys). A pod whose spec cannot be read is unplaceable, with why."""
+    nodes = index.nodes
     extra: dict[tuple[int, str], Bools] = {}
     nothing = np.zeros(len(nodes), dtype=np.bool_)
     out = []
@@ -253,9 +261,7 @@ def _static_masks(pending: Sequence[Pod], nodes: Sequence[Node], constraints: Pl
         if pod.key in unplaceable:
             out.append(nothing)
             continue
-        if placement not in masks:
-            masks[placement] = np.array([_placeable(placement, pod, node) for node in nodes], dtype=np.bool_)
-        mask = masks[placement]
+        mask = index.mask(placement, functools.partial(_placeable_on, placement, pod, nodes))
         if needs_static(cycle):
             both = (shape, placement)
             if both not in extra:
@@ -299,6 +305,11 @@ def _follow(
             if narrowed.any():
                 out[row] = narrowed
     return out
+
+
+def _placeable_on(shape: str, pod: Pod, nodes: Sequence[Node]) -> Bools:
+    """Per node of ``nodes``, whether ``pod`` (of ``shape``) may go there (:func:`_placeable`)."""
+    return np.array([_placeable(shape, pod, node) for node in nodes], dtype=np.bool_)
 
 
 def _placeable(shape: str, pod: Pod, node: Node) -> bool:

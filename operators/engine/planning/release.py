@@ -4,7 +4,8 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
 1. **Who is placed already**: bound pods, and pods released by an earlier plan (of this AppGroup or another)
    that kube-scheduler has not bound yet (annotation ``netaware.io/planned-node``: they are counted on that node,
    so a later plan does not give their room away; a release sent and not yet seen back is passed in as it will
-   be: :func:`as_released`). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
+   be: :func:`as_released`; :func:`provisional` says how they count, :func:`plan_view` builds such an index from
+   scratch, a live controller keeps one). Members released otherwise and not bound yet (a timeout) are kube-scheduler's:
    neither planned nor counted.
 2. **When**: the gated pods are planned together once the group has arrived — every workload of the spec has
    a pod and no gated pod arrived in the last :data:`SETTLE_SECONDS` — or once no gated pod arrived for
@@ -31,7 +32,7 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -106,7 +107,7 @@ def awaiting_bind(pod: Pod) -> bool:
 def release_by_plan(
     group: AppGroup | None,
     members: Iterable[Pod],
-    cluster: Snapshot,
+    index: ClusterIndex,
     config: SchedulerConfig,
     arrived: Mapping[PodKey, float],
     now: float,
@@ -115,8 +116,9 @@ def release_by_plan(
     seed: int = 0,
     window: float = BATCH_SECONDS,
 ) -> ReleaseDecision:
-    """What to release of ``members`` (the pods labelled for ``group``) at ``now``; ``cluster``: the nodes, the
-    NetworkTopologies and every pod (see the module docstring)."""
+    """What to release of ``members`` (the pods labelled for ``group``, as the releases in flight leave them) at
+    ``now``; ``index``: the cluster as plans see it, every pod released by a plan and not bound yet counted on its
+    planned node (rule 1: :func:`plan_view` from a snapshot, or a kept index with :func:`provisional` pods)."""
     pods = list(members)
     gated = sorted((pod for pod in pods if is_gated(pod)), key=lambda pod: pod.key)
     if not gated:
@@ -157,8 +159,8 @@ def release_by_plan(
         due = min(first_due, settled) if selectors <= present else first_due
         timeouts = [pod.created + timeout for pod in waiting if pod.created is not None]
         return ReleaseDecision(tuple(released), None, min([due, *timeouts]))
-    placed = ClusterIndex.build(_as_placed(cluster, pods, waiting))
-    plan = plan_appgroup(placed, group, config, seed, budget_seconds, layout=layout_at(group, now))
+    only = {pod.key for pod in waiting}  # other unbound members (released by a timeout) are kube-scheduler's
+    plan = plan_appgroup(index, group, config, seed, budget_seconds, layout=layout_at(group, now), only=only)
     places = {planned.pod: planned.node for planned in plan.pods}
     for pod in waiting:
         node = places.get(pod.key)
@@ -166,33 +168,29 @@ def release_by_plan(
     return ReleaseDecision(tuple(released), plan)
 
 
-def _as_placed(cluster: Snapshot, members: list[Pod], waiting: list[Pod]) -> Snapshot:
-    """``cluster`` as the plan sees it (rule 1): every pod released by a plan and not bound yet on its planned
-    node (``members`` as given, the other pods as ``cluster`` has them), other unbound members not released by a
-    plan left out, the ``waiting`` pods unbound."""
-    nodes = cluster.node_by_name
-    waiting_keys = {pod.key for pod in waiting}
-    member_keys = {pod.key for pod in members}
-    pods = []
-    for pod in (*(pod for pod in cluster.pods if pod.key not in member_keys), *members):
-        if pod.node_name or pod.key in waiting_keys:
-            pods.append(pod)
-        elif awaiting_bind(pod) and (node := planned_node(pod) or "") in nodes:
-            pods.append(pod.on_node(node))
-        elif pod.key not in member_keys:
-            pods.append(pod)  # another unbound pod: counted nowhere, as kube-scheduler has not placed it
-    return replace(cluster, pods=tuple(pods))
+def provisional(pods: Iterable[Pod], nodes: Container[str]) -> list[Pod]:
+    """Of ``pods``, those released by a plan and not bound yet, as plans count them (rule 1): on their planned
+    node, when it is one of ``nodes`` (a pod whose planned node is gone counts nowhere: it is stranded)."""
+    return [pod.on_node(node) for pod in pods if awaiting_bind(pod) and (node := planned_node(pod) or "") in nodes]
 
 
-def stranded(members: Iterable[Pod], cluster: Snapshot, config: SchedulerConfig | None = None) -> list[tuple[Pod, str]]:
+def plan_view(cluster: Snapshot) -> ClusterIndex:
+    """``cluster`` (its pods as the releases in flight leave them) as plans see it (rule 1), built from scratch:
+    what a kept index with :func:`provisional` pods equals."""
+    counted = {pod.key: pod for pod in provisional(cluster.pods, cluster.node_by_name)}
+    return ClusterIndex.build(replace(cluster, pods=tuple(counted.get(pod.key, pod) for pod in cluster.pods)))
+
+
+def stranded(
+    members: Iterable[Pod], index: ClusterIndex, config: SchedulerConfig | None = None
+) -> list[tuple[Pod, str]]:
     """Members released by a plan and not bound whose planned node can no longer take them (rule 5): the node is
     gone or kube-scheduler's filters refuse it now over the pods bound (a taint, the resources left, a host port,
     an anti-affinity, a spread, a volume: :mod:`~operators.engine.cluster.kube.filters`, the configuration's
     ``config``) — with why, in kube-scheduler's words. Their required affinity cannot be changed once released,
     so only a replacement (the pod evicted, its owner making a new one, gated and planned again) gets them
-    placed."""
-    nodes = cluster.node_by_name
-    index: ClusterIndex | None = None
+    placed. ``index``: the cluster as kube-scheduler sees it (the bound pods only)."""
+    nodes = index.node_by_name
     defaults = kube_filters.spread_defaults(config) if config is not None else None
     enabled = (
         kube_filters.DEFAULT_FILTERS
@@ -208,7 +206,6 @@ def stranded(members: Iterable[Pod], cluster: Snapshot, config: SchedulerConfig 
         if node is None:
             found.append((pod, f"its planned node {node_name} is gone"))
             continue
-        index = index or ClusterIndex.build(cluster)
         cycle = kube_filters.prefilter(pod, index.placed, index.requested, defaults)
         _, reasons = kube_filters.failure(cycle, node, enabled)
         if reasons:

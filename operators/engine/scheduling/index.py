@@ -8,7 +8,7 @@ per-request state lives in the cycle (:mod:`operators.engine.scheduling.framewor
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,12 +19,12 @@ from operators.api.config.scheduler import NetworkOverheadArgs
 from operators.api.networktopology import WeightInfo
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import slo_network_totals
-from operators.engine.cluster.fit import DEFAULT_PODS, amount, requested_on_nodes
+from operators.engine.cluster.fit import DEFAULT_PODS, amount
 from operators.engine.cluster.kube.view import PlacedPods, placed_pods
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
-from operators.engine.scheduling.table import Ints, NodeTable
+from operators.engine.scheduling.table import Bools, Ints, NodeTable
 
 
 @dataclass
@@ -41,6 +41,7 @@ class ClusterIndex:
     _tables: dict[int | None, NodeTable] = field(default_factory=dict, repr=False)
     _costs: dict[NetworkOverheadArgs, dict[tuple[str, str], int] | None] = field(default_factory=dict, repr=False)
     _headroom: dict[tuple[str, ...], tuple[Ints, Ints]] = field(default_factory=dict, repr=False)
+    _masks: dict[str, Bools] = field(default_factory=dict, repr=False)  # per pod shape: the nodes it may go on
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> ClusterIndex:
@@ -62,13 +63,9 @@ class ClusterIndex:
         return placed_pods(self.snapshot, self.usage)
 
     def requested(self, node: str) -> tuple[Mapping[str, int], int]:
-        """What the pods on ``node`` request per resource, and how many they are (NodeResourcesFit's counts)."""
-        return self.requested_resources.get(node, ({}, 0))
-
-    @functools.cached_property
-    def requested_resources(self) -> dict[str, tuple[dict[str, int], int]]:
-        """node -> what its pods request per resource, and how many they are (NodeResourcesFit's counts)."""
-        return requested_on_nodes(self.snapshot.pods)
+        """What the pods on ``node`` request per resource, and how many they are (NodeResourcesFit's counts, kept
+        by :class:`PodUsage`)."""
+        return self.usage.requested.get(node, {}), self.usage.count.get(node, 0)
 
     @functools.cached_property
     def used(self) -> dict[str, tuple[int, int]]:
@@ -87,7 +84,7 @@ class ClusterIndex:
     def with_usage(self, touched: set[str]) -> ClusterIndex:
         """The index after ``usage`` changed on the ``touched`` nodes (same nodes, same custom resources): its
         tables' used columns are copied and those rows updated; costs and messages carry over."""
-        index = ClusterIndex(self.snapshot, self.usage, _costs=self._costs)
+        index = ClusterIndex(self.snapshot, self.usage, _costs=self._costs, _masks=self._masks)
         for name in ("position", "slo_totals", "app_groups"):
             if name in self.__dict__:
                 index.__dict__[name] = self.__dict__[name]
@@ -95,6 +92,9 @@ class ClusterIndex:
             index._tables[key] = table.with_used(
                 {name: self.usage.used(name) for name in touched}, index.usage_problems
             )
+        rows = [self.position[name] for name in touched if name in self.position]
+        for resources, (free, pods) in self._headroom.items():
+            index._headroom[resources] = self._headroom_rows(resources, rows, free.copy(), pods.copy())
         return index
 
     def with_nodes(self, snapshot: Snapshot, names: set[str], default: Quantity | None) -> ClusterIndex:
@@ -120,7 +120,7 @@ class ClusterIndex:
     def with_snapshot(self, snapshot: Snapshot) -> ClusterIndex:
         """The index for ``snapshot`` when only AppGroups or NetworkTopologies changed (same nodes and NodeSLOs):
         the tables carry over, the costs are computed again."""
-        index = ClusterIndex(snapshot, self.usage, _tables=self._tables)
+        index = ClusterIndex(snapshot, self.usage, _tables=self._tables, _headroom=self._headroom, _masks=self._masks)
         for name in ("position", "slo_totals", "used", "usage_problems"):
             if name in self.__dict__:
                 index.__dict__[name] = self.__dict__[name]
@@ -147,17 +147,34 @@ class ClusterIndex:
         if resources not in self._headroom:
             free = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
             pods = np.zeros(len(self.nodes), dtype=np.int64)
-            for row, node in enumerate(self.nodes):
-                requested, count = self.requested(node.name)
-                for column, resource in enumerate(resources):
-                    offered = node.allocatable.get(resource)
-                    have = amount(resource, offered) if offered is not None else 0
-                    free[row, column] = have - requested.get(resource, 0)
-                allowed = node.allocatable.get("pods")
-                pods[row] = (allowed.value() if allowed is not None else DEFAULT_PODS) - count
-            free.flags.writeable = pods.flags.writeable = False  # shared by every plan: a state copies them
-            self._headroom[resources] = (free, pods)
+            self._headroom[resources] = self._headroom_rows(resources, range(len(self.nodes)), free, pods)
         return self._headroom[resources]
+
+    def _headroom_rows(
+        self, resources: tuple[str, ...], rows: Iterable[int], free: Ints, pods: Ints
+    ) -> tuple[Ints, Ints]:
+        """``free`` and ``pods`` (what is left per node) with ``rows`` computed from the nodes and their pods' requests,
+        made read-only: shared by every plan on this index (a plan's state copies them)."""
+        for row in rows:
+            node = self.nodes[row]
+            requested, count = self.requested(node.name)
+            for column, resource in enumerate(resources):
+                offered = node.allocatable.get(resource)
+                have = amount(resource, offered) if offered is not None else 0
+                free[row, column] = have - requested.get(resource, 0)
+            allowed = node.allocatable.get("pods")
+            pods[row] = (allowed.value() if allowed is not None else DEFAULT_PODS) - count
+        free.flags.writeable = pods.flags.writeable = False
+        return free, pods
+
+    def mask(self, shape: str, compute: Callable[[], Bools]) -> Bools:
+        """The nodes pods of ``shape`` may go on (rows of :attr:`nodes`): computed once per shape and kept while the
+        nodes stay the same (pod and custom-resource changes carry it over)."""
+        if shape not in self._masks:
+            mask = compute()
+            mask.flags.writeable = False
+            self._masks[shape] = mask
+        return self._masks[shape]
 
     def rows_of(self, names: Sequence[str]) -> Ints:
         return np.array([self.position[name] for name in names], dtype=np.int64)

@@ -21,6 +21,7 @@ from operators.engine.cluster.fit import amount
 from operators.engine.cluster.objects import Node
 
 Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
 Place = tuple[str, str]  # (region, zone)
 
 
