@@ -4,6 +4,7 @@
   AppGroup's spec, marks the AppGroup's name for evaluation when it has gated pods; nothing is listed.
 * One task evaluates the marked names (only after the cache's first sync: an AppGroup not listed yet is not
   a missing AppGroup) and wakes again when the first held pod would time out.
+* A pass plans the marked AppGroups in the order their first held pod arrived, for :data:`PASS_SECONDS` at most.
 * Plans read one cluster index kept by delta (:class:`~operators.sources.live_index.LiveIndex`: no rebuild per
   plan). A pass opens a view over it with every pod released by a plan and not bound yet, or in flight, counted on
   its planned node, adds each plan's releases to it as they are made (the next plan of the pass sees them), and
@@ -36,12 +37,12 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
+from operators.controllers.plan_events import COMPONENT, PlanAnnouncer, involved_appgroup
 from operators.controllers.releases import PLANNED_PODS, RETRY_SECONDS, Placed, Releases
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import (
-    UNPLACEABLE,
     awaiting_bind,
     plans_by_whole_group,
     provisional,
@@ -59,11 +60,11 @@ from operators.sources.store import Change
 logger = logging.getLogger("netaware.gates")
 
 WRITERS = 32  # releases written at once (a plan releases a whole group)
+# a pass plans AppGroups in the order their pods arrived for this long at most (at least one): the others are
+# planned in the next pass, once this one's releases are sent, so that one large AppGroup holds back a burst of
+# small ones by one plan at most, and the first releases go out while the rest is planned
+PASS_SECONDS = 0.5
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
-# at most one Planned Event per AppGroup this often (a plan per arriving pod while an apply is admitted would
-# otherwise be an API write per pod): the plans between are counted in the next one, and logged each
-PLANNED_EVENT_SECONDS = 5.0
-COMPONENT = "netaware"
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
 
@@ -73,14 +74,6 @@ PLANS = Histogram(
     registry=REGISTRY,
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
-PLAN_COST = Gauge(
-    "netaware_plan_cost",
-    "The latest plan's network cost over the AppGroup's dependency pod pairs: the plan's, and its greedy start's.",
-    ["namespace", "appgroup", "kind"],
-    registry=REGISTRY,
-)
-
-PLAN_COST_KINDS = ("plan", "greedy")
 
 PodKey = tuple[str, str]  # (namespace, name)
 
@@ -120,7 +113,7 @@ class GateKeeper:
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
         self.evicted: set[str] = set()  # the uids of the stranded pods evicted (never twice), until they are gone
-        self.announced: dict[tuple[str, str], tuple[float, int, int]] = {}  # AppGroup -> last Event, plans, pods since
+        self.announcer = PlanAnnouncer(clock)
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
 
@@ -169,10 +162,7 @@ class GateKeeper:
         """An AppGroup deleted: what was kept for it goes, its metric series too."""
         key = (group.metadata.namespace, group.metadata.name)
         self.problems.pop(key, None)
-        self.announced.pop(key, None)
-        for kind in PLAN_COST_KINDS:
-            with contextlib.suppress(KeyError):
-                PLAN_COST.remove(*key, kind)
+        self.announcer.forget(key)
 
     def _mark(self, name: str) -> None:
         if self.gated.get(name) or self.placing.get(name):
@@ -223,6 +213,11 @@ class GateKeeper:
                 deadline = due if deadline is None else min(deadline, due)
         releases = tuple(Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
         return GatePlan(releases, (), deadline)
+
+    def _arrival(self, name: str) -> tuple[float, str]:
+        """When the first gated pod of AppGroup label ``name`` still held arrived (names with none come last)."""
+        times = [self.arrived[key] for key in self.gated.get(name, ()) if key in self.arrived]
+        return min(times, default=float("inf")), name
 
     def _view(self) -> Provisional:
         """This pass's view of the cluster for plans (opened on its first plan): the kept index with every pod
@@ -300,8 +295,14 @@ class GateKeeper:
         holding: dict[str, float] = {}  # names with pods held -> their first deadline
         problems: list[tuple[AppGroup, str]] = []
         named = self.appgroups_by_name() if names else {}
+        order = sorted(names, key=self._arrival)  # first come, first planned
+        started = time.perf_counter()
         try:
-            for name in sorted(names):
+            for position, name in enumerate(order):
+                if position and time.perf_counter() - started > PASS_SECONDS:
+                    self.marked.update(order[position:])  # next pass, once this one's releases are sent
+                    self.wake.set()
+                    break
                 for group, plan in self.plans(name, now, named):
                     if group is not None:
                         problem = timeout_of(group, self.timeout)[1]
@@ -325,7 +326,7 @@ class GateKeeper:
         results = await asyncio.gather(*sending, return_exceptions=True)
         made, self.made = self.made, []
         for group_planned, made_plan in made:
-            await self._announce_plan(api, group_planned, made_plan)
+            await self.announcer.announce(api, group_planned, made_plan)
         abandoned, self.abandoned = self.abandoned, []
         for group_planned, pod, why in abandoned:
             await self._abandon(api, group_planned, pod, why)
@@ -334,35 +335,6 @@ class GateKeeper:
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:
             raise failed[0]
-
-    async def _announce_plan(self, api: Any, group: AppGroup, plan: Plan) -> None:
-        """A Normal Event on the AppGroup for a plan made (pods, cost against its greedy start, time), a Warning
-        for the pods it could not place, and the cost gauges."""
-        meta = group.metadata
-        PLAN_COST.labels(meta.namespace, meta.name, "plan").set(plan.cost.cost)
-        PLAN_COST.labels(meta.namespace, meta.name, "greedy").set(plan.greedy.cost)
-        involved = _involved(group)
-        message = (
-            f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
-            f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
-            f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
-            + (f", spread penalty {plan.cost.spread_penalty}" if plan.cost.spread_penalty else "")
-        )
-        logger.info("AppGroup %s/%s: %s", meta.namespace, meta.name, message)
-        key = (meta.namespace, meta.name)
-        last, plans, pods = self.announced.get(key, (float("-inf"), 0, 0))
-        now = self.clock()
-        if now - last < PLANNED_EVENT_SECONDS:
-            self.announced[key] = (last, plans + 1, pods + len(plan.pods))
-        else:
-            self.announced[key] = (now, 0, 0)
-            if plans:
-                message += f"; {plans} more plan(s) of {pods} pod(s) since the last Planned Event"
-            await post_event(api, involved, "Normal", "Planned", message[:1000], COMPONENT)
-        if plan.unplaceable:
-            why = "; ".join(f"{pod}: {reason}" for pod, reason in sorted(plan.unplaceable.items())[:5])
-            text = f"{len(plan.unplaceable)} pod(s) released without a place ({UNPLACEABLE}): {why}"
-            await post_event(api, involved, "Warning", "NotPlanned", text[:1000], COMPONENT)
 
     async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
         """A pod stranded by its plan: evicted (the Eviction API: its PodDisruptionBudget applies) so that its
@@ -382,28 +354,16 @@ class GateKeeper:
         PLANNED_PODS.labels("abandoned").inc()
         message = f"plan abandoned for pod {pod.key}: {why}; evicted, its replacement is planned again"
         logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, message)
-        involved = _involved(group)
+        involved = involved_appgroup(group)
         await post_event(api, involved, "Warning", "PlanAbandoned", message[:1000], COMPONENT)
 
     async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
         """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""
         logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem,
                        extra=about("AppGroup", group.metadata.namespace, group.metadata.name))  # fmt: skip
-        involved = _involved(group)
+        involved = involved_appgroup(group)
         await post_event(api, involved, "Warning", "InvalidOrderedSchedulingTimeout", problem, COMPONENT)
 
     def _retry(self, pod: Pod) -> None:
         name = pod.labels.get(keys.APPGROUP_LABEL, "")
         self.deadlines[name] = min(self.deadlines.get(name, float("inf")), self.clock() + RETRY_SECONDS)
-
-
-def _involved(group: AppGroup) -> dict[str, Any]:
-    """An AppGroup as the object of an Event."""
-    meta = group.metadata
-    return {
-        "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
-        "kind": "AppGroup",
-        "name": meta.name,
-        "namespace": meta.namespace,
-        "uid": meta.uid,
-    }

@@ -14,8 +14,9 @@ from operators.api.config.controllers import AppGroupOptions
 from operators.api.config.scheduler import SchedulerConfig
 from operators.controllers.appgroup import _State
 from operators.controllers.descheduler_metrics import DeschedulerMetrics
-from operators.controllers.gates import PLAN_COST, GateKeeper
+from operators.controllers.gates import GateKeeper
 from operators.controllers.metrics import REGISTRY
+from operators.controllers.plan_events import PLAN_COST
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.rebalancing.safety import History, MoveRecord
@@ -79,7 +80,9 @@ def test_the_gate_keeper_forgets_pods_and_appgroups_that_are_gone() -> None:
         PLAN_COST.labels("default", group.metadata.name, "greedy").set(step)
         keeper.problems[("default", group.metadata.name)] = None
         keeper.on_changes([Change(APPGROUP_SPECS.name, None, group), Change(APPGROUP_SPECS.name, group, None)])
-    assert keeper.evicted == set() and keeper.arrived == {} and keeper.problems == {}
+    assert (
+        keeper.evicted == set() and keeper.arrived == {} and keeper.problems == {} and keeper.announcer.announced == {}
+    )
     assert dict(keeper.gated) == {} and dict(keeper.placing) == {} and keeper.releases.in_flight == {}
     text = generate_latest(REGISTRY).decode()  # the process's registry: other tests' AppGroups may be in it
     assert [line for line in text.splitlines() if 'appgroup="shop-' in line] == []

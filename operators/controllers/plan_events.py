@@ -1,0 +1,90 @@
+"""What the gate keeper says of the plans it makes: a Planned Event per AppGroup (coalesced), a NotPlanned Warning
+for pods a plan could not place, and the ``netaware_plan_cost`` gauges (their series removed with the AppGroup)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import Gauge
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.controllers.metrics import REGISTRY
+from operators.engine.planning.plan import Plan
+from operators.engine.planning.release import UNPLACEABLE
+from operators.kube import post_event
+
+logger = logging.getLogger("netaware.gates")
+
+COMPONENT = "netaware"
+# at most one Planned Event per AppGroup this often (a plan per arriving pod while an apply is admitted would
+# otherwise be an API write per pod): the plans between are counted in the next one, and logged each
+PLANNED_EVENT_SECONDS = 5.0
+
+PLAN_COST = Gauge(
+    "netaware_plan_cost",
+    "The latest plan's network cost over the AppGroup's dependency pod pairs: the plan's, and its greedy start's.",
+    ["namespace", "appgroup", "kind"],
+    registry=REGISTRY,
+)
+PLAN_COST_KINDS = ("plan", "greedy")
+
+
+class PlanAnnouncer:
+    """The Events and gauges of the plans made, per AppGroup."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.announced: dict[tuple[str, str], tuple[float, int, int]] = {}  # AppGroup -> last Event, plans, pods since
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """An AppGroup deleted: what was kept for it goes, its metric series too."""
+        self.announced.pop(key, None)
+        for kind in PLAN_COST_KINDS:
+            with contextlib.suppress(KeyError):
+                PLAN_COST.remove(*key, kind)
+
+    async def announce(self, api: Any, group: AppGroup, plan: Plan) -> None:
+        """A Normal Event on the AppGroup for a plan made (pods, cost against its greedy start, time), a Warning
+        for the pods it could not place, and the cost gauges."""
+        meta = group.metadata
+        PLAN_COST.labels(meta.namespace, meta.name, "plan").set(plan.cost.cost)
+        PLAN_COST.labels(meta.namespace, meta.name, "greedy").set(plan.greedy.cost)
+        involved = involved_appgroup(group)
+        message = (
+            f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
+            f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
+            f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
+            + (f", spread penalty {plan.cost.spread_penalty}" if plan.cost.spread_penalty else "")
+        )
+        logger.info("AppGroup %s/%s: %s", meta.namespace, meta.name, message)
+        key = (meta.namespace, meta.name)
+        last, plans, pods = self.announced.get(key, (float("-inf"), 0, 0))
+        now = self.clock()
+        if now - last < PLANNED_EVENT_SECONDS:
+            self.announced[key] = (last, plans + 1, pods + len(plan.pods))
+        else:
+            self.announced[key] = (now, 0, 0)
+            if plans:
+                message += f"; {plans} more plan(s) of {pods} pod(s) since the last Planned Event"
+            await post_event(api, involved, "Normal", "Planned", message[:1000], COMPONENT)
+        if plan.unplaceable:
+            why = "; ".join(f"{pod}: {reason}" for pod, reason in sorted(plan.unplaceable.items())[:5])
+            text = f"{len(plan.unplaceable)} pod(s) released without a place ({UNPLACEABLE}): {why}"
+            await post_event(api, involved, "Warning", "NotPlanned", text[:1000], COMPONENT)
+
+
+def involved_appgroup(group: AppGroup) -> dict[str, Any]:
+    """An AppGroup as the object of an Event."""
+    meta = group.metadata
+    return {
+        "apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}",
+        "kind": "AppGroup",
+        "name": meta.name,
+        "namespace": meta.namespace,
+        "uid": meta.uid,
+    }
