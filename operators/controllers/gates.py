@@ -13,8 +13,8 @@
   :data:`WRITERS` at a time. A pod released by the timeout gets a Normal Event naming the workloads it did not
   wait for.
 * A pass that fails unexpectedly keeps its AppGroup names marked; its supervisor restarts the loop.
-* Metrics: ``netaware_gated_pods`` (pods held now), ``netaware_plan_seconds`` and ``netaware_plan_cost`` (its
-  series removed with its AppGroup).
+* Metrics: ``netaware_gated_pods`` (pods held now), ``netaware_plan_index_builds``, ``netaware_plan_seconds``
+  and ``netaware_plan_cost`` (its series removed with its AppGroup).
 
 While the controller is down gated pods wait; when it is back, the first evaluation releases every pod whose
 turn or timeout has come (the timeout counts from the pod's creation, not from the controller's start).
@@ -67,6 +67,13 @@ PASS_SECONDS = 0.5
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
+
+INDEX_BUILDS = Gauge(
+    "netaware_plan_index_builds",
+    "Times the plans' cluster index was built from every node: once after the cache's first sync, then only if a "
+    "delta failed (every other change is applied by delta).",
+    registry=REGISTRY,
+)
 
 PLANS = Histogram(
     "netaware_plan_seconds",
@@ -264,6 +271,9 @@ class GateKeeper:
         """Evaluate marked AppGroup names and release what their plans say, until ``stopped``. A pass that fails
         unexpectedly keeps its names marked (the supervisor restarts this loop)."""
         await self.cache.wait_synced()  # an AppGroup not listed yet is not a missing AppGroup
+        if self.live is not None:  # the index built now, not by the first plan
+            self.live.current()
+            INDEX_BUILDS.set(self.live.rebuilds)
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)
         self.marked.update(name for name, placing in self.placing.items() if placing)
@@ -276,6 +286,8 @@ class GateKeeper:
                 self.marked |= names
                 raise
             GATED.set(sum(len(gated) for gated in self.gated.values()))
+            if self.live is not None:
+                INDEX_BUILDS.set(self.live.rebuilds)
             first = min(self.deadlines.values(), default=None)
             timeout = max(first - self.clock(), 0.05) if first is not None else None
             with contextlib.suppress(TimeoutError):
