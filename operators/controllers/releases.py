@@ -28,7 +28,6 @@ from prometheus_client import Counter, Histogram
 from operators.api import keys
 from operators.controllers.metrics import REGISTRY
 from operators.engine.cluster.objects import Pod
-from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.release import REQUIRED, as_released, release_patch
 from operators.engine.status.gates import TIMEOUT, Release
 from operators.kube import TRANSPORT_ERRORS, describe, post_event, send_json
@@ -82,7 +81,6 @@ class Releases:
         self.in_flight: dict[PodKey, tuple[Pod, float]] = {}  # the pod as released, and when it was sent
         self.unsure: dict[PodKey, tuple[Release, float]] = {}  # releases whose answer was lost -> when to resend
         self.resent: set[PodKey] = set()  # ... being sent again
-        self._over: tuple[Snapshot, dict[PodKey, tuple[Pod, float]], Snapshot] | None = None  # the last overlay
 
     def seen(self, key: PodKey) -> None:
         """The pod is no longer gated (released, by us or anyone) or gone."""
@@ -96,18 +94,6 @@ class Releases:
         """``pod`` as the release in flight leaves it (itself when none is)."""
         held = self.in_flight.get(_key(pod))
         return held[0] if held is not None else pod
-
-    def over(self, cluster: Snapshot) -> Snapshot:
-        """``cluster`` with the releases in flight as they will be (kept while neither changes: the plans of one
-        pass share it, and it takes a pass over every pod)."""
-        if not self.in_flight:
-            return cluster
-        held = self._over
-        if held is not None and held[0] is cluster and held[1] == self.in_flight:
-            return held[2]
-        over = dataclasses.replace(cluster, pods=tuple(self.as_sent(pod) for pod in cluster.pods))
-        self._over = (cluster, dict(self.in_flight), over)
-        return over
 
     def due_again(self, now: float) -> list[Release]:
         """The releases whose answer was lost and whose time to be sent again has come."""

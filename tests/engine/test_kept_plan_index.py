@@ -167,3 +167,31 @@ def test_a_pass_counts_each_plans_releases_for_the_next_one() -> None:
     assert after.requested("n1") == ({"cpu": 3000}, 1)
     assert [p.key for p in build_problem(after, GROUPS["pair"], CONFIG).pods] == ["default/pair-1"]
     assert np.array_equal(after.headroom(("cpu",))[1], [109, 110])
+
+
+def test_the_volume_filters_over_a_kept_index_see_the_placed_pods() -> None:
+    """A kept index's snapshot carries no pods (they are in its usage): the volume filters must still see the pods
+    placed on each node. bound uses the ReadWriteOncePod claim `data` on n1; a gated member that uses it too is
+    refused on every node with kube-scheduler's words, as over an index built from scratch."""
+    from operators.engine.cluster.kube import filters as kube_filters
+    from operators.engine.cluster.kube import volumes
+    from operators.sources.kinds import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
+    from tests.engine.test_kube_volumes import bound_pvc, pv
+
+    def with_claim(raw: dict[str, Any]) -> dict[str, Any]:
+        raw["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]
+        return raw
+
+    cache = ClusterCache((NODES, PODS, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES))
+    for raw in (node("n1", "za"), node("n2", "zb")):
+        cache.apply(NODES, "ADDED", raw)
+    cache.apply(PERSISTENTVOLUMECLAIMS, "ADDED", bound_pvc("data", "pv-1", modes=["ReadWriteOncePod"]))
+    cache.apply(PERSISTENTVOLUMES, "ADDED", pv("pv-1"))
+    cache.apply(PODS, "ADDED", with_claim(pod("bound", "a", on="n1", group="solo")))
+    cache.apply(PODS, "ADDED", with_claim(gated(1, "pair", "100m")))
+    live = LiveIndex(cache, CONFIG.bandwidth.default_node_bandwidth)
+    waiting = next(p for p in cache.snapshot().pods if p.name == "pair-1")
+    expected = [(volumes.VOLUME_RESTRICTIONS, (volumes.READ_WRITE_ONCE_POD_CONFLICT,))] * 2
+    for index in (ClusterIndex.build(cache.snapshot()), live.current()):
+        cycle = kube_filters.prefilter(waiting, index.placed, index.requested)
+        assert [kube_filters.failure(cycle, n) for n in index.nodes] == expected

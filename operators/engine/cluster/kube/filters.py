@@ -111,7 +111,9 @@ def prefilter(pod: Pod, placed: PlacedPods, requested: Requested,
         requested,
         interpod=interpod.prefilter(pod, spec, placed),
         spread=spread.prefilter(pod, spec, placed, allows, defaults),
-        volumes=volumes.prefilter(pod, placed.snapshot) if placed.snapshot is not None else None,
+        volumes=volumes.prefilter(pod, storage)
+        if volumes.concerns(pod) and (storage := placed.storage()) is not None
+        else None,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from operators.api.selectors import EVERYTHING, Selector
 from operators.engine.cluster.kube.defaults import default_selector
@@ -29,6 +29,7 @@ class PlacedPods:
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     selectors: Callable[[Pod], Selector] | None = None  # the default spread selector of a pod
     snapshot: Snapshot | None = None  # the storage objects the volume filters read (None: no volume filter runs)
+    _storage: dict[str, Snapshot] = field(default_factory=dict, repr=False, compare=False)
 
     def node(self, name: str) -> Node | None:
         return self.nodes.get(name)
@@ -65,6 +66,15 @@ class PlacedPods:
         """The host ports of the placed pods on ``node`` (but the pods keyed ``without``)."""
         held = self.usage.ports.get(node, {})
         return [ports for key, ports in held.items() if key not in without] if without else held.values()
+
+    def storage(self) -> Snapshot | None:
+        """What the volume filters read: the storage objects, and the placed pods — the usage's when the snapshot
+        carries none (an index kept by delta), made once per view."""
+        if self.snapshot is None or self.snapshot.pods or not self.usage.placed:
+            return self.snapshot
+        if "pods" not in self._storage:
+            self._storage["pods"] = replace(self.snapshot, pods=tuple(self.all()))
+        return self._storage["pods"]
 
     def default_selector(self, pod: Pod) -> Selector:
         """What selects ``pod`` for the default topology spread constraints (upstream's DefaultSelector: its

@@ -97,6 +97,15 @@ class VolumeState:
         return self.snapshot.claim_by_key.get((namespace or self.pod.namespace, name))
 
 
+def concerns(pod: Pod) -> bool:
+    """Whether a volume plugin has anything to check for ``pod`` (a volume of a kind they read, or volumes that do
+    not parse): :func:`prefilter` is None otherwise, whatever the snapshot."""
+    try:
+        return any(volume.kind for volume in pod_volumes(pod))
+    except FieldError:
+        return True
+
+
 def new_state(pod: Pod, snapshot: Snapshot) -> VolumeState | None:
     """The state before any PreFilter (None: no volume plugin has anything to check)."""
     try:
