@@ -44,8 +44,15 @@ steps = st.lists(
 
 
 def gated(number: int, group: str, cpu: str) -> dict[str, Any]:
-    raw = pod(f"{group}-{number}", "a" if number % 3 else "b", cpu=cpu, group=group)
+    """Pod GROUP-NUMBER, gated; the odd ones keep apart from their workload's other pods (a required
+    anti-affinity per hostname: what the existing pods' anti-affinity counts read)."""
+    workload = "a" if number % 3 else "b"
+    raw = pod(f"{group}-{number}", workload, cpu=cpu, group=group)
     raw["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}]
+    if number % 2:
+        term = {"labelSelector": {"matchLabels": {keys.APPGROUP_WORKLOAD_LABEL: workload}},
+                "topologyKey": keys.HOSTNAME_LABEL}  # fmt: skip
+        raw["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     raw["metadata"]["uid"] = f"{group}-{number}"
     return raw
 
@@ -72,6 +79,7 @@ def view(index: ClusterIndex, snapshot: Snapshot) -> tuple[Any, ...]:
     }
     return (
         nodes,
+        {term: dict(on_nodes) for term, on_nodes in index.placed.anti_terms()},
         [(dict(index.requested(name)[0]), index.requested(name)[1]) for name in nodes],
         free.tolist(), pods_free.tolist(), list(table.used_in), list(table.used_out),
         {label: held for label, held in members.items() if held}, problems,

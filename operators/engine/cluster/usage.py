@@ -18,7 +18,7 @@ from operators.api import keys
 from operators.api.errors import FieldError
 from operators.engine.cluster.bandwidth import pod_demand
 from operators.engine.cluster.fit import amount
-from operators.engine.cluster.kube.terms import HostPort, scheduling_spec
+from operators.engine.cluster.kube.terms import AffinityTerm, HostPort, scheduling_spec
 from operators.engine.cluster.objects import Pod
 
 # A node's used bandwidth is capped here (far above any capacity: the node is full either way), so the
@@ -47,6 +47,9 @@ class PodUsage:
     placed: dict[str, dict[str, Pod]] = field(default_factory=lambda: defaultdict(dict))
     # pod key -> pod: the placed pods with pod affinity or anti-affinity terms (their terms weigh on other pods)
     affine: dict[str, Pod] = field(default_factory=dict)
+    # required anti-affinity term of a placed pod -> node -> how many placed pods there have it: what an incoming
+    # pod's check of the existing pods' anti-affinity reads, one match per distinct term (replicas share theirs)
+    anti_terms: dict[AffinityTerm, dict[str, int]] = field(default_factory=dict)
     # node -> pod key -> its host ports: the placed pods that use some
     ports: dict[str, dict[str, tuple[HostPort, ...]]] = field(default_factory=lambda: defaultdict(dict))
     selects: Callable[[Pod], bool] | None = None  # None: every pod bound and not finished counts
@@ -82,6 +85,13 @@ class PodUsage:
             spec = scheduling_spec(pod)
         except FieldError:
             spec = None
+        for term in spec.required_anti_affinity if spec is not None else ():
+            on_nodes = self.anti_terms.setdefault(term, {})
+            on_nodes[pod.node_name] = on_nodes.get(pod.node_name, 0) + (1 if add else -1)
+            if not on_nodes[pod.node_name]:
+                del on_nodes[pod.node_name]
+                if not on_nodes:
+                    del self.anti_terms[term]
         if add:
             self.placed[pod.namespace][pod.key] = pod
             if spec is not None and spec.has_pod_affinity:

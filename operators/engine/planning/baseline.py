@@ -49,14 +49,16 @@ def candidates(problem: Problem) -> Iterator[tuple[str, np.ndarray]]:
     level first, BestFit's order within a level (step 2; each is then checked by placing the pods)."""
     order = _order(problem)
     asked = problem.requests[order].sum(axis=0) if order else np.zeros(len(problem.resources), dtype=np.int64)
+    room = _room(problem, order)
     for level in LEVELS:
-        if level == "node":  # one pass over the nodes, not one sum per node
-            fit = (problem.pods_free >= len(order)) & np.all(problem.free >= asked, axis=1)
-            held = [np.array([node], dtype=np.int64) for node in np.nonzero(fit)[0].tolist()]
-        else:
-            held = [d for d in _domains(problem, level) if len(order) <= int(problem.pods_free[d].sum())
-                    and bool(np.all(problem.free[d].sum(axis=0) >= asked))]  # fmt: skip
-        for nodes in sorted(held, key=lambda d: (_room(problem, d, order), int(d[0]))):
+        if level == "node":  # one pass over the nodes, not one sum (nor one sort key) per node
+            fit = np.nonzero((problem.pods_free >= len(order)) & np.all(problem.free >= asked, axis=1))[0]
+            for node in fit[np.lexsort((fit, room[fit]))].tolist():
+                yield level, np.array([node], dtype=np.int64)
+            continue
+        held = [d for d in _domains(problem, level) if len(order) <= int(problem.pods_free[d].sum())
+                and bool(np.all(problem.free[d].sum(axis=0) >= asked))]  # fmt: skip
+        for nodes in sorted(held, key=lambda d: (int(room[d].sum()), int(d[0]))):
             yield level, nodes
 
 
@@ -80,15 +82,16 @@ def _domains(problem: Problem, level: str) -> list[np.ndarray]:
     return [nodes[keys == key] for key in np.unique(keys).tolist()]
 
 
-def _room(problem: Problem, nodes: np.ndarray, order: list[int]) -> int:
-    """What ``nodes`` can still take: pods of the group's largest cpu ask, summed over the nodes (BestFit's key)."""
+def _room(problem: Problem, order: list[int]) -> np.ndarray:
+    """Per node, what it can still take: pods of the group's largest ask (BestFit's key, summed over a domain's
+    nodes); computed for every node at once."""
     if not order:
-        return 0
+        return np.zeros(len(problem.nodes), dtype=np.int64)
     biggest = np.max(problem.requests[order], axis=0)
-    room = problem.pods_free[nodes].astype(np.int64)
+    room = problem.pods_free.astype(np.int64)
     for column in np.nonzero(biggest > 0)[0].tolist():
-        room = np.minimum(room, problem.free[nodes, column] // biggest[column])
-    return int(np.maximum(room, 0).sum())
+        room = np.minimum(room, problem.free[:, column] // biggest[column])
+    return np.maximum(room, 0)
 
 
 def _pack(moves: Moves, order: list[int], nodes: np.ndarray) -> Assignment | None:

@@ -75,8 +75,11 @@ def _spec(pod: Pod) -> SchedulingSpec | None:
 def prefilter(pod: Pod, spec: SchedulingSpec, placed: PlacedPods) -> InterPodState | None:
     """The counts for ``pod`` (None: the plugin has nothing to check, upstream's Skip)."""
     state = InterPodState(pod, spec, placed)
-    for other in placed.affine():
-        add_existing_anti(state, other, placed.node(other.node_name))
+    for term, on_nodes in placed.anti_terms():  # the existing pods' anti-affinity: one match per distinct term
+        if term.matches(pod, state.namespace_labels):
+            for name, count in on_nodes.items():
+                if (node := placed.node(name)) is not None:
+                    _update(state.existing_anti, node, term.topology_key, count)
     if spec.required_affinity or spec.required_anti_affinity:
         terms = (*spec.required_affinity, *spec.required_anti_affinity)
         seen: set[str] = set()

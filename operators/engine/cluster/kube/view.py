@@ -58,6 +58,10 @@ class PlacedPods:
         """The placed pods with pod affinity or anti-affinity terms."""
         return self.usage.affine.values()
 
+    def anti_terms(self) -> Iterable[tuple[AffinityTerm, Mapping[str, int]]]:
+        """The placed pods' required anti-affinity terms, each with how many placed pods have it per node."""
+        return self.usage.anti_terms.items()
+
     def all(self) -> Iterator[Pod]:
         for pods in self.usage.placed.values():
             yield from pods.values()
