@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import random
+import signal
 import statistics
 import sys
 import time
@@ -128,9 +129,10 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
     port = free_port()
     config = ROOT / "hack" / "configs" / "scheduler-config.yaml"
     async with emulator(args.nodes, args.pods, args.groups) as url, aiohttp.ClientSession() as http:
+        profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
         process = await asyncio.create_subprocess_exec(
-            PYTHON, "-m", "operators.cli", "run", "--server", url, "--no-leader-elect", "--health-port", str(port),
-            "--components", "appgroup", "--appgroup-plans", "--plan-config", str(config),
+            PYTHON, *profile, "-m", "operators.cli", "run", "--server", url, "--no-leader-elect",
+            "--health-port", str(port), "--components", "appgroup", "--appgroup-plans", "--plan-config", str(config),
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL if not args.verbose else None,
         )  # fmt: skip
         metrics_url = f"http://127.0.0.1:{port}/metrics"
@@ -166,7 +168,7 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
                 text = await response.text()
         finally:
             watcher.cancel()
-            process.terminate()
+            process.send_signal(signal.SIGINT) if args.profile else process.terminate()  # cProfile writes on SIGINT
             await process.wait()
     waits, complete = [], 0
     for (group, pods), created in zip(bursts, last_pod, strict=True):
@@ -205,6 +207,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--record", default=None, help="write the figures as JSON here")
     parser.add_argument("--verbose", action="store_true", help="the operator's log on stderr")
+    parser.add_argument("--profile", default=None, help="run the operator under cProfile, its stats written here")
     args = parser.parse_args()
     runs = [asyncio.run(one_run(args, args.seed + run)) for run in range(args.runs)]
     for run in runs:

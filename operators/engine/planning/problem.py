@@ -70,7 +70,7 @@ class Problem:
     group: str  # namespace/name
     workloads: list[str]  # selectors, in spec order
     edges: list[Edge]
-    nodes: list[str]
+    nodes: Sequence[str]  # shared with the index: read-only
     place_of: Ints  # node -> place index
     places: list[tuple[str, str]]  # (region, zone)
     place_cost: Ints  # place x place: a pair's cost on two nodes of these places (same node: 0)
@@ -92,7 +92,7 @@ class Problem:
     constraints: PlanConstraints | None = None  # the rules between pods (None: no pod has one)
     shapes: Ints | None = None  # pod -> its shape of the pod rules (:mod:`.domains`)
     cycles: list[kube_filters.Cycle] = field(default_factory=list)  # per shape: kube-scheduler's, over the bound pods
-    where: list[Node] = field(default_factory=list)  # the nodes
+    where: Sequence[Node] = ()  # the nodes (the index's: read-only)
 
     def static_reason(self, pod: int, node: int) -> tuple[tuple[str, ...], bool]:
         """Why the static mask refuses ``node`` for ``pod``, in kube-scheduler's words, and whether that filter
@@ -157,7 +157,6 @@ def build_problem(
     rebalancer's ``layout``, a workload's pending pods go to its deficit nodes (:mod:`.layout`); ``only``: the keys
     of the unbound pods to plan (the others are left out), when not all. The members are read from the index's
     AppGroup members (what the AppGroup touches), never from every pod."""
-    snapshot = index.snapshot
     selectors = [entry.workload.selector for entry in group.spec.workloads]
     by_selector = {selector: position for position, selector in enumerate(selectors)}
     edges = [
@@ -168,7 +167,7 @@ def build_problem(
         for dependency in entry.dependencies or ()
         if dependency.workload.selector in by_selector
     ]
-    nodes = list(snapshot.nodes)
+    nodes = index.nodes
     position = index.position
     table = index.table(config.bandwidth.default_node_bandwidth)  # its rows are the snapshot's nodes, in order
     places = list(table.places)
@@ -215,7 +214,7 @@ def build_problem(
         group=f"{group.metadata.namespace}/{group.metadata.name}",
         workloads=selectors,
         edges=edges,
-        nodes=[node.name for node in nodes],
+        nodes=index.node_names,
         place_of=table.place,
         places=places,
         place_cost=np.asarray(grid, dtype=np.int64),

@@ -85,7 +85,7 @@ class ClusterIndex:
         """The index after ``usage`` changed on the ``touched`` nodes (same nodes, same custom resources): its
         tables' used columns are copied and those rows updated; costs and messages carry over."""
         index = ClusterIndex(self.snapshot, self.usage, _costs=self._costs, _masks=self._masks)
-        for name in ("position", "slo_totals", "app_groups"):
+        for name in ("position", "node_names", "slo_totals", "app_groups"):
             if name in self.__dict__:
                 index.__dict__[name] = self.__dict__[name]
         for key, table in self._tables.items():
@@ -121,7 +121,7 @@ class ClusterIndex:
         """The index for ``snapshot`` when only AppGroups or NetworkTopologies changed (same nodes and NodeSLOs):
         the tables carry over, the costs are computed again."""
         index = ClusterIndex(snapshot, self.usage, _tables=self._tables, _headroom=self._headroom, _masks=self._masks)
-        for name in ("position", "slo_totals", "used", "usage_problems"):
+        for name in ("position", "node_names", "slo_totals", "used", "usage_problems"):
             if name in self.__dict__:
                 index.__dict__[name] = self.__dict__[name]
         return index
@@ -134,6 +134,11 @@ class ClusterIndex:
         if key not in self._tables:
             self._tables[key] = NodeTable.of(self.nodes, self.used, self.usage_problems, self.slo_totals, default)
         return self._tables[key]
+
+    @functools.cached_property
+    def node_names(self) -> list[str]:
+        """The names of :attr:`nodes`, in order (shared by every plan on this index's nodes: read-only)."""
+        return [node.name for node in self.nodes]
 
     @functools.cached_property
     def position(self) -> dict[str, int]:
