@@ -9,7 +9,8 @@ served by the emulator in a process of its own, fresh for every run. ``netaware 
 --appgroup-plans`` follows it until its plans' index is built (``netaware_plan_index_builds`` 1). Then ``--burst``
 AppGroups, each annotated ``netaware.io/ordered-scheduling: plan`` with a random dependency DAG of 2-5 workloads
 and 4-12 pods, are created open loop over ``--within`` seconds, each followed at once by its pods, gated as the
-webhook leaves them. A watch on those pods records when each is released.
+webhook leaves them. A watch on those pods records when each is released, and binds each released pod to its
+planned node ``--bind-after`` seconds later (1 s), as kube-scheduler would: the emulator schedules nothing.
 
 Figures: per AppGroup, its last pod created -> its last pod released (the plan made and its releases written: an
 upper bound of last pod -> plan), p50 / p99 / max; the AppGroups whose every pod was released; the pods released to
@@ -97,8 +98,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def watch_releases(http: aiohttp.ClientSession, url: str, released: dict[str, tuple[float, str | None]]) -> None:
-    """Record, per burst pod, when it was first seen without the gate, and its planned node."""
+async def bind(http: aiohttp.ClientSession, url: str, key: str, node: str, after: float) -> None:
+    """Bind pod ``key`` to ``node`` ``after`` seconds from now, as kube-scheduler would bind a released pod."""
+    await asyncio.sleep(after)
+    namespace, name = key.split("/")
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, "target": {"name": node}}
+    async with http.post(f"{url}/api/v1/namespaces/{namespace}/pods/{name}/binding", json=body) as response:
+        await response.read()
+
+
+async def watch_releases(
+    http: aiohttp.ClientSession, url: str, released: dict[str, tuple[float, str | None]], bind_after: float | None
+) -> None:
+    """Record, per burst pod, when it was first seen without the gate, and its planned node; with ``bind_after``,
+    bind it there that much later (a released pod without a place stays pending)."""
+    binding: set[asyncio.Task[None]] = set()
     params = {"watch": "true", "labelSelector": BURST_LABEL, "allowWatchBookmarks": "false"}
     async with http.get(f"{url}/api/v1/pods", params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
         async for line in response.content:
@@ -108,7 +122,12 @@ async def watch_releases(http: aiohttp.ClientSession, url: str, released: dict[s
             gates = [g.get("name") for g in (obj.get("spec") or {}).get("schedulingGates") or ()]
             key = f"{meta.get('namespace')}/{meta.get('name')}"
             if event.get("type") == "MODIFIED" and keys.TOPOLOGY_ORDER_GATE not in gates and key not in released:
-                released[key] = (time.perf_counter(), (meta.get("annotations") or {}).get(keys.PLANNED_NODE))
+                node = (meta.get("annotations") or {}).get(keys.PLANNED_NODE)
+                released[key] = (time.perf_counter(), node)
+                if bind_after is not None and node:
+                    task = asyncio.create_task(bind(http, url, key, node, bind_after))
+                    binding.add(task)
+                    task.add_done_callback(binding.discard)
 
 
 async def create(http: aiohttp.ClientSession, url: str, group: dict[str, Any], pods: list[dict[str, Any]]) -> float:
@@ -137,7 +156,7 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
         )  # fmt: skip
         metrics_url = f"http://127.0.0.1:{port}/metrics"
         released: dict[str, tuple[float, str | None]] = {}
-        watcher = asyncio.create_task(watch_releases(http, url, released))
+        watcher = asyncio.create_task(watch_releases(http, url, released, args.bind_after))
         try:
             started = time.perf_counter()
             while True:  # synced, and the plans' index built
@@ -203,12 +222,17 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=1000, help="plan-mode AppGroups created in the burst")
     parser.add_argument("--within", type=float, default=60.0, help="seconds over which the burst arrives")
     parser.add_argument("--settle", type=float, default=120.0, help="seconds to wait for the last releases")
+    parser.add_argument("--bind-after", type=float, default=1.0,
+                        help="bind each released pod to its planned node this many seconds later, as kube-scheduler "
+                        "would (negative: never)")  # fmt: skip
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--record", default=None, help="write the figures as JSON here")
     parser.add_argument("--verbose", action="store_true", help="the operator's log on stderr")
     parser.add_argument("--profile", default=None, help="run the operator under cProfile, its stats written here")
     args = parser.parse_args()
+    if args.bind_after < 0:
+        args.bind_after = None
     runs = [asyncio.run(one_run(args, args.seed + run)) for run in range(args.runs)]
     for run in runs:
         print(" ".join(f"{key}={value:.4g}" for key, value in run.items()), flush=True)

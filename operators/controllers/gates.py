@@ -103,6 +103,7 @@ class GateKeeper:
         self.live = live
         self.view: Provisional | None = None
         self.checking: list[tuple[AppGroup, list[Pod]]] = []  # groups planned in this pass: their members
+        self.counted: dict[str, tuple[Pod, Pod | None]] = {}  # how the pods released, not bound, count (memo)
         self.timeout = timeout
         self.clock = clock
         self.options = options or AppGroupOptions()
@@ -236,7 +237,9 @@ class GateKeeper:
             self.view = Provisional(self.live)
             pods = [pod for name, placing in self.placing.items() for pod in self._pods(name, placing)]
             pods += [pod for pod, _ in self.releases.in_flight.values()]
-            self.view.place(provisional(pods, self.view.index.node_by_name))
+            memo, self.counted = self.counted, {}  # kept for the pods still held, from pass to pass
+            self.counted.update((pod.key, memo[pod.key]) for pod in pods if pod.key in memo)
+            self.view.place(provisional(pods, self.view.index.node_by_name, self.counted))
         return self.view
 
     def _pods(self, name: str, keys_: Iterable[PodKey]) -> list[Pod]:

@@ -168,10 +168,24 @@ def release_by_plan(
     return ReleaseDecision(tuple(released), plan)
 
 
-def provisional(pods: Iterable[Pod], nodes: Container[str]) -> list[Pod]:
+def provisional(
+    pods: Iterable[Pod], nodes: Container[str], memo: dict[str, tuple[Pod, Pod | None]] | None = None
+) -> list[Pod]:
     """Of ``pods``, those released by a plan and not bound yet, as plans count them (rule 1): on their planned
-    node, when it is one of ``nodes`` (a pod whose planned node is gone counts nowhere: it is stranded)."""
-    return [pod.on_node(node) for pod in pods if awaiting_bind(pod) and (node := planned_node(pod) or "") in nodes]
+    node, when it is one of ``nodes`` (a pod whose planned node is gone counts nowhere: it is stranded).
+    ``memo`` (pod key -> the pod and how it counts) keeps the counted pods of a caller that asks again and again
+    about the same pod objects: the same counted object each time (what is parsed of it is kept per object)."""
+    found = []
+    for pod in pods:
+        held = memo.get(pod.key) if memo is not None else None
+        if held is None or held[0] is not pod:
+            node = planned_node(pod)
+            held = (pod, pod.on_node(node) if awaiting_bind(pod) and node else None)
+            if memo is not None:
+                memo[pod.key] = held
+        if held[1] is not None and held[1].node_name in nodes:
+            found.append(held[1])
+    return found
 
 
 def plan_view(cluster: Snapshot) -> ClusterIndex:
