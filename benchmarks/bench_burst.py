@@ -12,8 +12,9 @@ and 4-12 pods, are created open loop over ``--within`` seconds, each followed at
 webhook leaves them. A watch on those pods records when each is released, and binds each released pod to its
 planned node ``--bind-after`` seconds later (1 s), as kube-scheduler would: the emulator schedules nothing.
 
-Figures: per AppGroup, its last pod created -> its last pod released (the plan made and its releases written: an
-upper bound of last pod -> plan), p50 / p99 / max; the AppGroups whose every pod was released; the pods released to
+Figures: per AppGroup, its last pod created -> the last of its releases answered by the API server (the operator's
+log: the plan made and its releases written, an upper bound of last pod -> plan), p50 / p99 / max, and the same
+until a watcher sees it (this process's watch); the AppGroups whose every pod was released; the pods released to
 a planned node; the plans' index builds (1: the initial one only, every change after it a delta); the operator's
 CPU seconds during the burst and its peak RSS; its own plan time (``netaware_plan_seconds``), mean.
 """
@@ -23,11 +24,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import os
 import random
+import re
 import signal
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -130,8 +134,21 @@ async def watch_releases(
                     task.add_done_callback(binding.discard)
 
 
+RELEASED = re.compile(r"^(\S+ \S+) INFO netaware\.gates: pod (\S+) released \((\w+)\)")
+
+
+def released_in_log(path: Path) -> dict[str, float]:
+    """Pod key -> when the operator's release of it was answered (its log line: wall clock, this machine's)."""
+    found: dict[str, float] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if match := RELEASED.match(line):
+            when = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f")
+            found.setdefault(match.group(2), when.timestamp())
+    return found
+
+
 async def create(http: aiohttp.ClientSession, url: str, group: dict[str, Any], pods: list[dict[str, Any]]) -> float:
-    """The AppGroup, then its pods one after another; when its last pod was created."""
+    """The AppGroup, then its pods one after another; when its last pod was created (wall clock)."""
     namespace = group["metadata"]["namespace"]
     base = f"{url}/apis/{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}/namespaces/{namespace}/appgroups"
     async with http.post(base, json=group) as response:
@@ -139,7 +156,7 @@ async def create(http: aiohttp.ClientSession, url: str, group: dict[str, Any], p
     for body in pods:
         async with http.post(f"{url}/api/v1/namespaces/{namespace}/pods", json=body) as response:
             assert response.status == 201, await response.text()
-    return time.perf_counter()
+    return time.time()
 
 
 async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
@@ -147,12 +164,14 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
     bursts = [burst_group(index, rng) for index in range(args.burst)]
     port = free_port()
     config = ROOT / "hack" / "configs" / "scheduler-config.yaml"
+    log_path = Path(tempfile.mkdtemp()) / "operator.log"
+    log = log_path.open("wb")
     async with emulator(args.nodes, args.pods, args.groups) as url, aiohttp.ClientSession() as http:
         profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
         process = await asyncio.create_subprocess_exec(
             PYTHON, *profile, "-m", "operators.cli", "run", "--server", url, "--no-leader-elect",
             "--health-port", str(port), "--components", "appgroup", "--appgroup-plans", "--plan-config", str(config),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL if not args.verbose else None,
+            stdout=asyncio.subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
         metrics_url = f"http://127.0.0.1:{port}/metrics"
         released: dict[str, tuple[float, str | None]] = {}
@@ -171,6 +190,7 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
                 await asyncio.sleep(0.5)
             synced = time.perf_counter() - started
             cpu_before = cpu_seconds(process.pid)
+            wall_offset = time.perf_counter() - time.time()  # the watch's times are perf_counter's
             began = time.perf_counter()
             tasks = []
             for index, (group, pods) in enumerate(bursts):  # open loop: each at its time, whatever the others do
@@ -189,12 +209,16 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
             watcher.cancel()
             process.send_signal(signal.SIGINT) if args.profile else process.terminate()  # cProfile writes on SIGINT
             await process.wait()
-    waits, complete = [], 0
+    log.close()
+    answered = released_in_log(log_path)
+    waits, seen, complete = [], [], 0
     for (group, pods), created in zip(bursts, last_pod, strict=True):
-        times = [released.get(f"{group['metadata']['namespace']}/{p['metadata']['name']}") for p in pods]
-        if all(t is not None for t in times):
+        keys_ = [f"{group['metadata']['namespace']}/{p['metadata']['name']}" for p in pods]
+        if all(key in answered for key in keys_):
             complete += 1
-            waits.append(max(t[0] for t in times if t is not None) - created)
+            waits.append(max(answered[key] for key in keys_) - created)
+        if all(key in released for key in keys_):
+            seen.append(max(released[key][0] for key in keys_) - wall_offset - created)
     placed = sum(1 for key in every if key in released and released[key][1])
     return {
         "synced_s": synced,
@@ -205,6 +229,7 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
         "last_pod_to_released_p50_s": statistics.median(waits) if waits else float("nan"),
         "last_pod_to_released_p99_s": percentile(waits, 0.99),
         "last_pod_to_released_max_s": max(waits, default=float("nan")),
+        "last_pod_to_seen_by_a_watch_p99_s": percentile(seen, 0.99),
         "index_builds": metric(text, "netaware_plan_index_builds"),
         "plan_seconds_mean": metric(text, "netaware_plan_seconds_sum")
         / max(metric(text, "netaware_plan_seconds_count"), 1),
@@ -228,7 +253,6 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--record", default=None, help="write the figures as JSON here")
-    parser.add_argument("--verbose", action="store_true", help="the operator's log on stderr")
     parser.add_argument("--profile", default=None, help="run the operator under cProfile, its stats written here")
     args = parser.parse_args()
     if args.bind_after < 0:

@@ -30,15 +30,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import Gauge, Histogram
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
-from operators.controllers.plan_events import COMPONENT, PlanAnnouncer, involved_appgroup
-from operators.controllers.releases import PLANNED_PODS, RETRY_SECONDS, Placed, Releases
+from operators.controllers.plan_events import PlanAnnouncer, evict_stranded, warn_timeout
+from operators.controllers.releases import RETRY_SECONDS, Placed, Releases
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
@@ -49,9 +48,7 @@ from operators.engine.planning.release import (
     release_by_plan,
     stranded,
 )
-from operators.engine.status.gates import GatePlan, gate_plan, is_gated, timeout_of
-from operators.kube import API_ERRORS, describe, post_event, send_json
-from operators.logs import about
+from operators.engine.status.gates import GatePlan, Release, gate_plan, is_gated, timeout_of
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_PODS, APPGROUP_SPECS
 from operators.sources.live_index import LiveIndex, Provisional
@@ -104,6 +101,8 @@ class GateKeeper:
         self.view: Provisional | None = None
         self.checking: list[tuple[AppGroup, list[Pod]]] = []  # groups planned in this pass: their members
         self.counted: dict[str, tuple[Pod, Pod | None]] = {}  # how the pods released, not bound, count (memo)
+        self.writes: set[asyncio.Task[None]] = set()  # the passes' writes under way
+        self.failed: BaseException | None = None  # ... one that failed unexpectedly, raised by the next pass
         self.timeout = timeout
         self.clock = clock
         self.options = options or AppGroupOptions()
@@ -280,6 +279,14 @@ class GateKeeper:
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)
         self.marked.update(name for name, placing in self.placing.items() if placing)
+        try:
+            await self._passes(api, writing, stopped)
+        except asyncio.CancelledError:  # stopped: what the passes were writing stops too
+            for task in list(self.writes):
+                task.cancel()
+            raise
+
+    async def _passes(self, api: Any, writing: asyncio.Semaphore, stopped: Callable[[], bool]) -> None:
         while not stopped():
             self.wake.clear()
             names, self.marked = self.marked, set()
@@ -301,7 +308,11 @@ class GateKeeper:
                 self.marked.add(name)
 
     async def _pass(self, api: Any, writing: asyncio.Semaphore, names: set[str]) -> None:
-        """One evaluation of ``names``: plans made, releases sent, Events posted, stranded pods evicted."""
+        """One evaluation of ``names``: plans made; releases sent, Events posted, stranded pods evicted by a task of
+        their own (:meth:`_write`)."""
+        if self.failed is not None:  # an earlier pass's writes failed unexpectedly
+            failed, self.failed = self.failed, None
+            raise failed
         now = self.clock()
         for pod in self.releases.expire(now):
             self._mark(pod.labels.get(keys.APPGROUP_LABEL, ""))
@@ -335,49 +346,53 @@ class GateKeeper:
                         holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
         finally:
             self._close_view()  # before anything is awaited: the kept index is the cache's again
+        made, self.made = self.made, []
+        abandoned, self.abandoned = self.abandoned, []
+        writes = asyncio.create_task(self._write(api, writing, problems, releases, made, abandoned))
+        self.writes.add(writes)  # the next pass plans while they are written
+        writes.add_done_callback(self._written)
+        for name, deadline in holding.items():
+            self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
+
+    async def _write(
+        self,
+        api: Any,
+        writing: asyncio.Semaphore,
+        problems: list[tuple[AppGroup, str]],
+        releases: list[Release],
+        made: list[tuple[AppGroup, Plan]],
+        abandoned: list[tuple[AppGroup, Pod, str]],
+    ) -> None:
+        """A pass's writes: Warnings, the releases (:data:`WRITERS` at a time, with every other pass's), the plans'
+        Events, the evictions of stranded pods."""
         for group_with_problem, problem in problems:
             await self._warn(api, group_with_problem, problem)
         sending = (self.releases.send(api, writing, item) for item in releases)
         results = await asyncio.gather(*sending, return_exceptions=True)
-        made, self.made = self.made, []
         for group_planned, made_plan in made:
             await self.announcer.announce(api, group_planned, made_plan)
-        abandoned, self.abandoned = self.abandoned, []
         for group_planned, pod, why in abandoned:
             await self._abandon(api, group_planned, pod, why)
-        for name, deadline in holding.items():
-            self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:
             raise failed[0]
 
+    def _written(self, task: asyncio.Task[None]) -> None:
+        """A pass's writes done: an unexpected failure is raised by the next pass (the supervisor restarts it)."""
+        self.writes.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.failed = task.exception()
+            self.wake.set()
+
     async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
-        """A pod stranded by its plan: evicted (the Eviction API: its PodDisruptionBudget applies) so that its
-        owner's replacement is planned again; a Warning Event on the AppGroup says which and why."""
-        meta = {"name": pod.name, "namespace": pod.namespace}
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": meta}
-        try:
-            await send_json(api, "POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction", body)
-        except API_ERRORS as error:
-            # a lost answer may hide an eviction that happened: the pod is terminating then, and not stranded again
-            if not isinstance(error, ApiException) or error.status != 404:
-                logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, describe(error),
-                               extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
-                self._retry(pod)
-            return
-        self.evicted.add(pod.uid)
-        PLANNED_PODS.labels("abandoned").inc()
-        message = f"plan abandoned for pod {pod.key}: {why}; evicted, its replacement is planned again"
-        logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, message)
-        involved = involved_appgroup(group)
-        await post_event(api, involved, "Warning", "PlanAbandoned", message[:1000], COMPONENT)
+        evicted = await evict_stranded(api, group, pod, why)
+        if evicted:
+            self.evicted.add(pod.uid)
+        elif evicted is not None:
+            self._retry(pod)
 
     async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
-        """An AppGroup's timeout annotation that cannot be read: once per new problem, a Warning Event."""
-        logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem,
-                       extra=about("AppGroup", group.metadata.namespace, group.metadata.name))  # fmt: skip
-        involved = involved_appgroup(group)
-        await post_event(api, involved, "Warning", "InvalidOrderedSchedulingTimeout", problem, COMPONENT)
+        await warn_timeout(api, group, problem)
 
     def _retry(self, pod: Pod) -> None:
         name = pod.labels.get(keys.APPGROUP_LABEL, "")

@@ -1,5 +1,6 @@
 """What the gate keeper says of the plans it makes: a Planned Event per AppGroup (coalesced), a NotPlanned Warning
-for pods a plan could not place, and the ``netaware_plan_cost`` gauges (their series removed with the AppGroup)."""
+for pods a plan could not place, and the ``netaware_plan_cost`` gauges (their series removed with the AppGroup); the
+eviction of a pod its plan stranded, and the Warning of an unreadable timeout annotation."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import Gauge
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.controllers.metrics import REGISTRY
+from operators.controllers.releases import PLANNED_PODS
+from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import UNPLACEABLE
-from operators.kube import post_event
+from operators.kube import API_ERRORS, describe, post_event, send_json
+from operators.logs import about
 
 logger = logging.getLogger("netaware.gates")
 
@@ -88,3 +93,32 @@ def involved_appgroup(group: AppGroup) -> dict[str, Any]:
         "namespace": meta.namespace,
         "uid": meta.uid,
     }
+
+
+async def evict_stranded(api: Any, group: AppGroup, pod: Pod, why: str) -> bool | None:
+    """A pod stranded by its plan: evicted (the Eviction API: its PodDisruptionBudget applies) so that its owner's
+    replacement is planned again; a Warning Event on the AppGroup says which and why. True: evicted; None: gone
+    already; False: not evicted (to be tried again)."""
+    meta = {"name": pod.name, "namespace": pod.namespace}
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": meta}
+    try:
+        await send_json(api, "POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/eviction", body)
+    except API_ERRORS as error:
+        # a lost answer may hide an eviction that happened: the pod is terminating then, and not stranded again
+        if isinstance(error, ApiException) and error.status == 404:
+            return None
+        logger.warning("pod %s: stranded, not evicted (%s); retrying", pod.key, describe(error),
+                       extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
+        return False
+    PLANNED_PODS.labels("abandoned").inc()
+    message = f"plan abandoned for pod {pod.key}: {why}; evicted, its replacement is planned again"
+    logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, message)
+    await post_event(api, involved_appgroup(group), "Warning", "PlanAbandoned", message[:1000], COMPONENT)
+    return True
+
+
+async def warn_timeout(api: Any, group: AppGroup, problem: str) -> None:
+    """An AppGroup's timeout annotation that cannot be read: a Warning Event (once per new problem: the caller's)."""
+    logger.warning("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, problem,
+                   extra=about("AppGroup", group.metadata.namespace, group.metadata.name))  # fmt: skip
+    await post_event(api, involved_appgroup(group), "Warning", "InvalidOrderedSchedulingTimeout", problem, COMPONENT)
