@@ -208,7 +208,13 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
         finally:
             watcher.cancel()
             process.send_signal(signal.SIGINT) if args.profile else process.terminate()  # cProfile writes on SIGINT
-            await process.wait()
+            stopping = time.perf_counter()
+            try:
+                await asyncio.wait_for(process.wait(), 60)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+            stopped = time.perf_counter() - stopping
     log.close()
     answered = released_in_log(log_path)
     waits, seen, complete = [], [], 0
@@ -236,6 +242,7 @@ async def one_run(args: argparse.Namespace, seed: int) -> dict[str, float]:
         "plans": metric(text, "netaware_plan_seconds_count"),
         "operator_cpu_s": cpu,
         "operator_peak_mib": peak,
+        "operator_stop_s": stopped,  # SIGTERM to exit (60: it did not stop, and was killed)
     }
 
 
@@ -283,6 +290,7 @@ def main() -> None:
             "burst: operator CPU seconds": records.figure(column("operator_cpu_s"), "s"),
             "burst: operator peak RSS": records.figure(column("operator_peak_mib"), "MiB"),
             "burst: operator initial sync": records.figure(column("synced_s"), "s"),
+            "burst: operator stop after SIGTERM": records.figure(column("operator_stop_s"), "s"),
         }  # fmt: skip
         records.write(args.record, "bench_burst", vars(args), figures)
 

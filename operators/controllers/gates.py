@@ -101,8 +101,6 @@ class GateKeeper:
         self.view: Provisional | None = None
         self.checking: list[tuple[AppGroup, list[Pod]]] = []  # groups planned in this pass: their members
         self.counted: dict[str, tuple[Pod, Pod | None]] = {}  # how the pods released, not bound, count (memo)
-        self.writes: set[asyncio.Task[None]] = set()  # the passes' writes under way
-        self.failed: BaseException | None = None  # ... one that failed unexpectedly, raised by the next pass
         self.timeout = timeout
         self.clock = clock
         self.options = options or AppGroupOptions()
@@ -279,14 +277,6 @@ class GateKeeper:
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)
         self.marked.update(name for name, placing in self.placing.items() if placing)
-        try:
-            await self._passes(api, writing, stopped)
-        except asyncio.CancelledError:  # stopped: what the passes were writing stops too
-            for task in list(self.writes):
-                task.cancel()
-            raise
-
-    async def _passes(self, api: Any, writing: asyncio.Semaphore, stopped: Callable[[], bool]) -> None:
         while not stopped():
             self.wake.clear()
             names, self.marked = self.marked, set()
@@ -308,11 +298,8 @@ class GateKeeper:
                 self.marked.add(name)
 
     async def _pass(self, api: Any, writing: asyncio.Semaphore, names: set[str]) -> None:
-        """One evaluation of ``names``: plans made; releases sent, Events posted, stranded pods evicted by a task of
-        their own (:meth:`_write`)."""
-        if self.failed is not None:  # an earlier pass's writes failed unexpectedly
-            failed, self.failed = self.failed, None
-            raise failed
+        """One evaluation of ``names``: plans made; then releases sent, Events posted, stranded pods evicted
+        (:meth:`_write`)."""
         now = self.clock()
         for pod in self.releases.expire(now):
             self._mark(pod.labels.get(keys.APPGROUP_LABEL, ""))
@@ -348,11 +335,9 @@ class GateKeeper:
             self._close_view()  # before anything is awaited: the kept index is the cache's again
         made, self.made = self.made, []
         abandoned, self.abandoned = self.abandoned, []
-        writes = asyncio.create_task(self._write(api, writing, problems, releases, made, abandoned))
-        self.writes.add(writes)  # the next pass plans while they are written
-        writes.add_done_callback(self._written)
         for name, deadline in holding.items():
             self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
+        await self._write(api, writing, problems, releases, made, abandoned)
 
     async def _write(
         self,
@@ -363,8 +348,8 @@ class GateKeeper:
         made: list[tuple[AppGroup, Plan]],
         abandoned: list[tuple[AppGroup, Pod, str]],
     ) -> None:
-        """A pass's writes: Warnings, the releases (:data:`WRITERS` at a time, with every other pass's), the plans'
-        Events, the evictions of stranded pods."""
+        """A pass's writes: Warnings, the releases (:data:`WRITERS` at a time), the plans' Events, the evictions of
+        stranded pods."""
         for group_with_problem, problem in problems:
             await self._warn(api, group_with_problem, problem)
         sending = (self.releases.send(api, writing, item) for item in releases)
@@ -376,13 +361,6 @@ class GateKeeper:
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:
             raise failed[0]
-
-    def _written(self, task: asyncio.Task[None]) -> None:
-        """A pass's writes done: an unexpected failure is raised by the next pass (the supervisor restarts it)."""
-        self.writes.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            self.failed = task.exception()
-            self.wake.set()
 
     async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
         evicted = await evict_stranded(api, group, pod, why)

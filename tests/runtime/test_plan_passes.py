@@ -75,7 +75,6 @@ async def one_pass(keeper: GateKeeper, monkeypatch: pytest.MonkeyPatch) -> dict[
     monkeypatch.setattr(keeper, "_warn", quiet)
     names, keeper.marked = keeper.marked, set()
     await keeper._pass(None, asyncio.Semaphore(1), names)
-    await asyncio.gather(*keeper.writes)  # the pass's writes run apart from it
     return sent
 
 
@@ -118,33 +117,3 @@ async def test_a_pass_plans_for_its_time_at_most_and_leaves_the_rest_marked(
     monkeypatch.setattr(gates, "PASS_SECONDS", 0.0)  # any plan takes longer
     sent = await one_pass(keeper, monkeypatch)
     assert list(sent) == ["b-0"] and keeper.marked == {"a"}
-
-
-async def test_a_pass_plans_while_the_releases_of_the_one_before_are_still_written(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The API answers a-0's release only when told to; b, marked after a's pass, is planned and released by the
-    next pass meanwhile (a pass waits for no write: its writes are a task of their own)."""
-    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
-    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
-    answer = asyncio.Event()
-    sent: list[str] = []
-
-    async def slow_for_a(self: Releases, api: Any, writing: asyncio.Semaphore, item: Any) -> None:
-        if item.pod.name == "a-0":
-            await answer.wait()
-        sent.append(item.pod.name)
-
-    async def quiet(*_: Any) -> None:
-        return None
-
-    monkeypatch.setattr(Releases, "send", slow_for_a)
-    monkeypatch.setattr(keeper.announcer, "announce", quiet)
-    await keeper._pass(None, asyncio.Semaphore(1), {"a"})
-    await asyncio.wait_for(keeper._pass(None, asyncio.Semaphore(1), {"b"}), 5)
-    for _ in range(10):  # b's writes run to their end; a's wait for the answer
-        await asyncio.sleep(0)
-    assert sent == ["b-0"] and len(keeper.writes) == 1  # a-0's release still being written
-    answer.set()
-    await asyncio.gather(*keeper.writes)
-    assert sent == ["b-0", "a-0"]
