@@ -92,3 +92,19 @@ def test_the_budget_is_the_whole_plans_its_build_counted(monkeypatch: pytest.Mon
     assert plan_of(objects(("4", "4", "4"), 7), GRAPH, budget_seconds=0.3).converged
     monkeypatch.setattr(plan_module, "BUILD_WORK", 200_000_000)
     assert not plan_of(objects(("4", "4", "4"), 7), GRAPH, budget_seconds=0.3).converged
+
+
+def test_the_node_level_best_fit_order_is_the_full_sort_without_sorting_every_node() -> None:
+    """BestFit's node order (least room first, then the lower node) found by a partition of the first few: the same
+    order as sorting them all, on hand-made ties and on random rooms around the partition's size."""
+    import numpy as np
+
+    from operators.engine.planning.baseline import FIRST_FEW, _best_fit_order
+
+    nodes = np.array([2, 5, 7, 9], dtype=np.int64)
+    assert list(_best_fit_order(nodes, np.array([3, 1, 1, 0]))) == [9, 5, 7, 2]
+    rng = np.random.default_rng(0)
+    for size in (1, FIRST_FEW - 1, FIRST_FEW, FIRST_FEW + 1, 5 * FIRST_FEW):
+        nodes = np.sort(rng.choice(10 * size + 10, size=size, replace=False))
+        room = rng.integers(0, 4, size=size)
+        assert list(_best_fit_order(nodes, room)) == nodes[np.lexsort((nodes, room))].tolist()
