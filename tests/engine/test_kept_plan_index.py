@@ -184,7 +184,6 @@ def test_the_volume_filters_over_a_kept_index_see_the_placed_pods() -> None:
     from operators.engine.cluster.kube import filters as kube_filters
     from operators.engine.cluster.kube import volumes
     from operators.sources.kinds import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES
-    from tests.engine.test_kube_volumes import bound_pvc, pv
 
     def with_claim(raw: dict[str, Any]) -> dict[str, Any]:
         raw["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]
@@ -193,8 +192,14 @@ def test_the_volume_filters_over_a_kept_index_see_the_placed_pods() -> None:
     cache = ClusterCache((NODES, PODS, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES))
     for raw in (node("n1", "za"), node("n2", "zb")):
         cache.apply(NODES, "ADDED", raw)
-    cache.apply(PERSISTENTVOLUMECLAIMS, "ADDED", bound_pvc("data", "pv-1", modes=["ReadWriteOncePod"]))
-    cache.apply(PERSISTENTVOLUMES, "ADDED", pv("pv-1"))
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "data", "namespace": "default",
+                          "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
+             "spec": {"volumeName": "pv-1", "accessModes": ["ReadWriteOncePod"]}, "status": {}}  # fmt: skip
+    volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-1"},
+              "spec": {"storageClassName": ""}, "status": {}}  # fmt: skip
+    cache.apply(PERSISTENTVOLUMECLAIMS, "ADDED", claim)
+    cache.apply(PERSISTENTVOLUMES, "ADDED", volume)
     cache.apply(PODS, "ADDED", with_claim(pod("bound", "a", on="n1", group="solo")))
     cache.apply(PODS, "ADDED", with_claim(gated(1, "pair", "100m")))
     live = LiveIndex(cache, CONFIG.bandwidth.default_node_bandwidth)
