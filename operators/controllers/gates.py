@@ -351,7 +351,7 @@ class GateKeeper:
         """A pass's writes: Warnings, the releases (:data:`WRITERS` at a time), the plans' Events, the evictions of
         stranded pods."""
         for group_with_problem, problem in problems:
-            await self._warn(api, group_with_problem, problem)
+            await warn_timeout(api, group_with_problem, problem)
         sending = (self.releases.send(api, writing, item) for item in releases)
         results = await asyncio.gather(*sending, return_exceptions=True)
         for group_planned, made_plan in made:
@@ -368,9 +368,6 @@ class GateKeeper:
             self.evicted.add(pod.uid)
         elif evicted is not None:
             self._retry(pod)
-
-    async def _warn(self, api: Any, group: AppGroup, problem: str) -> None:
-        await warn_timeout(api, group, problem)
 
     def _retry(self, pod: Pod) -> None:
         name = pod.labels.get(keys.APPGROUP_LABEL, "")

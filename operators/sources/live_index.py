@@ -57,9 +57,8 @@ class LiveIndex:
         self._touched: set[str] = set()
         self._pods_changed = False
         self._resources_changed = False
-        self._nodes_changed: set[str] = (
-            set()
-        )  # nodes added, deleted or changed (or their NodeSLOs) since the last index
+        # nodes added, deleted or changed (or their NodeSLOs) since the last index
+        self._nodes_changed: set[str] = set()
         self.on_changes(cache.subscribe(self.on_changes, loop))
 
     @property
@@ -87,7 +86,7 @@ class LiveIndex:
         try:
             self._index = self._with_changes()
         except Exception:
-            logger.exception("the changes could not be applied to the extender's index; building it again")
+            logger.exception("the changes could not be applied to the kept index; building it again")
             self._rebuild()
         assert self._index is not None
         return self._index
@@ -158,19 +157,17 @@ class Provisional:
         """The index with ``pods`` counted as given (each an AppGroup member: the usage finds its held version by
         its AppGroup label and key)."""
         usage = self.live.usage
+        pods = list(pods)
         touched: set[str] = set()
-        placed = False
         for pod in pods:
-            held = self.held.get(pod.key)
-            before = (
-                held[1]
-                if held is not None
-                else usage.members.get(pod.labels.get(keys.APPGROUP_LABEL, ""), {}).get(pod.key)
-            )
-            self.held[pod.key] = (held[0] if held is not None else before, pod)
-            touched |= usage.apply(before, pod)
-            placed = True
-        if placed:
+            counted: Pod | None
+            if pod.key in self.held:  # placed before in this pass: replace that version, keep the cache's
+                original, counted = self.held[pod.key]
+            else:
+                original = counted = usage.members.get(pod.labels.get(keys.APPGROUP_LABEL, ""), {}).get(pod.key)
+            self.held[pod.key] = (original, pod)
+            touched |= usage.apply(counted, pod)
+        if pods:
             self.index = self.index.with_usage(touched)
         return self.index
 

@@ -72,7 +72,6 @@ async def one_pass(keeper: GateKeeper, monkeypatch: pytest.MonkeyPatch) -> dict[
 
     monkeypatch.setattr(Releases, "send", record)
     monkeypatch.setattr(keeper.announcer, "announce", quiet)
-    monkeypatch.setattr(keeper, "_warn", quiet)
     names, keeper.marked = keeper.marked, set()
     await keeper._pass(None, asyncio.Semaphore(1), names)
     return sent
