@@ -26,12 +26,25 @@ def receive(port: int) -> None:
 
 
 def send(host: str, port: int, seconds: float) -> None:
-    connection = socket.create_connection((host, port), timeout=10)
+    connection = connect(host, port, within=90.0)
     chunk = b"x" * (1 << 16)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         connection.sendall(chunk)
     connection.close()
+
+
+def connect(host: str, port: int, within: float) -> socket.socket:
+    """The receiver's pod is Running before its Python listens (seconds on a loaded machine): retried until it does."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=10)
+        except OSError as error:
+            if time.monotonic() > deadline:
+                raise
+            print(f"connecting to {host}:{port}: {error}; again in 1 s", file=sys.stderr, flush=True)
+            time.sleep(1.0)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ cluster's stop leave nothing behind. Under CI a node that cannot start fails the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -147,33 +148,42 @@ def test_the_charts_pods_run_the_image_on_the_real_nodes_ready_without_restarts(
 
 
 def test_a_deployment_gets_its_bandwidth_through_the_webhooks_service_and_the_second_scheduler(real: Any) -> None:
-    real.kubectl("create", "namespace", "bw-deploy")
-    real.kubectl("annotate", "namespace", "bw-deploy", "netaware.io/default-egress-bandwidth=20M")
-    deployment = workload("app", "bw-deploy", scheduler="network-aware-scheduler")
-    real.kubectl("apply", "-f", "-", stdin=json.dumps(deployment))
-    pod = eventually(
-        lambda: next((p for p in pods(real, "bw-deploy") if p["status"].get("phase") == "Running"), None),
-        90,
-        "the Deployment's pod Running",
-    )
-    assert pod["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
-    assert pod["spec"]["containers"][0]["resources"]["requests"]["netaware.io/egress-bandwidth"] == "20M"
-    assert pod["spec"]["nodeName"] in NODES
-    events = kubectl_json(real, "get", "events", "-n", "bw-deploy", "--field-selector", "reason=Scheduled")["items"]
-    assert {event.get("reportingComponent") for event in events} == {"network-aware-scheduler"}
-    # the webhook is configured by Service (no URL): the API server resolved it through kube-proxy
-    webhooks = kubectl_json(real, "get", "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/instance=netaware")
-    assert all("service" in hook["clientConfig"] for config in webhooks["items"] for hook in config["webhooks"])
-    # the second scheduler called the extender in its own pod (secondScheduler.extenderInPod: its metrics on the
-    # sidecar's health port)
-    schedulers = [pod["metadata"]["name"] for pod in pods(real, NAMESPACE, "app.kubernetes.io/component=scheduler")]
-    served = [
-        line
-        for scheduler in schedulers
-        for line in raw(real, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{scheduler}:8080/proxy/metrics").splitlines()
-        if line.startswith("netaware_extender_latency_seconds_count") and 'verb="filter"' in line
-    ]
-    assert served and sum(float(line.rsplit(" ", 1)[1]) for line in served) >= 1, served
+    """A Deployment in an annotated namespace, through the webhook's Service and the second scheduler (its
+    extender in the scheduler's pod); the namespace deleted after, so its pod leaves the real nodes to later tests."""
+    try:
+        real.kubectl("create", "namespace", "bw-deploy")
+        real.kubectl("annotate", "namespace", "bw-deploy", "netaware.io/default-egress-bandwidth=20M")
+        deployment = workload("app", "bw-deploy", scheduler="network-aware-scheduler")
+        real.kubectl("apply", "-f", "-", stdin=json.dumps(deployment))
+        pod = eventually(
+            lambda: next((p for p in pods(real, "bw-deploy") if p["status"].get("phase") == "Running"), None),
+            90,
+            "the Deployment's pod Running",
+        )
+        assert pod["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
+        assert pod["spec"]["containers"][0]["resources"]["requests"]["netaware.io/egress-bandwidth"] == "20M"
+        assert pod["spec"]["nodeName"] in NODES
+        events = kubectl_json(real, "get", "events", "-n", "bw-deploy", "--field-selector", "reason=Scheduled")["items"]
+        assert {event.get("reportingComponent") for event in events} == {"network-aware-scheduler"}
+        # the webhook is configured by Service (no URL): the API server resolved it through kube-proxy
+        webhooks = kubectl_json(
+            real, "get", "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/instance=netaware"
+        )
+        assert all("service" in hook["clientConfig"] for config in webhooks["items"] for hook in config["webhooks"])
+        # the second scheduler called the extender in its own pod (secondScheduler.extenderInPod: its metrics on the
+        # sidecar's health port)
+        schedulers = [pod["metadata"]["name"] for pod in pods(real, NAMESPACE, "app.kubernetes.io/component=scheduler")]
+        served = [
+            line
+            for scheduler in schedulers
+            for line in raw(
+                real, f"/api/v1/namespaces/{NAMESPACE}/pods/http:{scheduler}:8080/proxy/metrics"
+            ).splitlines()
+            if line.startswith("netaware_extender_latency_seconds_count") and 'verb="filter"' in line
+        ]
+        assert served and sum(float(line.rsplit(" ", 1)[1]) for line in served) >= 1, served
+    finally:
+        real.kubectl("delete", "namespace", "bw-deploy", "--wait=false", check=False)
 
 
 def workload(
@@ -249,17 +259,35 @@ def stream(
     return pod_of(plane, namespace, "sender"), receiver["metadata"]["name"]
 
 
+@contextlib.contextmanager
+def streaming(
+    plane: ControlPlane, namespace: str, limit: str, receiver_node: str, sender_node: str, seconds: float
+) -> Iterator[tuple[dict[str, Any], str]]:
+    """stream() for the block's time: on a failure the sender's and receiver's logs are printed (a refused or
+    reset connection shows there); the namespace is deleted after, so no later test finds its pods on the nodes
+    (the descheduler's test counts what it evicts from a busy node)."""
+    try:
+        yield stream(plane, namespace, limit, receiver_node, sender_node, seconds)
+    except BaseException:
+        for app in ("sender", "receiver"):
+            log = plane.kubectl("logs", "-n", namespace, "-l", f"app={app}", "--tail=20", check=False)
+            print(f"{namespace} {app}: {log.stdout[-2000:]} {log.stderr[-1000:]}")
+        raise
+    finally:
+        plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
 def test_the_cni_bandwidth_plugin_holds_the_egress_limit_the_webhook_wrote(real: Any) -> None:
     """Sender and receiver on one node: the traffic stays on the node's bridge, so only the CNI bandwidth plugin
     (not the agent, which shapes the NIC) can hold it to the limit."""
-    sender, receiver = stream(real, "bw-cni", "20M", "real-node-2", "real-node-2", seconds=10)
-    assert sender["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
+    with streaming(real, "bw-cni", "20M", "real-node-2", "real-node-2", seconds=10) as (sender, receiver):
+        assert sender["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
 
-    def measured() -> float | None:
-        log = real.kubectl("logs", "-n", "bw-cni", receiver, check=False).stdout
-        return received_rate(log) if log.strip().startswith("[") or "\n[" in log else None
+        def measured() -> float | None:
+            log = real.kubectl("logs", "-n", "bw-cni", receiver, check=False).stdout
+            return received_rate(log) if log.strip().startswith("[") or "\n[" in log else None
 
-    rate = eventually(measured, 60, "the receiver's count")
+        rate = eventually(measured, 60, "the receiver's count")
     print(f"CNI bandwidth plugin: {rate / 1e6:.2f} Mbit/s received for a {EGRESS_LIMIT / 1e6:.0f} Mbit/s egress limit")
     assert abs(rate - EGRESS_LIMIT) <= 0.10 * EGRESS_LIMIT, rate
 
@@ -305,7 +333,6 @@ def test_the_probes_measure_pod_to_pod_and_the_topology_gets_costs_from_them(rea
 def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
     """Traffic from a pod with an egress limit to another node: the agent's HTB leaf for that pod on the node's NIC
     has the pod's rate and counts the pod's bytes."""
-    stream(real, "bw-agent", "30M", "real-node-1", "real-node-2", seconds=4)
 
     def leaf() -> tuple[str, int] | None:
         for block in netns("real-node-2", "tc", "-s", "class", "show", "dev", "eth0").split("\nclass "):
@@ -314,7 +341,8 @@ def test_the_agent_shapes_the_real_nodes_nic_per_pod(real: Any) -> None:
                 return (block.split()[1], sent) if sent > 5_000_000 else None
         return None
 
-    classid, sent = eventually(leaf, 60, "the sender's leaf class on eth0, counting its traffic")
+    with streaming(real, "bw-agent", "30M", "real-node-1", "real-node-2", seconds=4):
+        classid, sent = eventually(leaf, 60, "the sender's leaf class on eth0, counting its traffic")
     print(f"agent: leaf {classid} on real-node-2's eth0 sent {sent} bytes")
     slo = kubectl_json(real, "get", "nodeslo", "real-node-2")
     assert "networkUsage" in slo.get("status", {})
