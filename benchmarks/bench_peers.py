@@ -70,14 +70,15 @@ from typing import Any
 
 import yaml
 
-from benchmarks import peers_family, records
-from benchmarks.bench_real_scheduler import start_webhook, wait_advertised
+from benchmarks import peers_family, peers_stack, records
+from benchmarks.bench_real_scheduler import wait_advertised
 from benchmarks.bindings import BindingWatch
 from benchmarks.figures import percentile, spread
-from benchmarks.support import loopback_tls, rotated, tls_flags
+from benchmarks.peers_stack import network_args
+from benchmarks.support import rotated
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
-from hack.control_plane.objects import extender_entry, zonal_volume
+from hack.control_plane.objects import zonal_volume
 from operators.api import keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -89,10 +90,6 @@ UNGATED = "bench-ungated"  # ... ordered-scheduling: plan-ungated (planned by th
 UNORDERED = "bench-unordered"  # ... ordered-scheduling: false (--breakdown: bandwidth from the AppGroup, no plan)
 MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated", UNORDERED: "false"}
 ZONES = {"us-west-1": ("Z1", "Z2", "Z3", "Z4"), "us-east-1": ("Z5", "Z6", "Z7", "Z8")}
-
-
-def network_args(namespace: str) -> dict[str, Any]:
-    return {"namespaces": [namespace], "weightsName": "UserDefined", "networkTopologyName": "net-topology-test"}
 
 
 GROUP_LABEL, WORKLOAD_LABEL = "appgroup.diktyo.x-k8s.io", "appgroup.diktyo.x-k8s.io.workload"
@@ -469,7 +466,7 @@ def main() -> None:
     family_nodes = peers_family.nodes(family) if family else []
     (folder / "nodes.yaml").write_text(nodes_yaml() + "".join(f"---\n{yaml.safe_dump(n)}" for n in family_nodes))
     plane.start([folder / "nodes.yaml"])
-    processes: list[subprocess.Popen[bytes]] = []
+    stack: peers_stack.Stack | None = None
     try:
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
@@ -486,52 +483,10 @@ def main() -> None:
         if family:
             plane.kubectl("create", "namespace", peers_family.LOAD)
             create(plane, peers_family.load_pods(family))
-        operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
-                    "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
-                    "--plan-config", str(folder / "netaware-config.yaml"),
-                    "--plan-affinity", args.plan_affinity, "--plan-window-ms", str(args.plan_window_ms)]  # fmt: skip
-        ca_data = loopback_tls(folder)
-        profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
-        for entry in profile["profiles"][0]["pluginConfig"]:
-            if entry["name"] == "NetworkOverhead":
-                entry["args"] = {**network_args(AWARE), "namespaces": list(MODES)}
-            if entry["name"] == "NetworkBandwidth":
-                entry["args"]["accountingMode"] = "combined"
-        (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
-        port = control_plane.free_port()
-        extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
-        extender += ["--config", str(folder / "netaware-config.yaml")]
-        extender += tls_flags(folder)
-        for command in (operator, extender):
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "operators.cli", *command, "--kubeconfig", str(plane.kubeconfig)],
-                cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
-            ))  # fmt: skip
-        processes.append(start_webhook(plane, folder, ca_data, *MODES))  # bandwidth resources, gates
-        pids = {**plane.pids, **{name: process.pid for name, process in zip(("operator", "extender", "webhook"),
-                                                                           processes, strict=True)}}  # fmt: skip
-        entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")
-        netaware = plane.scheduler_config([{"schedulerName": "netaware"}], [entry])
-        netaware["percentageOfNodesToScore"] = 100  # as the chart's second scheduler (secondScheduler.*)
-        (folder / "netaware-scheduler.yaml").write_text(json.dumps(netaware))
-        plane.start_scheduler("netaware", folder / "netaware-scheduler.yaml")
-        upstream = {
-            "schedulerName": "sp-network",
-            "plugins": {"multiPoint": {"enabled": [{"name": "NetworkOverhead", "weight": 5}],
-                                       "disabled": [{"name": "NodeResourcesFit"}]},
-                        "queueSort": {"enabled": [{"name": "TopologicalSort"}], "disabled": [{"name": "*"}]}},
-            "pluginConfig": [{"name": "TopologicalSort", "args": {"namespaces": [NAMESPACE]}},
-                             {"name": "NetworkOverhead", "args": network_args(NAMESPACE)}],
-        }  # fmt: skip
-        (folder / "sp-network.yaml").write_text(json.dumps(plane.scheduler_config([upstream], [])))
-        plane.start_scheduler("sp-network", folder / "sp-network.yaml", binary="scheduler-plugins")
-        (folder / "sp-default.yaml").write_text(
-            json.dumps(plane.scheduler_config([{"schedulerName": "sp-default"}], []))
-        )
-        plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
+        stack = peers_stack.start(plane, folder, NAMESPACE, list(MODES), args.plan_affinity, args.plan_window_ms)
+        pids = stack.pids
         wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES + len(family_nodes))
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
-        pids.update(plane.pids)
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
                  "netaware-plan": ("netaware", PLANNED), "netaware-plan-ungated": ("netaware", UNGATED),
                  "sp-network": ("sp-network", NAMESPACE),
@@ -584,9 +539,8 @@ def main() -> None:
                     if key in rows[0]:
                         print(f"      {mode:15s} {spread((row[key] for row in rows), '.3g')}")
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=30)
+        if stack is not None:
+            stack.stop()
         plane.stop()
         shutil.rmtree(folder / "plane" / "etcd", ignore_errors=True)  # hundreds of MB; the logs stay
         print(f"logs in {folder}", file=sys.stderr)

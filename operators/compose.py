@@ -100,7 +100,7 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
     tasks = Supervisor(CollectorRegistry())
     index = in_background(lambda stop: tasks.run("extender-index", lambda: live.follow(stop), stop.is_set))
     async with following(source, cache.follow, tasks) as api, index:
-        state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current)
+        state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current, live=live)
         app = extender_app(state, PodNotifier(api), supervisor=tasks)
         app[LIVE_KEY] = live
         yield app

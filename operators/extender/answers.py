@@ -18,6 +18,7 @@ from operators.engine.scheduling.table import Ints, NodeTable
 from operators.extender.args import item_name
 from operators.extender.plans import PlanFollower
 from operators.extender.wire import NameListMemo, PriorityTemplate
+from operators.sources.live_index import Held, LiveIndex, Provisional
 
 
 @dataclass(frozen=True, eq=False)  # by identity: the answers given on it are kept per object
@@ -55,6 +56,7 @@ class ExtenderState:
     names_memo: NameListMemo = field(default_factory=NameListMemo)
     answers_reused: int = 0
     follower: PlanFollower = field(default_factory=PlanFollower)  # plan-ungated AppGroups' pods
+    live: LiveIndex | None = None  # what ``indexes`` reads, when live: the plans count pods on it (provisional)
 
     def __post_init__(self) -> None:
         # kube-scheduler runs its own filters before it calls an extender: the extender answers for netaware's plugins
@@ -75,6 +77,11 @@ class ExtenderState:
             self._index = (snapshot, ClusterIndex.build(snapshot))
             self._forget()
         return self._index[1]
+
+    def provisional(self) -> Provisional:
+        """A view of the current index where a plan counts the pods it is given on their nodes, until closed (the
+        kept index's usage, or the fixed snapshot's, as they were after)."""
+        return Provisional(self.live if self.live is not None else Held(self.index()))
 
     def _forget(self) -> None:
         """A new index: the answers given on the old one (and why a pod fit nowhere there) no longer hold."""

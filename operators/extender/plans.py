@@ -29,8 +29,10 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.planning.ungated import plan_pending, plans_ungated
+from operators.engine.planning.ungated import answered_pods, plan_pending, plans_ungated
+from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
+from operators.sources.live_index import Provisional
 
 logger = logging.getLogger("netaware.extender")
 
@@ -86,28 +88,38 @@ class PlanFollower:
         return group
 
     def node_for(
-        self, pod: Pod, group: AppGroup, cluster: Snapshot, config: SchedulerConfig, candidates: Collection[str]
+        self,
+        pod: Pod,
+        group: AppGroup,
+        provisional: Callable[[], Provisional],
+        config: SchedulerConfig,
+        candidates: Collection[str],
     ) -> str | None:
-        """The node planned for ``pod`` (``cluster``: with every pod; ``candidates``: kube-scheduler's nodes for
-        it); None when the plan places it nowhere."""
+        """The node planned for ``pod`` (``provisional``: a view of the cluster the plan counts the answered pods
+        on; ``candidates``: kube-scheduler's nodes for it); None when the plan places it nowhere."""
         now = self.clock()
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
-        self._forget(reference, group, cluster, now)
-        node = self.planned.pop(pod.key, (None, ""))[0]
-        if node is None or node not in cluster.node_by_name:
-            answered = {key: held for key, (held, _, _) in self.answered.items()}
-            started = time.perf_counter()
-            plan = plan_pending(cluster, group, config, answered, pod, now, candidates)
-            if self.metrics is not None:
-                self.metrics.plans.observe(time.perf_counter() - started)
-            places = {planned.pod: planned.node for planned in plan.pods}
-            node = places.pop(pod.key, None)
-            self.planned.update({key: (place, reference) for key, place in places.items()})
-            logger.info(
-                "AppGroup %s/%s: %d pod(s) planned for pod %s, network cost %d (greedy start %d)",
-                group.metadata.namespace, group.metadata.name, len(plan.pods), pod.key, plan.cost.cost,
-                plan.greedy.cost,
-            )  # fmt: skip
+        view = provisional()
+        try:  # nothing awaited until closed: no cache change lands in the view
+            self._forget(reference, group, view.index, now)
+            node = self.planned.pop(pod.key, (None, ""))[0]
+            if node is None or node not in view.index.node_by_name:
+                answered = {key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()}
+                started = time.perf_counter()
+                index = view.place(answered_pods(view.index, answered, pod))
+                plan = plan_pending(index, group, config, now, candidates)
+                if self.metrics is not None:
+                    self.metrics.plans.observe(time.perf_counter() - started)
+                places = {planned.pod: planned.node for planned in plan.pods}
+                node = places.pop(pod.key, None)
+                self.planned.update({key: (place, reference) for key, place in places.items()})
+                logger.info(
+                    "AppGroup %s/%s: %d pod(s) planned for pod %s, network cost %d (greedy start %d)",
+                    group.metadata.namespace, group.metadata.name, len(plan.pods), pod.key, plan.cost.cost,
+                    plan.greedy.cost,
+                )  # fmt: skip
+        finally:
+            view.close()
         if node is None:
             self.count(UNPLACEABLE)
             return None
@@ -124,14 +136,14 @@ class PlanFollower:
         if self.metrics is not None:
             self.metrics.pods.labels(result).inc()
 
-    def _forget(self, reference: str, group: AppGroup, cluster: Snapshot, now: float) -> None:
+    def _forget(self, reference: str, group: AppGroup, index: ClusterIndex, now: float) -> None:
         """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of ``group``'s pods
         (``reference``: its namespace/name) now bound or gone."""
+        namespaces = set(workload_namespaces(group))
         pending = {
-            pod.key
-            for namespace in workload_namespaces(group)
-            for pod in cluster.appgroup_pods(namespace, group.metadata.name)
-            if not pod.node_name and not pod.is_terminal
+            key
+            for key, pod in index.appgroup_pods.get(group.metadata.name, {}).items()
+            if pod.namespace in namespaces and not pod.node_name and not pod.is_terminal
         }
         self.answered = {
             key: held

@@ -189,7 +189,7 @@ def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tupl
     the whole-group plan weighed it, as for a gated plan's pods); else the answer as for any pod."""
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
-    node = follower.node_for(call.pod, group, call.state.source(), call.state.config, names)
+    node = follower.node_for(call.pod, group, call.state.provisional, call.state.config, names)
     row = candidates.table.row_of.get(node) if node is not None else None
     if node is not None and row is not None:
         alone = Candidates(candidates.table.rows(np.array([row])), candidates.raw, {})

@@ -25,6 +25,7 @@ import dataclasses
 import gc
 import logging
 from collections.abc import Iterable
+from typing import Protocol
 
 from operators.api import keys
 from operators.api.quantity import Quantity
@@ -141,6 +142,30 @@ class LiveIndex:
         await stop.wait()
 
 
+class Kept(Protocol):
+    """An index whose usage is kept in place: a :class:`LiveIndex`, or :class:`Held`."""
+
+    @property
+    def usage(self) -> PodUsage: ...
+
+    def current(self) -> ClusterIndex: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """One index as :class:`Kept` (an extender answering from a fixed snapshot): :class:`Provisional` changes its
+    usage for a pass and puts it back."""
+
+    index: ClusterIndex
+
+    @property
+    def usage(self) -> PodUsage:
+        return self.index.usage
+
+    def current(self) -> ClusterIndex:
+        return self.index
+
+
 class Provisional:
     """Pods counted where plans put them, over a :class:`LiveIndex`, for one pass of plans: each pod :meth:`place`
     is given replaces the version the kept usage holds (by key: an AppGroup member released to a node and not bound
@@ -148,7 +173,7 @@ class Provisional:
     What it costs is what the pass places, never the cluster. The pass is synchronous (nothing awaited between the
     first :meth:`place` and :meth:`close`), so no cache change lands in between."""
 
-    def __init__(self, live: LiveIndex) -> None:
+    def __init__(self, live: Kept) -> None:
         self.live = live
         self.index = live.current()
         self.held: dict[str, tuple[Pod | None, Pod]] = {}  # pod key -> (the version held before, the one placed)

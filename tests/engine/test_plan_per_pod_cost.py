@@ -16,7 +16,7 @@ from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import Search
-from operators.engine.planning.ungated import plan_pending
+from operators.engine.planning.ungated import index_with_answers, plan_pending
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
 from tests.support.planning import CONFIG, node, placed, plan_of, pod, topology
@@ -54,7 +54,9 @@ def test_a_node_changed_under_the_same_name_is_read_again() -> None:
     before = [node("n1", "za"), node("n3", "zb"), topology(5), pod("a-0", "a", on="n1"), pod("b-0", "b")]
     after = [node("n1", "za", taint=True), *before[1:]]
     plans = [
-        plan_pending(replace(build_snapshot(objects), app_groups=(group,)), group, CONFIG, {}, asking, 0.0)
+        plan_pending(
+            index_with_answers(replace(build_snapshot(objects), app_groups=(group,)), {}, asking), group, CONFIG, 0.0
+        )
         for objects in (before, after)
         for asking in [Pod.parse(pod("b-0", "b"))]
     ]
@@ -68,8 +70,8 @@ def test_a_node_left_out_of_the_candidates_is_not_placed_on_after_it_was() -> No
     objects = [node("n1", "za"), node("n2", "za"), node("n3", "zb"), topology(5)]
     snapshot = replace(build_snapshot([*objects, pod("a-0", "a", on="n1"), pod("b-0", "b")]), app_groups=(group,))
     asking = Pod.parse(pod("b-0", "b"))
-    first = plan_pending(snapshot, group, CONFIG, {}, asking, 0.0, nodes=["n1", "n2", "n3"])
-    second = plan_pending(snapshot, group, CONFIG, {}, asking, 0.0, nodes=["n2", "n3"])
+    first = plan_pending(index_with_answers(snapshot, {}, asking), group, CONFIG, 0.0, nodes=["n1", "n2", "n3"])
+    second = plan_pending(index_with_answers(snapshot, {}, asking), group, CONFIG, 0.0, nodes=["n2", "n3"])
     assert (placed(first), placed(second)) == ({"b-0": "n1"}, {"b-0": "n2"})
 
 

@@ -10,7 +10,8 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
-from operators.engine.planning.ungated import plan_pending, plans_ungated
+from operators.engine.planning.plan import Plan
+from operators.engine.planning.ungated import index_with_answers, plan_pending, plans_ungated
 from operators.engine.simulation import ordered
 from tests.support.planning import CONFIG, node, placed, pod, topology
 
@@ -27,6 +28,17 @@ def cluster(*pods: dict[str, object], n1_pods: str = "110") -> tuple[Snapshot, A
     return replace(build_snapshot(objects), app_groups=(group,)), group
 
 
+def planned_for(
+    snapshot: Snapshot,
+    group: AppGroup,
+    answered: dict[str, tuple[str, str]],
+    asking: Pod,
+    nodes: list[str] | None = None,
+) -> Plan:
+    """The plan the extender makes when asked about ``asking`` (``answered``: pod key -> (node, AppGroup name))."""
+    return plan_pending(index_with_answers(snapshot, answered, asking), group, CONFIG, 0.0, nodes)
+
+
 def test_the_mode_is_the_annotation() -> None:
     assert plans_ungated(ungated({"a": []}))
     assert plans_ungated(ungated({"a": []}, " Plan-Ungated "))
@@ -37,7 +49,7 @@ def test_the_mode_is_the_annotation() -> None:
 def test_pending_pods_are_planned_together() -> None:
     # nothing placed: a-0 and b-0 on one node costs 0 (any node holds both)
     snapshot, group = cluster(pod("a-0", "a"), pod("b-0", "b"))
-    plan = plan_pending(snapshot, group, CONFIG, {}, Pod.parse(pod("b-0", "b")), now=0.0)
+    plan = planned_for(snapshot, group, {}, Pod.parse(pod("b-0", "b")))
     nodes = placed(plan)
     assert set(nodes) == {"a-0", "b-0"} and nodes["a-0"] == nodes["b-0"] and plan.cost.cost == 0
 
@@ -46,8 +58,8 @@ def test_an_answered_pod_holds_its_node_and_is_not_planned_again() -> None:
     # a-0 was answered n1, which then holds one pod: b-0 cannot join it and goes to n2 in the same zone (cost 1)
     # rather than n3 (5); a-0 is no part of the plan.
     snapshot, group = cluster(pod("a-0", "a"), pod("b-0", "b"), n1_pods="1")
-    answered = {f"{ordered.NAMESPACE}/a-0": "n1"}
-    plan = plan_pending(snapshot, group, CONFIG, answered, Pod.parse(pod("b-0", "b")), 0.0)
+    answered = {f"{ordered.NAMESPACE}/a-0": ("n1", "pair")}
+    plan = planned_for(snapshot, group, answered, Pod.parse(pod("b-0", "b")))
     assert placed(plan) == {"b-0": "n2"} and plan.cost.cost == 1
 
 
@@ -56,17 +68,30 @@ def test_the_pod_asked_about_is_planned_again_even_if_answered_before() -> None:
     # the bound a-0 on n1
     snapshot, group = cluster(pod("a-0", "a", on="n1"), pod("b-0", "b"))
     asking = Pod.parse(pod("b-0", "b"))
-    assert placed(plan_pending(snapshot, group, CONFIG, {asking.key: "n3"}, asking, 0.0)) == {"b-0": "n1"}
+    assert placed(planned_for(snapshot, group, {asking.key: ("n3", "pair")}, asking)) == {"b-0": "n1"}
 
 
 def test_the_pod_asked_about_is_planned_when_the_cache_does_not_hold_it_yet() -> None:
     snapshot, group = cluster(pod("a-0", "a", on="n1"))
-    assert placed(plan_pending(snapshot, group, CONFIG, {}, Pod.parse(pod("b-0", "b")), 0.0)) == {"b-0": "n1"}
+    assert placed(planned_for(snapshot, group, {}, Pod.parse(pod("b-0", "b")))) == {"b-0": "n1"}
 
 
 def test_the_plan_is_made_on_the_candidates_and_the_placed_members_nodes() -> None:
     # kube-scheduler's candidates for b-0 are n2 and n3; n1 stays for a-0's pairs: b-0 goes to n2, in a-0's zone
     # (1), not n3 (5) — and never n1, which is no candidate
     snapshot, group = cluster(pod("a-0", "a", on="n1"), pod("b-0", "b"))
-    plan = plan_pending(snapshot, group, CONFIG, {}, Pod.parse(pod("b-0", "b")), 0.0, nodes=["n2", "n3"])
+    plan = planned_for(snapshot, group, {}, Pod.parse(pod("b-0", "b")), nodes=["n2", "n3"])
+    assert placed(plan) == {"b-0": "n2"} and plan.cost.cost == 1
+
+
+def test_a_pod_of_another_appgroup_answered_and_not_bound_yet_holds_its_room() -> None:
+    # n1 takes two pods and holds the bound a-0; x-0 (AppGroup other) was answered n1 and is not bound yet: b-0
+    # cannot join a-0 there (0) and goes to n2 in the same zone (1). Counted only for its own AppGroup, x-0 would
+    # leave n1's second place to b-0.
+    other = pod("x-0", "x", group="other")
+    snapshot, group = cluster(pod("a-0", "a", on="n1"), pod("b-0", "b"), other, n1_pods="2")
+    asking = Pod.parse(pod("b-0", "b"))
+    assert placed(planned_for(snapshot, group, {}, asking)) == {"b-0": "n1"}
+    answered = {f"{ordered.NAMESPACE}/x-0": ("n1", "other")}
+    plan = planned_for(snapshot, group, answered, asking)
     assert placed(plan) == {"b-0": "n2"} and plan.cost.cost == 1

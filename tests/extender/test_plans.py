@@ -114,3 +114,30 @@ def test_another_extender_continues_the_plan_from_what_the_api_holds() -> None:
                        app_groups=(group_with("plan-ungated"),))  # fmt: skip
     second = ExtenderState(lambda: snapshot, CONFIG)
     assert filter_of(second, pod("b-1", "b"))["NodeNames"] == [planned_for_b1]
+
+
+def test_a_live_extender_plans_on_its_kept_index_and_leaves_it_as_the_cache_has_it() -> None:
+    # The same cluster as the first test, followed by a live index (no snapshot of every pod built per plan): the
+    # replicas get n1 and n2 as there; the plan's view counted b-0 on its node only while planning, so the kept
+    # usage is the cache's after (n1: a-0 alone).
+    from operators.sources.cache import ClusterCache
+    from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, PODS
+    from operators.sources.live_index import LiveIndex
+
+    cache = ClusterCache((NODES, PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES))
+    for raw in (node("n1", "za", pods="2"), node("n2", "za"), node("n3", "zb")):
+        cache.apply(NODES, "ADDED", raw)
+    cache.apply(NETWORKTOPOLOGIES, "ADDED", topology(5))
+    cache.apply(APPGROUP_SPECS, "ADDED", group_with("plan-ungated").model_dump(mode="json", by_alias=True))
+    for raw in (pod("a-0", "a", on="n1"), pod("b-0", "b"), pod("b-1", "b")):
+        cache.apply(PODS, "ADDED", raw)
+    live = LiveIndex(cache, CONFIG.bandwidth.default_node_bandwidth)
+    state = ExtenderState(cache.snapshot, CONFIG, indexes=live.current, live=live)
+    state.follower.metrics = PlanMetrics.create(CollectorRegistry())
+    before = live.current().requested("n1")
+    first = filter_of(state, pod("b-0", "b"))["NodeNames"]
+    second = filter_of(state, pod("b-1", "b"))["NodeNames"]
+    assert sorted(first + second) == ["n1", "n2"]
+    assert plans_made(state) == 1
+    assert live.current().requested("n1") == before == ({"cpu": 100}, 1)
+    assert live.usage.members["pair"]["default/b-0"].node_name == ""

@@ -156,13 +156,15 @@ def plan_appgroup(
     layout: Layout | None = None,
     with_edges: bool = True,
     only: Collection[str] | None = None,
+    allowed: Collection[str] | None = None,
 ) -> Plan:
     """The plan for ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with
     ``exact_seconds``, the exact reference computed within that time (needs the ``exact`` extra); with ``bound``,
     the solver-free lower bound (:mod:`.bound`) as the reference when there is no exact one, or when it is higher
     than the exact solver's unproven bound; without ``with_edges``, no cost per edge (a caller that reads only
-    the places); ``only``: the keys of the unbound pods to plan, when not all."""
-    problem = build_problem(index, group, config, layout, only)
+    the places); ``only``: the keys of the unbound pods to plan, when not all; ``allowed``: the only nodes a pod
+    may be placed on, when not all."""
+    problem = build_problem(index, group, config, layout, only, allowed)
     result = search(problem, seed, budget_seconds, spent=BUILD_WORK * len(problem.nodes))  # the build counts
     reference = None
     if exact_seconds is not None:

@@ -152,11 +152,13 @@ def build_problem(
     config: SchedulerConfig,
     layout: Layout | None = None,
     only: Collection[str] | None = None,
+    allowed: Collection[str] | None = None,
 ) -> Problem:
     """The problem of placing ``group``'s unbound pods on ``index``'s cluster (see the module docstring); with a
     rebalancer's ``layout``, a workload's pending pods go to its deficit nodes (:mod:`.layout`); ``only``: the keys
-    of the unbound pods to plan (the others are left out), when not all. The members are read from the index's
-    AppGroup members (what the AppGroup touches), never from every pod."""
+    of the unbound pods to plan (the others are left out), when not all; ``allowed``: the only nodes a pod may be
+    placed on, when not all (the others still count for the pairs of the members bound there). The members are
+    read from the index's AppGroup members (what the AppGroup touches), never from every pod."""
     selectors = [entry.workload.selector for entry in group.spec.workloads]
     by_selector = {selector: position for position, selector in enumerate(selectors)}
     edges = [
@@ -210,6 +212,10 @@ def build_problem(
     eligible = _static_masks(index, pending, constraints, cycles, unplaceable)
     if layout:
         eligible = _follow(layout, selectors, position, fixed, pending, eligible)
+    if allowed is not None:
+        offered = np.zeros(len(nodes), dtype=np.bool_)
+        offered[np.array([position[name] for name in allowed if name in position], dtype=np.intp)] = True
+        eligible = [mask & offered for mask in eligible]
     return Problem(
         group=f"{group.metadata.namespace}/{group.metadata.name}",
         workloads=selectors,

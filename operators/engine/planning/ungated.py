@@ -32,7 +32,6 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
-from operators.engine.planning.problem import members
 from operators.engine.scheduling.index import ClusterIndex
 
 
@@ -41,45 +40,42 @@ def plans_ungated(group: AppGroup | None) -> bool:
     return ordered_scheduling(group) == keys.UNGATED_PLAN
 
 
+def answered_pods(index: ClusterIndex, answered: Mapping[str, tuple[str, str]], asking: Pod) -> list[Pod]:
+    """What a plan counts as given (rule 1), to be placed on ``index``: each AppGroup member the extender answered
+    for (``answered``: pod key -> (node, its AppGroup's name)) and kube-scheduler has not bound yet, on that node,
+    whatever its AppGroup; ``asking`` as kube-scheduler sent it, unbound (the cache may not hold it yet)."""
+    nodes = index.node_by_name
+    out = []
+    for key, (node, name) in answered.items():
+        pod = index.appgroup_pods.get(name, {}).get(key)
+        if key != asking.key and pod is not None and not pod.node_name and node in nodes:
+            out.append(pod.on_node(node))
+    out.append(asking.on_node(""))
+    return out
+
+
 def plan_pending(
-    cluster: Snapshot,
+    index: ClusterIndex,
     group: AppGroup,
     config: SchedulerConfig,
-    answered: Mapping[str, str],
-    asking: Pod,
     now: float,
     nodes: Collection[str] | None = None,
     seed: int = 0,
     budget_seconds: float = DEFAULT_BUDGET_SECONDS,
 ) -> Plan:
-    """The plan of ``group``'s pending members on ``cluster`` (nodes, NetworkTopologies, every pod), those in
-    ``answered`` (pod key -> the node the extender narrowed it to) but ``asking`` counted on their node.
-    ``asking`` is taken as kube-scheduler sent it (the cache may not hold it yet). With ``nodes`` (kube-scheduler's
-    candidates for ``asking``), the plan is made on those and on the nodes of the placed members (their pairs'
-    costs): kube-scheduler binds to no other, and a cluster's other nodes only make the problem larger."""
-    by_name = cluster.node_by_name
-    placed = {key: node for key, node in answered.items() if key != asking.key and node in by_name}
-    ours = {pod.key for pod in members(group, cluster.pods)} | {asking.key}
-    pods = [
-        pod.on_node(placed[pod.key]) if pod.key in ours and not pod.node_name and pod.key in placed else pod
-        for pod in cluster.pods
-        if pod.key != asking.key
-    ]
-    pods.append(asking)
-    if nodes is not None:
-        offered = set(nodes)
-        kept = offered | {pod.node_name for pod in pods if pod.key in ours and pod.node_name}
-        pods = [pod for pod in pods if pod.node_name in kept or (not pod.node_name and pod.key in ours)]
-        # the placed members' other nodes count for their pairs, never as a place: kube-scheduler did not offer them
-        cluster = replace(
-            cluster,
-            nodes=tuple(
-                node if node.name in offered else replace(node, unschedulable=True)
-                for node in cluster.nodes
-                if node.name in kept
-            ),
-        )
-    index = ClusterIndex.build(replace(cluster, pods=tuple(pods)))
+    """The plan of ``group``'s pending members on ``index`` (the cluster with :func:`answered_pods` placed). With
+    ``nodes`` (kube-scheduler's candidates for the pod asked about), the plan places pods on those only:
+    kube-scheduler binds to no other (the placed members' other nodes still count for their pairs)."""
     at = datetime.datetime.fromtimestamp(now, datetime.UTC)
     layout = layout_at(group, now)
-    return plan_appgroup(index, group, config, seed, budget_seconds, now=at, layout=layout, with_edges=False)
+    return plan_appgroup(
+        index, group, config, seed, budget_seconds, now=at, layout=layout, with_edges=False, allowed=nodes
+    )
+
+
+def index_with_answers(cluster: Snapshot, answered: Mapping[str, tuple[str, str]], asking: Pod) -> ClusterIndex:
+    """``cluster`` (every pod) with :func:`answered_pods` placed, built from scratch: what a kept index equals with
+    the same pods placed on it, for a caller that holds a snapshot."""
+    counted = {pod.key: pod for pod in answered_pods(ClusterIndex.build(cluster), answered, asking)}
+    pods = [counted.pop(pod.key, pod) for pod in cluster.pods]
+    return ClusterIndex.build(replace(cluster, pods=(*pods, *counted.values())))

@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""A burst of AppGroups on the real control plane, every scheduler side by side (slow: not a test).
+
+    python -m benchmarks.bench_burst_real [--nodes 5000 --burst 250 --within 20 --runs 3]
+                                          [--variant large] [--record docs/figures/bench_burst_real_5000.json]
+
+One loopback control plane (hack/control-plane) with ``--nodes`` KWOK nodes of 4 cpus in 5 regions x 10 zones
+(zone ``z<i % 50>`` in region ``r<zone % 5>``, the UserDefined costs of :mod:`benchmarks.live_cluster`: 1-9
+within a region, 20 and more across) and the stack of :mod:`benchmarks.peers_stack`. ``--burst`` AppGroups
+(``groups``: 4-12 pods each, 2-5 workloads in a random dependency DAG with ``maxNetworkCost`` 10, so that a
+pair in another region is over it; ``large``: 3 of 300 pods, 25 workloads of 12) exist in each column's
+namespace; their pods (0.5-1.5 cpu, no bandwidth asked) are created open loop, AppGroup after AppGroup over
+``--within`` seconds, and scheduled by:
+
+- ``kube-scheduler`` alone (its default profile);
+- ``sp-network``: scheduler-plugins' NetworkOverhead with TopologicalSort (upstream's sample configuration);
+- ``netaware``: the extender's profile, the webhook's dependencies-first gates;
+- ``netaware-plan``: each AppGroup planned as a whole by the operator, its pods released to their nodes;
+- ``netaware-plan-ungated``: the same plans, answered by the extender, no gate;
+
+and, as a column with no binding, the smallest-domain baseline (what Kueue's TAS, Volcano and Koordinator do)
+placing the same AppGroups in the same order on the same empty cluster, each seeing the ones before it.
+
+Figures per column, min / median / max over ``--runs`` (the columns' order rotates from run to run): pods/s
+(bound / seconds from the first creation to the last binding), pods left pending, p50 and p99 creation ->
+binding (per pod: its creation answered -> a watch sees it bound), the mean over dependency edges of an edge's
+network cost (the mean over its placed pod pairs, NetworkOverhead's cost rules, as ``netaware explain appgroup``
+computes it) and the share of pod pairs within ``maxNetworkCost``, and the CPU seconds of netaware's operator,
+extender and webhook and of the scheduler that bound the pods during the run; at the end, the operator's and the
+extender's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import http.client
+import json
+import pathlib
+import random
+import shutil
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from typing import Any
+
+import yaml
+
+from benchmarks import live_cluster, peers_stack, records
+from benchmarks.bench_live import memory
+from benchmarks.bench_peers import cpu_seconds
+from benchmarks.bench_real_scheduler import wait_advertised
+from benchmarks.bindings import BindingWatch
+from benchmarks.figures import percentile, spread
+from benchmarks.support import rotated
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from operators.api import keys
+from operators.cli.common import load_scheduler_config
+from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.planning.baseline import smallest_domain
+from operators.engine.planning.problem import build_problem
+from operators.engine.planning.search import Search
+from operators.engine.scheduling.explain import dependency_pair_costs
+from operators.engine.scheduling.index import ClusterIndex
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PEERS = "burst"  # kube-scheduler alone and sp-network: no webhook here
+AWARE, PLANNED, UNGATED = "burst-aware", "burst-plan", "burst-ungated"
+MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated"}  # netaware's namespaces, the webhook admits them
+COLUMNS = {"kube-scheduler": ("default-scheduler", PEERS), "sp-network": ("sp-network", PEERS),
+           "netaware": ("netaware", AWARE), "netaware-plan": ("netaware", PLANNED),
+           "netaware-plan-ungated": ("netaware", UNGATED)}  # fmt: skip
+BASELINE = "baseline (smallest domain)"
+POOL = "bench.netaware.io/pool"
+MAX_COST = 10  # within a region (1-9), not across (20 and more)
+CREATORS = 8  # threads creating the burst's pods (open loop: an AppGroup's pods start at its time, whoever is busy)
+
+
+def nodes_yaml(count: int) -> str:
+    nodes = []
+    for index in range(count):
+        zone = index % live_cluster.ZONES
+        name = f"burst-{index:05d}"
+        labels = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"z{zone}",
+                  "topology.kubernetes.io/region": f"r{zone % live_cluster.REGIONS}", POOL: "burst"}  # fmt: skip
+        allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+        nodes.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": {"node.koordinator.sh/network-bandwidth": "10G"}},
+            "status": {"allocatable": allocatable, "capacity": dict(allocatable)},
+        })  # fmt: skip
+    return yaml.safe_dump_all(nodes)
+
+
+def topology(namespace: str) -> dict[str, Any]:
+    found = live_cluster.network_topology(name=peers_stack.TOPOLOGY, configmap="netperf-none")
+    found["metadata"]["namespace"] = namespace
+    return found
+
+
+def burst(variant: str, count: int, seed: int) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The burst's AppGroups (no namespace, no mode) and, per AppGroup, its pods' templates (no namespace, no
+    scheduler, no run): ``groups``, ``count`` AppGroups of 4-12 pods; ``large``, 3 of 300."""
+    rng = random.Random(seed)
+    out = []
+    for index in range(count if variant == "groups" else 3):
+        name = f"{variant}-{index}"
+        workloads = rng.randint(2, 5) if variant == "groups" else 25
+        parents = {w: rng.sample(range(w), min(w, rng.randint(1, 2))) for w in range(1, workloads)}
+
+        def ref(w: int, name: str = name) -> dict[str, str]:
+            return {"kind": "Deployment", "name": f"{name}-w{w}", "selector": f"w{w}", "apiVersion": "apps/v1"}
+
+        spec = [{"workload": ref(w), "dependencies": [{"workload": ref(child), "maxNetworkCost": MAX_COST}
+                                                      for child in range(workloads) if w in parents.get(child, ())]}
+                for w in range(workloads)]  # fmt: skip
+        group = {"apiVersion": f"{keys.APPGROUP_GROUP}/{keys.V1ALPHA1}", "kind": "AppGroup",
+                 "metadata": {"name": name},
+                 "spec": {"numMembers": workloads, "topologySortingAlgorithm": "KahnSort",
+                          "workloads": spec}}  # fmt: skip
+        size = rng.randint(max(4, workloads), 12) if variant == "groups" else 300
+        owners = list(range(workloads)) + [rng.randrange(workloads) for _ in range(size - workloads)]
+        pods = [{
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{number}",
+                         "labels": {keys.APPGROUP_LABEL: name, keys.APPGROUP_WORKLOAD_LABEL: f"w{w}"}},
+            "spec": {"nodeSelector": {POOL: "burst"},
+                     "containers": [{"name": "app", "image": "registry.example/a:1", "resources": {"requests": {
+                         "cpu": rng.choice(("500m", "1", "1500m")), "memory": "512Mi"}}}]},
+        } for number, w in enumerate(owners)]  # fmt: skip
+        out.append((group, pods))
+    return out
+
+
+def in_namespace(document: dict[str, Any], namespace: str, **more: Any) -> dict[str, Any]:
+    copied: dict[str, Any] = json.loads(json.dumps(document))
+    copied["metadata"]["namespace"] = namespace
+    copied["metadata"].update(more)
+    return copied
+
+
+class Creator:
+    """Creates pods through the API server's HTTPS endpoint as the admin (kubectl would cost a process per
+    AppGroup on this machine's two cores), recording when each creation was answered."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self._context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
+        self._context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+        self._url = urllib.parse.urlsplit(plane.server)
+
+    def create(self, namespace: str, pods: list[dict[str, Any]], at: float) -> dict[str, float]:
+        time.sleep(max(0.0, at - time.monotonic()))
+        connection = http.client.HTTPSConnection(self._url.hostname or "127.0.0.1", self._url.port,
+                                                 context=self._context, timeout=60)  # fmt: skip
+        created = {}
+        try:
+            for pod in pods:
+                connection.request("POST", f"/api/v1/namespaces/{namespace}/pods", json.dumps(pod),
+                                   {"Content-Type": "application/json"})  # fmt: skip
+                response = connection.getresponse()
+                body = response.read()
+                if response.status != 201:
+                    raise RuntimeError(f"creating {pod['metadata']['name']}: {response.status} {body[:300]!r}")
+                created[pod["metadata"]["name"]] = time.monotonic()
+        finally:
+            connection.close()
+        return created
+
+
+def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace: str, run: int,
+               groups: list[tuple[dict[str, Any], list[dict[str, Any]]]], args: argparse.Namespace,
+               pids: dict[str, int]) -> tuple[dict[str, float], list[dict[str, Any]]]:  # fmt: skip
+    """One column's run: the figures, and its pods as last seen."""
+    batches = []
+    for _, templates in groups:
+        batch = []
+        for template in templates:
+            pod = in_namespace(template, namespace, name=f"{template['metadata']['name']}-r{run}")
+            pod["metadata"]["labels"]["run"] = str(run)
+            pod["spec"]["schedulerName"] = scheduler
+            batch.append(pod)
+        batches.append(batch)
+    count = sum(len(batch) for batch in batches)
+    watch = BindingWatch(plane, namespace, f"run={run}")
+    before = cpu_seconds(pids)
+    try:
+        began = time.monotonic() + 0.5
+        with concurrent.futures.ThreadPoolExecutor(CREATORS) as pool:
+            futures = [pool.submit(creator.create, namespace, batch, began + i * args.within / len(batches))
+                       for i, batch in enumerate(batches)]  # fmt: skip
+            created = {name: at for future in futures for name, at in future.result().items()}
+        watch.wait(count, args.settle)
+    finally:
+        watch.close()
+    after = cpu_seconds(pids)
+    bound = watch.bound_at
+    first = min(created.values())
+    seconds = max(bound.values()) - first if bound else 0.0
+    waits = [bound[name] - created[name] for name in bound if name in created]
+    figures = {
+        "pods/s": len(bound) / seconds if seconds > 0 else 0.0,
+        "pending": float(count - len(bound)),
+        "p50 creation to binding s": statistics.median(waits) if waits else float("nan"),
+        "p99 creation to binding s": percentile(waits, 0.99),
+        "creation s (the burst, open loop)": max(created.values()) - first,
+        **{f"CPU s {name}": after[name] - before[name]
+           for name in ("operator", "extender", "webhook", scheduler) if name in after and name in before},
+    }  # fmt: skip
+    return figures, list(watch.pods.values())
+
+
+def network_figures(snapshot: Snapshot, costs: dict[tuple[str, str], int], placed: dict[str, list[tuple[str, str]]]
+                    ) -> dict[str, float]:  # fmt: skip
+    """Mean over every AppGroup's dependency edges of an edge's cost (the mean over its placed pairs) and the share
+    of pairs within ``maxNetworkCost``; ``placed``: AppGroup name -> (workload selector, node) per placed pod."""
+    edge_means: list[float] = []
+    pairs = within = 0
+    for group in snapshot.app_groups:
+        found: dict[tuple[str, str], list[int]] = {}
+        for pair in dependency_pair_costs(group, placed.get(group.metadata.name, []), snapshot.node_by_name, costs):
+            found.setdefault((pair.workload, pair.dependency), []).append(pair.cost)
+            pairs += 1
+            within += pair.within
+        edge_means.extend(sum(edge) / len(edge) for edge in found.values())
+    return {
+        "mean cost per edge": statistics.fmean(edge_means) if edge_means else float("nan"),
+        "pairs within maxNetworkCost": within / pairs if pairs else float("nan"),
+    }
+
+
+def placements(pods: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for pod in pods:
+        if node := pod["spec"].get("nodeName"):
+            labels = pod["metadata"]["labels"]
+            out.setdefault(labels[keys.APPGROUP_LABEL], []).append((labels[keys.APPGROUP_WORKLOAD_LABEL], node))
+    return out
+
+
+def baseline(reference: list[dict[str, Any]], groups: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+             config: Any, seed: int) -> dict[str, list[tuple[str, str]]]:  # fmt: skip
+    """The smallest-domain placement of every AppGroup in turn (in the burst's order), each on the cluster the ones
+    before it left: AppGroup name -> (workload selector, node) per pod."""
+    pods = [in_namespace(pod, PLANNED) for _, templates in groups for pod in templates]
+    index = ClusterIndex.build(build_snapshot([*reference, *pods]))
+    by_name = {group.metadata.name: group for group in index.snapshot.app_groups}
+    out: dict[str, list[tuple[str, str]]] = {}
+    for group, _ in groups:
+        problem = build_problem(index, by_name[group["metadata"]["name"]], config)
+        state, _, _ = smallest_domain(Search(problem, seed))
+        assert not problem.unplaceable, problem.unplaceable
+        touched: set[str] = set()
+        for number, pod in enumerate(problem.pods):
+            node = problem.nodes[int(state.node[number])]
+            touched |= index.usage.apply(pod, pod.on_node(node))
+            out.setdefault(group["metadata"]["name"], []).append(
+                (problem.workloads[problem.pod_workload[number]], node)
+            )
+        index = index.with_usage(touched)
+    return out
+
+
+def wait_empty(plane: ControlPlane, namespaces: list[str]) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if not any(plane.kubectl("get", "pods", "-n", ns, "-o", "name").stdout.strip() for ns in namespaces):
+            break
+        time.sleep(1.0)
+    time.sleep(2.0)  # the controllers' trailing work on the run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--variant", choices=("groups", "large"), default="groups")
+    parser.add_argument("--burst", type=int, default=250, help="AppGroups in the burst (variant groups)")
+    parser.add_argument("--within", type=float, default=20.0, help="seconds over which the burst is created")
+    parser.add_argument("--settle", type=float, default=15.0, help="seconds without a new binding that end a run")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated")
+    parser.add_argument("--record", default=None, help="write the figures as JSON here")
+    args = parser.parse_args()
+    subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="netaware-burst-"))
+    (folder / "nodes.yaml").write_text(nodes_yaml(args.nodes))
+    plane = control_plane.ControlPlane(folder / "plane")
+    groups = burst(args.variant, args.burst, args.seed)
+    stack: peers_stack.Stack | None = None
+    plane.start([folder / "nodes.yaml"])
+    try:
+        plane.kubectl("apply", "-f", str(ROOT / "crds"))
+        plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        for namespace in (PEERS, *MODES):
+            plane.kubectl("create", "namespace", namespace)
+            mode = {keys.ORDERED_SCHEDULING: MODES[namespace]} if namespace in MODES else None
+            documents = [topology(namespace)] + [
+                in_namespace(group, namespace, **({"annotations": mode} if mode else {})) for group, _ in groups
+            ]
+            plane.kubectl(
+                "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": documents})
+            )
+        stack = peers_stack.start(plane, folder, PEERS, list(MODES))
+        wait_advertised(plane, args.nodes)
+        time.sleep(10)  # the extender and the schedulers list the cluster; the operator writes the orders
+        creator = Creator(plane)
+        columns = {name: where for name, where in COLUMNS.items() if name in args.columns.split(",")}
+        results: dict[str, list[dict[str, float]]] = {name: [] for name in columns}
+        reference = [*yaml.safe_load_all((folder / "nodes.yaml").read_text()), topology(PLANNED),
+                     *(in_namespace(group, PLANNED) for group, _ in groups)]  # fmt: skip
+        snapshot = build_snapshot(reference)
+        config = load_scheduler_config(str(folder / "netaware-config.yaml"))
+        costs = ClusterIndex.build(snapshot).cost_map(config.overhead) or {}
+        run = 0
+        for number in range(args.runs):
+            for name, (scheduler, namespace) in rotated([*columns.items()], number):
+                run += 1
+                figures, pods = run_column(plane, creator, scheduler, namespace, run, groups, args, stack.pids)
+                figures.update(network_figures(snapshot, costs, placements(pods)))
+                results[name].append(figures)
+                print(f"  run {number + 1} {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()),
+                      file=sys.stderr, flush=True)  # fmt: skip
+                plane.kubectl("delete", "pods", "-n", namespace, "-l", f"run={run}", "--wait=false",
+                              "--grace-period=0", "--force")  # fmt: skip
+                wait_empty(plane, [PEERS, *MODES])
+        results[BASELINE] = [network_figures(snapshot, costs, baseline(reference, groups, config, args.seed))]
+        peaks = {name: memory(stack.pids[name])[0] for name in ("operator", "extender")}
+        total = sum(len(templates) for _, templates in groups)
+        print(f"burst on the real control plane: {len(groups)} AppGroups, {total} pods within {args.within:g} s on "
+              f"{args.nodes} KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
+        keys_ = list(dict.fromkeys(key for rows in results.values() for row in rows for key in row))
+        for key in keys_:
+            print(f"  {key}")
+            for name, rows in results.items():
+                if key in rows[0]:
+                    print(f"    {name:24s} {spread((row[key] for row in rows), '.3g')}")
+        print("  peak RSS MiB: " + ", ".join(f"{name} {peak:.0f}" for name, peak in peaks.items()))
+        if args.record:
+            recorded: dict[str, Any] = {
+                f"burst: {key}": records.columns({name: [row[key] for row in rows]
+                                                  for name, rows in results.items() if key in rows[0]})
+                for key in keys_
+            }  # fmt: skip
+            recorded.update({f"burst: {name} peak RSS": records.figure([peak], "MiB") for name, peak in peaks.items()})
+            parameters = {**vars(args), "appgroups": len(groups), "pods": total}
+            records.write(args.record, "bench_burst_real", parameters, recorded)
+    finally:
+        if stack is not None:
+            stack.stop()
+        plane.stop()
+        shutil.rmtree(folder / "plane" / "etcd", ignore_errors=True)
+        print(f"logs in {folder}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The schedulers a side-by-side on the real control plane compares, started once beside the control plane:
+netaware as the chart deploys it (the operator with plans, the extender called by a kube-scheduler profile of
+its own, the webhook admitting netaware's namespaces) and scheduler-plugins' binary twice (``sp-network``:
+upstream's sample NetworkOverhead configuration with TopologicalSort; ``sp-default``: its default profile).
+Shared by :mod:`benchmarks.bench_peers` and :mod:`benchmarks.bench_burst_real`.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from benchmarks.bench_real_scheduler import start_webhook
+from benchmarks.support import loopback_tls, tls_flags
+from hack.control_plane import cluster as control_plane
+from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.objects import extender_entry
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOPOLOGY = "net-topology-test"  # the NetworkTopology every column reads, one per namespace
+
+
+def network_args(*namespaces: str) -> dict[str, Any]:
+    """NetworkOverhead's arguments: :data:`TOPOLOGY` of ``namespaces``, its UserDefined costs."""
+    return {"namespaces": list(namespaces), "weightsName": "UserDefined", "networkTopologyName": TOPOLOGY}
+
+
+@dataclass
+class Stack:
+    """The started processes (the operator, the extender, the webhook; the schedulers are the plane's) and every
+    process id to read CPU seconds from, by name."""
+
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    pids: dict[str, int] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def start(
+    plane: ControlPlane,
+    folder: pathlib.Path,
+    peers: str,
+    netaware: Sequence[str],
+    plan_affinity: str = "required",
+    plan_window_ms: int = 100,
+) -> Stack:
+    """Start the stack on ``plane``: the peers' schedulers read :data:`TOPOLOGY` of namespace ``peers``, netaware's
+    of ``netaware`` (the namespaces its webhook admits). The logs go to ``folder``."""
+    stack = Stack()
+    operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
+                "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
+                "--plan-config", str(folder / "netaware-config.yaml"),
+                "--plan-affinity", plan_affinity, "--plan-window-ms", str(plan_window_ms)]  # fmt: skip
+    ca_data = loopback_tls(folder)
+    profile = yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text())
+    for entry in profile["profiles"][0]["pluginConfig"]:
+        if entry["name"] == "NetworkOverhead":
+            entry["args"] = network_args(*netaware)
+        if entry["name"] == "NetworkBandwidth":
+            entry["args"]["accountingMode"] = "combined"
+    (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
+    port = control_plane.free_port()
+    extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
+    extender += ["--config", str(folder / "netaware-config.yaml"), *tls_flags(folder)]
+    try:
+        for command in (operator, extender):
+            stack.processes.append(subprocess.Popen(
+                [sys.executable, "-m", "operators.cli", *command, "--kubeconfig", str(plane.kubeconfig)],
+                cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
+            ))  # fmt: skip
+        stack.processes.append(start_webhook(plane, folder, ca_data, *netaware))  # bandwidth resources, gates
+        names = ("operator", "extender", "webhook")
+        stack.pids.update({name: process.pid for name, process in zip(names, stack.processes, strict=True)})
+        entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")
+        scheduler = plane.scheduler_config([{"schedulerName": "netaware"}], [entry])
+        scheduler["percentageOfNodesToScore"] = 100  # as the chart's second scheduler (secondScheduler.*)
+        (folder / "netaware-scheduler.yaml").write_text(json.dumps(scheduler))
+        plane.start_scheduler("netaware", folder / "netaware-scheduler.yaml")
+        upstream = {
+            "schedulerName": "sp-network",
+            "plugins": {"multiPoint": {"enabled": [{"name": "NetworkOverhead", "weight": 5}],
+                                       "disabled": [{"name": "NodeResourcesFit"}]},
+                        "queueSort": {"enabled": [{"name": "TopologicalSort"}], "disabled": [{"name": "*"}]}},
+            "pluginConfig": [{"name": "TopologicalSort", "args": {"namespaces": [peers]}},
+                             {"name": "NetworkOverhead", "args": network_args(peers)}],
+        }  # fmt: skip
+        (folder / "sp-network.yaml").write_text(json.dumps(plane.scheduler_config([upstream], [])))
+        plane.start_scheduler("sp-network", folder / "sp-network.yaml", binary="scheduler-plugins")
+        default = plane.scheduler_config([{"schedulerName": "sp-default"}], [])
+        (folder / "sp-default.yaml").write_text(json.dumps(default))
+        plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
+    except BaseException:
+        stack.stop()
+        raise
+    stack.pids.update(plane.pids)
+    return stack
