@@ -36,6 +36,7 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
+from operators.controllers.pass_writes import Writes
 from operators.controllers.plan_events import PlanAnnouncer, evict_stranded, warn_timeout
 from operators.controllers.releases import RETRY_SECONDS, Placed, Releases
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
@@ -61,6 +62,7 @@ WRITERS = 32  # releases written at once (a plan releases a whole group)
 # planned in the next pass, once this one's releases are sent, so that one large AppGroup holds back a burst of
 # small ones by one plan at most, and the first releases go out while the rest is planned
 PASS_SECONDS = 0.5
+WRITES_BEHIND = 4  # passes whose writes may still be under way when the next one plans (then it waits for the oldest)
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
@@ -115,9 +117,10 @@ class GateKeeper:
         self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
+        self.writes = Writes(self.wake)  # the passes' writes under way
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
-        self.evicted: set[str] = set()  # the uids of the stranded pods evicted (never twice), until they are gone
+        self.evicted: set[str] = set()  # the uids of the stranded pods evicted or being evicted (never twice)
         self.announcer = PlanAnnouncer(clock)
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
@@ -255,7 +258,8 @@ class GateKeeper:
             bound = self.live.current()
             for group, members in checking:
                 for pod, why in stranded(members, bound, self.options.plan_config):
-                    if pod.uid not in self.evicted:
+                    if pod.uid not in self.evicted:  # claimed now: the next pass may run before the eviction
+                        self.evicted.add(pod.uid)
                         self.abandoned.append((group, pod, why))
 
     def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
@@ -277,6 +281,12 @@ class GateKeeper:
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)
         self.marked.update(name for name, placing in self.placing.items() if placing)
+        try:
+            await self._passes(api, writing, stopped)
+        finally:  # stopped or failed: the writes under way end with the passes, never outlive them
+            await self.writes.end()
+
+    async def _passes(self, api: Any, writing: asyncio.Semaphore, stopped: Callable[[], bool]) -> None:
         while not stopped():
             self.wake.clear()
             names, self.marked = self.marked, set()
@@ -298,8 +308,10 @@ class GateKeeper:
                 self.marked.add(name)
 
     async def _pass(self, api: Any, writing: asyncio.Semaphore, names: set[str]) -> None:
-        """One evaluation of ``names``: plans made; then releases sent, Events posted, stranded pods evicted
-        (:meth:`_write`)."""
+        """One evaluation of ``names``: plans made; then releases sent, Events posted, stranded pods evicted by a
+        task of their own (:meth:`_write`): the next pass plans while they are written, as the releases are counted
+        in flight from the moment they are planned."""
+        await self.writes.behind(WRITES_BEHIND - 1)
         now = self.clock()
         for pod in self.releases.expire(now):
             self._mark(pod.labels.get(keys.APPGROUP_LABEL, ""))
@@ -337,7 +349,8 @@ class GateKeeper:
         abandoned, self.abandoned = self.abandoned, []
         for name, deadline in holding.items():
             self.deadlines[name] = min(self.deadlines.get(name, deadline), deadline)
-        await self._write(api, writing, problems, releases, made, abandoned)
+        if problems or releases or made or abandoned:
+            self.writes.start(self._write(api, writing, problems, releases, made, abandoned))
 
     async def _write(
         self,
@@ -363,10 +376,13 @@ class GateKeeper:
             raise failed[0]
 
     async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
-        evicted = await evict_stranded(api, group, pod, why)
-        if evicted:
-            self.evicted.add(pod.uid)
-        elif evicted is not None:
+        try:
+            evicted = await evict_stranded(api, group, pod, why)
+        except BaseException:
+            self.evicted.discard(pod.uid)
+            raise
+        if evicted is False:  # to be tried again
+            self.evicted.discard(pod.uid)
             self._retry(pod)
 
     def _retry(self, pod: Pod) -> None:

@@ -10,7 +10,10 @@ event comes back.
   version. Another API error forgets it and the AppGroup is looked at again after :data:`RETRY_SECONDS`.
 * A broken connection or a timeout leaves it unknown whether the release landed: it stays in flight and is sent
   again, the same, after :data:`RETRY_SECONDS` (a 422 then means the first attempt did land). A release not seen
-  back within :data:`IN_FLIGHT_SECONDS` is no longer counted, and its pod is evaluated afresh.
+  back within :data:`IN_FLIGHT_SECONDS` of its answer is no longer counted, and its pod is evaluated afresh; one
+  not answered yet (waiting for a writer, or for the API server) never expires: its write ends in an answer or a
+  failure, which forgets it. Counted from the plan instead, releases queued behind a burst's writes expired
+  before their watch events came back, and their nodes were planned twice.
 * Metrics: ``netaware_gate_wait_seconds{reason}`` (creation to release) and ``netaware_planned_pods_total``.
 """
 
@@ -78,7 +81,8 @@ class Releases:
         self.clock = clock
         self.retry = retry
         self.affinity = affinity
-        self.in_flight: dict[PodKey, tuple[Pod, float]] = {}  # the pod as released, and when it was sent
+        # the pod as released, and when its release was answered (None: not yet)
+        self.in_flight: dict[PodKey, tuple[Pod, float | None]] = {}
         self.unsure: dict[PodKey, tuple[Release, float]] = {}  # releases whose answer was lost -> when to resend
         self.resent: set[PodKey] = set()  # ... being sent again
 
@@ -103,18 +107,23 @@ class Releases:
         return due
 
     def expire(self, now: float) -> list[Pod]:
-        """Forget the releases in flight for :data:`IN_FLIGHT_SECONDS` and not seen back; their pods."""
-        expired = [pod for key, (pod, sent) in self.in_flight.items()
-                   if now - sent >= IN_FLIGHT_SECONDS and key not in self.unsure]  # fmt: skip
+        """Forget the releases answered :data:`IN_FLIGHT_SECONDS` ago or more and not seen back; their pods."""
+        expired = [
+            pod
+            for key, (pod, answered) in self.in_flight.items()
+            if answered is not None and now - answered >= IN_FLIGHT_SECONDS and key not in self.unsure
+        ]
         for pod in expired:
             del self.in_flight[_key(pod)]
         return expired
 
     def start(self, items: list[Release], now: float) -> None:
-        """``items`` are in flight from now on (before they are sent: a plan made meanwhile counts them)."""
+        """``items`` are in flight from now on (before they are sent: a plan made meanwhile counts them); a release
+        sent again keeps the time of its first answer."""
         for item in items:
             node = item.node if isinstance(item, Placed) else None
-            self.in_flight[_key(item.pod)] = (as_released(item.pod, node, self.affinity), now)
+            held = self.in_flight.get(_key(item.pod))
+            self.in_flight[_key(item.pod)] = (as_released(item.pod, node, self.affinity), held[1] if held else None)
 
     async def send(self, api: Any, writing: asyncio.Semaphore, item: Release) -> None:
         r"""Send one release (:meth:`start`\ ed); see the module docstring for what its failures do."""
@@ -122,37 +131,41 @@ class Releases:
         key = _key(pod)
         node = item.node if isinstance(item, Placed) else None
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        async with writing:
-            try:
+        try:
+            async with writing:  # cancelled while waiting for a writer: forgotten below, as any other failure
                 written = await send_json(api, "PATCH", path, release_patch(pod, node, self.affinity), JSON_PATCH)
-            except ApiException as error:
-                if error.status in (409, 422):  # changed meanwhile (or released by an earlier attempt): next version
-                    logger.info("pod %s: gate not removed (%s); looked at again on its next change", pod.key,
-                                error.status)  # fmt: skip
-                    if key not in self.resent:
-                        self.in_flight.pop(key, None)
-                else:
+        except ApiException as error:
+            if error.status in (409, 422):  # changed meanwhile (or released by an earlier attempt): next version
+                logger.info("pod %s: gate not removed (%s); looked at again on its next change", pod.key,
+                            error.status)  # fmt: skip
+                if key not in self.resent:
                     self.in_flight.pop(key, None)
-                    logger.warning("pod %s: gate not removed (%s); retrying", pod.key, describe(error),
-                                   extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
-                    self.retry(pod)
-                self.resent.discard(key)
-                return
-            except TRANSPORT_ERRORS as error:
-                logger.warning("pod %s: release not confirmed (%s); sending it again", pod.key, describe(error),
-                               extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
-                self.unsure[key] = (item, self.clock() + RETRY_SECONDS)
-                self.resent.add(key)
-                self.retry(pod)
-                return
-            except BaseException:
+                elif key in self.in_flight:  # an earlier attempt landed: counted from now on, as answered
+                    self.in_flight[key] = (self.in_flight[key][0], self.clock())
+            else:
                 self.in_flight.pop(key, None)
-                self.resent.discard(key)
+                logger.warning("pod %s: gate not removed (%s); retrying", pod.key, describe(error),
+                               extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
                 self.retry(pod)
-                raise
+            self.resent.discard(key)
+            return
+        except TRANSPORT_ERRORS as error:
+            logger.warning("pod %s: release not confirmed (%s); sending it again", pod.key, describe(error),
+                           extra=about("Pod", pod.namespace, pod.name))  # fmt: skip
+            self.unsure[key] = (item, self.clock() + RETRY_SECONDS)
+            self.resent.add(key)
+            self.retry(pod)
+            return
+        except BaseException:
+            self.in_flight.pop(key, None)
+            self.resent.discard(key)
+            self.retry(pod)
+            raise
         self.resent.discard(key)
         if written is None:
             return  # the pod is gone
+        if key in self.in_flight:  # not seen back yet: counted from this answer on
+            self.in_flight[key] = (self.in_flight[key][0], self.clock())
         WAIT.labels(item.reason).observe(item.waited)
         if isinstance(item, Placed):
             PLANNED_PODS.labels("placed" if item.node else "unplaceable").inc()

@@ -74,6 +74,7 @@ async def one_pass(keeper: GateKeeper, monkeypatch: pytest.MonkeyPatch) -> dict[
     monkeypatch.setattr(keeper.announcer, "announce", quiet)
     names, keeper.marked = keeper.marked, set()
     await keeper._pass(None, asyncio.Semaphore(1), names)
+    await asyncio.gather(*keeper.writes.tasks)  # the pass's writes run apart from it
     return sent
 
 
@@ -116,3 +117,84 @@ async def test_a_pass_plans_for_its_time_at_most_and_leaves_the_rest_marked(
     monkeypatch.setattr(gates, "PASS_SECONDS", 0.0)  # any plan takes longer
     sent = await one_pass(keeper, monkeypatch)
     assert list(sent) == ["b-0"] and keeper.marked == {"a"}
+
+
+async def test_a_pass_plans_while_the_releases_of_the_one_before_are_still_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The API answers a-0's release only when told to; b, marked after a's pass, is planned and released by the
+    next pass meanwhile (a pass waits for no write: its writes are a task of their own). Stopped with a-0's
+    release still unanswered, the loop ends its writes: none outlives it."""
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
+    answer = asyncio.Event()
+    sent: list[str] = []
+
+    async def slow_for_a(self: Releases, api: Any, writing: asyncio.Semaphore, item: Any) -> None:
+        if item.pod.name == "a-0":
+            await answer.wait()
+        sent.append(item.pod.name)
+
+    async def quiet(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(Releases, "send", slow_for_a)
+    monkeypatch.setattr(keeper.announcer, "announce", quiet)
+    await keeper._pass(None, asyncio.Semaphore(1), {"a"})
+    await asyncio.wait_for(keeper._pass(None, asyncio.Semaphore(1), {"b"}), 5)
+    for _ in range(10):  # b's writes run to their end; a's wait for the answer
+        await asyncio.sleep(0)
+    assert sent == ["b-0"] and [task.done() for task in keeper.writes.tasks] == [False, True]
+    waiting = keeper.writes.tasks[0]
+    await asyncio.wait_for(keeper.writes.end(), 5)
+    assert waiting.cancelled() and keeper.writes.tasks == [] and sent == ["b-0"]
+
+
+async def test_a_pass_waits_for_the_oldest_writes_when_too_many_are_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With WRITES_BEHIND 1, the second pass waits until the first pass's writes are done before it plans."""
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
+    answer = asyncio.Event()
+    sent: list[str] = []
+
+    async def slow_for_a(self: Releases, api: Any, writing: asyncio.Semaphore, item: Any) -> None:
+        if item.pod.name == "a-0":
+            await answer.wait()
+        sent.append(item.pod.name)
+
+    async def quiet(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(gates, "WRITES_BEHIND", 1)
+    monkeypatch.setattr(Releases, "send", slow_for_a)
+    monkeypatch.setattr(keeper.announcer, "announce", quiet)
+    await keeper._pass(None, asyncio.Semaphore(1), {"a"})
+    second = asyncio.create_task(keeper._pass(None, asyncio.Semaphore(1), {"b"}))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not second.done() and sent == []  # held until a's release is answered
+    answer.set()
+    await asyncio.wait_for(second, 5)
+    await asyncio.gather(*keeper.writes.tasks)
+    assert sent == ["a-0", "b-0"]
+
+
+async def test_a_release_in_flight_expires_from_its_answer_not_from_its_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planned at 0 and queued behind a burst's writes until 40 (past IN_FLIGHT_SECONDS 30 from the plan), the
+    release is still counted at 40; answered at 40, it is counted until 70 and forgotten from then on."""
+    from operators.controllers import releases as releases_module
+
+    clock = [0.0]
+    held = Releases(lambda: clock[0], lambda pod: None)
+    item = Placed(Pod.parse(gated("a-0", "a", "1")), "planned", 0.0, node="n1")
+    held.start([item], clock[0])
+    clock[0] = 40.0
+    assert held.expire(clock[0]) == [] and held.sending(item.pod)
+
+    async def answered(*_: Any, **__: Any) -> dict[str, Any]:
+        return {}
+
+    monkeypatch.setattr(releases_module, "send_json", answered)
+    await held.send(None, asyncio.Semaphore(1), item)
+    assert held.expire(69.9) == [] and held.sending(item.pod)
+    assert [pod.name for pod in held.expire(70.0)] == ["a-0"] and not held.sending(item.pod)
