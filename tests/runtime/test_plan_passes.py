@@ -119,14 +119,9 @@ async def test_a_pass_plans_for_its_time_at_most_and_leaves_the_rest_marked(
     assert list(sent) == ["b-0"] and keeper.marked == {"a"}
 
 
-async def test_a_pass_plans_while_the_releases_of_the_one_before_are_still_written(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The API answers a-0's release only when told to; b, marked after a's pass, is planned and released by the
-    next pass meanwhile (a pass waits for no write: its writes are a task of their own). Stopped with a-0's
-    release still unanswered, the loop ends its writes: none outlives it."""
-    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
-    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
+def answered_when_told(keeper: GateKeeper, monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, list[str]]:
+    """An API that answers a-0's release only once the event is set (any other at once): the event, and the pods
+    whose releases were answered, in order."""
     answer = asyncio.Event()
     sent: list[str] = []
 
@@ -140,6 +135,18 @@ async def test_a_pass_plans_while_the_releases_of_the_one_before_are_still_writt
 
     monkeypatch.setattr(Releases, "send", slow_for_a)
     monkeypatch.setattr(keeper.announcer, "announce", quiet)
+    return answer, sent
+
+
+async def test_a_pass_plans_while_the_releases_of_the_one_before_are_still_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The API answers a-0's release only when told to; b, marked after a's pass, is planned and released by the
+    next pass meanwhile (a pass waits for no write: its writes are a task of their own). Stopped with a-0's
+    release still unanswered, the loop ends its writes: none outlives it."""
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
+    _, sent = answered_when_told(keeper, monkeypatch)
     await keeper._pass(None, asyncio.Semaphore(1), {"a"})
     await asyncio.wait_for(keeper._pass(None, asyncio.Semaphore(1), {"b"}), 5)
     for _ in range(10):  # b's writes run to their end; a's wait for the answer
@@ -154,20 +161,8 @@ async def test_a_pass_waits_for_the_oldest_writes_when_too_many_are_behind(monke
     """With WRITES_BEHIND 1, the second pass waits until the first pass's writes are done before it plans."""
     objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
     keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
-    answer = asyncio.Event()
-    sent: list[str] = []
-
-    async def slow_for_a(self: Releases, api: Any, writing: asyncio.Semaphore, item: Any) -> None:
-        if item.pod.name == "a-0":
-            await answer.wait()
-        sent.append(item.pod.name)
-
-    async def quiet(*_: Any) -> None:
-        return None
-
     monkeypatch.setattr(gates, "WRITES_BEHIND", 1)
-    monkeypatch.setattr(Releases, "send", slow_for_a)
-    monkeypatch.setattr(keeper.announcer, "announce", quiet)
+    answer, sent = answered_when_told(keeper, monkeypatch)
     await keeper._pass(None, asyncio.Semaphore(1), {"a"})
     second = asyncio.create_task(keeper._pass(None, asyncio.Semaphore(1), {"b"}))
     for _ in range(10):
