@@ -1,6 +1,6 @@
 """A TCP sender and receiver for the real node tier's pods (mounted from a ConfigMap, run by the image's Python).
 
-python3 tcp_traffic.py receive PORT              # one connection; prints [[seconds, bytes], ...] then waits
+python3 tcp_traffic.py receive PORT              # one connection; prints marks as it goes, then [[s, bytes], ...]
 python3 tcp_traffic.py send HOST PORT SECONDS    # sends as fast as the socket takes it
 """
 
@@ -13,24 +13,38 @@ import time
 
 
 def receive(port: int) -> None:
+    """Prints ``accepted``, then ``mark SECONDS BYTES`` every :data:`MARK_SECONDS` (so the rate can be read while
+    the stream lasts, whatever delays its end), then, once the sender closes, every mark as one JSON list."""
     server = socket.create_server(("0.0.0.0", port))
-    connection, _ = server.accept()
+    connection, peer = server.accept()
+    print(f"accepted {peer[0]}", flush=True)
     start = time.monotonic()
     marks: list[tuple[float, int]] = []
     total = 0
+    printed = 0.0
     while data := connection.recv(1 << 16):
         total += len(data)
-        marks.append((time.monotonic() - start, total))
+        now = time.monotonic() - start
+        marks.append((now, total))
+        if now - printed >= MARK_SECONDS:
+            print(f"mark {now:.3f} {total}", flush=True)
+            printed = now
     print(json.dumps(marks[:: max(1, len(marks) // 500)] + marks[-1:]), flush=True)
     time.sleep(3600)  # stay Running: the log is read while the pod lives
+
+
+MARK_SECONDS = 0.5
 
 
 def send(host: str, port: int, seconds: float) -> None:
     connection = connect(host, port, within=90.0)
     chunk = b"x" * (1 << 16)
     end = time.monotonic() + seconds
+    sent = 0
     while time.monotonic() < end:
         connection.sendall(chunk)
+        sent += len(chunk)
+    print(f"sent {sent} bytes in {seconds:g} s", flush=True)
     connection.close()
 
 
