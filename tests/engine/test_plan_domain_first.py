@@ -3,34 +3,23 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from operators.api import keys
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning import search as search_module
 from operators.engine.planning.narrow import narrow, narrowable
-from operators.engine.planning.problem import Problem, build_problem
-from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, pod, user_defined
+from operators.engine.planning.problem import Problem
+from tests.support.planning import pod, two_regions
 
 
 def cluster(*extra: dict[str, Any]) -> Problem:
     """Region r1: za (n1, n2), zb (n3); region r2: zc (n4, n5); nodes of 4 cpus, n1 and n2 with 3 used, the others
     with 2: no node and no zone of r1 holds the group (a -> b, two pods each, 1 cpu per pod), zc does (2 + 2 cpus);
     za-zb 5, r1-r2 40; two nodes of one zone 1 apart."""
-    load = {"n1": "3", "n2": "3", "n3": "2", "n4": "2", "n5": "2"}
-    objects = [node("n1", "za"), node("n2", "za"), node("n3", "zb"), node("n4", "zc", "r2"), node("n5", "zc", "r2"),
-               *(pod(f"load-{name}", "load", on=name, cpu=cpu, group="other") for name, cpu in load.items()),
-               user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5},
-                             keys.REGION_LABEL: {("r1", "r2"): 40, ("r2", "r1"): 40}}),
-               *(pod(f"{w}-{i}", w, cpu="1") for w in "ab" for i in range(2)), *extra]  # fmt: skip
-    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
-    return build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    return two_regions({"n1": "3", "n2": "3", "n3": "2", "n4": "2", "n5": "2"}, *extra)
 
 
 def test_narrow_keeps_the_domains_nodes_places_and_costs() -> None:

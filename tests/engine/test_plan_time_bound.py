@@ -3,33 +3,23 @@ costs (``Search.complete``), on a hand-made cluster."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from operators.api import keys
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning import search as search_module
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, pod, user_defined
+from tests.support.planning import two_regions
 
 
 def cluster() -> Problem:
     """Region r1: za (n1, n2), zb (n3); region r2: zc (n4, n5); nodes of 4 cpus with 3, 3, 2, 1 and 2 used: free 1, 1,
     2, 3, 2. The group a -> b, two pods each of 1 cpu; za-zb 5, r1-r2 40, two nodes of one zone 1 apart."""
-    load = {"n1": "3", "n2": "3", "n3": "2", "n4": "1", "n5": "2"}
-    objects = [node("n1", "za"), node("n2", "za"), node("n3", "zb"), node("n4", "zc", "r2"), node("n5", "zc", "r2"),
-               *(pod(f"load-{name}", "load", on=name, cpu=cpu, group="other") for name, cpu in load.items()),
-               user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5},
-                             keys.REGION_LABEL: {("r1", "r2"): 40, ("r2", "r1"): 40}}),
-               *(pod(f"{w}-{i}", w, cpu="1") for w in "ab" for i in range(2))]  # fmt: skip
-    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
-    return build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    return two_regions({"n1": "3", "n2": "3", "n3": "2", "n4": "1", "n5": "2"})
 
 
 def test_past_its_budget_the_greedy_start_fills_the_roomiest_nodes_of_the_groups_place(

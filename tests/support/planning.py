@@ -9,6 +9,7 @@ from typing import Any
 from operators.api import keys
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.plan import Plan, plan_appgroup
+from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
 
@@ -80,3 +81,16 @@ def plan_of(objects: list[dict[str, Any]], graph: dict[str, list[str]], max_cost
 
 def placed(plan: Plan) -> dict[str, str]:
     return {pod.pod.split("/")[1]: pod.node for pod in plan.pods}
+
+
+def two_regions(load: dict[str, str], *extra: dict[str, Any]) -> Problem:
+    """The problem of AppGroup ``pair`` (a -> b, two pods each of 1 cpu, maxNetworkCost 30) on region r1: za (n1, n2),
+    zb (n3), and region r2: zc (n4, n5); nodes of 4 cpus, each with ``load`` (node -> cpus) used by a bound pod;
+    za-zb 5, r1-r2 40, two nodes of one zone 1 apart; ``extra``: more objects."""
+    objects = [node("n1", "za"), node("n2", "za"), node("n3", "zb"), node("n4", "zc", "r2"), node("n5", "zc", "r2"),
+               *(pod(f"load-{name}", "load", on=name, cpu=cpu, group="other") for name, cpu in load.items()),
+               user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5},
+                             keys.REGION_LABEL: {("r1", "r2"): 40, ("r2", "r1"): 40}}),
+               *(pod(f"{w}-{i}", w, cpu="1") for w in "ab" for i in range(2)), *extra]  # fmt: skip
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
+    return build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
