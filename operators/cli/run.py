@@ -162,7 +162,8 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     type=click.IntRange(1, 60_000),
     default=100,
     show_default=True,
-    help=BUDGET_HELP,
+    help=BUDGET_HELP + " When N AppGroups wait to be planned together, each gets at most 500 ms / N (not below "
+    "10 ms), so a burst is planned at the pace it arrives.",
 )
 @accounting_mode_option(
     "nodebandwidth: duplex advertises netaware.io/ingress-bandwidth and netaware.io/egress-bandwidth, each the "

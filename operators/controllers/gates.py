@@ -47,6 +47,7 @@ from operators.engine.planning.release import (
     plans_by_whole_group,
     provisional,
     release_by_plan,
+    shared_budget,
     stranded,
 )
 from operators.engine.status.gates import GatePlan, Release, gate_plan, is_gated, timeout_of
@@ -106,6 +107,7 @@ class GateKeeper:
         self.timeout = timeout
         self.clock = clock
         self.options = options or AppGroupOptions()
+        self.budget = self.options.plan_budget_seconds  # each plan's, in this pass (shared under a backlog)
         self.arrived: dict[PodKey, float] = {}  # gated pod -> when this controller first saw it (plans batch by it)
         # (namespace, AppGroup label) -> its pods by name: the AppGroup controller's, kept by delta (its listener
         # runs before this one, so they are current when a change reaches here)
@@ -208,7 +210,7 @@ class GateKeeper:
         members = [self.releases.as_sent(pod) for pod in members]
         decision = release_by_plan(
             group, members, view.index, self.options.plan_config, self.arrived, now, self.timeout,
-            self.options.plan_budget_seconds, window=self.options.plan_window_seconds,
+            self.budget, window=self.options.plan_window_seconds,
         )  # fmt: skip
         if decision.plan is not None and group is not None:
             PLANS.observe(time.perf_counter() - started)
@@ -321,6 +323,8 @@ class GateKeeper:
         problems: list[tuple[AppGroup, str]] = []
         named = self.appgroups_by_name() if names else {}
         order = sorted(names, key=self._arrival)  # first come, first planned
+        waiting = sum(1 for name in {*order, *self.marked} if self.gated.get(name))
+        self.budget = shared_budget(self.options.plan_budget_seconds, waiting, PASS_SECONDS)
         started = time.perf_counter()
         try:
             for position, name in enumerate(order):

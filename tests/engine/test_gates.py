@@ -13,6 +13,7 @@ from typing import Any
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.release import shared_budget
 from operators.engine.status.appgroup import appgroup_status
 from operators.engine.status.gates import (
     GATE,
@@ -232,3 +233,10 @@ def test_a_new_pod_waits_for_the_grace_even_when_its_dependencies_look_placed() 
     assert plan.waiting == (Waiting("cart", 1, ("redis",)),)
     assert plan.next_deadline == T0 + 2
     assert released(gate_plan(group(), pods, T0 + 2, 60, grace=3)) == {"catalog-1": IN_ORDER, "cart-1": IN_ORDER}
+
+
+def test_a_backlog_shares_the_planners_time_down_to_a_floor() -> None:
+    # configured 100 ms, half a second to share: 1 or 5 waiting keep 100 ms, 10 get 50 ms, 100 would get 5 ms and
+    # get the 10 ms floor; a configured budget below the floor is kept
+    assert [shared_budget(0.1, waiting, 0.5) for waiting in (0, 1, 5, 10, 100)] == [0.1, 0.1, 0.1, 0.05, 0.01]
+    assert shared_budget(0.004, 100, 0.5) == 0.004

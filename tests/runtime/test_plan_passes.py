@@ -193,3 +193,26 @@ async def test_a_release_in_flight_expires_from_its_answer_not_from_its_plan(mon
     await held.send(None, asyncio.Semaphore(1), item)
     assert held.expire(69.9) == [] and held.sending(item.pod)
     assert [pod.name for pod in held.expire(70.0)] == ["a-0"] and not held.sending(item.pod)
+
+
+async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budget 100 ms, a pass of 100 ms: a and b waiting together are planned with 50 ms each; a alone with its
+    100 ms (release_by_plan is called with the budget the pass gives it)."""
+    budgets: list[float] = []
+    decide = gates.release_by_plan
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        budgets.append(args[7])
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(gates, "release_by_plan", recorded)
+    monkeypatch.setattr(gates, "PASS_SECONDS", 0.1)
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
+    await one_pass(keeper, monkeypatch)
+    assert budgets == [0.05, 0.05]
+    alone = [node("n1", "za"), topology(5), gated("a-0", "a", "1")]
+    keeper, _ = keeper_over(alone, {"a-0": NOW - 2.0})
+    budgets.clear()
+    await one_pass(keeper, monkeypatch)
+    assert budgets == [0.1]

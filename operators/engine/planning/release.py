@@ -65,6 +65,7 @@ BATCH_SECONDS = 0.1  # a group's first plan: once none of its gated pods arrived
 SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived for this long
 FOLLOW_SECONDS = 0.01  # once some of the group is placed, later pods are planned this soon after they arrive
 GATHER_SECONDS = 30.0  # a group's first plan waits for its pods to stop arriving at most this long
+MIN_BUDGET_SECONDS = 0.01  # a plan's budget under the deepest backlog (the configured one when that is less)
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"
@@ -102,6 +103,16 @@ def planned_node(pod: Pod) -> str | None:
 def awaiting_bind(pod: Pod) -> bool:
     """Released by a plan and not bound yet (rule 1): counted on its planned node by later plans."""
     return not pod.node_name and not is_gated(pod) and planned_node(pod) is not None
+
+
+def shared_budget(configured: float, waiting: int, pass_seconds: float) -> float:
+    """Each plan's budget when ``waiting`` AppGroups wait to be planned: the configured budget, or the planner's
+    ``pass_seconds`` shared among them when that is less, never below :data:`MIN_BUDGET_SECONDS`. The planner is
+    anytime (a plan that cannot be proven optimal searches to its budget): at 100 ms each, a burst of 250
+    AppGroups in 20 s waits 25 s of planning alone, and each plan still starts from the smallest-domain placement
+    and its local optimum, so a shorter budget costs walks, never a plan worse than that."""
+    share = pass_seconds / max(waiting, 1)
+    return min(configured, max(share, MIN_BUDGET_SECONDS))
 
 
 def release_by_plan(
