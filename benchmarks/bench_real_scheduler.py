@@ -176,15 +176,16 @@ def start_webhook(
     return process
 
 
-def wait_advertised(plane: ControlPlane, nodes: int) -> None:
-    """Until the nodebandwidth controller has advertised ``netaware.io/bandwidth`` on ``nodes`` nodes."""
-    deadline = time.monotonic() + 120
+def wait_advertised(plane: ControlPlane, nodes: int, within: float = 120.0, every: float = 1.0) -> None:
+    """Until the nodebandwidth controller has advertised ``netaware.io/bandwidth`` on ``nodes`` nodes (listed
+    ``every`` seconds: a listing of thousands of nodes costs kubectl a second)."""
+    deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         listing = json.loads(plane.kubectl("get", "nodes", "-o", "json").stdout)["items"]
         if sum(1 for n in listing if "netaware.io/bandwidth" in (n["status"].get("allocatable") or {})) >= nodes:
             return
-        time.sleep(1)
-    raise SystemExit("the nodes were not advertised within 120 s (see the operator's log)")
+        time.sleep(every)
+    raise SystemExit(f"the nodes were not advertised within {within:g} s (see the operator's log)")
 
 
 def start_guarantee(

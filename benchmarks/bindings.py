@@ -8,6 +8,7 @@ event is missed.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -38,13 +39,10 @@ class BindingWatch:
         )
         self._path = f"/api/v1/namespaces/{namespace}/pods?labelSelector={urllib.parse.quote(selector)}"
         self._watching: http.client.HTTPSConnection | None = None
-        connection = self._connect()
-        connection.request("GET", self._path)
-        listed = json.loads(connection.getresponse().read())
-        connection.close()
-        self._version = listed["metadata"]["resourceVersion"]
-        for pod in listed["items"]:
-            self._see(pod, time.monotonic())
+        self._closed = False
+        self.restarts = 0  # watches started again after their stream ended (a pod changed meanwhile: seen late)
+        self._version = ""
+        self._list()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -57,22 +55,53 @@ class BindingWatch:
         if not spec.get("schedulingGates"):
             self.ungated_at.setdefault(name, now)
 
-    def _run(self) -> None:
-        self._watching = connection = self._connect()
-        connection.request("GET", f"{self._path}&watch=1&resourceVersion={self._version}&timeoutSeconds=600")
-        response = connection.getresponse()
+    def _list(self) -> None:
+        connection = self._connect()
         try:
+            connection.request("GET", self._path)
+            listed = json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
+        now = time.monotonic()
+        with self.changed:
+            for pod in listed["items"]:
+                self._see(pod, now)
+            self.changed.notify_all()
+        self._version = listed["metadata"]["resourceVersion"]
+
+    def _run(self) -> None:
+        """Watch from the last version seen; when the stream ends (the server's timeout, an expired version, a
+        loaded API server closing it) list again and watch on: a watch that ended quietly once lost two thirds
+        of a burst's bindings."""
+        while not self._closed:
+            with contextlib.suppress(OSError, ValueError, http.client.HTTPException):
+                self._watch()
+            if self._closed:
+                return
+            self.restarts += 1
+            try:
+                self._list()
+            except (OSError, ValueError, http.client.HTTPException):
+                time.sleep(0.5)
+
+    def _watch(self) -> None:
+        self._watching = connection = self._connect()
+        try:
+            connection.request("GET", f"{self._path}&watch=1&resourceVersion={self._version}&timeoutSeconds=600")
+            response = connection.getresponse()
             while line := response.readline():
                 event = json.loads(line)
+                if event["type"] == "ERROR":  # e.g. 410: the version expired
+                    return
                 now = time.monotonic()
+                meta = event["object"]["metadata"]
                 with self.changed:
                     if event["type"] == "DELETED":
-                        self.pods.pop(event["object"]["metadata"]["name"], None)
+                        self.pods.pop(meta["name"], None)
                     elif event["type"] in ("ADDED", "MODIFIED"):
                         self._see(event["object"], now)
                     self.changed.notify_all()
-        except (OSError, ValueError, http.client.HTTPException):  # closed by :meth:`close`
-            return
+                self._version = meta.get("resourceVersion", self._version)
         finally:
             connection.close()
 
@@ -90,6 +119,7 @@ class BindingWatch:
                     return
 
     def close(self) -> None:
+        self._closed = True
         if self._watching is not None and self._watching.sock is not None:
             self._watching.sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)
