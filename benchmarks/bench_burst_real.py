@@ -288,6 +288,22 @@ def baseline(reference: list[dict[str, Any]], groups: list[tuple[dict[str, Any],
     return out
 
 
+def write_record(args: argparse.Namespace, results: dict[str, list[dict[str, float]]], pids: dict[str, int],
+                 groups: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:  # fmt: skip
+    """The figures so far (each column's runs done), with the operator's and the extender's peak RSS so far."""
+    keys_ = dict.fromkeys(key for rows in results.values() for row in rows for key in row)
+    recorded: dict[str, Any] = {
+        f"burst: {key}": records.columns({name: [row[key] for row in rows]
+                                          for name, rows in results.items() if rows and key in rows[0]})
+        for key in keys_
+    }  # fmt: skip
+    for name in ("operator", "extender"):
+        recorded[f"burst: {name} peak RSS"] = records.figure([memory(pids[name])[0]], "MiB")
+    done = {name: len(rows) for name, rows in results.items() if name != BASELINE}
+    parameters = {**vars(args), "appgroups": len(groups), "pods": sum(len(t) for _, t in groups), "runs done": done}
+    records.write(args.record, "bench_burst_real", parameters, recorded)
+
+
 def wait_empty(plane: ControlPlane, namespaces: list[str]) -> None:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -344,6 +360,7 @@ def main() -> None:
         snapshot = build_snapshot(reference)
         config = load_scheduler_config(str(folder / "netaware-config.yaml"))
         costs = ClusterIndex.build(snapshot).cost_map(config.overhead) or {}
+        results[BASELINE] = [network_figures(snapshot, costs, baseline(reference, groups, config, args.seed))]
         run = 0
         for number in range(args.runs):
             for name, (scheduler, namespace) in rotated([*columns.items()], number):
@@ -353,29 +370,18 @@ def main() -> None:
                 results[name].append(figures)
                 print(f"  run {number + 1} {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()),
                       file=sys.stderr, flush=True)  # fmt: skip
+                if args.record:  # after every column: a run cut short keeps what it measured
+                    write_record(args, results, stack.pids, groups)
                 creator.delete_run(namespace, run)
                 wait_empty(plane, [PEERS, *MODES])
-        results[BASELINE] = [network_figures(snapshot, costs, baseline(reference, groups, config, args.seed))]
-        peaks = {name: memory(stack.pids[name])[0] for name in ("operator", "extender")}
         total = sum(len(templates) for _, templates in groups)
         print(f"burst on the real control plane: {len(groups)} AppGroups, {total} pods within {args.within:g} s on "
               f"{args.nodes} KWOK nodes, {args.runs} runs (min / median / max)")  # fmt: skip
-        keys_ = list(dict.fromkeys(key for rows in results.values() for row in rows for key in row))
-        for key in keys_:
+        for key in dict.fromkeys(key for rows in results.values() for row in rows for key in row):
             print(f"  {key}")
             for name, rows in results.items():
-                if key in rows[0]:
+                if rows and key in rows[0]:
                     print(f"    {name:24s} {spread((row[key] for row in rows), '.3g')}")
-        print("  peak RSS MiB: " + ", ".join(f"{name} {peak:.0f}" for name, peak in peaks.items()))
-        if args.record:
-            recorded: dict[str, Any] = {
-                f"burst: {key}": records.columns({name: [row[key] for row in rows]
-                                                  for name, rows in results.items() if key in rows[0]})
-                for key in keys_
-            }  # fmt: skip
-            recorded.update({f"burst: {name} peak RSS": records.figure([peak], "MiB") for name, peak in peaks.items()})
-            parameters = {**vars(args), "appgroups": len(groups), "pods": total}
-            records.write(args.record, "bench_burst_real", parameters, recorded)
     finally:
         if stack is not None:
             stack.stop()
