@@ -12,6 +12,8 @@
 * Releases are sent (and followed until their watch event comes back) by :mod:`operators.controllers.releases`,
   :data:`WRITERS` at a time. A pod released by the timeout gets a Normal Event naming the workloads it did not
   wait for.
+* A pass's writes (releases, Events, evictions) are a task of their own (:mod:`.pass_writes`): the next pass plans
+  meanwhile; those not written when the loop ends are forgotten, and planned again by the next loop.
 * A pass that fails unexpectedly keeps its AppGroup names marked; its supervisor restarts the loop.
 * Metrics: ``netaware_gated_pods`` (pods held now), ``netaware_plan_index_builds``, ``netaware_plan_seconds``
   and ``netaware_plan_cost`` (its series removed with its AppGroup).
@@ -36,8 +38,8 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
-from operators.controllers.pass_writes import Writes
-from operators.controllers.plan_events import PlanAnnouncer, evict_stranded, warn_timeout
+from operators.controllers.pass_writes import Evictions, Writes
+from operators.controllers.plan_events import PlanAnnouncer, warn_timeout
 from operators.controllers.releases import RETRY_SECONDS, Placed, Releases
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
@@ -122,7 +124,7 @@ class GateKeeper:
         self.writes = Writes(self.wake)  # the passes' writes under way
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
-        self.evicted: set[str] = set()  # the uids of the stranded pods evicted or being evicted (never twice)
+        self.evictions = Evictions()  # the stranded pods evicted or being evicted (never twice)
         self.announcer = PlanAnnouncer(clock)
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
@@ -161,7 +163,7 @@ class GateKeeper:
             self.releases.seen(key)
             self.arrived.pop(key, None)
         if new is None and old is not None:
-            self.evicted.discard(old.uid)
+            self.evictions.gone(old.uid)
 
     def _prune(self, name: str) -> None:
         for held in (self.gated, self.placing):
@@ -260,8 +262,7 @@ class GateKeeper:
             bound = self.live.current()
             for group, members in checking:
                 for pod, why in stranded(members, bound, self.options.plan_config):
-                    if pod.uid not in self.evicted:  # claimed now: the next pass may run before the eviction
-                        self.evicted.add(pod.uid)
+                    if self.evictions.claim(pod.uid):  # now: the next pass may run before the eviction is written
                         self.abandoned.append((group, pod, why))
 
     def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
@@ -285,8 +286,11 @@ class GateKeeper:
         self.marked.update(name for name, placing in self.placing.items() if placing)
         try:
             await self._passes(api, writing, stopped)
-        finally:  # stopped or failed: the writes under way end with the passes, never outlive them
+        finally:  # stopped or failed: the writes under way end with the passes, never outlive them, and what
+            # they had not written is planned again by the next loop (this one restarted, or another leader's)
             await self.writes.end()
+            self.releases.forget_unanswered()
+            self.evictions.unwritten()
 
     async def _passes(self, api: Any, writing: asyncio.Semaphore, stopped: Callable[[], bool]) -> None:
         while not stopped():
@@ -380,15 +384,12 @@ class GateKeeper:
             raise failed[0]
 
     async def _abandon(self, api: Any, group: AppGroup, pod: Pod, why: str) -> None:
-        try:
-            evicted = await evict_stranded(api, group, pod, why)
-        except BaseException:
-            self.evicted.discard(pod.uid)
-            raise
-        if evicted is False:  # to be tried again
-            self.evicted.discard(pod.uid)
+        if not await self.evictions.evict(api, group, pod, why):
             self._retry(pod)
 
     def _retry(self, pod: Pod) -> None:
+        """Look at the pod's AppGroup again in :data:`RETRY_SECONDS`; the loop woken, so that it waits for that
+        deadline too (a write task calls this while the loop sleeps on a timeout computed without it)."""
         name = pod.labels.get(keys.APPGROUP_LABEL, "")
         self.deadlines[name] = min(self.deadlines.get(name, float("inf")), self.clock() + RETRY_SECONDS)
+        self.wake.set()

@@ -1,12 +1,19 @@
 """The gate keeper's passes' writes (releases, Events, evictions) as tasks of their own: a pass plans while the
 ones before it are still written (their releases are counted in flight from the moment they are planned), and
-none outlives the loop that started it."""
+none outlives the loop that started it. And the evictions of stranded pods, claimed when found."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Coroutine
 from typing import Any
+
+from operators.api.appgroup import AppGroup
+from operators.controllers.plan_events import evict_stranded
+from operators.engine.cluster.objects import Pod
+
+logger = logging.getLogger("netaware.gates")
 
 
 class Writes:
@@ -22,8 +29,9 @@ class Writes:
         self.tasks.append(task)
 
     def _done(self, task: asyncio.Task[None]) -> None:
-        """One that failed wakes the loop, whose next pass raises it (:meth:`behind`)."""
-        if not task.cancelled() and task.exception() is not None:
+        """One that failed is logged and wakes the loop, whose next pass raises it (:meth:`behind`)."""
+        if not task.cancelled() and (error := task.exception()) is not None:
+            logger.error("a pass's writes failed: %r", error, exc_info=error)
             self.wake.set()
 
     async def behind(self, most: int) -> None:
@@ -31,7 +39,11 @@ class Writes:
         unexpectedly is raised here, so the pass fails and the supervisor restarts the loop."""
         self.tasks = [task for task in self.tasks if not task.done() or (not task.cancelled() and task.exception())]
         while self.tasks and (len(self.tasks) > most or self.tasks[0].done()):
-            await self.tasks.pop(0)
+            oldest = self.tasks[0]
+            await asyncio.wait([oldest])  # kept in the list meanwhile: cancelled with the loop, :meth:`end` awaits it
+            self.tasks.remove(oldest)
+            if not oldest.cancelled():
+                oldest.result()
 
     async def end(self) -> None:
         """The writes under way when the passes end: cancelled (a release not written is planned again by the next
@@ -41,3 +53,41 @@ class Writes:
         tasks, self.tasks = self.tasks, []
         if tasks:
             await asyncio.wait(tasks)
+
+
+class Evictions:
+    """The uids of the stranded pods evicted or being evicted: claimed when found (never evicted twice, even by a
+    pass that runs before the eviction is written), kept until the pod is gone, given up when the eviction fails
+    or its write ended unwritten."""
+
+    def __init__(self) -> None:
+        self.evicted: set[str] = set()
+        self.claimed: set[str] = set()  # ... of those, the ones whose eviction is not written yet
+
+    def claim(self, uid: str) -> bool:
+        if uid in self.evicted:
+            return False
+        self.evicted.add(uid)
+        self.claimed.add(uid)
+        return True
+
+    def gone(self, uid: str) -> None:
+        self.evicted.discard(uid)
+
+    async def evict(self, api: Any, group: AppGroup, pod: Pod, why: str) -> bool:
+        """Evict a claimed pod: False when it is to be tried again."""
+        try:
+            evicted = await evict_stranded(api, group, pod, why)
+        except BaseException:
+            self.evicted.discard(pod.uid)
+            raise
+        finally:
+            self.claimed.discard(pod.uid)
+        if evicted is False:
+            self.evicted.discard(pod.uid)
+        return evicted is not False
+
+    def unwritten(self) -> None:
+        """The writes ended with their loop: the claims not written are given up (found stranded again)."""
+        self.evicted -= self.claimed
+        self.claimed.clear()

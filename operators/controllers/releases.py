@@ -117,6 +117,13 @@ class Releases:
             del self.in_flight[_key(pod)]
         return expired
 
+    def forget_unanswered(self) -> None:
+        """Forget the releases not answered yet (their writes ended with the loop that started them, some before
+        they ran): their pods are evaluated afresh; one that did land is seen released by its watch event."""
+        self.in_flight = {key: held for key, held in self.in_flight.items() if held[1] is not None}
+        self.unsure.clear()
+        self.resent.clear()
+
     def start(self, items: list[Release], now: float) -> None:
         """``items`` are in flight from now on (before they are sent: a plan made meanwhile counts them); a release
         sent again keeps the time of its first answer."""

@@ -95,3 +95,16 @@ def test_a_pod_of_another_appgroup_answered_and_not_bound_yet_holds_its_room() -
     answered = {f"{ordered.NAMESPACE}/x-0": ("n1", "other")}
     plan = planned_for(snapshot, group, answered, asking)
     assert placed(plan) == {"b-0": "n2"} and plan.cost.cost == 1
+
+
+def test_the_candidates_narrow_the_nodes_before_a_layout_does() -> None:
+    # The rebalancer's layout wants b's pod on n1 (a deficit there); kube-scheduler offers n2 and n3 only: b-0 goes
+    # to n2 (a-0's zone, cost 1), the layout's narrowing falling back to the candidates, never left unplaced.
+    from operators.engine.planning.problem import build_problem
+    from operators.engine.scheduling.index import ClusterIndex
+
+    snapshot, group = cluster(pod("a-0", "a", on="n1"), pod("b-0", "b"))
+    index = ClusterIndex.build(snapshot)
+    problem = build_problem(index, group, CONFIG, layout={"b": {"n1": 1}}, allowed=["n2", "n3"])
+    assert [problem.nodes[n] for n in problem.eligible[0].nonzero()[0]] == ["n2", "n3"]
+    assert not problem.unplaceable

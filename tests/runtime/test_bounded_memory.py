@@ -73,7 +73,7 @@ def test_the_gate_keeper_forgets_pods_and_appgroups_that_are_gone() -> None:
     for step in range(COUNT):
         gated = pod(f"web-{step}")
         keeper.on_changes([Change(APPGROUP_PODS.name, None, gated)])
-        keeper.evicted.add(gated.uid)  # evicted as stranded (what _abandon records)
+        keeper.evictions.evicted.add(gated.uid)  # evicted as stranded (what _abandon records)
         keeper.on_changes([Change(APPGROUP_PODS.name, gated, None)])
         group = appgroup(f"shop-{step}")
         PLAN_COST.labels("default", group.metadata.name, "plan").set(step)
@@ -81,7 +81,10 @@ def test_the_gate_keeper_forgets_pods_and_appgroups_that_are_gone() -> None:
         keeper.problems[("default", group.metadata.name)] = None
         keeper.on_changes([Change(APPGROUP_SPECS.name, None, group), Change(APPGROUP_SPECS.name, group, None)])
     assert (
-        keeper.evicted == set() and keeper.arrived == {} and keeper.problems == {} and keeper.announcer.announced == {}
+        keeper.evictions.evicted == set()
+        and keeper.arrived == {}
+        and keeper.problems == {}
+        and keeper.announcer.announced == {}
     )
     assert dict(keeper.gated) == {} and dict(keeper.placing) == {} and keeper.releases.in_flight == {}
     text = generate_latest(REGISTRY).decode()  # the process's registry: other tests' AppGroups may be in it
@@ -125,11 +128,11 @@ def test_a_deleted_pod_of_a_statefulset_may_be_evicted_again_when_its_replacemen
     keeper = GateKeeper(ClusterCache(()), 60.0, {})
     first = pod("db-0")
     keeper.on_changes([Change(APPGROUP_PODS.name, None, first)])
-    keeper.evicted.add(first.uid)
+    keeper.evictions.evicted.add(first.uid)
     keeper.on_changes([Change(APPGROUP_PODS.name, first, None)])
     replacement = dataclasses.replace(pod("db-0"), uid="uid-db-0-again")  # same name, new pod
     keeper.on_changes([Change(APPGROUP_PODS.name, None, replacement)])
-    assert replacement.uid not in keeper.evicted
+    assert replacement.uid not in keeper.evictions.evicted
 
 
 def test_the_rebalancers_history_forgets_pods_workloads_and_nodes_that_are_gone() -> None:

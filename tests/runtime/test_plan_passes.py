@@ -216,3 +216,37 @@ async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.Mon
     budgets.clear()
     await one_pass(keeper, monkeypatch)
     assert budgets == [0.1]
+
+
+async def test_releases_the_loop_did_not_write_before_it_ended_are_planned_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """a-0's release waits for an answer that never comes; the loop is stopped (cancelled): its writes end with
+    it, and a-0 is no longer counted in flight, so the restarted loop plans it again (it was never released)."""
+    objects = [node("n1", "za"), topology(5), gated("a-0", "a", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0})
+    answered_when_told(keeper, monkeypatch)
+
+    async def synced() -> None:
+        return None
+
+    monkeypatch.setattr(keeper.cache, "wait_synced", synced)
+    loop = asyncio.create_task(keeper.run(None))
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if keeper.writes.tasks:
+            break
+    a0 = Pod.parse(gated("a-0", "a", "1"))
+    assert keeper.releases.sending(a0)
+    loop.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop
+    assert keeper.writes.tasks == [] and not keeper.releases.sending(a0)
+
+
+def test_a_retry_wakes_the_loop_to_wait_for_its_deadline() -> None:
+    """A write task asks for a retry while the loop sleeps on a timeout computed before: the loop is woken."""
+    keeper, _ = keeper_over([node("n1", "za"), topology(5)], {})
+    keeper.wake.clear()
+    keeper._retry(Pod.parse(gated("a-0", "a", "1")))
+    assert keeper.wake.is_set() and keeper.deadlines == {"a": NOW + gates.RETRY_SECONDS}

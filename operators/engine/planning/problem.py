@@ -210,12 +210,12 @@ def build_problem(
             unplaceable[pod.key] = f"bandwidth unreadable: {error}"
     constraints, cycles = build_constraints(pending, nodes, index.placed, config)
     eligible = _static_masks(index, pending, constraints, cycles, unplaceable)
-    if layout:
-        eligible = _follow(layout, selectors, position, fixed, pending, eligible)
-    if allowed is not None:
+    if allowed is not None:  # before the layout: its narrowing falls back to these when none of its nodes is one
         offered = np.zeros(len(nodes), dtype=np.bool_)
         offered[np.array([position[name] for name in allowed if name in position], dtype=np.intp)] = True
         eligible = [mask & offered for mask in eligible]
+    if layout:
+        eligible = _follow(layout, selectors, position, fixed, pending, eligible)
     return Problem(
         group=f"{group.metadata.namespace}/{group.metadata.name}",
         workloads=selectors,
