@@ -79,6 +79,7 @@ BASELINE = "baseline (smallest domain)"
 POOL = "bench.netaware.io/pool"
 MAX_COST = 10  # within a region (1-9), not across (20 and more)
 NODES_PER_FILE = 1000
+DELETED_A_CALL = 250
 CREATORS = 8  # threads creating the burst's pods (open loop: an AppGroup's pods start at its time, whoever is busy)
 
 
@@ -175,20 +176,32 @@ class Creator:
         return created
 
     def delete_run(self, namespace: str, run: int) -> None:
-        """Every pod of run ``run`` in ``namespace``, deleted by one call (the API server deletes them; kubectl
-        would send a call per pod, and thousands of them outlast its timeout on a loaded API server)."""
-        connection = http.client.HTTPSConnection(self._url.hostname or "127.0.0.1", self._url.port,
-                                                 context=self._context, timeout=300)  # fmt: skip
-        try:
-            options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-            connection.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?labelSelector=run%3D{run}",
-                               json.dumps(options), {"Content-Type": "application/json"})  # fmt: skip
-            response = connection.getresponse()
-            body = response.read()
+        """Every pod of run ``run`` in ``namespace``, deleted :data:`DELETED_A_CALL` a call (the API server deletes
+        them; kubectl sends a call per pod, and thousands outlast its timeout on a loaded API server, as one call
+        for all of them outlasted the API server's own request timeout), until a call deletes none."""
+        failures = 0
+        while True:
+            connection = http.client.HTTPSConnection(self._url.hostname or "127.0.0.1", self._url.port,
+                                                     context=self._context, timeout=120)  # fmt: skip
+            try:
+                options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+                connection.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?labelSelector=run%3D{run}"
+                                   f"&limit={DELETED_A_CALL}", json.dumps(options),
+                                   {"Content-Type": "application/json"})  # fmt: skip
+                response = connection.getresponse()
+                body = response.read()
+            except (OSError, http.client.HTTPException):
+                failures += 1
+                if failures > 5:
+                    raise
+                time.sleep(1.0)
+                continue
+            finally:
+                connection.close()
             if response.status != 200:
                 raise RuntimeError(f"deleting run {run} in {namespace}: {response.status} {body[:300]!r}")
-        finally:
-            connection.close()
+            if not json.loads(body).get("items"):
+                return
 
 
 def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace: str, run: int,
