@@ -39,13 +39,11 @@ import json
 import pathlib
 import random
 import shutil
-import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 from typing import Any
 
 import yaml
@@ -54,7 +52,7 @@ from benchmarks import live_cluster, peers_stack, records
 from benchmarks.bench_live import memory
 from benchmarks.bench_peers import cpu_seconds
 from benchmarks.bench_real_scheduler import wait_advertised
-from benchmarks.bindings import BindingWatch
+from benchmarks.bindings import BindingWatch, admin_connections
 from benchmarks.figures import percentile, spread
 from benchmarks.support import rotated
 from hack.control_plane import cluster as control_plane
@@ -153,14 +151,11 @@ class Creator:
     AppGroup on this machine's two cores), recording when each creation was answered."""
 
     def __init__(self, plane: ControlPlane) -> None:
-        self._context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
-        self._context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
-        self._url = urllib.parse.urlsplit(plane.server)
+        self._connect = admin_connections(plane, timeout=120)
 
     def create(self, namespace: str, pods: list[dict[str, Any]], at: float) -> dict[str, float]:
         time.sleep(max(0.0, at - time.monotonic()))
-        connection = http.client.HTTPSConnection(self._url.hostname or "127.0.0.1", self._url.port,
-                                                 context=self._context, timeout=60)  # fmt: skip
+        connection = self._connect()
         created = {}
         try:
             for pod in pods:
@@ -181,8 +176,7 @@ class Creator:
         for all of them outlasted the API server's own request timeout), until a call deletes none."""
         failures = 0
         while True:
-            connection = http.client.HTTPSConnection(self._url.hostname or "127.0.0.1", self._url.port,
-                                                     context=self._context, timeout=120)  # fmt: skip
+            connection = self._connect()
             try:
                 options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
                 connection.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?labelSelector=run%3D{run}"

@@ -22,6 +22,14 @@ from typing import Any
 from hack.control_plane.cluster import ControlPlane
 
 
+def admin_connections(plane: ControlPlane, timeout: float) -> Callable[[], http.client.HTTPSConnection]:
+    """A maker of HTTPS connections to ``plane``'s API server as its admin (one TLS context for all)."""
+    context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
+    context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+    url = urllib.parse.urlsplit(plane.server)
+    return lambda: http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port, context=context, timeout=timeout)
+
+
 class BindingWatch:
     """A thread watching the pods of ``namespace`` with ``selector``: when each was first seen bound and first
     seen without scheduling gates (monotonic seconds), and the pods as last seen."""
@@ -31,12 +39,7 @@ class BindingWatch:
         self.ungated_at: dict[str, float] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.changed = threading.Condition()
-        context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
-        context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
-        url = urllib.parse.urlsplit(plane.server)
-        self._connect: Callable[[], http.client.HTTPSConnection] = lambda: http.client.HTTPSConnection(
-            url.hostname or "127.0.0.1", url.port, context=context, timeout=30
-        )
+        self._connect = admin_connections(plane, timeout=30)
         self._path = f"/api/v1/namespaces/{namespace}/pods?labelSelector={urllib.parse.quote(selector)}"
         self._watching: http.client.HTTPSConnection | None = None
         self._closed = False

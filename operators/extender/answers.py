@@ -37,11 +37,11 @@ ANSWERS_KEPT = 256
 @dataclass
 class ExtenderState:
     """Where the cluster comes from and the config: a fixed snapshot (``source``), or a live index kept by delta
-    (``indexes``: :class:`operators.sources.live_index.LiveIndex`; ``source`` then gives the cache's snapshot, with
-    every pod, which the plans of plan-ungated AppGroups read). Holds the current index, the cycle state of the
-    last pod (its /filter and /prioritize share it), the table of the last NodeNames list (kube-scheduler sends
-    the same list pod after pod) and the answers given on them: a Deployment's replicas are the same pod to
-    every plugin, so the next replica's answer is the encoded bytes of the first's."""
+    (``indexes``: :meth:`operators.sources.live_index.LiveIndex.current`, ``live`` the index itself, on which the
+    plans of plan-ungated AppGroups count their answered pods provisionally). Holds the current index, the cycle
+    state of the last pod (its /filter and /prioritize share it), the table of the last NodeNames list
+    (kube-scheduler sends the same list pod after pod) and the answers given on them: a Deployment's replicas are
+    the same pod to every plugin, so the next replica's answer is the encoded bytes of the first's."""
 
     source: Callable[[], Snapshot]
     config: SchedulerConfig

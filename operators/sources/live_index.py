@@ -167,7 +167,7 @@ class Held:
 
 
 class Provisional:
-    """Pods counted where plans put them, over a :class:`LiveIndex`, for one pass of plans: each pod :meth:`place`
+    """Pods counted where plans put them, over a :class:`Kept` index, for one pass of plans: each pod :meth:`place`
     is given replaces the version the kept usage holds (by key: an AppGroup member released to a node and not bound
     yet, counted there), and :meth:`close` puts the held versions back, so that the kept state is the cache's again.
     What it costs is what the pass places, never the cluster. The pass is synchronous (nothing awaited between the
