@@ -171,6 +171,19 @@ def test_an_invalid_or_missing_appgroup_releases_everything_at_once() -> None:
     )
 
 
+def test_a_missing_appgroup_holds_a_young_pod_for_the_grace_its_watch_may_be_late() -> None:
+    """The AppGroup's watch may show it after its pods: a pod 1 s old waits until it is 3 s old (T0 + 2), one 4 s
+    old goes at once."""
+    pods = [pod("frontend-1", "frontend", age=1.0), pod("redis-1", "redis", age=4.0)]
+    plan = gate_plan(None, pods, T0, 60)
+    assert released(plan) == {"redis-1": NO_APPGROUP}
+    assert plan.next_deadline == T0 + 2.0
+    assert released(gate_plan(None, pods, T0 + 2.0, 60)) == {"frontend-1": NO_APPGROUP, "redis-1": NO_APPGROUP}
+    assert released(gate_plan(None, pods, None, 60)) == {"frontend-1": NO_APPGROUP, "redis-1": NO_APPGROUP}
+    cycle = group({"frontend": ["cart"], "cart": ["frontend"], "catalog": [], "redis": []})
+    assert released(gate_plan(cycle, pods, T0, 60)) == {"frontend-1": INVALID_APPGROUP, "redis-1": INVALID_APPGROUP}
+
+
 def test_pods_outside_the_spec_and_ungated_pods() -> None:
     pods = [pod("stray", "nginx"), pod("unlabelled", None), pod("free", "frontend", gates=())]
     plan = gate_plan(group(), pods, T0, 60)

@@ -48,16 +48,14 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.status.dependencies import validate
 from operators.engine.status.gates import (
     GATE,
-    INVALID_APPGROUP,
-    NO_APPGROUP,
     NOT_A_WORKLOAD,
     TIMEOUT,
     Release,
     is_gated,
     timeout_of,
+    without_order,
 )
 
 PLAN_MODE = "plan"
@@ -138,9 +136,11 @@ def release_by_plan(
     def waited(pod: Pod) -> float:
         return max(now - pod.created, 0.0) if pod.created is not None else 0.0
 
-    if group is None or validate(group.spec):
-        reason = NO_APPGROUP if group is None else INVALID_APPGROUP
-        return ReleaseDecision(tuple(PlannedRelease(pod, None, reason, waited(pod)) for pod in gated))
+    if (unordered := without_order(group, gated, now)) is not None:
+        reason, now_released, deadline = unordered
+        return ReleaseDecision(tuple(PlannedRelease(pod, None, reason, waited(pod)) for pod in now_released),
+                               next_deadline=deadline)  # fmt: skip
+    assert group is not None
     selectors = {entry.workload.selector for entry in group.spec.workloads}
     timeout, _ = timeout_of(group, default_timeout)
     released = [
