@@ -178,6 +178,10 @@ class ControlPlane:
     real_nodes: int = 0
     host_sysctls: dict[str, str] = field(default_factory=dict)
     warmups: list[tuple[str, str]] = field(default_factory=list)  # a restarted API server: (started, ready) times
+    # KWOK renews each fake node's Lease every quarter of this, a kubelet's pace at 40 s: 5,000 fake nodes would
+    # write 500 Leases a second on the two cores the tests share. Longer for benchmarks of many nodes (the node
+    # lifecycle controller then waits as long before it calls a node lost).
+    node_lease_seconds: int = 40
 
     @property
     def nodes(self) -> list[realnode.RealNode]:
@@ -238,7 +242,7 @@ class ControlPlane:
                     f"--kubeconfig={self.kubeconfig}",
                     f"--config={self.bin_dir.parent / 'kwok-stages.yaml'}",
                     f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
-                    "--node-lease-duration-seconds=40",
+                    f"--node-lease-duration-seconds={self.node_lease_seconds}",
                     "--cidr=10.240.0.0/16",
                 ],
             )
@@ -292,6 +296,7 @@ class ControlPlane:
             state.get("real_nodes", 0),
             state.get("host_sysctls", {}),
             [tuple(window) for window in state.get("warmups", [])],
+            state.get("node_lease_seconds", 40),
         )
 
     def _save(self) -> None:
@@ -302,6 +307,7 @@ class ControlPlane:
             "real_nodes": self.real_nodes,
             "host_sysctls": self.host_sysctls,
             "warmups": self.warmups,
+            "node_lease_seconds": self.node_lease_seconds,
         }
         self.state_file.write_text(json.dumps(state))
 
@@ -520,6 +526,7 @@ class ControlPlane:
             "--concurrent-replicaset-syncs=10",
             "--kube-api-qps=200",
             "--kube-api-burst=400",
+            *([f"--node-monitor-grace-period={self.node_lease_seconds}s"] if self.node_lease_seconds > 40 else []),
         ]
 
     def _scheduler_args(self, config: pathlib.Path | None = None) -> list[str]:

@@ -29,7 +29,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.planning.ungated import answered_pods, plan_pending, plans_ungated
+from operators.engine.planning.ungated import answered_pods, backlog_budget, plan_pending, plans_ungated
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
 from operators.sources.live_index import Provisional
@@ -107,7 +107,8 @@ class PlanFollower:
                 answered = {key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()}
                 started = time.perf_counter()
                 index = view.place(answered_pods(view.index, answered, pod))
-                plan = plan_pending(index, group, config, now, candidates)
+                budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
+                plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
                 if self.metrics is not None:
                     self.metrics.plans.observe(time.perf_counter() - started)
                 places = {planned.pod: planned.node for planned in plan.pods}

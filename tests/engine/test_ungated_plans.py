@@ -11,13 +11,20 @@ from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.plan import Plan
-from operators.engine.planning.ungated import index_with_answers, plan_pending, plans_ungated
+from operators.engine.planning.ungated import (
+    backlog_budget,
+    index_with_answers,
+    plan_pending,
+    plans_ungated,
+    waiting_groups,
+)
+from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
 from tests.support.planning import CONFIG, node, placed, pod, topology
 
 
-def ungated(graph: dict[str, list[str]], mode: str = "plan-ungated") -> AppGroup:
-    group = ordered.appgroup("pair", graph)
+def ungated(graph: dict[str, list[str]], mode: str = "plan-ungated", name: str = "pair") -> AppGroup:
+    group = ordered.appgroup(name, graph)
     meta = group.metadata.model_copy(update={"annotations": {keys.ORDERED_SCHEDULING: mode}})
     return group.model_copy(update={"metadata": meta})
 
@@ -108,3 +115,20 @@ def test_the_candidates_narrow_the_nodes_before_a_layout_does() -> None:
     problem = build_problem(index, group, CONFIG, layout={"b": {"n1": 1}}, allowed=["n2", "n3"])
     assert [problem.nodes[n] for n in problem.eligible[0].nonzero()[0]] == ["n2", "n3"]
     assert not problem.unplaceable
+
+
+def test_appgroups_waiting_together_share_the_planning_time() -> None:
+    """Plan-ungated g1 (a pending pod), g2 (its pending pod already planned), g3 (all bound), g4..g8 (a pending pod
+    each), and gated p (plan mode, pending): g1 and g4..g8 wait, 6 of them: each plan 0.5 s / 6 = 83 ms, under the
+    configured 100 ms; with g4..g8 planned too, g1 alone: its 100 ms."""
+    names = ["g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8"]
+    groups = [ungated({"a": []}, name=name) for name in names] + [ungated({"a": []}, "plan", "p")]
+    pods = [pod(f"{name}-0", "a", group=name, on="n1" if name == "g3" else "") for name in names]
+    pods.append(pod("p-0", "a", group="p"))
+    snapshot = replace(build_snapshot([node("n1", "za"), topology(5), *pods]), app_groups=tuple(groups))
+    index = ClusterIndex.build(snapshot)
+    held = {f"{ordered.NAMESPACE}/g2-0"}
+    assert waiting_groups(index, held) == 6
+    assert abs(backlog_budget(index, held) - 0.5 / 6) < 1e-12
+    held |= {f"{ordered.NAMESPACE}/{name}-0" for name in ("g4", "g5", "g6", "g7", "g8")}
+    assert waiting_groups(index, held) == 1 and backlog_budget(index, held) == 0.1

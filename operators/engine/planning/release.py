@@ -137,9 +137,9 @@ def release_by_plan(
         return max(now - pod.created, 0.0) if pod.created is not None else 0.0
 
     if (unordered := without_order(group, gated, now)) is not None:
-        reason, now_released, deadline = unordered
+        reason, now_released, due_next = unordered
         return ReleaseDecision(tuple(PlannedRelease(pod, None, reason, waited(pod)) for pod in now_released),
-                               next_deadline=deadline)  # fmt: skip
+                               next_deadline=due_next)  # fmt: skip
     assert group is not None
     selectors = {entry.workload.selector for entry in group.spec.workloads}
     timeout, _ = timeout_of(group, default_timeout)

@@ -16,12 +16,16 @@ with whatever is pending then.
    did not bind it.
 2. **What**: :func:`~operators.engine.planning.plan.plan_appgroup` of the other members (pending, not answered),
    with the rebalancer's layout as the gated mode follows it.
+3. **How long**: a plan is anytime (it searches to its budget), and kube-scheduler waits for it; when AppGroups
+   arrive together, each plan's budget is :data:`BACKLOG_SECONDS` shared among the AppGroups with a pending pod
+   no plan placed yet (:func:`waiting_groups`, :func:`~operators.engine.planning.release.shared_budget`, as the
+   gated mode shares its pass): 250 AppGroups at 100 ms each held kube-scheduler's queue 25 s.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Container, Mapping
 from dataclasses import replace
 
 from operators.api import keys
@@ -32,7 +36,10 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
+from operators.engine.planning.release import shared_budget
 from operators.engine.scheduling.index import ClusterIndex
+
+BACKLOG_SECONDS = 0.5  # the planning time AppGroups waiting together share (each plan's budget: this over them)
 
 
 def plans_ungated(group: AppGroup | None) -> bool:
@@ -52,6 +59,23 @@ def answered_pods(index: ClusterIndex, answered: Mapping[str, tuple[str, str]], 
             out.append(pod.on_node(node))
     out.append(asking.on_node(""))
     return out
+
+
+def waiting_groups(index: ClusterIndex, held: Container[str]) -> int:
+    """The plan-ungated AppGroup names with a pending member whose key is not in ``held`` (the pods a plan placed
+    or answered for): each waits for a plan of its own."""
+    names = {group.metadata.name for group in index.app_groups.values() if plans_ungated(group)}
+    members = index.appgroup_pods
+
+    def waiting(pods: Mapping[str, Pod]) -> bool:
+        return any(key not in held and not pod.node_name and not pod.is_terminal for key, pod in pods.items())
+
+    return sum(1 for name in names if waiting(members.get(name, {})))
+
+
+def backlog_budget(index: ClusterIndex, held: Container[str], configured: float = DEFAULT_BUDGET_SECONDS) -> float:
+    """A plan's budget when :func:`waiting_groups` AppGroups wait (rule 3)."""
+    return shared_budget(configured, waiting_groups(index, held), BACKLOG_SECONDS)
 
 
 def plan_pending(

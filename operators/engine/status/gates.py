@@ -160,8 +160,8 @@ def gate_plan(
         return max(now - created, 0.0) if created is not None and now is not None else 0.0
 
     if (unordered := without_order(group, gated, now, grace)) is not None:
-        reason, now_released, deadline = unordered
-        return GatePlan(tuple(Release(pod, reason, waited(pod)) for pod in now_released), (), deadline)
+        reason, now_released, due_next = unordered
+        return GatePlan(tuple(Release(pod, reason, waited(pod)) for pod in now_released), (), due_next)
     assert group is not None
     graph = dependency_graph(group.spec)
     closure = blocking_dependencies(graph)
