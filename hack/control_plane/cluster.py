@@ -165,6 +165,32 @@ class Certificates:
 
 # --- the control plane -------------------------------------------------------------------------------------------
 
+STOP_GRACE_SECONDS = 3.0  # after SIGTERM, then SIGKILL (the state is thrown away with the folder)
+
+
+def exited(pid: int) -> bool:
+    """Whether ``pid`` has ended: reaped here when it is our child; a zombie of another parent (a process started
+    by another ``cluster up``) counts as ended (waiting for its parent to reap it waited the whole grace)."""
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        return finished != 0
+    except ChildProcessError:
+        try:
+            state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        return state in ("Z", "X")
+
+
+def wait_exited(pid: int, deadline: float) -> bool:
+    """Until ``pid`` has ended (:func:`exited`, asked until it says so: once reaped, its number may be another's)
+    or ``deadline`` (monotonic) has passed; whether it ended."""
+    while not exited(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
 
 @dataclass
 class ControlPlane:
@@ -262,23 +288,12 @@ class ControlPlane:
         for name in reversed(list(self.pids)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pids[name], signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
         for name, pid in list(self.pids.items()):
-            while time.monotonic() < deadline:
-                try:
-                    finished, _ = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:  # not our child (down.sh): poll its existence
-                    try:
-                        os.kill(pid, 0)
-                    except ProcessLookupError:
-                        break
-                    finished = 0
-                if finished:
-                    break
-                time.sleep(0.1)
-            else:
+            if not wait_exited(pid, deadline):  # kube-apiserver drains its watches a minute on SIGTERM: not needed
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+                wait_exited(pid, time.monotonic() + 5)  # one in uninterruptible sleep is left behind, not waited for
             self.pids.pop(name, None)
         if self.real_nodes:
             realnode.remove_network(self.real_nodes)
@@ -579,8 +594,10 @@ class ControlPlane:
         pid = self.pids.pop(name)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        if not wait_exited(pid, time.monotonic() + STOP_GRACE_SECONDS):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            wait_exited(pid, time.monotonic() + 5)
         self._save()
 
     def _apiserver_ready(self) -> bool:
