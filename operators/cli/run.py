@@ -117,6 +117,15 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     help="At most one status write per AppGroup per interval (the latest state is written at its end).",
 )
 @click.option(
+    "--appgroup-status-writes-per-second",
+    type=click.FloatRange(min=0),
+    default=20.0,
+    show_default=True,
+    metavar="RATE",
+    help="At most this many AppGroup status writes a second in all, the AppGroups marked longest first; 0: no "
+    "limit. A burst of AppGroups otherwise writes about as many statuses as it binds pods.",
+)
+@click.option(
     "--ordered-scheduling-timeout",
     type=click.FloatRange(min=0, min_open=True, max=86400),
     default=60.0,
@@ -203,6 +212,7 @@ def run_command(
     api_error_backoffs: str,
     nodeslo_spec_owner: str,
     appgroup_status_interval: float,
+    appgroup_status_writes_per_second: float,
     ordered_scheduling_timeout: float,
     appgroup_plans: bool,
     plan_config_path: str | None,
@@ -266,6 +276,7 @@ def run_command(
         controllers=ControllerOptions(
             appgroup=AppGroupOptions(
                 status_interval_seconds=appgroup_status_interval,
+                status_writes_per_second=appgroup_status_writes_per_second,
                 gate_timeout_seconds=ordered_scheduling_timeout,
                 plans=appgroup_plans,
                 plan_config=load_scheduler_config(plan_config_path),

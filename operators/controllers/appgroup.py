@@ -8,7 +8,10 @@
 * The topology-order scheduling gates of the AppGroup's pods are released by :mod:`operators.controllers.gates`.
 * One writer task writes the status of the marked AppGroups through the status subresource, at most once
   per AppGroup per ``status_interval_seconds`` and always the latest state (computed when written), only
-  when it changed. A failed write keeps the AppGroup marked and is retried. An invalid spec posts a
+  when it changed; at most ``status_writes_per_second`` in all, the AppGroups marked longest first (a burst of
+  AppGroups whose pods bind over seconds wrote about ten statuses each, as many writes as their pods: the
+  API server that creates and binds those pods pays for them). A failed write keeps the AppGroup marked and is
+  retried. An invalid spec posts a
   Warning Event (once per new problem); a spec that becomes valid again a Normal one.
 """
 
@@ -103,10 +106,15 @@ class _State:
     written: dict[Key, tuple[dict[str, Any], bytes]] = dataclasses.field(default_factory=dict)  # slimmed, digest
     last_write: dict[Key, float] = dataclasses.field(default_factory=dict)
     dirty: set[Key] = dataclasses.field(default_factory=set)
+    marked_at: dict[Key, int] = dataclasses.field(default_factory=dict)  # since when (a count) it waits to be written
+    marks: int = 0
     wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     def mark(self, key: Key) -> None:
         self.dirty.add(key)
+        if key not in self.marked_at:
+            self.marks += 1
+            self.marked_at[key] = self.marks
         self.wake.set()
 
     def on_changes(self, changes: list[Change]) -> None:
@@ -162,6 +170,7 @@ class _State:
         self.written.pop(key, None)
         self.last_write.pop(key, None)
         self.dirty.discard(key)
+        self.marked_at.pop(key, None)
 
 
 def _slim(status: Any) -> dict[str, Any]:
@@ -178,16 +187,44 @@ def _generation(body: Mapping[str, Any]) -> Any:
     return (body.get("metadata") or {}).get("generation")
 
 
-def writing_order(keys: list[Key], bodies: Mapping[Key, Mapping[str, Any]]) -> list[Key]:
+def writing_order(
+    keys: list[Key], bodies: Mapping[Key, Mapping[str, Any]], marked_at: Mapping[Key, int] | None = None
+) -> list[Key]:
     """The order of a pass's writes: first the AppGroups never decided for their current spec (no status of this
-    generation: created or changed while no replica led), then the rest, each by key. A new leader's first pass
-    recomputes every AppGroup (thousands take seconds); the ones waiting for a decision do not wait for those."""
+    generation: created or changed while no replica led), then the rest, each the longest marked first (``marked_at``)
+    and by key. A new leader's first pass recomputes every AppGroup (thousands take seconds); the ones waiting for a
+    decision do not wait for those, and under the writes' pace no AppGroup waits behind others marked after it."""
+    since = marked_at or {}
 
     def decided(key: Key) -> bool:
         body = bodies.get(key) or {}
         return bool((body.get("status") or {}).get("observedGeneration") == _generation(body))
 
-    return sorted(keys, key=lambda key: (decided(key), key))
+    return sorted(keys, key=lambda key: (decided(key), since.get(key, 0), key))
+
+
+@dataclasses.dataclass
+class WritePace:
+    """At most ``rate`` writes a second (0: no limit), up to a second's worth at once after a quiet second."""
+
+    rate: float
+    tokens: float = -1.0  # -1: nothing taken yet (a full second's worth)
+    at: float = 0.0
+
+    def take(self, wanted: int, now: float) -> int:
+        """How many of ``wanted`` writes may go at ``now`` (those are counted)."""
+        if self.rate <= 0:
+            return wanted
+        most = max(self.rate, 1.0)
+        self.tokens = most if self.tokens < 0 else min(most, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        granted = min(wanted, int(self.tokens))
+        self.tokens -= granted
+        return granted
+
+    def wait(self) -> float:
+        """Seconds from the last :meth:`take` until one more write may go."""
+        return 0.0 if self.rate <= 0 or self.tokens >= 1 else (1 - self.tokens) / self.rate
 
 
 @reconciler("appgroup")
@@ -235,11 +272,12 @@ async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> 
     pass's other writes finish, keeps its AppGroup marked, and then ends the writer (its supervisor restarts it)."""
     loop = asyncio.get_running_loop()
     interval = state.options.status_interval_seconds
+    pace = WritePace(state.options.status_writes_per_second)
     await state.cache.wait_synced()  # a status from half-listed pods would be wrong (and then corrected)
     writing = asyncio.Semaphore(WRITERS)
 
     def retry(key: Key) -> None:
-        state.dirty.add(key)
+        state.mark(key)
         state.last_write[key] = loop.time() + RETRY_SECONDS - interval
 
     async def write_one(key: Key) -> None:
@@ -262,14 +300,19 @@ async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> 
     while not stopped():
         state.wake.clear()
         now = loop.time()
-        due = writing_order([key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now],
-                            state.bodies)  # fmt: skip
+        ready = [key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now]
+        due = writing_order(ready, state.bodies, state.marked_at)
+        due = due[: pace.take(len(due), now)]
         state.dirty.difference_update(due)
+        for key in due:
+            state.marked_at.pop(key, None)
         results = await asyncio.gather(*(write_one(key) for key in due if key in state.bodies), return_exceptions=True)
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:
             raise failed[0]
         waits = [state.last_write.get(key, 0) + interval - loop.time() for key in state.dirty]
+        if len(due) < len(ready):  # held back by the pace
+            waits.append(pace.wait())
         timeout = max(min(waits), 0.01) if waits else None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(state.wake.wait(), timeout)

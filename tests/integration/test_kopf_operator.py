@@ -196,6 +196,30 @@ async def test_a_burst_of_pods_costs_a_few_coalesced_writes_that_end_correct(api
         assert placed() == 40
 
 
+async def test_a_burst_of_appgroups_is_written_at_the_pace_oldest_first(api: Api, emulator: ApiEmulator) -> None:
+    """30 AppGroups created at once, at most 10 status writes a second: every status is written, never more than 20
+    in any second (a full second's worth at once, then 10 a second), over two seconds at least where they took a
+    fraction of one unpaced, and in the order they were created (each waits for none marked after it)."""
+    from operators.api.config.controllers import AppGroupOptions, ControllerOptions
+
+    await emulator.seed(documents("cluster.yaml"))
+    group = documents("appgroup-a1.yaml")[0]
+    options = ControllerOptions(appgroup=AppGroupOptions(status_interval_seconds=1.0, status_writes_per_second=10))
+    async with running_operator(emulator.base_url, options=options):
+        for index in range(30):
+            await api.call("POST", AG, {**group, "metadata": {**group["metadata"], "name": f"g{index:02d}"}})
+        await eventually(lambda: len({w[4] for w in _status_writes(emulator) if w[4].startswith("g")}) == 30,
+                         within=15)  # fmt: skip
+        writes = [w for w in _status_writes(emulator) if w[4].startswith("g")]
+    times = sorted(stamp for stamp, *_ in writes)
+    assert max(sum(1 for t in times if start <= t < start + 1.0) for start in times) <= 20
+    assert times[-1] - times[0] >= 1.5  # 10 at once, then 10 a second: the 30th two seconds after the first
+    first = {}
+    for _, _, _, _, name, _ in writes:
+        first.setdefault(name, len(first))
+    assert sorted(first, key=first.__getitem__)[:10] == sorted(first)[:10]  # the first created, first written
+
+
 def _status_writes(emulator: ApiEmulator) -> list[Any]:
     return [write for write in emulator.writes if write[2] == "appgroups" and write[5] == "status"]
 

@@ -46,6 +46,8 @@ class AppGroupOptions(_Options):
     writes per AppGroup, not one per pod."""
 
     status_interval_seconds: float = Field(1.0, ge=0)
+    # ... and at most this many status writes a second in all, the AppGroups marked longest first (0: no limit)
+    status_writes_per_second: float = Field(20.0, ge=0)
     # Topology-ordered scheduling: a gated pod is released this long after its creation whatever the order.
     gate_timeout_seconds: float = Field(60.0, gt=0, le=86400)
     # Releases by whole-group plans (AppGroups annotated ordered-scheduling: plan): on, the cache follows every
