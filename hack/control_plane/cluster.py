@@ -192,6 +192,16 @@ def wait_exited(pid: int, deadline: float) -> bool:
     return True
 
 
+def stop_process(pid: int, deadline: float) -> None:
+    """``pid`` (sent SIGTERM before) waited for until ``deadline`` (monotonic), then SIGKILLed and reaped:
+    kube-apiserver drains its watches a minute on SIGTERM, which nothing here needs. One in uninterruptible sleep is
+    left behind after 5 s more, not waited for."""
+    if not wait_exited(pid, deadline):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        wait_exited(pid, time.monotonic() + 5)
+
+
 @dataclass
 class ControlPlane:
     """The control plane, with KWOK for fake nodes; with ``real_nodes`` > 0, that many real nodes as well
@@ -290,10 +300,7 @@ class ControlPlane:
                 os.kill(self.pids[name], signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         for name, pid in list(self.pids.items()):
-            if not wait_exited(pid, deadline):  # kube-apiserver drains its watches a minute on SIGTERM: not needed
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                wait_exited(pid, time.monotonic() + 5)  # one in uninterruptible sleep is left behind, not waited for
+            stop_process(pid, deadline)
             self.pids.pop(name, None)
         if self.real_nodes:
             realnode.remove_network(self.real_nodes)
@@ -594,10 +601,7 @@ class ControlPlane:
         pid = self.pids.pop(name)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        if not wait_exited(pid, time.monotonic() + STOP_GRACE_SECONDS):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            wait_exited(pid, time.monotonic() + 5)
+        stop_process(pid, time.monotonic() + STOP_GRACE_SECONDS)
         self._save()
 
     def _apiserver_ready(self) -> bool:

@@ -105,16 +105,14 @@ class _State:
     members: dict[Key, dict[str, Pod]] = dataclasses.field(default_factory=lambda: defaultdict(dict))
     written: dict[Key, tuple[dict[str, Any], bytes]] = dataclasses.field(default_factory=dict)  # slimmed, digest
     last_write: dict[Key, float] = dataclasses.field(default_factory=dict)
-    dirty: set[Key] = dataclasses.field(default_factory=set)
-    marked_at: dict[Key, int] = dataclasses.field(default_factory=dict)  # since when (a count) it waits to be written
+    dirty: dict[Key, int] = dataclasses.field(default_factory=dict)  # waiting to be written -> since (a mark count)
     marks: int = 0
     wake: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
 
     def mark(self, key: Key) -> None:
-        self.dirty.add(key)
-        if key not in self.marked_at:
+        if key not in self.dirty:
             self.marks += 1
-            self.marked_at[key] = self.marks
+            self.dirty[key] = self.marks
         self.wake.set()
 
     def on_changes(self, changes: list[Change]) -> None:
@@ -169,8 +167,7 @@ class _State:
             del self.by_name[key[1]]
         self.written.pop(key, None)
         self.last_write.pop(key, None)
-        self.dirty.discard(key)
-        self.marked_at.pop(key, None)
+        self.dirty.pop(key, None)
 
 
 def _slim(status: Any) -> dict[str, Any]:
@@ -301,11 +298,10 @@ async def write_marked(api: Any, state: _State, stopped: Callable[[], bool]) -> 
         state.wake.clear()
         now = loop.time()
         ready = [key for key in state.dirty if state.last_write.get(key, -interval) + interval <= now]
-        due = writing_order(ready, state.bodies, state.marked_at)
+        due = writing_order(ready, state.bodies, state.dirty)
         due = due[: pace.take(len(due), now)]
-        state.dirty.difference_update(due)
         for key in due:
-            state.marked_at.pop(key, None)
+            del state.dirty[key]
         results = await asyncio.gather(*(write_one(key) for key in due if key in state.bodies), return_exceptions=True)
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:

@@ -45,6 +45,7 @@ from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import (
+    BACKLOG_SECONDS,
     awaiting_bind,
     plans_by_whole_group,
     provisional,
@@ -64,7 +65,7 @@ WRITERS = 32  # releases written at once (a plan releases a whole group)
 # a pass plans AppGroups in the order their pods arrived for this long at most (at least one): the others are
 # planned in the next pass, once this one's releases are sent, so that one large AppGroup holds back a burst of
 # small ones by one plan at most, and the first releases go out while the rest is planned
-PASS_SECONDS = 0.5
+PASS_SECONDS = BACKLOG_SECONDS  # a pass plans this long at most; a backlog shares it (as the extender's does)
 WRITES_BEHIND = 4  # passes whose writes may still be under way when the next one plans (then it waits for the oldest)
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 

@@ -64,6 +64,7 @@ SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived f
 FOLLOW_SECONDS = 0.01  # once some of the group is placed, later pods are planned this soon after they arrive
 GATHER_SECONDS = 30.0  # a group's first plan waits for its pods to stop arriving at most this long
 MIN_BUDGET_SECONDS = 0.01  # a plan's budget under the deepest backlog (the configured one when that is less)
+BACKLOG_SECONDS = 0.5  # the planning time AppGroups waiting together share (each plan's budget: this over them)
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"

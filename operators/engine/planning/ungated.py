@@ -17,9 +17,10 @@ with whatever is pending then.
 2. **What**: :func:`~operators.engine.planning.plan.plan_appgroup` of the other members (pending, not answered),
    with the rebalancer's layout as the gated mode follows it.
 3. **How long**: a plan is anytime (it searches to its budget), and kube-scheduler waits for it; when AppGroups
-   arrive together, each plan's budget is :data:`BACKLOG_SECONDS` shared among the AppGroups with a pending pod
-   no plan placed yet (:func:`waiting_groups`, :func:`~operators.engine.planning.release.shared_budget`, as the
-   gated mode shares its pass): 250 AppGroups at 100 ms each held kube-scheduler's queue 25 s.
+   arrive together, each plan's budget is :data:`~operators.engine.planning.release.BACKLOG_SECONDS` shared among
+   the AppGroups with a pending pod no plan placed yet (:func:`waiting_groups`,
+   :func:`~operators.engine.planning.release.shared_budget`, as the gated mode shares its pass): 250 AppGroups at
+   100 ms each held kube-scheduler's queue 25 s.
 """
 
 from __future__ import annotations
@@ -36,10 +37,8 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
-from operators.engine.planning.release import shared_budget
+from operators.engine.planning.release import BACKLOG_SECONDS, shared_budget
 from operators.engine.scheduling.index import ClusterIndex
-
-BACKLOG_SECONDS = 0.5  # the planning time AppGroups waiting together share (each plan's budget: this over them)
 
 
 def plans_ungated(group: AppGroup | None) -> bool:
