@@ -26,6 +26,7 @@ import numpy as np
 
 from operators.engine.planning.moves import Assignment, Moves
 from operators.engine.planning.problem import Problem
+from operators.engine.planning.work import FIT_ONE_WORK
 
 LEVELS = ("node", "zone", "region", "cluster")
 TRIES = 16  # nodes tried per pod when placing it would break a rule between pods
@@ -96,7 +97,8 @@ def _domains(problem: Problem, level: str) -> list[np.ndarray]:
         keys = np.array([regions[problem.places[place][0]] for place in problem.place_of.tolist()], dtype=np.int64)
     else:
         return [nodes]
-    return [nodes[keys == key] for key in np.unique(keys).tolist()]
+    order = np.argsort(keys, kind="stable")  # one sort, not a pass over every node per domain (500 zones)
+    return np.split(nodes[order], np.flatnonzero(np.diff(keys[order])) + 1)
 
 
 def _room(problem: Problem, order: list[int]) -> np.ndarray:
@@ -162,8 +164,9 @@ def _fill_by_scan(moves: Moves, state: Assignment, order: list[int], by_room: li
     for at, pod in enumerate(order):
         least = smallest[at]
         while first < len(by_room) and (
-            state.pods_free[by_room[first]] <= 0 or not bool(np.all(state.free[by_room[first]] >= least))
+            state.pods_free[by_room[first]] <= 0 or not bool((state.free[by_room[first]] >= least).all())
         ):
+            moves.work[0] += FIT_ONE_WORK
             first += 1  # full for every pod still to place
         at_node = moves.first_fitting(state, pod, by_room, first)
         if at_node < len(by_room):

@@ -44,7 +44,7 @@ from operators.engine.cluster.objects import Node, Pod
 from operators.engine.planning.constraints import PlanConstraints, build_constraints, needs_static, static_failure
 from operators.engine.planning.layout import Layout
 from operators.engine.scheduling.index import ClusterIndex
-from operators.engine.scheduling.network_bandwidth import passing
+from operators.engine.scheduling.network_bandwidth import passes, passing
 from operators.engine.scheduling.network_overhead import MAX_COST, place_costs
 from operators.memo import remember
 
@@ -124,15 +124,14 @@ class Problem:
 
     def _fits_one(self, pod: int, node: int, free: Ints, used: Ints) -> bool:
         """Whether ``pod`` fits on ``node`` with ``free`` resources and ``used`` (ingress, egress) bandwidth there."""
-        if not (self.eligible[pod][node] and bool(np.all(free >= self.requests[pod]))):
+        if not (self.eligible[pod][node] and bool((free >= self.requests[pod]).all())):
             return False
         want = (int(self.demand[pod, 0]), int(self.demand[pod, 1]))
         if want == (0, 0):
             return True
         if self.bandwidth_unknown[node]:
             return False
-        window = slice(node, node + 1)
-        return bool(passing(want, self.capacity[window], used[0:1], used[1:2], self.accounting)[0])
+        return bool(passes(want, int(self.capacity[node]), int(used[0]), int(used[1]), self.accounting))
 
 
 def members(group: AppGroup, pods: Iterable[Pod]) -> list[Pod]:

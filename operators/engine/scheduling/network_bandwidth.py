@@ -12,6 +12,8 @@ capacity is unknown. **NormalizeScore**: min-max to 0..100 (all equal: 0), as th
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -65,7 +67,13 @@ def passing(demand: tuple[int, int], capacity: Ints, used_in: Ints, used_out: In
     an unknown capacity (-1) never passes a pod that asks for bandwidth."""
     if demand == (0, 0):
         return np.ones(len(capacity), dtype=np.bool_)
-    return np.asarray((capacity >= 0) & accounting.fits(capacity, used_in, used_out, *demand))
+    return np.asarray(passes(demand, capacity, used_in, used_out, accounting))
+
+
+def passes(demand: tuple[int, int], capacity: Any, used_in: Any, used_out: Any, accounting: Accounting) -> Any:
+    """:func:`passing` on one node's ints (a planner's check of one node: numpy's overhead on one-element arrays
+    was most of its time), or elementwise on columns."""
+    return (capacity >= 0) & accounting.fits(capacity, used_in, used_out, *demand)
 
 
 def score(demand: tuple[int, int], table: NodeTable, accounting: Accounting) -> Ints:
