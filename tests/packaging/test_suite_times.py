@@ -1,0 +1,47 @@
+"""Where the suite's time goes: each test's tier, and the record kept of a whole run."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+from tests.conftest import tier_of
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_each_test_counts_in_its_tier() -> None:
+    assert tier_of("tests/engine/test_gates.py::test_x", {}) == "unit"
+    assert tier_of("tests/fuzz/test_fuzz_agent.py::test_x[a/b]", {}) == "unit"
+    assert tier_of("tests/integration/test_probe.py::test_x", {}) == "integration"
+    assert tier_of("tests/packaging/test_helm.py::test_x", {}) == "packaging"
+    assert tier_of("tests/e2e/test_rebalance.py::test_x", {"e2e": True}) == "e2e"
+    assert tier_of("tests/e2e/test_real_node.py::test_x", {"e2e": True, "realnode": True}) == "realnode"
+    assert tier_of("test_outside.py::test_x", {}) == "unit"
+
+
+def run(source: pathlib.Path, record: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(ROOT / "hack" / "suite_times.py"), "--tools", "cold", "--from", str(source)]
+    return subprocess.run([*command, "--record", str(record)], capture_output=True, text=True, check=False)
+
+
+def test_a_whole_run_is_kept_and_a_partial_one_refused(tmp_path: pathlib.Path) -> None:
+    tools = tmp_path / ".tools"
+    tools.mkdir()
+    (tools / "build-seconds").write_text("301\n")
+    seconds = {"unit": 200.0, "integration": 300.0, "packaging": 150.0, "e2e": 1200.0, "realnode": 90.0}
+    tests = {"unit": 900, "integration": 300, "packaging": 200, "e2e": 60, "realnode": 8}
+    (tools / "suite-times.json").write_text(json.dumps({"seconds": seconds, "tests": tests, "wall seconds": 1950.0}))
+    record = tmp_path / "suite_times.json"
+    done = run(tmp_path, record)
+    assert done.returncode == 0, done.stderr
+    kept = json.loads(record.read_text())
+    assert kept["parameters"]["tools"] == "cold"
+    assert kept["figures"]["build s"]["median"] == 301 and kept["figures"]["suite s"]["median"] == 1950
+    assert kept["figures"]["e2e/seconds"]["median"] == 1200 and kept["figures"]["realnode/tests"]["median"] == 8
+    del tests["realnode"], seconds["realnode"]
+    (tools / "suite-times.json").write_text(json.dumps({"seconds": seconds, "tests": tests, "wall seconds": 1800.0}))
+    refused = run(tmp_path, tmp_path / "partial.json")
+    assert refused.returncode == 2 and "realnode" in refused.stderr and not (tmp_path / "partial.json").exists()
