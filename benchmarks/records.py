@@ -53,6 +53,11 @@ def measured_and_simulated(
     }  # fmt: skip
 
 
-def write(path: str | Path, benchmark: str, parameters: Mapping[str, Any], figures: Mapping[str, Any]) -> None:
+def write(
+    path: str | Path, benchmark: str, parameters: Mapping[str, Any], figures: Mapping[str, Any], module: str = ""
+) -> None:
+    """The record; ``module``: what makes it, when not ``benchmarks.<benchmark>``."""
     record = {"benchmark": benchmark, "parameters": dict(parameters), "machine": machine(), "figures": dict(figures)}
+    if module:
+        record["module"] = module
     Path(path).write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")

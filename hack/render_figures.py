@@ -54,7 +54,8 @@ def table(record: Record, only: tuple[str, ...], columns: tuple[str, ...] = (), 
     )
     machine = record["machine"]
     lines = [
-        f"Record `docs/figures/{file or record['benchmark']}.json`: `python -m benchmarks.{record['benchmark']}` "
+        f"Record `docs/figures/{file or record['benchmark']}.json`: "
+        f"`python -m {record.get('module') or 'benchmarks.' + record['benchmark']}` "
         f"({parameters}) on {machine['cpus']} CPUs, Python {machine['python']}.",
         "",
     ]

@@ -3,9 +3,10 @@
 control plane's build (``.tools/build-seconds``, written by ``hack/control-plane/build.sh``) and the suite's
 seconds and tests per tier (``.tools/suite-times.json``, written by ``tests/conftest.py`` after every run).
 
-    python hack/suite_times.py --tools cold|warm [--from DIR] [--record FILE]
+    python -m hack.suite_times --tools cold|warm --go-cache cold|warm [--from DIR] [--record FILE]
 
 ``--tools``: whether the build started without ``.tools/`` (a clean clone: ``cold``) or with it (``warm``);
+``--go-cache``: whether Go's module and build caches were empty (a fresh machine: ``cold``) or filled;
 ``--from``: the checkout whose ``.tools/`` holds the times (a clean clone CI ran in; default: this one). A run of
 part of the suite is refused: the record is of every tier.
 """
@@ -17,10 +18,9 @@ import json
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks import records
 
-from benchmarks import records  # noqa: E402  (the repository's root is put on the path above)
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TIERS = ("unit", "integration", "packaging", "e2e", "realnode")
 
@@ -38,6 +38,7 @@ def figures(times: dict[str, dict[str, float]], build_seconds: float, wall_secon
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tools", choices=("cold", "warm"), required=True)
+    parser.add_argument("--go-cache", choices=("cold", "warm"), required=True)
     parser.add_argument("--from", dest="source", type=pathlib.Path, default=ROOT)
     parser.add_argument("--record", type=pathlib.Path, default=ROOT / "docs" / "figures" / "suite_times.json")
     args = parser.parse_args()
@@ -53,8 +54,9 @@ def main() -> int:
         print(f"suite_times: the run has no test of the tiers {', '.join(missing)}: not the whole suite",
               file=sys.stderr)  # fmt: skip
         return 2
-    records.write(args.record, "suite_times", {"tools": args.tools, "command": "the README's test command"},
-                  figures(times, build_seconds, float(times["wall seconds"])))  # fmt: skip
+    parameters = {"tools": args.tools, "go_cache": args.go_cache, "command": "the README's test command"}
+    found = figures(times, build_seconds, float(times["wall seconds"]))
+    records.write(args.record, "suite_times", parameters, found, module="hack.suite_times")
     print(f"wrote {args.record}")
     return 0
 

@@ -1,6 +1,6 @@
 """Where the suite's time goes: after every run, each tier's seconds (setup, call and teardown of its tests, a
 shared control plane's start included) and its number of tests, printed at the end of the run (in CI's log too)
-and written to ``.tools/suite-times.json``, which ``hack/suite_times.py`` turns into the record
+and written to ``.tools/suite-times.json``, which ``python -m hack.suite_times`` turns into the record
 ``docs/figures/suite_times.json``."""
 
 from __future__ import annotations

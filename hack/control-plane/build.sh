@@ -86,4 +86,4 @@ fi
 bash "$HERE/images.sh"
 bash "$HERE/build-peer.sh"
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"
-echo "$((SECONDS - start))" >"$ROOT/.tools/build-seconds"  # hack/suite_times.py keeps it beside the suite's times
+echo "$((SECONDS - start))" >"$ROOT/.tools/build-seconds"  # python -m hack.suite_times keeps it beside the suite's times

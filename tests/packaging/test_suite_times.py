@@ -23,8 +23,8 @@ def test_each_test_counts_in_its_tier() -> None:
 
 
 def run(source: pathlib.Path, record: pathlib.Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(ROOT / "hack" / "suite_times.py"), "--tools", "cold", "--from", str(source)]
-    return subprocess.run([*command, "--record", str(record)], capture_output=True, text=True, check=False)
+    command = [sys.executable, "-m", "hack.suite_times", "--tools", "cold", "--go-cache", "warm", "--from", str(source)]
+    return subprocess.run([*command, "--record", str(record)], capture_output=True, text=True, check=False, cwd=ROOT)
 
 
 def test_a_whole_run_is_kept_and_a_partial_one_refused(tmp_path: pathlib.Path) -> None:
@@ -38,7 +38,7 @@ def test_a_whole_run_is_kept_and_a_partial_one_refused(tmp_path: pathlib.Path) -
     done = run(tmp_path, record)
     assert done.returncode == 0, done.stderr
     kept = json.loads(record.read_text())
-    assert kept["parameters"]["tools"] == "cold"
+    assert (kept["parameters"]["tools"], kept["parameters"]["go_cache"]) == ("cold", "warm")
     assert kept["figures"]["build s"]["median"] == 301 and kept["figures"]["suite s"]["median"] == 1950
     assert kept["figures"]["e2e/seconds"]["median"] == 1200 and kept["figures"]["realnode/tests"]["median"] == 8
     del tests["realnode"], seconds["realnode"]
