@@ -1,7 +1,7 @@
 """Where the suite's time goes: after every run, each tier's seconds (setup, call and teardown of its tests, a
 shared control plane's start included) and its number of tests, printed at the end of the run (in CI's log too)
-and written to ``.tools/suite-times.json``, which ``python -m hack.suite_times`` turns into the record
-``docs/figures/suite_times.json``."""
+and, for a run of every tier, written to ``.tools/suite-times.json``, which ``python -m hack.suite_times`` turns
+into the record ``docs/figures/suite_times.json``."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ class SuiteTimes:
         wall = time.monotonic() - self.started
         parts = [f"{tier} {self.seconds[tier]:.0f} s ({self.tests[tier]} tests)" for tier in ran]
         terminalreporter.write_line(f"time per tier: {', '.join(parts)}; the run {wall:.0f} s")
+        if len(ran) < len(TIERS):  # what is kept is a whole run's (a module run alone in CI does not replace it)
+            return
         document = {"seconds": {tier: round(self.seconds[tier], 1) for tier in ran},
                     "tests": {tier: self.tests[tier] for tier in ran}, "wall seconds": round(wall, 1)}  # fmt: skip
         try:

@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import tier_of
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -45,3 +47,35 @@ def test_a_whole_run_is_kept_and_a_partial_one_refused(tmp_path: pathlib.Path) -
     (tools / "suite-times.json").write_text(json.dumps({"seconds": seconds, "tests": tests, "wall seconds": 1800.0}))
     refused = run(tmp_path, tmp_path / "partial.json")
     assert refused.returncode == 2 and "realnode" in refused.stderr and not (tmp_path / "partial.json").exists()
+
+
+def test_the_times_are_printed_after_every_run_and_kept_for_a_whole_one(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    monkeypatch.setattr(conftest, "TIMES", tmp_path / "suite-times.json")
+    lines: list[str] = []
+    reporter = SimpleNamespace(write_line=lines.append)
+    where = {"unit": "tests/engine/t.py", "integration": "tests/integration/t.py", "packaging": "tests/packaging/t.py",
+             "e2e": "tests/e2e/t.py", "realnode": "tests/e2e/r.py"}  # fmt: skip
+
+    def ran(tiers: list[str]) -> conftest.SuiteTimes:
+        times = conftest.SuiteTimes()
+        for tier in tiers:
+            keywords = {"realnode": True} if tier == "realnode" else {}
+            for when, seconds in (("setup", 1.5), ("call", 2.0), ("teardown", 0.5)):
+                times.pytest_runtest_logreport(SimpleNamespace(nodeid=f"{where[tier]}::test_x", keywords=keywords,
+                                                               duration=seconds, when=when))  # fmt: skip
+        times.pytest_terminal_summary(reporter)
+        return times
+
+    ran(["unit", "e2e"])  # a module or two: printed, not kept
+    assert lines[-1].startswith("time per tier: unit 4 s (1 tests), e2e 4 s (1 tests); the run")
+    assert not (tmp_path / "suite-times.json").exists()
+    ran(["unit", "unit", "integration", "packaging", "e2e", "realnode"])
+    kept = json.loads((tmp_path / "suite-times.json").read_text())
+    assert kept["seconds"] == {"unit": 8.0, "integration": 4.0, "packaging": 4.0, "e2e": 4.0, "realnode": 4.0}
+    assert kept["tests"] == {"unit": 2, "integration": 1, "packaging": 1, "e2e": 1, "realnode": 1}
