@@ -22,7 +22,7 @@ from benchmarks import records
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-TIERS = ("unit", "integration", "packaging", "e2e", "realnode")
+TIERS = ("unit", "integration", "packaging", "e2e", "realnode")  # the README's tiers, in the order they run
 
 
 def figures(times: dict[str, dict[str, float]], build_seconds: float, wall_seconds: float) -> dict[str, object]:

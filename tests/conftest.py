@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from hack.suite_times import TIERS
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TIMES = ROOT / ".tools" / "suite-times.json"
-TIERS = ("unit", "integration", "packaging", "e2e", "realnode")  # the README's tiers, in the order they run
 
 
 def tier_of(nodeid: str, keywords: Any) -> str:

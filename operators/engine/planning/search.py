@@ -440,8 +440,9 @@ def search_nodes(
     start, level, domain = smallest_domain(engine) if len(problem.pods) > 1 else (None, "", None)
     best, unplaceable = engine.greedy(deadline)
     greedy = engine.objective(best)
-    if greedy.objective == 0 or start is None or domain is None:  # optimal: no pair to gain, or one pod on its best
-        return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)  # node
+    # optimal: no pair to gain, or one pod on its best node (no baseline made)
+    if greedy.objective == 0 or start is None or domain is None:
+        return SearchResult(best.node.copy(), greedy, greedy, True, 0, clock() - started, unplaceable)
     # the other starts, made before the improvements spend the budget (made after them, they ran past it: 0.2-0.3 s
     # for a 100 ms plan of 100 pods, the packing most of it): the baseline's zone packed with most pairs on one node
     # while the budget allows
