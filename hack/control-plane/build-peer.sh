@@ -10,6 +10,6 @@ set -euo pipefail
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 start=$SECONDS
 build scheduler-plugins scheduler-plugins sigs.k8s.io/scheduler-plugins/cmd/scheduler
-build admission-floor admission-floor .
+build admission-floor admission-floor netaware.local/admission-floor
 version="$(awk '$1 == "require" && $2 == "sigs.k8s.io/scheduler-plugins" {print $3}' "$HERE/scheduler-plugins/go.mod")"
 echo "scheduler-plugins $version and admission-floor ready in $BIN ($((SECONDS - start)) s)"

@@ -9,6 +9,14 @@
 # The versions are the go.mod files next to this script. A binary is rebuilt only when its module's
 # go.mod/go.sum changed since the last build (a stamp per module in .tools/stamps), so a second run
 # is a no-op. First build on a 2-core machine: see the README ("The real control plane").
+#
+# Three lanes at once, because a cold build waits on the network and the disk as much as on the two cores:
+#   kubernetes  the five Kubernetes binaries (the longest: most of a cold build's CPU);
+#   go          every other Go module, one after the other (module downloads overlap the other lane's compiling);
+#   host        Debian's packages, kubectl and helm, the image base (debootstrap) and the project's image
+#               (buildah: pip in the image), which need no Go binary.
+# Then the images made of binaries (pause, kube-scheduler). Each step prints its seconds as it ends; a lane's
+# whole output is in .tools/logs/<lane>.log, whose end is printed when the lane fails.
 set -euo pipefail
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
@@ -33,57 +41,98 @@ LDFLAGS_kubernetes="$(k8s_ldflags)"
 LDFLAGS_kwok="-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK#v}"
 LDFLAGS_etcd="-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD}"
 
+LOGS="$ROOT/.tools/logs"
+mkdir -p "$LOGS"
 start=$SECONDS
-build etcd etcd go.etcd.io/etcd/server/v3
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok
-build kubernetes \
-  kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
-  kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
-  kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
-  kubelet k8s.io/kubernetes/cmd/kubelet \
-  kube-proxy k8s.io/kubernetes/cmd/kube-proxy
-# The real node tier (hack/control_plane/realnode.py). containerd without the snapshotters that need cgo (overlayfs and native stay).
+# step NAME COMMAND...: the command, then its seconds (on the console even when the lane's output goes to its log)
+step() {
+  local name="$1" began=$SECONDS
+  shift
+  "$@"
+  echo "step $name: $((SECONDS - began)) s" >&3
+}
+exec 3>&1
+
+debian_packages() {
+  # The node agent's real-kernel tests: nft (the egress classifier), iperf3 (traffic), ip/tc (iproute2); the real
+  # node tier: runc, iptables and conntrack (kube-proxy, portmap), socat (the API server's port on the host),
+  # buildah and debootstrap (images.sh); promtool (Debian's prometheus package, without its recommends): the
+  # chart's alerts checked and unit-tested.
+  local missing=() tool
+  for tool in nft:nftables iperf3:iperf3 ip:iproute2 runc:runc iptables:iptables conntrack:conntrack socat:socat \
+    buildah:buildah debootstrap:debootstrap; do command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}"); done
+  if ((${#missing[@]})); then
+    echo "installing ${missing[*]} (Debian) for the kernel tests and the real node tier"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+  fi
+  if ! command -v promtool >/dev/null; then
+    echo "installing prometheus (Debian) for promtool"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; }
+  fi
+}
+
+kubernetes_lane() {
+  step kubernetes build kubernetes \
+    kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+    kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
+    kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
+    kubelet k8s.io/kubernetes/cmd/kubelet \
+    kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+}
+
+go_lane() {
+  step etcd build etcd etcd go.etcd.io/etcd/server/v3
+  step kwok build kwok kwok sigs.k8s.io/kwok/cmd/kwok
+  # KWOK's own "fast" stages (nodes become Ready, pods Running, Completed and deleted), from the module source.
+  local stages="$ROOT/.tools/kwok-stages.yaml" kwok_src stage
+  if [[ ! -s "$stages" || "$STAMPS/kwok" -nt "$stages" ]]; then
+    kwok_src="$(cd "$HERE/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+    for stage in node/fast/node-initialize pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+      echo "---"; cat "$kwok_src/kustomize/stage/$stage.yaml"
+    done >"$stages.tmp"
+    mv "$stages.tmp" "$stages"
+  fi
+  # The real node tier (hack/control_plane/realnode.py). containerd without the snapshotters that need cgo
+  # (overlayfs and native stay).
+  step containerd build containerd \
+    containerd github.com/containerd/containerd/v2/cmd/containerd \
+    containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+    ctr github.com/containerd/containerd/v2/cmd/ctr
+  step cni-plugins build cni-plugins \
+    cni/bridge github.com/containernetworking/plugins/plugins/main/bridge \
+    cni/host-local github.com/containernetworking/plugins/plugins/ipam/host-local \
+    cni/loopback github.com/containernetworking/plugins/plugins/main/loopback \
+    cni/portmap github.com/containernetworking/plugins/plugins/meta/portmap \
+    cni/bandwidth github.com/containernetworking/plugins/plugins/meta/bandwidth
+  step coredns build coredns coredns netaware.local/control-plane/coredns
+  step pause build pause pause netaware.local/control-plane/pause
+  step peer bash "$HERE/build-peer.sh"
+}
+
+host_lane() {
+  step debian debian_packages
+  step kubectl-helm bash "$ROOT/hack/install-k8s-tools.sh" "$BIN" >/dev/null
+  step images-base bash "$HERE/images.sh" base netaware
+}
+
 TAGS_containerd="no_btrfs no_devmapper no_zfs"
-build containerd \
-  containerd github.com/containerd/containerd/v2/cmd/containerd \
-  containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
-  ctr github.com/containerd/containerd/v2/cmd/ctr
-build cni-plugins \
-  cni/bridge github.com/containernetworking/plugins/plugins/main/bridge \
-  cni/host-local github.com/containernetworking/plugins/plugins/ipam/host-local \
-  cni/loopback github.com/containernetworking/plugins/plugins/main/loopback \
-  cni/portmap github.com/containernetworking/plugins/plugins/meta/portmap \
-  cni/bandwidth github.com/containernetworking/plugins/plugins/meta/bandwidth
-build coredns coredns github.com/coredns/coredns
-build pause pause netaware.local/control-plane/pause
-# KWOK's own "fast" stages (nodes become Ready, pods Running, Completed and deleted), from the module source.
-STAGES="$ROOT/.tools/kwok-stages.yaml"
-if [[ ! -s "$STAGES" || "$STAMPS/kwok" -nt "$STAGES" ]]; then
-  kwok_src="$(cd "$HERE/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
-  for stage in node/fast/node-initialize pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
-    echo "---"; cat "$kwok_src/kustomize/stage/$stage.yaml"
-  done >"$STAGES.tmp"
-  mv "$STAGES.tmp" "$STAGES"
-fi
-bash "$ROOT/hack/install-k8s-tools.sh" "$BIN" >/dev/null
-# The node agent's real-kernel tests: nft (the egress classifier), iperf3 (traffic), ip/tc (iproute2); the real
-# node tier: runc, iptables and conntrack (kube-proxy, portmap), socat (the API server's port on the host),
-# buildah and debootstrap (images.sh).
-missing=()
-for tool in nft:nftables iperf3:iperf3 ip:iproute2 runc:runc iptables:iptables conntrack:conntrack socat:socat \
-  buildah:buildah debootstrap:debootstrap; do command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}"); done
-if ((${#missing[@]})); then
-  echo "installing ${missing[*]} (Debian) for the kernel tests and the real node tier"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
-fi
-# promtool (Debian's prometheus package, without its recommends): the chart's alerts checked and unit-tested
-if ! command -v promtool >/dev/null; then
-  echo "installing prometheus (Debian) for promtool"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; }
-fi
-bash "$HERE/images.sh"
-bash "$HERE/build-peer.sh"
+lanes=(kubernetes go host)
+pids=()
+for lane in "${lanes[@]}"; do
+  echo "lane $lane: .tools/logs/$lane.log"
+  "${lane}_lane" >"$LOGS/$lane.log" 2>&1 &
+  pids+=($!)
+done
+failed=()
+for i in "${!lanes[@]}"; do wait "${pids[$i]}" || failed+=("${lanes[$i]}"); done
+for lane in "${failed[@]}"; do
+  echo "build.sh: the $lane lane failed; the end of .tools/logs/$lane.log:" >&2
+  tail -25 "$LOGS/$lane.log" >&2
+done
+((${#failed[@]} == 0)) || exit 1
+# The images made of the binaries (the sandbox, the second scheduler) and the previous releases' images.
+step images bash "$HERE/images.sh"
 echo "control plane ready in $BIN ($((SECONDS - start)) s)"
 echo "$((SECONDS - start))" >"$ROOT/.tools/build-seconds"  # python -m hack.suite_times keeps it beside the suite's times

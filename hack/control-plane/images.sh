@@ -8,6 +8,9 @@
 #   pause         the sandbox image (hack/control-plane/pause), kubelet's and containerd's sandbox setting
 #   kube-scheduler  .tools/bin/kube-scheduler: the chart's second scheduler (secondScheduler.image)
 # An image is rebuilt only when its inputs changed (a stamp per image); the base only when it is missing.
+#
+#   images.sh [IMAGE ...]   only those of base, netaware, pause, kube-scheduler, releases (default: every one);
+#                           build.sh makes base and netaware while the Go binaries compile, the rest after them
 set -euo pipefail
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
@@ -17,7 +20,12 @@ mkdir -p "$IMAGES"
 B=(buildah --root "$NODE/storage" --runroot /run/netaware-buildah --storage-driver overlay)
 trap 'rm -rf /run/netaware-buildah' EXIT  # buildah's run-time state: nothing of it is needed after the build
 export BUILDAH_ISOLATION=chroot
-K8S_VERSION="$("$BIN/kube-scheduler" --version | awk '{print $2}')"
+ALL="base pause kube-scheduler netaware releases"
+for name in "$@"; do
+  [[ " $ALL " == *" $name "* ]] || { echo "images.sh: no image $name (the images: $ALL)" >&2; exit 2; }
+done
+wanted=" ${*:-$ALL} "
+wants() { [[ "$wanted" == *" $1 "* ]]; }
 
 # stamp NAME INPUT...: true when the image's archive exists and was made from these inputs (files or strings)
 stamp_matches() {
@@ -46,7 +54,7 @@ from_rootfs() {  # from_rootfs REFERENCE DIR CONFIG...: an image whose only laye
 
 start=$SECONDS
 BASE=localhost/netaware-base:bookworm
-if ! stamp_matches base "debootstrap bookworm minbase python3 python3-pip ca-certificates v1"; then
+if wants base && ! stamp_matches base "debootstrap bookworm minbase python3 python3-pip ca-certificates v1"; then
   rootfs="$NODE/base-rootfs"
   rm -rf "$rootfs"
   echo "debootstrap: Debian bookworm with Python (once)"
@@ -60,15 +68,15 @@ if ! stamp_matches base "debootstrap bookworm minbase python3 python3-pip ca-cer
   export_image base "$BASE"
 fi
 
-if ! stamp_matches pause "$BIN/pause"; then
+if wants pause && ! stamp_matches pause "$BIN/pause"; then
   dir="$(mktemp -d)"; install -m 0755 "$BIN/pause" "$dir/pause"
   from_rootfs localhost/pause:netaware "$dir" --entrypoint '["/pause"]' --user 65535:65535
   rm -rf "$dir"
   export_image pause localhost/pause:netaware
 fi
 
-SCHEDULER="localhost/kube-scheduler:$K8S_VERSION"
-if ! stamp_matches kube-scheduler "$BIN/kube-scheduler"; then
+if wants kube-scheduler && ! stamp_matches kube-scheduler "$BIN/kube-scheduler"; then
+  SCHEDULER="localhost/kube-scheduler:$("$BIN/kube-scheduler" --version | awk '{print $2}')"
   dir="$(mktemp -d)"; install -D -m 0755 "$BIN/kube-scheduler" "$dir/usr/local/bin/kube-scheduler"
   from_rootfs "$SCHEDULER" "$dir" --env PATH=/usr/local/bin --entrypoint '["kube-scheduler"]'
   rm -rf "$dir"
@@ -78,7 +86,7 @@ fi
 # The project's image from its own Dockerfile: every file the build context copies is an input (files not committed
 # yet too: a new module is in the image).
 mapfile -t sources < <(cd "$ROOT" && git ls-files --cached --others --exclude-standard Dockerfile .dockerignore pyproject.toml README.md requirements operators webhooks crds hack/examples hack/configs hack/image.sh | sort)
-if ! stamp_matches netaware "$IMAGES/base.tar" "${sources[@]/#/$ROOT/}"; then
+if wants netaware && ! stamp_matches netaware "$IMAGES/base.tar" "${sources[@]/#/$ROOT/}"; then
   echo "buildah bud: the Dockerfile on $BASE (hack/image.sh)"
   bash "$ROOT/hack/image.sh" --storage "$NODE/storage" --runroot /run/netaware-buildah --base "$BASE" --pull-never \
     --tag localhost/netaware:dev --output "$IMAGES/netaware.tar"
@@ -89,7 +97,7 @@ fi
 # wheel (tests/fixtures/releases, hack/cut-release.sh) installed over the package, tagged with its version. Its
 # dependencies are the pinned ones of today's image: a release whose pins differ needs its own build.
 for wheel in "$ROOT"/tests/fixtures/releases/*/netaware-*-py3-none-any.whl; do
-  [[ -e "$wheel" ]] || continue
+  [[ -e "$wheel" ]] && wants releases || continue
   version="$(basename "$(dirname "$wheel")")"
   if ! stamp_matches "netaware-$version" "$IMAGES/netaware.tar" "$wheel"; then
     echo "the release $version's image: its wheel over localhost/netaware:dev"

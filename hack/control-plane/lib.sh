@@ -9,6 +9,8 @@ command -v go >/dev/null || { echo "$(basename "$0"): go is not installed (needs
 
 # build MODULE_DIR OUTPUT PACKAGE [OUTPUT PACKAGE ...]
 #   (link flags: $LDFLAGS_<module_dir>, build tags: $TAGS_<module_dir>, when set; OUTPUT may name a sub-folder)
+# One `go build` for all of a module's packages: Go links them at once and beside the compiling (a link is one
+# core's work for a large binary), instead of one after the other.
 build() {
   local dir="$HERE/$1"; shift
   local stamp="$STAMPS/$(basename "$dir")"
@@ -17,17 +19,24 @@ build() {
   local tags_var; tags_var="TAGS_$(basename "$dir" | tr - _)"
   local tags="${!tags_var:-}"
   local want; want="$( (cat "$dir"/*.go "$dir/go.mod" "$dir/go.sum" 2>/dev/null; echo "$ldflags $tags") | sha256sum | cut -c1-16)"
-  local missing=0 out pkg
-  for ((i = 1; i <= $#; i += 2)); do [[ -x "$BIN/${!i}" ]] || missing=1; done
+  local missing=0 i outputs=() packages=()
+  for ((i = 1; i <= $#; i += 2)); do
+    [[ -x "$BIN/${!i}" ]] || missing=1
+    outputs+=("${!i}")
+    packages+=("${@:i+1:1}")
+  done
   if [[ $missing == 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     echo "up to date: $(basename "$dir")"; return
   fi
-  while (($#)); do
-    out="$1"; pkg="$2"; shift 2
-    echo "building $out ($pkg)"
-    mkdir -p "$(dirname "$BIN/$out")"
-    (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags="$tags" -ldflags="$ldflags" -o "$BIN/$out.tmp" "$pkg")
-    mv "$BIN/$out.tmp" "$BIN/$out"
+  echo "building ${outputs[*]} (${packages[*]})"
+  local out; out="$(mktemp -d "$BIN/.build-$(basename "$dir").XXXXXX")"
+  (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags="$tags" -ldflags="$ldflags" -o "$out/" "${packages[@]}")
+  for i in "${!outputs[@]}"; do  # Go names each binary after its package path's last element (without a /vN)
+    local name="${packages[$i]}"
+    [[ "${name##*/}" =~ ^v[0-9]+$ ]] && name="${name%/*}"
+    mkdir -p "$(dirname "$BIN/${outputs[$i]}")"
+    mv "$out/${name##*/}" "$BIN/${outputs[$i]}"
   done
+  rm -rf "$out"
   echo "$want" >"$stamp"
 }
