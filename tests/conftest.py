@@ -1,7 +1,15 @@
-"""Where the suite's time goes: after every run, each tier's seconds (setup, call and teardown of its tests, a
-shared control plane's start included) and its number of tests, printed at the end of the run (in CI's log too)
-and, for a run of every tier, written to ``.tools/suite-times.json``, which ``python -m hack.suite_times`` turns
-into the record ``docs/figures/suite_times.json``."""
+"""The suite on two workers (pytest-xdist, ``-n 2 --dist loadscope`` in pyproject.toml) and where its time goes.
+
+Which tests share a worker (:func:`group_of`): the modules that make network namespaces by fixed names (``naw-*``:
+the real node tier and the kernel tests) run one after another on one worker, the e2e modules that share the
+session's control plane on one worker (one control plane, not one per worker), every other module as a whole
+(its module-scoped fixtures made once). The two long groups are handed out first, so that the short modules fill
+the other worker around them.
+
+After every run, each tier's seconds (setup, call and teardown of its tests, a shared control plane's start
+included; summed over both workers, so more than the run's wall time) and its number of tests, printed at the end
+of the run (in CI's log too) and, for a run of every tier, written to ``.tools/suite-times.json``, which
+``python -m hack.suite_times`` turns into the record ``docs/figures/suite_times.json``."""
 
 from __future__ import annotations
 
@@ -11,11 +19,57 @@ import time
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from hack.suite_times import TIERS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TIMES = ROOT / ".tools" / "suite-times.json"
+
+
+# The modules that make network namespaces by fixed names (naw-*): never two at once (tests/packaging checks that
+# every module that makes namespaces is here).
+NETNS_MODULES = (
+    "tests/integration/test_agent_kernel.py",
+    "tests/integration/test_probe_netns.py",
+    "tests/e2e/test_agent.py",
+    "tests/e2e/test_real_node.py",
+    "tests/e2e/test_real_node_cleanup.py",
+    "tests/e2e/test_day_two.py",
+)
+NETNS_GROUP = "netns"
+PLANE_GROUP = "control-plane"  # the e2e modules of the session's control plane (tests/e2e/conftest.py)
+FIRST = (NETNS_GROUP, PLANE_GROUP)  # the longest groups, handed out first
+
+
+def group_of(nodeid: str) -> str:
+    """The worker group of a test, by its module: see the module's docstring."""
+    module = nodeid.split("::", 1)[0]
+    if module in NETNS_MODULES:
+        return NETNS_GROUP
+    return PLANE_GROUP if module.startswith("tests/e2e/") else module
+
+
+class ModuleGroups(LoadScopeScheduling):
+    """pytest-xdist's ``loadscope`` (a work unit is run whole by one worker) with :func:`group_of`'s units.
+    (``--dist loadgroup`` would do it with markers, but it renames tests in a way pytest 9 no longer honours.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return group_of(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModuleGroups | None:
+    return ModuleGroups(config, log) if config.getoption("dist") == "loadscope" else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker, the long groups first (every worker collects the same order, which is the order
+    the work is handed out in, with ``--no-loadscope-reorder``); each module's tests keep their order."""
+    if not hasattr(config, "workerinput"):
+        return
+    place = {group: place for place, group in enumerate(FIRST)}
+    items.sort(key=lambda item: place.get(group_of(item.nodeid), len(place)))
 
 
 def tier_of(nodeid: str, keywords: Any) -> str:
@@ -60,4 +114,6 @@ class SuiteTimes:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker: the controller sees every worker's reports and keeps the times
     config.pluginmanager.register(SuiteTimes(), "netaware-suite-times")

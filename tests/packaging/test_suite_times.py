@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import tier_of
+from tests import conftest
+from tests.conftest import group_of, tier_of
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -22,6 +25,43 @@ def test_each_test_counts_in_its_tier() -> None:
     assert tier_of("tests/e2e/test_rebalance.py::test_x", {"e2e": True}) == "e2e"
     assert tier_of("tests/e2e/test_real_node.py::test_x", {"e2e": True, "realnode": True}) == "realnode"
     assert tier_of("test_outside.py::test_x", {}) == "unit"
+
+
+def test_each_test_runs_in_its_workers_group() -> None:
+    assert group_of("tests/engine/test_gates.py::test_x[1]") == "tests/engine/test_gates.py"
+    assert group_of("tests/engine/test_gates.py::TestA::test_x") == "tests/engine/test_gates.py"
+    assert group_of("tests/e2e/test_rebalance.py::test_x") == "control-plane"
+    assert group_of("tests/e2e/test_real_node.py::test_x") == "netns"
+    assert group_of("tests/integration/test_agent_kernel.py::test_x") == "netns"
+    assert group_of("tests/integration/test_probe.py::test_x") == "tests/integration/test_probe.py"
+
+
+def test_the_long_groups_are_handed_out_first_and_each_module_keeps_its_order() -> None:
+    names = [
+        "tests/engine/test_a.py::t1",
+        "tests/engine/test_a.py::t2",
+        "tests/e2e/test_b.py::t1",
+        "tests/integration/test_agent_kernel.py::t1",
+        "tests/e2e/test_b.py::t2",
+        "tests/packaging/test_c.py::t1",
+    ]
+    items = [SimpleNamespace(nodeid=name) for name in names]
+    conftest.pytest_collection_modifyitems(SimpleNamespace(), items)  # type: ignore[arg-type]
+    assert [i.nodeid for i in items] == names  # not a worker: as collected
+    conftest.pytest_collection_modifyitems(SimpleNamespace(workerinput={}), items)  # type: ignore[arg-type]
+    assert [i.nodeid for i in items] == ["tests/integration/test_agent_kernel.py::t1", "tests/e2e/test_b.py::t1",
+                                         "tests/e2e/test_b.py::t2", "tests/engine/test_a.py::t1",
+                                         "tests/engine/test_a.py::t2", "tests/packaging/test_c.py::t1"]  # fmt: skip
+
+
+NAMESPACES_MADE = re.compile(r"tests\.support\.kernel|real_nodes=|\"netns\", \"add\"|network_namespaces\(")
+
+
+def test_every_module_that_makes_network_namespaces_runs_in_their_group() -> None:
+    """Their names are fixed (naw-*): two such modules on two workers at once would take each other's."""
+    making = {str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
+              if path != pathlib.Path(__file__) and NAMESPACES_MADE.search(path.read_text())}  # fmt: skip
+    assert making == set(conftest.NETNS_MODULES)
 
 
 def run(source: pathlib.Path, record: pathlib.Path) -> subprocess.CompletedProcess[str]:
@@ -52,10 +92,6 @@ def test_a_whole_run_is_kept_and_a_partial_one_refused(tmp_path: pathlib.Path) -
 def test_the_times_are_printed_after_every_run_and_kept_for_a_whole_one(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from types import SimpleNamespace
-
-    from tests import conftest
-
     monkeypatch.setattr(conftest, "TIMES", tmp_path / "suite-times.json")
     lines: list[str] = []
     reporter = SimpleNamespace(write_line=lines.append)

@@ -35,10 +35,11 @@ def network_namespaces() -> str | None:
         return "no `ip` command (iproute2): hack/control-plane/build.sh installs it"
     if os.geteuid() != 0:
         return "network namespaces need root (CAP_NET_ADMIN): run the tests as root"
-    done = sh("ip", "netns", "add", "naw-check", check=False)
+    probe = f"naw-check-{os.getpid()}"  # one per pytest worker: two may ask at once
+    done = sh("ip", "netns", "add", probe, check=False)
     if done.returncode != 0:
         return f"`ip netns add` refused: {done.stderr.strip()}"
-    sh("ip", "netns", "del", "naw-check", check=False)
+    sh("ip", "netns", "del", probe, check=False)
     return None
 
 
