@@ -18,7 +18,10 @@ build() {
   local ldflags="-s -w ${!flags_var:-}"
   local tags_var; tags_var="TAGS_$(basename "$dir" | tr - _)"
   local tags="${!tags_var:-}"
-  local want; want="$( (cat "$dir"/*.go "$dir/go.mod" "$dir/go.sum" 2>/dev/null; echo "$ldflags $tags") | sha256sum | cut -c1-16)"
+  # No DWARF from the compiler: the link drops it anyway (-w), and making it was a sixth of the compiling (containerd
+  # cold: 95.5 s with it, 80.2 s without; the binaries the same size).
+  local gcflags="all=-dwarf=false"
+  local want; want="$( (cat "$dir"/*.go "$dir/go.mod" "$dir/go.sum" 2>/dev/null; echo "$ldflags $tags $gcflags") | sha256sum | cut -c1-16)"
   local missing=0 i outputs=() packages=()
   for ((i = 1; i <= $#; i += 2)); do
     [[ -x "$BIN/${!i}" ]] || missing=1
@@ -30,7 +33,8 @@ build() {
   fi
   echo "building ${outputs[*]} (${packages[*]})"
   local out; out="$(mktemp -d "$BIN/.build-$(basename "$dir").XXXXXX")"
-  (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags="$tags" -ldflags="$ldflags" -o "$out/" "${packages[@]}")
+  (cd "$dir" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags="$tags" -gcflags="$gcflags" -ldflags="$ldflags" \
+    -o "$out/" "${packages[@]}")
   for i in "${!outputs[@]}"; do  # Go names each binary after its package path's last element (without a /vN)
     local name="${packages[$i]}"
     [[ "${name##*/}" =~ ^v[0-9]+$ ]] && name="${name%/*}"
