@@ -62,7 +62,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModuleGroups
     return ModuleGroups(config, log) if config.getoption("dist") == "loadscope" else None
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On a pytest-xdist worker, the long groups first (every worker collects the same order, which is the order
     the work is handed out in, with ``--no-loadscope-reorder``); each module's tests keep their order."""
