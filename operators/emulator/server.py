@@ -53,7 +53,7 @@ from operators.emulator.store import (
 )
 
 # The Kubernetes version the emulator reports: the one the real control plane of the e2e tier runs
-# (hack/control-plane/kubernetes/go.mod), so that clients and charts see the same server.
+# (hack/control-plane/components/go.mod), so that clients and charts see the same server.
 SERVER_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.2", "platform": "linux/amd64"}
 ALL_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 __all__ = ["ApiEmulator"]
