@@ -5,7 +5,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="$ROOT/.tools/bin"
 STAMPS="$ROOT/.tools/stamps"
 mkdir -p "$BIN" "$STAMPS"
-command -v go >/dev/null || { echo "$(basename "$0"): go is not installed (needs Go >= 1.26)" >&2; exit 1; }
+command -v go >/dev/null || { echo "$(basename "$0"): go is not installed (needs Go >= 1.26.6)" >&2; exit 1; }
 
 # build MODULE_DIR OUTPUT PACKAGE [OUTPUT PACKAGE ...]
 #   (link flags: $LDFLAGS_<module_dir>, build tags: $TAGS_<module_dir>, when set; OUTPUT may name a sub-folder)
