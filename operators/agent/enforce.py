@@ -38,7 +38,9 @@ class PassResult:
     problems: list[str]
     counters: dict[str, dict[int, int]] = field(default_factory=dict)  # direction -> class minor -> bytes sent
     applied: bool = False  # the plan is what the kernel now holds (both directions)
-    counted_at: float | None = None  # the monotonic clock when the counters were read (rates divide by its steps)
+    # direction -> the monotonic clock when its counters were read (its rates divide by its steps): one time per
+    # direction, since the reads are two `tc` calls and the second can be slow on a loaded node
+    counted_at: dict[str, float] = field(default_factory=dict)
 
 
 class KernelOps(Protocol):
@@ -107,14 +109,15 @@ def enforce(
     problems: list[str] = []
     states: dict[str, DeviceState] = {}
     counters: dict[str, dict[int, int]] = {}
+    counted_at: dict[str, float] = {}
     for direction in DIRECTIONS:
         try:
             held, counters[direction] = kernel.state(direction)
         except KernelError as error:
             problems.append(f"{direction}: {error}")
             continue
+        counted_at[direction] = time.monotonic()
         states[direction] = DeviceState(held.classes, held.members, owners.get(direction, {}))
-    counted_at = time.monotonic()
     plan = planner({direction: state.members for direction, state in states.items()})
     problems += plan.problems
     if dry_run or not plan.directions:
@@ -161,21 +164,28 @@ class Meter:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
-        self._last: tuple[float, Mapping[str, Mapping[int, int]]] | None = None
+        self._last: tuple[Mapping[str, float], Mapping[str, Mapping[int, int]]] | None = None
 
-    def read(self, plan: NodePlan, counters: Mapping[str, Mapping[int, int]], at: float | None = None) -> Rates | None:
-        """Rates since the last read; ``at``: when ``counters`` were read (default: now). A pass posts Events
-        and writes to the API between reading the counters and measuring, so the time of the read, not of the
-        measurement, divides the bytes (a 1 s interval measured 7 % high once)."""
-        now = self._clock() if at is None else at
-        last, self._last = self._last, (now, counters)
-        if last is None or now <= last[0] or not plan.directions:
+    def read(
+        self, plan: NodePlan, counters: Mapping[str, Mapping[int, int]], at: Mapping[str, float] | None = None
+    ) -> Rates | None:
+        """Rates since the last read; ``at``: when each direction's ``counters`` were read (default: now). A pass
+        posts Events and writes to the API between reading the counters and measuring, so the time of the read,
+        not of the measurement, divides the bytes (a 1 s interval measured 7 % high once); and each direction's
+        own read time, since the second read can come long after the first on a loaded node."""
+        now = self._clock()
+        times = {direction: (at or {}).get(direction, now) for direction in counters}
+        last, self._last = self._last, (times, counters)
+        if last is None or not plan.directions:
             return None
-        seconds = now - last[0]
+        seconds = {d: times[d] - last[0][d] for d in plan.directions if d in times and d in last[0]}
+        if not seconds or min(seconds.values()) <= 0:
+            return None
+        window = max(seconds.values())  # a direction read only now (no counters before) counts 0 over it
 
         def rate(direction: str, minor: int) -> int:
             then, here = last[1].get(direction, {}).get(minor, 0), counters.get(direction, {}).get(minor, 0)
-            return round((here - then if here >= then else here) * 8 / seconds)
+            return round((here - then if here >= then else here) * 8 / seconds.get(direction, window))
 
         node, classes, pods = {}, {}, {}
         for direction, directed in plan.directions.items():
@@ -183,4 +193,4 @@ class Meter:
             classes[direction] = {klass.name: rate(direction, klass.minor) for klass in directed.classes}
             classes[direction]["host"] = rate(direction, HOST_LEAF)
             pods[direction] = {pod.key: rate(direction, pod.minor) for pod in directed.pods}
-        return Rates(node, classes, pods, seconds)
+        return Rates(node, classes, pods, window)

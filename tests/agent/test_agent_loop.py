@@ -70,14 +70,34 @@ async def test_rates_divide_by_when_the_counters_were_read() -> None:
     live = agent(AgentOptions("n1", dry_run=True))
     live.meter = Meter(clock=lambda: next(clock))
     first = result([pod("web", "10.0.0.2")])
-    first.counted_at = 10.0
+    first.counted_at = {"egress": 10.0, "ingress": 10.0}
     second = result([pod("web", "10.0.0.2")])
     second.counters = {d: {minor: 126_000 for minor in counted} for d, counted in second.counters.items()}
-    second.counted_at = 11.0
+    second.counted_at = {"egress": 11.0, "ingress": 11.0}
     await live._measure(None, first)
     await live._measure(None, second)
     text = generate_latest(live.metrics.registry).decode()
     assert 'netaware_agent_pod_rate_bits_per_second{direction="egress",pod="ns/web"} 1e+06' in text
+
+
+async def test_each_direction_divides_by_the_time_of_its_own_read() -> None:
+    """The two directions' counters are two reads; on a loaded node the second (ingress) can come long after the
+    first. Egress read at t = 10 s and 11 s, ingress at 10.5 s and 11 s (126,000 - 1,000 bytes each): egress
+    1 Mbit/s over its 1 s, ingress 2 Mbit/s over its 0.5 s. One time for both (taken after the ingress read: 10.5
+    and 11) made egress 2 Mbit/s, double what it sent."""
+    clock = iter([12.0, 12.0])
+    live = agent(AgentOptions("n1", dry_run=True))
+    live.meter = Meter(clock=lambda: next(clock))
+    first = result([pod("web", "10.0.0.2")])
+    first.counted_at = {"egress": 10.0, "ingress": 10.5}
+    second = result([pod("web", "10.0.0.2")])
+    second.counters = {d: {minor: 126_000 for minor in counted} for d, counted in second.counters.items()}
+    second.counted_at = {"egress": 11.0, "ingress": 11.0}
+    await live._measure(None, first)
+    await live._measure(None, second)
+    text = generate_latest(live.metrics.registry).decode()
+    assert 'netaware_agent_pod_rate_bits_per_second{direction="egress",pod="ns/web"} 1e+06' in text
+    assert 'netaware_agent_pod_rate_bits_per_second{direction="ingress",pod="ns/web"} 2e+06' in text
 
 
 class FailingCleanup:
