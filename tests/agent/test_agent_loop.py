@@ -62,21 +62,27 @@ async def test_a_deleted_pods_byte_counter_leaves_metrics() -> None:
     assert 'netaware_agent_pod_bytes_total{direction="egress",pod="ns/web"} 1000.0' in text
 
 
+async def rates_text(clock: list[float], first_at: dict[str, float], second_at: dict[str, float]) -> str:
+    """The agent's metrics after two measurements of pod web: 1,000 bytes per class read at ``first_at``, 126,000
+    at ``second_at`` (per direction), the meter's clock giving ``clock``."""
+    ticks = iter(clock)
+    live = agent(AgentOptions("n1", dry_run=True))
+    live.meter = Meter(clock=lambda: next(ticks))
+    first = result([pod("web", "10.0.0.2")])
+    first.counted_at = first_at
+    second = result([pod("web", "10.0.0.2")])
+    second.counters = {d: {minor: 126_000 for minor in counted} for d, counted in second.counters.items()}
+    second.counted_at = second_at
+    await live._measure(None, first)
+    await live._measure(None, second)
+    return generate_latest(live.metrics.registry).decode()
+
+
 async def test_rates_divide_by_when_the_counters_were_read() -> None:
     """The counters are read at the start of a pass; Events and API writes come before the measurement. Read at
     t = 10 s and t = 11 s (1,000 then 126,000 bytes: 1 Mbit/s), measured 0.3 s and 0.1 s later: still 1 Mbit/s
     (divided by the measurement times, 0.8 s: 1.25 Mbit/s, the error the e2e test once saw as 7 %)."""
-    clock = iter([10.3, 11.1])
-    live = agent(AgentOptions("n1", dry_run=True))
-    live.meter = Meter(clock=lambda: next(clock))
-    first = result([pod("web", "10.0.0.2")])
-    first.counted_at = {"egress": 10.0, "ingress": 10.0}
-    second = result([pod("web", "10.0.0.2")])
-    second.counters = {d: {minor: 126_000 for minor in counted} for d, counted in second.counters.items()}
-    second.counted_at = {"egress": 11.0, "ingress": 11.0}
-    await live._measure(None, first)
-    await live._measure(None, second)
-    text = generate_latest(live.metrics.registry).decode()
+    text = await rates_text([10.3, 11.1], {"egress": 10.0, "ingress": 10.0}, {"egress": 11.0, "ingress": 11.0})
     assert 'netaware_agent_pod_rate_bits_per_second{direction="egress",pod="ns/web"} 1e+06' in text
 
 
@@ -85,17 +91,7 @@ async def test_each_direction_divides_by_the_time_of_its_own_read() -> None:
     first. Egress read at t = 10 s and 11 s, ingress at 10.5 s and 11 s (126,000 - 1,000 bytes each): egress
     1 Mbit/s over its 1 s, ingress 2 Mbit/s over its 0.5 s. One time for both (taken after the ingress read: 10.5
     and 11) made egress 2 Mbit/s, double what it sent."""
-    clock = iter([12.0, 12.0])
-    live = agent(AgentOptions("n1", dry_run=True))
-    live.meter = Meter(clock=lambda: next(clock))
-    first = result([pod("web", "10.0.0.2")])
-    first.counted_at = {"egress": 10.0, "ingress": 10.5}
-    second = result([pod("web", "10.0.0.2")])
-    second.counters = {d: {minor: 126_000 for minor in counted} for d, counted in second.counters.items()}
-    second.counted_at = {"egress": 11.0, "ingress": 11.0}
-    await live._measure(None, first)
-    await live._measure(None, second)
-    text = generate_latest(live.metrics.registry).decode()
+    text = await rates_text([12.0, 12.0], {"egress": 10.0, "ingress": 10.5}, {"egress": 11.0, "ingress": 11.0})
     assert 'netaware_agent_pod_rate_bits_per_second{direction="egress",pod="ns/web"} 1e+06' in text
     assert 'netaware_agent_pod_rate_bits_per_second{direction="ingress",pod="ns/web"} 2e+06' in text
 
