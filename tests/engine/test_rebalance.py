@@ -24,6 +24,7 @@ from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.descheduling.lownodeload import EvictionPlanner, carried_out
 from operators.engine.planning.layout import Rebalancing, layout_at
 from operators.engine.planning.plan import plan_appgroup
+from operators.engine.planning.release import VACATE_SECONDS, plan_view, release_by_plan
 from operators.engine.rebalancing.rebalance import Move, Rebalance, rebalance
 from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
 from operators.engine.scheduling.index import ClusterIndex
@@ -198,6 +199,39 @@ def test_the_release_follows_a_layout_until_it_expires() -> None:
     full = [*objects[:-1], pod("front-0", "a2", "front", "app"), pending]
     assert plan_appgroup(ClusterIndex.build(build_snapshot(full)), parsed, CONFIG,
                          layout=layout_at(parsed, NOW)).pods[0].node in ("a1", "a2")  # fmt: skip
+
+
+def test_a_replacement_waits_for_the_terminating_pod_that_holds_its_layout_node() -> None:
+    # The layout sends front's replacement to a2 (100m): a swap moved back-1 away from there, and back-1 is still
+    # terminating, so a2 has no room now (100m of 100m requested) and will have once it is gone. Planned now,
+    # front-1 would land elsewhere and the move miss: it waits (looked at again in VACATE_SECONDS, 0.5 s), then is
+    # planned on a2 once back-1 is gone. A pod that is not leaving (back-1 Running) is no reason to wait, nor is
+    # any pod after the layout's time.
+    until = NOW + 60
+    layout = Rebalancing({"front": {"a2": 1}}, until=until).to_annotation()
+    group = appgroup("app", {"front": ["back"], "back": []}, annotations={keys.REBALANCE: layout})
+    pending = pod("front-1", "", "front", "app")
+    pending["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}]
+    leaving = pod("back-1", "a2", "back", "app")
+    leaving["metadata"]["deletionTimestamp"] = "2026-11-29T20:00:00Z"
+    base = [node("a1", "za"), node("a2", "za", cpu="100m"), node("b1", "zb"), topology(["za", "zb"]), group,
+            pod("back-0", "b1", "back", "app"), pending]  # fmt: skip
+    arrived = {(NS, "front-1"): NOW - 10}
+
+    def decide(objects: list[dict[str, Any]], now: float) -> Any:
+        snapshot = build_snapshot(objects)
+        members = [p for p in snapshot.pods if p.labels.get(keys.APPGROUP_LABEL) == "app"]
+        return release_by_plan(snapshot.app_groups[0], members, plan_view(snapshot), CONFIG, arrived, now, 600)
+
+    held = decide([*base, leaving], NOW)
+    assert (held.release, held.plan, held.next_deadline) == ((), None, NOW + VACATE_SECONDS)
+    assert decide([*base, leaving], until - 0.1).next_deadline == until  # never past the layout's time
+    gone = decide(base, NOW)
+    assert [(item.pod.name, item.node) for item in gone.release] == [("front-1", "a2")]
+    staying = {**leaving, "metadata": {k: v for k, v in leaving["metadata"].items() if k != "deletionTimestamp"}}
+    assert decide([*base, staying], NOW).plan is not None  # a2 stays full: planned now (as before), not held
+    late = decide([*base, leaving], until)
+    assert late.plan is not None and [item.node for item in late.release] != ["a2"]
 
 
 # ---- hostile policies ----------------------------------------------------------------------------------------

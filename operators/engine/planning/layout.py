@@ -3,8 +3,10 @@
 The descheduler's rebalancer moves an AppGroup's pods toward a target layout (per workload, how many pods on each
 node) and writes it, with the moves it made, on the AppGroup (annotation ``netaware.io/rebalance``) before it evicts.
 Until the layout's ``until``, a pending pod of a workload with fewer pods on some layout node than the layout says
-(a *deficit*) is planned on those nodes only — so an evicted pod's replacement lands where the move said. Pods
-beyond the deficits (a scale-up) and pods after ``until`` are planned as usual. An unreadable annotation is ignored
+(a *deficit*) is planned on those nodes only — so an evicted pod's replacement lands where the move said. A
+replacement whose deficit nodes are all still held by terminating pods (a swap: the pod moved away from there has
+not gone yet) waits for them (:func:`held_by_leaving`). Pods beyond the deficits (a scale-up) and pods after
+``until`` are planned as usual. An unreadable annotation is ignored
 (the plan then decides alone) and reported by ``explain appgroup``.
 """
 
@@ -12,13 +14,16 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.meta import format_time, parse_time
+from operators.engine.cluster.fit import insufficient, requested_on_nodes
+from operators.engine.cluster.objects import Pod
+from operators.engine.scheduling.index import ClusterIndex
 
 Layout = Mapping[str, Mapping[str, int]]  # workload selector -> node -> pods
 
@@ -59,3 +64,47 @@ def layout_at(group: AppGroup, now: float) -> Layout | None:
     """The layout the release follows at ``now``: the annotation's, until its time."""
     found = rebalancing_of(group)
     return found.layout if found is not None and now < found.until else None
+
+
+def held_by_leaving(
+    layout: Layout, members: Iterable[Pod], waiting: Iterable[Pod], index: ClusterIndex
+) -> dict[str, str]:
+    """The ``waiting`` (gated) members that fit none of their workload's deficit nodes now but would fit one once
+    the terminating pods there are gone (pod key -> that node): a rebalancer's replacement whose room is still
+    held by the pod a swap moved away. Released now, it would be planned elsewhere and its move missed; it waits
+    instead (:func:`~operators.engine.planning.release.release_by_plan`, until the layout's ``until``) — an evicted
+    pod always goes, so no wait is for ever. Counts requests and pods, as NodeResourcesFit does."""
+    bound: dict[str, dict[str, int]] = {}
+    for pod in members:
+        if pod.node_name and not pod.is_terminating and not pod.is_terminal:
+            workload = bound.setdefault(pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), {})
+            workload[pod.node_name] = workload.get(pod.node_name, 0) + 1
+    deficits = {
+        workload: [node for node, count in nodes.items() if count > bound.get(workload, {}).get(node, 0)]
+        for workload, nodes in layout.items()
+    }
+    pending = [(pod, deficits.get(pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), [])) for pod in waiting]
+    pending = [(pod, nodes) for pod, nodes in pending if nodes]
+    if not pending:
+        return {}
+    wanted = {node for _, nodes in pending for node in nodes}
+    leaving = requested_on_nodes(
+        pod for pods in index.usage.placed.values() for pod in pods.values()
+        if pod.is_terminating and pod.node_name in wanted
+    )  # fmt: skip
+    held: dict[str, str] = {}
+    for pod, nodes in pending:
+        room_now, room_after = [], []
+        for name in nodes:
+            node = index.node_by_name.get(name)
+            if node is None:
+                continue
+            requested, count = index.requested(name)
+            freed, gone = leaving.get(name, ({}, 0))
+            room_now.append(not insufficient(pod.requests, node, requested, count))
+            after = {resource: value - freed.get(resource, 0) for resource, value in requested.items()}
+            room_after.append(name if not insufficient(pod.requests, node, after, count - gone) else "")
+        waits_for = next((name for name in room_after if name), "")
+        if not any(room_now) and waits_for:
+            held[pod.key] = waits_for
+    return held
