@@ -55,6 +55,7 @@ from operators.sources.kinds import (
     PODS,
     Kind,
 )
+from operators.sources.store import ClusterStore
 from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.descheduler")
@@ -76,6 +77,8 @@ def followed_kinds(policy: DeschedulerPolicy) -> tuple[Kind, ...]:
 
 
 MOVES_KEPT = 20  # the latest moves the AppGroup's annotation lists
+LAYOUT_SEEN_SECONDS = 5.0  # a layout written is waited for in the process's cache at most this long
+LAYOUT_POLL_SECONDS = 0.02
 
 
 @dataclass
@@ -93,6 +96,10 @@ class Descheduler:
     history: History = field(default_factory=History)
     rebalanced: Rebalance | None = None  # the last cycle's rebalancing, as carried out
     unreachable: bool = False  # an eviction's answer was lost in this cycle: it evicts no more
+    # (namespace, name) of an AppGroup -> its rebalance annotation as the process's cache holds it now: a layout
+    # written is waited for there before any eviction (the release, reading the same cache, then follows it).
+    # None: no cache to wait for (the write's answer is taken as seen).
+    layout_seen: Callable[[str, str], str | None] | None = None
 
     def _may_go_on(self) -> bool:
         return self.may_evict() and not self.unreachable
@@ -212,7 +219,30 @@ class Descheduler:
             logger.warning("cannot write the rebalancer's layout on AppGroup %s (%s): its moves are dropped", group,
                            describe(error))  # fmt: skip
             return False
-        return answer is not None
+        if answer is None:
+            return False
+        if not await self._layout_in_cache(namespace, name, annotation.to_annotation()):
+            logger.warning("the rebalancer's layout on AppGroup %s not seen by this process's cache within %g s: "
+                           "its moves are dropped (a replacement released before it is would not follow it)",
+                           group, LAYOUT_SEEN_SECONDS)  # fmt: skip
+            return False
+        return True
+
+    async def _layout_in_cache(self, namespace: str, name: str, text: str) -> bool:
+        """Whether the process's cache holds ``text`` as the AppGroup's layout (waited for up to
+        :data:`LAYOUT_SEEN_SECONDS`). The release plans an evicted pod's replacement from that cache within tens of
+        milliseconds of the eviction; the AppGroup's watch event and the pod's come on two streams, in either
+        order, so a replacement planned before the layout arrived went anywhere (measured on the real control
+        plane: 3 of a cycle's 11 moves missed so)."""
+        seen = self.layout_seen
+        if seen is None:
+            return True
+        deadline = asyncio.get_running_loop().time() + LAYOUT_SEEN_SECONDS
+        while seen(namespace, name) != text:
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(LAYOUT_POLL_SECONDS)
+        return True
 
     async def _evict(self, eviction: Eviction, reason: str = "Descheduled") -> bool:
         pod = eviction.pod
@@ -332,6 +362,18 @@ def _status_message(error: ApiException) -> str:
     return "; ".join([str(status.get("message") or error.reason), *(str(c.get("message")) for c in causes)])
 
 
+def layouts_in(cache: ClusterStore) -> Callable[[str, str], str | None]:
+    """An AppGroup's rebalance annotation as ``cache`` holds it (:attr:`Descheduler.layout_seen`)."""
+
+    def seen(namespace: str, name: str) -> str | None:
+        group = cache.raw(APPGROUP_SPECS, namespace, name)
+        annotations = ((group or {}).get("metadata") or {}).get("annotations") or {}
+        found = annotations.get(keys.REBALANCE)
+        return found if isinstance(found, str) else None
+
+    return seen
+
+
 async def run_descheduler(
     api_factory: Callable[[], Awaitable[client.ApiClient]],
     policy: DeschedulerPolicy,
@@ -346,8 +388,9 @@ async def run_descheduler(
     :func:`followed_kinds`) until ``stop``, under ``supervisor`` (a failed cycle: the loop starts again, with what
     it carries between cycles); ``config``: the plans' scheduler configuration (the rebalancer's)."""
     api = await api_factory()
+
     descheduler = Descheduler(api, policy, cache.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict,
-                              config=config or SchedulerConfig())  # fmt: skip
+                              config=config or SchedulerConfig(), layout_seen=layouts_in(cache))  # fmt: skip
 
     async def cycles() -> None:
         await descheduler.run(stop, cache.wait_synced)

@@ -176,7 +176,8 @@ class Releases:
         WAIT.labels(item.reason).observe(item.waited)
         if isinstance(item, Placed):
             PLANNED_PODS.labels("placed" if item.node else "unplaceable").inc()
-        logger.info("pod %s released (%s) after %.1f s", pod.key, item.reason, item.waited)
+        where = f" to {item.node}" if isinstance(item, Placed) and item.node else ""
+        logger.info("pod %s released (%s)%s after %.1f s", pod.key, item.reason, where, item.waited)
         if item.reason == TIMEOUT:
             involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
             message = (

@@ -70,6 +70,22 @@ def test_an_appgroup_split_across_zones_is_brought_onto_one_node() -> None:
     assert result.layouts[f"{NS}/app"] == {"front": {move.target: 1}, "back": {move.target: 1}}
 
 
+def test_the_layout_written_is_where_the_cycles_moves_put_the_pods_not_the_goal() -> None:
+    # front-0 on a1 (zone za), back-0 on b1 and back-1 on b2 (zone zb, full): two pairs at 10. The goal puts both
+    # backs on a1 (cost 0), but a cycle moves one pod per workload: one back moves (20 -> 10). The layout the
+    # release follows says where that move puts the pods (a1, and the other back where it is), not the goal's two
+    # on a1: with the goal, the replacement could go to either deficit, and the move would miss.
+    snapshot = build_snapshot([node("a1", "za"), node("b1", "zb", cpu="100m"), node("b2", "zb", cpu="100m"),
+                               topology(["za", "zb"]), appgroup("app", {"front": ["back"], "back": []}),
+                               pod("front-0", "a1", "front", "app"),
+                               pod("back-0", "b1", "back", "app"), pod("back-1", "b2", "back", "app")])  # fmt: skip
+    result = cycle(snapshot)
+    [move] = result.moves
+    assert move.pod.name.startswith("back-") and move.target == "a1" and move.cost == (20, 10)
+    stays = "b2" if move.source == "b1" else "b1"
+    assert result.layouts[f"{NS}/app"] == {"front": {"a1": 1}, "back": {"a1": 1, stays: 1}}
+
+
 def test_moves_into_one_node_share_its_room_below_the_high_threshold() -> None:
     # hub on a1 depends on s1 and s2 in the other zone (b1, b2: full, 100m each); a1 has room for two 100m pods
     # below its high threshold (the ceiling 200): both move to a1, 20 -> 0 — each move's gain counted against the

@@ -93,3 +93,45 @@ async def test_a_dry_run_writes_and_evicts_nothing(api: Api, emulator: ApiEmulat
     assert keys.REBALANCE not in (group["metadata"].get("annotations") or {})
     assert 'netaware_rebalance_moves_total{result="applied"}' not in metrics
     assert 'result="dry-run"} 2.0' in metrics
+
+
+async def test_no_eviction_before_the_processs_cache_holds_the_layout(
+    api: Api, emulator: ApiEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The release plans a replacement from the process's cache: an eviction made before that cache holds the
+    # layout lets the replacement go anywhere. Here the cache is made to lag three looks behind the write: the
+    # eviction comes after the fourth look (none without the wait), and a layout never seen evicts nothing.
+    from operators.controllers import descheduler as module
+
+    monkeypatch.setattr(module, "LAYOUT_SEEN_SECONDS", 0.3)
+    await emulator.seed(cluster())
+    async with descheduler(emulator, policy()) as running:
+        actual = running.layout_seen
+        assert actual is not None
+        looks: list[str | None] = []
+
+        def lagging(namespace: str, name: str) -> str | None:
+            looks.append(actual(namespace, name) if len(looks) >= 3 else None)
+            return looks[-1]
+
+        at_eviction: list[int] = []
+        evict = running._evict
+
+        async def recorded(*args: Any, **kwargs: Any) -> bool:
+            at_eviction.append(len(looks))
+            return bool(await evict(*args, **kwargs))
+
+        running.layout_seen = lagging
+        monkeypatch.setattr(running, "_evict", recorded)
+        await running.cycle()
+        assert at_eviction == [4] and looks[-1] is not None
+        assert await names(api) == {"front-0"}
+
+    await emulator.seed(cluster())  # back-0 again, and a cache that never holds the layout
+    async with descheduler(emulator, policy()) as running:
+        running.layout_seen = lambda namespace, name: None
+        await running.cycle()
+        assert running.rebalanced is not None and running.rebalanced.moves == []
+        assert await names(api) == {"front-0", "back-0"}
+        metrics = generate_latest(running.metrics.registry).decode()
+        assert 'netaware_rebalance_moves_total{result="refused"} 1.0' in metrics

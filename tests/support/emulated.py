@@ -16,7 +16,7 @@ import yaml
 
 from operators.api.config.descheduler import DeschedulerPolicy
 from operators.api.config.scheduler import SchedulerConfig
-from operators.controllers.descheduler import Descheduler, followed_kinds
+from operators.controllers.descheduler import Descheduler, followed_kinds, layouts_in
 from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.emulator import ApiEmulator
 from operators.emulator.transport import FaultyProxy
@@ -105,7 +105,8 @@ async def running_descheduler(
     follower = asyncio.create_task(live.follow(api, stop))
     try:
         await eventually(lambda: live.ready and len(live.snapshot().pods) == pods, within=5)
-        yield Descheduler(api, policy, live.snapshot, DeschedulerMetrics.create(), config=config or SchedulerConfig())
+        yield Descheduler(api, policy, live.snapshot, DeschedulerMetrics.create(), config=config or SchedulerConfig(),
+                          layout_seen=layouts_in(live))  # fmt: skip
     finally:
         stop.set()
         with contextlib.suppress(asyncio.CancelledError):

@@ -1,13 +1,14 @@
 """The rebalancer's layout of an AppGroup, as the plan's release follows it (pure).
 
-The descheduler's rebalancer moves an AppGroup's pods toward a target layout (per workload, how many pods on each
-node) and writes it, with the moves it made, on the AppGroup (annotation ``netaware.io/rebalance``) before it evicts.
-Until the layout's ``until``, a pending pod of a workload with fewer pods on some layout node than the layout says
-(a *deficit*) is planned on those nodes only — so an evicted pod's replacement lands where the move said. A
-replacement whose deficit nodes are all still held by terminating pods (a swap: the pod moved away from there has
-not gone yet) waits for them (:func:`held_by_leaving`). Pods beyond the deficits (a scale-up) and pods after
-``until`` are planned as usual. An unreadable annotation is ignored
-(the plan then decides alone) and reported by ``explain appgroup``.
+The descheduler's rebalancer moves an AppGroup's pods toward a target layout and writes the layout its cycle's
+moves make (per workload, how many pods on each node), with the moves, on the AppGroup (annotation
+``netaware.io/rebalance``) before it evicts; it evicts once its own cluster cache holds that annotation, which the
+release reads. Until the layout's ``until``, a pending pod of a workload with fewer pods on some layout node than
+the layout says (a *deficit*: one per move, the move's node) is planned on those nodes only — so an evicted pod's
+replacement lands where the move said. A replacement whose deficit nodes are all still held by terminating pods (a
+swap: the pod moved away from there has not gone yet) waits for them (:func:`held_by_leaving`). Pods beyond the
+deficits (a scale-up) and pods after ``until`` are planned as usual. An unreadable annotation is ignored (the plan
+then decides alone) and reported by ``explain appgroup``.
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@ squared. For a given total, Σ free² is lowest when the free bandwidth is sprea
    planner places the whole group afresh on the cluster (:func:`~operators.engine.planning.plan.plan_appgroup`
    with its members unbound): the *target layout*. A move takes a pod of a workload from a node holding more of
    the workload than the target to one holding fewer (a deficit node) that kube-scheduler's filters accept; the
-   layout is written on the AppGroup before the eviction and the release plans the replacement on the deficit
-   nodes (:mod:`operators.engine.planning.layout`). Moves are chosen greedily, best first, at most one per
-   workload; the cycle keeps the prefix of that sequence with the lowest objective, then drops any move that
-   gains less than ``minGainPerMove`` against the others (its leave-one-out gain).
+   layout after the cycle's moves (not the target: a workload two moves from it would have two deficits, and its
+   replacement could take either) is written on the AppGroup before the evictions, and the release plans each
+   replacement on its move's node (:mod:`operators.engine.planning.layout`). Moves are chosen greedily, best
+   first, at most one per workload; the cycle keeps the prefix of that sequence with the lowest objective, then
+   drops any move that gains less than ``minGainPerMove`` against the others (its leave-one-out gain).
 2. *Other pods asking for bandwidth* (not AppGroup members) on the ``breadth`` nodes with the least free bandwidth:
    the replacement's node is the one the simulated kube-scheduler + extender picks for it
    (:func:`~operators.engine.scheduling.schedule.schedule` on the cluster without the pod); moves are taken best
