@@ -26,6 +26,7 @@ from hack.control_plane.cluster import ControlPlane, free_port
 from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     ProxyThread,
+    create_namespace,
     delete_namespace,
     eventually,
     extender_command,
@@ -83,7 +84,7 @@ def hot_replica_set(selector: dict[str, str]) -> dict[str, Any]:
 @pytest.fixture
 def namespaces(cluster: ControlPlane) -> Iterator[None]:
     for namespace in (NAMESPACE, EVICTABLE):
-        cluster.kubectl("create", "namespace", namespace)
+        create_namespace(cluster, namespace)
     try:
         yield
     finally:

@@ -19,6 +19,7 @@ from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     bound_pods,
+    create_namespace,
     delete_namespace,
     eventually,
     forbidden,
@@ -49,12 +50,12 @@ def deployment(selector: str, replicas: int) -> dict[str, Any]:
 
 @pytest.fixture
 def plan_namespace(cluster: ControlPlane) -> Iterator[str]:
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    create_namespace(cluster, NAMESPACE)
     try:
         yield NAMESPACE
     finally:
         cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
-        delete_namespace(cluster, NAMESPACE)  # the next
+        delete_namespace(cluster, NAMESPACE)
 
 
 def pods(cluster: ControlPlane) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     bound_pods,
+    create_namespace,
     delete_namespace,
     eventually,
     extender_scheduler,
@@ -37,7 +38,7 @@ REPLICAS = {"web": 2, "api": 2, "db": 1}
 
 @pytest.fixture
 def ungated_namespace(cluster: ControlPlane) -> Iterator[str]:
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    create_namespace(cluster, NAMESPACE)
     try:
         yield NAMESPACE
     finally:

@@ -24,6 +24,7 @@ from operators.engine.rebalancing.rebalance import placed_and_planned
 from operators.engine.simulation.ordered import BOUTIQUE
 from tests.support.e2e import (
     EXAMPLES,
+    create_namespace,
     delete_namespace,
     eventually,
     forbidden,
@@ -134,7 +135,7 @@ def mean_costs(cluster: ControlPlane) -> tuple[float, float]:
 
 @pytest.fixture
 def boutique_namespace(cluster: ControlPlane) -> Any:
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    create_namespace(cluster, NAMESPACE)
     try:
         yield NAMESPACE
     finally:
@@ -274,7 +275,7 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text("\n---\n".join(json.dumps(bw_node(name)) for name in BW_NODES))
     cluster.add_nodes(nodes)
-    cluster.kubectl("create", "namespace", BW_NAMESPACE)
+    create_namespace(cluster, BW_NAMESPACE)
     port = free_port()
     webhook = ["webhook", "--listen-address", "127.0.0.1", "--port", str(port), "--bandwidth-resources", "duplex"]
     webhook += ["--kubeconfig", str(chart_rbac["webhook"])]
