@@ -96,9 +96,7 @@ class Descheduler:
     history: History = field(default_factory=History)
     rebalanced: Rebalance | None = None  # the last cycle's rebalancing, as carried out
     unreachable: bool = False  # an eviction's answer was lost in this cycle: it evicts no more
-    # (namespace, name) of an AppGroup -> its rebalance annotation as the process's cache holds it now: a layout
-    # written is waited for there before any eviction (the release, reading the same cache, then follows it).
-    # None: no cache to wait for (the write's answer is taken as seen).
+    # (namespace, name) -> an AppGroup's layout as the process's cache (the release's) holds it; None: no cache
     layout_seen: Callable[[str, str], str | None] | None = None
 
     def _may_go_on(self) -> bool:
@@ -230,10 +228,8 @@ class Descheduler:
 
     async def _layout_in_cache(self, namespace: str, name: str, text: str) -> bool:
         """Whether the process's cache holds ``text`` as the AppGroup's layout (waited for up to
-        :data:`LAYOUT_SEEN_SECONDS`). The release plans an evicted pod's replacement from that cache within tens of
-        milliseconds of the eviction; the AppGroup's watch event and the pod's come on two streams, in either
-        order, so a replacement planned before the layout arrived went anywhere (measured on the real control
-        plane: 3 of a cycle's 11 moves missed so)."""
+        :data:`LAYOUT_SEEN_SECONDS`): the release plans a replacement from it within milliseconds of the eviction,
+        and the AppGroup's watch event and the pod's come on two streams, in either order."""
         seen = self.layout_seen
         if seen is None:
             return True
