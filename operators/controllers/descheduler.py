@@ -384,7 +384,6 @@ async def run_descheduler(
     :func:`followed_kinds`) until ``stop``, under ``supervisor`` (a failed cycle: the loop starts again, with what
     it carries between cycles); ``config``: the plans' scheduler configuration (the rebalancer's)."""
     api = await api_factory()
-
     descheduler = Descheduler(api, policy, cache.snapshot, metrics or DeschedulerMetrics.create(), may_evict=may_evict,
                               config=config or SchedulerConfig(), layout_seen=layouts_in(cache))  # fmt: skip
 

@@ -19,9 +19,8 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
    pod back. Under a rebalancer's layout the gated pods wait (looked at every :data:`VACATE_SECONDS`, until the
    layout's time or their timeout) while one of them fits none of its deficit nodes only because terminating
    pods still hold them (:func:`~operators.engine.planning.layout.held_by_leaving`): the pods a swap moves away
-   have not gone yet, and planned now the replacement would land elsewhere (seen on the real control plane: 3
-   of a cycle's 11 moves missed so, which barred their workloads from those nodes and left Online Boutique at
-   2.4x the planner's cost).
+   have not gone yet, and planned now the replacement would land elsewhere, its move missed (and the workload
+   barred from that node by the rebalancer).
 3. **What**: the plan (:func:`~operators.engine.planning.plan.plan_appgroup`) of the gated pods; each planned
    pod is released to its node (:func:`release_patch`: a required node affinity on ``metadata.name`` added in
    the same patch that removes the gate, as Kubernetes allows on a gated pod, and the annotation of rule 1).
