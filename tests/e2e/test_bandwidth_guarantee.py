@@ -23,6 +23,7 @@ from hack.control_plane.objects import extender_entry
 from tests.support.e2e import (
     RELEASE_NAMESPACE,
     Process,
+    create_namespace,
     eventually,
     hosted_on_loopback,
     kubectl_json,
@@ -91,7 +92,7 @@ def guarantee(
     controller (chart operator token) running against the cluster; nodes of pools `fast`, `full` and `spare`."""
     folder = tmp_path_factory.mktemp("bandwidth")
     for namespace in (NAMESPACE, QUOTA_NAMESPACE):
-        cluster.kubectl("create", "namespace", namespace, check=False)
+        create_namespace(cluster, namespace)
     nodes = folder / "nodes.yaml"
     chosen = [node(f"bw-fast-{i}", "fast") for i in range(4)] + [node("bw-full", "full"), node("bw-spare", "spare")]
     nodes.write_text("\n---\n".join(json.dumps(n) for n in chosen))

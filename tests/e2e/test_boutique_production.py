@@ -39,6 +39,7 @@ from tests.support.e2e import (
     EXAMPLES,
     ROOT,
     bound_pods,
+    create_namespace,
     eventually,
     extender_scheduler,
     forbidden,
@@ -130,7 +131,7 @@ def boutique(cluster: ControlPlane, request: pytest.FixtureRequest) -> Iterator[
     zones = {node["metadata"].get("labels", {}).get(keys.ZONE_LABEL) for node in nodes}
     assert ZONE in zones, zones
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
-    cluster.kubectl("create", "namespace", namespace)
+    create_namespace(cluster, namespace)
     try:
         stored = zonal_volume(namespace, CLAIM, volume_name(namespace), ZONE)
         cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(item) for item in stored))

@@ -14,6 +14,7 @@ from hack.control_plane.cluster import ControlPlane
 from operators.kube import cluster_api_client
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
+from tests.support.e2e import create_namespace
 from tests.support.emulated import recorder
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +37,7 @@ def pod(name: str, node: str, bandwidth: str) -> dict[str, Any]:
 
 
 async def _follow(cluster: ControlPlane) -> None:
-    cluster.kubectl("create", "namespace", NS, check=False)
+    create_namespace(cluster, NS)
     api = await cluster_api_client(str(cluster.kubeconfig))
     cache = ClusterCache((NODES, PODS), page_size=3)  # the example cluster's 8 nodes come in 3 pages
     seen = recorder(cache)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane
-from tests.support.e2e import RELEASE_NAMESPACE, eventually, forbidden, kubectl_json, running
+from tests.support.e2e import RELEASE_NAMESPACE, create_namespace, eventually, forbidden, kubectl_json, running
 
 pytestmark = pytest.mark.e2e
 
@@ -97,7 +97,7 @@ def test_evictions_honour_a_real_budget_and_replacements_are_recreated(
         "\n---\n".join(json.dumps(n) for n in (node("hot", "1G"), node("cold-a", "10G"), node("cold-b", "10G")))
     )
     cluster.add_nodes(nodes)
-    cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+    create_namespace(cluster, NAMESPACE)
     budget = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

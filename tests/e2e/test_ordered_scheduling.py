@@ -19,6 +19,7 @@ from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import member_deployment
 from tests.support.e2e import (
+    create_namespace,
     eventually,
     forbidden,
     gating_components,
@@ -97,7 +98,7 @@ class BindingWatch:
 
 @pytest.fixture
 def ordered_namespace(cluster: ControlPlane) -> Iterator[str]:
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    create_namespace(cluster, NAMESPACE)
     try:
         yield NAMESPACE
     finally:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
-from tests.support.e2e import EXAMPLES, ROOT, eventually, kubectl_json
+from tests.support.e2e import EXAMPLES, ROOT, create_namespace, eventually, kubectl_json
 from tests.support.prerequisites import peer_built, require
 
 pytestmark = pytest.mark.e2e
@@ -80,7 +80,7 @@ def peer() -> None:
 def test_scheduler_plugins_places_where_netaware_predicts_for_network_overhead(
     peer: None, cluster: ControlPlane, tmp_path: pathlib.Path
 ) -> None:
-    cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+    create_namespace(cluster, NAMESPACE)
     for example in ("appgroup-onlineboutique.yaml", "networktopology.yaml"):
         for document in yaml.safe_load_all((EXAMPLES / example).read_text()):
             cluster.kubectl("apply", "-f", "-", stdin=json.dumps(moved(document)))

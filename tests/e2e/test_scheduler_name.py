@@ -17,6 +17,7 @@ from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
     bound_pods,
+    create_namespace,
     eventually,
     extender_scheduler,
     forbidden,
@@ -45,7 +46,7 @@ def scheduled_by(cluster: ControlPlane) -> dict[str, str]:
 def test_a_plain_deployment_of_an_appgroup_is_bound_by_netaware_scheduler(
     cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
-    cluster.kubectl("create", "namespace", NAMESPACE)
+    create_namespace(cluster, NAMESPACE)
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # NetworkOverhead's costs
     # the AppGroup first: the webhook's view holds it once ready, so no pod passes before it is known
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(member_appgroup(NAMESPACE, "shop", GRAPH, {})))

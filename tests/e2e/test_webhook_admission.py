@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane, free_port
-from tests.support.e2e import eventually, example, forbidden, kubectl_json, running, wait_for_port
+from tests.support.e2e import create_namespace, eventually, example, forbidden, kubectl_json, running, wait_for_port
 from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
@@ -41,7 +41,7 @@ def admitted_with_warning(cluster: ControlPlane) -> bool:
 def test_pods_get_bandwidth_from_the_admission_chain_and_ignore_survives_an_outage(
     cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], tmp_path: pathlib.Path
 ) -> None:
-    cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+    create_namespace(cluster, NAMESPACE)
     group = example("appgroup-a1.yaml")[0]
     group["metadata"]["namespace"] = NAMESPACE
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))

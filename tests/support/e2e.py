@@ -59,16 +59,23 @@ def delete_namespace(cluster: ControlPlane, namespace: str) -> None:
 
 
 def create_namespace(cluster: ControlPlane, namespace: str, within: float = 120.0) -> None:
-    """``namespace`` created; if one of that name is still terminating (:func:`delete_namespace` does not wait),
-    once it is gone."""
+    """``namespace`` there and ready for pods: created (one of that name still terminating — :func:`delete_namespace`
+    does not wait — once it is gone; one already active is kept), and its ``default`` ServiceAccount made by the
+    controller manager (until then the API server refuses its pods: "serviceaccount "default" not found")."""
 
     def created() -> bool:
         done = cluster.kubectl("create", "namespace", namespace, check=False)
-        if done.returncode and "AlreadyExists" not in done.stderr:
+        if done.returncode == 0:
+            return True
+        if "AlreadyExists" not in done.stderr:
             raise RuntimeError(f"kubectl create namespace {namespace}: {done.stderr.strip()}")
-        return done.returncode == 0
+        found = cluster.kubectl("get", "namespace", namespace, "-o", "jsonpath={.status.phase}", check=False)
+        return found.stdout.strip() == "Active"
 
-    eventually(created, within, f"namespace {namespace} created (the one before it gone)")
+    eventually(created, within, f"namespace {namespace} created (one of that name before it gone)")
+    account = ("get", "serviceaccount", "default", "-n", namespace)
+    eventually(lambda: cluster.kubectl(*account, check=False).returncode == 0, within,
+               f"namespace {namespace}'s default ServiceAccount")  # fmt: skip
 
 
 def helm(plane: ControlPlane, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
