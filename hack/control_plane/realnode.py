@@ -315,9 +315,12 @@ imports = []
         (containerd, its shims, kubelet and kube-proxy, whose configuration names it)."""
         found: set[int] = set()
         for hierarchy in cgroup_hierarchies():
-            for procs in (hierarchy / self.cgroup).rglob("cgroup.procs") if (hierarchy / self.cgroup).exists() else ():
-                with contextlib.suppress(OSError):
-                    found.update(int(line) for line in procs.read_text().split())
+            # os.walk, not rglob: a pod's cgroup removed during the walk (its containers killed) is skipped, where
+            # rglob raised FileNotFoundError (the node-lost test failed so once, in lose())
+            for folder, _, files in os.walk(hierarchy / self.cgroup):
+                if "cgroup.procs" in files:
+                    with contextlib.suppress(OSError):
+                        found.update(int(line) for line in (pathlib.Path(folder) / "cgroup.procs").read_text().split())
         marks = (f"{self.state_dir}/", f"{self.root_dir}/", f"/{self.name}/")
         for entry in pathlib.Path("/proc").iterdir():
             if not entry.name.isdigit():
