@@ -1,10 +1,10 @@
-"""The suite on two workers (pytest-xdist, ``-n 2 --dist loadscope`` in pyproject.toml) and where its time goes.
+"""The suite on three workers (pytest-xdist, ``-n 3 --dist loadscope`` in pyproject.toml) and where its time goes.
 
 Which tests share a worker (:func:`group_of`): the modules that make network namespaces by fixed names (``naw-*``:
 the real node tier and the kernel tests) run one after another on one worker, the e2e modules that share the
 session's control plane on one worker (one control plane, not one per worker), every other module as a whole
 (its module-scoped fixtures made once). The two long groups are handed out first, so that the short modules fill
-the other worker around them.
+the third worker around them.
 
 After every run, each tier's seconds (setup, call and teardown of its tests, a shared control plane's start
 included; summed over the workers, so more than the run's wall time) and its number of tests, printed at the end
