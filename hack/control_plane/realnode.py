@@ -280,13 +280,7 @@ imports = []
         """The node fails: kubelet, kube-proxy, containerd, the shims and every pod's processes killed at once
         (SIGKILL: nothing stops gracefully, no Lease is handed back, nothing tells the API server), the network
         namespaces and mounts left (:meth:`remove` takes them later). The API server sees the node's heartbeats stop."""
-        for pid in self.processes():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while (left := [pid for pid in self.processes() if _alive(pid)]) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if left:
+        if left := self.kill():
             raise RuntimeError(f"{self.name}: processes {left} survived SIGKILL")
 
     def remove(self) -> None:
@@ -294,14 +288,7 @@ imports = []
         (SIGKILL), as :meth:`lose` does: the node's state goes with its folders, and a SIGTERM first only waited
         out the pods' drains (a webhook's shutdown delay, up to the 10 s bound per node, three nodes one after
         the other: 10 to 25 s of a module's teardown)."""
-        processes = self.processes()
-        for pid in processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while processes and time.monotonic() < deadline:
-            processes = [pid for pid in processes if _alive(pid)]
-            time.sleep(0.1)
+        self.kill()
         unmount_under((self.root_dir, self.state_dir))
         for folder in (self.root_dir, self.state_dir):
             subprocess.run(["rm", "-rf", "--one-file-system", str(folder)], check=False)
@@ -309,6 +296,19 @@ imports = []
             remove_cgroup(hierarchy / self.cgroup)
         if pathlib.Path(netns_path(self.netns)).exists():
             subprocess.run(["ip", "netns", "delete", self.netns], check=False)
+
+    def kill(self) -> list[int]:
+        """SIGKILL every process of this node (:meth:`processes`, looked up again while waiting: a shim can start
+        a moment after its containerd's list was read), waiting up to 10 s for them to go; those still alive."""
+        deadline = time.monotonic() + 10
+        while True:
+            left = [pid for pid in self.processes() if _alive(pid)]
+            if not left or time.monotonic() >= deadline:
+                return left
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
 
     def processes(self) -> list[int]:
         """Every process of this node: in its cgroups (the pods), or with its state folder on the command line

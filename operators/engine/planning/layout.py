@@ -17,7 +17,7 @@ import datetime
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
@@ -27,6 +27,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.index import ClusterIndex
 
 Layout = Mapping[str, Mapping[str, int]]  # workload selector -> node -> pods
+N = TypeVar("N", str, int)  # a node, by name or by position
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,12 @@ def layout_at(group: AppGroup, now: float) -> Layout | None:
     return found.layout if found is not None and now < found.until else None
 
 
+def deficits(wanted: Mapping[N, int], here: Mapping[N, int]) -> dict[N, int]:
+    """One workload's deficit nodes under its layout (``wanted``: node -> pods) with ``here`` (node -> its pods
+    there): node -> how many pods the layout still misses there (nodes by name or by position alike)."""
+    return {node: count - here.get(node, 0) for node, count in wanted.items() if count > here.get(node, 0)}
+
+
 def held_by_leaving(
     layout: Layout, members: Iterable[Pod], waiting: Iterable[Pod], index: ClusterIndex
 ) -> dict[str, str]:
@@ -80,11 +87,8 @@ def held_by_leaving(
         if pod.node_name and not pod.is_terminating and not pod.is_terminal:
             workload = bound.setdefault(pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), {})
             workload[pod.node_name] = workload.get(pod.node_name, 0) + 1
-    deficits = {
-        workload: [node for node, count in nodes.items() if count > bound.get(workload, {}).get(node, 0)]
-        for workload, nodes in layout.items()
-    }
-    pending = [(pod, deficits.get(pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), [])) for pod in waiting]
+    missing = {workload: list(deficits(nodes, bound.get(workload, {}))) for workload, nodes in layout.items()}
+    pending = [(pod, missing.get(pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL, ""), [])) for pod in waiting]
     pending = [(pod, nodes) for pod, nodes in pending if nodes]
     if not pending:
         return {}
@@ -95,17 +99,19 @@ def held_by_leaving(
     )  # fmt: skip
     held: dict[str, str] = {}
     for pod, nodes in pending:
-        room_now, room_after = [], []
+        fits_now, waits_for = False, ""
         for name in nodes:
             node = index.node_by_name.get(name)
             if node is None:
                 continue
             requested, count = index.requested(name)
+            if not insufficient(pod.requests, node, requested, count):
+                fits_now = True
+                break
             freed, gone = leaving.get(name, ({}, 0))
-            room_now.append(not insufficient(pod.requests, node, requested, count))
             after = {resource: value - freed.get(resource, 0) for resource, value in requested.items()}
-            room_after.append(name if not insufficient(pod.requests, node, after, count - gone) else "")
-        waits_for = next((name for name in room_after if name), "")
-        if not any(room_now) and waits_for:
+            if not waits_for and not insufficient(pod.requests, node, after, count - gone):
+                waits_for = name
+        if not fits_now and waits_for:
             held[pod.key] = waits_for
     return held

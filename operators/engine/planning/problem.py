@@ -42,7 +42,7 @@ from operators.engine.cluster.fit import amount, placement_reasons
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.planning.constraints import PlanConstraints, build_constraints, needs_static, static_failure
-from operators.engine.planning.layout import Layout
+from operators.engine.planning.layout import Layout, deficits
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.network_bandwidth import passes, passing
 from operators.engine.scheduling.network_overhead import MAX_COST, place_costs
@@ -291,16 +291,14 @@ def _follow(
         if workload not in selectors:
             continue
         w = selectors.index(workload)
-        here = [0] * len(position)
+        here: dict[int, int] = {}
         for _, fixed_workload, node in fixed:
             if fixed_workload == w:
-                here[node] += 1
+                here[node] = here.get(node, 0) + 1
+        gaps = deficits({position[name]: count for name, count in nodes.items() if name in position}, here)
         deficit = np.zeros(len(position), dtype=np.bool_)
-        missing = 0
-        for name, count in nodes.items():
-            if name in position and count > here[position[name]]:
-                deficit[position[name]] = True
-                missing += count - here[position[name]]
+        deficit[list(gaps)] = True
+        missing = sum(gaps.values())
         rows = [row for row, pod in enumerate(pending) if pod.labels.get(keys.APPGROUP_WORKLOAD_LABEL) == workload]
         if not rows or len(rows) > missing:
             continue
