@@ -224,7 +224,9 @@ class GateKeeper:
             if any(awaiting_bind(pod) for pod in members):
                 due = now + STRAND_CHECK_SECONDS  # released, not bound yet: still bindable where planned?
                 deadline = due if deadline is None else min(deadline, due)
-        releases = tuple(Placed(item.pod, item.reason, item.waited, item.node) for item in decision.release)
+        releases = tuple(
+            Placed(item.pod, item.reason, item.waited, item.node, item.unplaced) for item in decision.release
+        )
         return GatePlan(releases, (), deadline)
 
     def _arrival(self, name: str) -> tuple[float, str]:

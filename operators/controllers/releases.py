@@ -65,9 +65,11 @@ PodKey = tuple[str, str]  # (namespace, name)
 
 @dataclasses.dataclass(frozen=True)
 class Placed(Release):
-    """A release of the plan mode: a :class:`Release` that also carries the planned node (None: no place)."""
+    """A release of the plan mode: a :class:`Release` that also carries the planned node (None: no place, and
+    ``unplaced`` says why)."""
 
     node: str | None = None
+    unplaced: str = ""
 
 
 def _key(pod: Pod) -> PodKey:
@@ -176,7 +178,9 @@ class Releases:
         WAIT.labels(item.reason).observe(item.waited)
         if isinstance(item, Placed):
             PLANNED_PODS.labels("placed" if item.node else "unplaceable").inc()
-        where = f" to {item.node}" if isinstance(item, Placed) and item.node else ""
+        where = ""
+        if isinstance(item, Placed):
+            where = f" to {item.node}" if item.node else f": {item.unplaced}" if item.unplaced else ""
         logger.info("pod %s released (%s)%s after %.1f s", pod.key, item.reason, where, item.waited)
         if item.reason == TIMEOUT:
             involved = {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "namespace": pod.namespace, "uid": pod.uid}

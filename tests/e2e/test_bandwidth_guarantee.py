@@ -24,6 +24,7 @@ from tests.support.e2e import (
     RELEASE_NAMESPACE,
     Process,
     create_namespace,
+    delete_namespace,
     eventually,
     hosted_on_loopback,
     kubectl_json,
@@ -131,7 +132,7 @@ def guarantee(
         state["webhook"].stop()
         cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-bandwidth-e2e", check=False)
         for namespace in (NAMESPACE, QUOTA_NAMESPACE):
-            cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+            delete_namespace(cluster, namespace)
         # the pools' nodes go too: later modules place on the example cluster's nodes
         cluster.kubectl("delete", "node", *(n["metadata"]["name"] for n in chosen), "--ignore-not-found", check=False)
 

@@ -40,6 +40,7 @@ from tests.support.e2e import (
     ROOT,
     bound_pods,
     create_namespace,
+    delete_namespace,
     eventually,
     extender_scheduler,
     forbidden,
@@ -145,7 +146,7 @@ def boutique(cluster: ControlPlane, request: pytest.FixtureRequest) -> Iterator[
     finally:
         if hook:
             cluster.kubectl("delete", "mutatingwebhookconfiguration", hook, "--ignore-not-found")
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        delete_namespace(cluster, namespace)
         cluster.kubectl("delete", "pv", volume_name(namespace), "--wait=false", "--ignore-not-found", check=False)
 
 

@@ -14,7 +14,7 @@ from hack.control_plane.cluster import ControlPlane
 from operators.kube import cluster_api_client
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, PODS
-from tests.support.e2e import create_namespace
+from tests.support.e2e import create_namespace, delete_namespace
 from tests.support.emulated import recorder
 
 pytestmark = pytest.mark.e2e
@@ -59,7 +59,7 @@ async def _follow(cluster: ControlPlane) -> None:
         stop.set()
         await task
         await api.close()
-        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+        delete_namespace(cluster, NS)
 
 
 async def _until(check: Any, within: float = 30.0) -> None:

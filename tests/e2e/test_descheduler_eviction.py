@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane
-from tests.support.e2e import RELEASE_NAMESPACE, create_namespace, eventually, forbidden, kubectl_json, running
+from tests.support.e2e import (
+    RELEASE_NAMESPACE,
+    create_namespace,
+    delete_namespace,
+    eventually,
+    forbidden,
+    kubectl_json,
+    running,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -136,4 +144,4 @@ def test_evictions_honour_a_real_budget_and_replacements_are_recreated(
             assert "Traceback" not in process.text()
         assert forbidden(cluster, "operator") == []
     finally:
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+        delete_namespace(cluster, NAMESPACE)

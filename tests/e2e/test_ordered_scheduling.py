@@ -20,6 +20,7 @@ from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import member_deployment
 from tests.support.e2e import (
     create_namespace,
+    delete_namespace,
     eventually,
     forbidden,
     gating_components,
@@ -102,7 +103,7 @@ def ordered_namespace(cluster: ControlPlane) -> Iterator[str]:
     try:
         yield NAMESPACE
     finally:
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        delete_namespace(cluster, NAMESPACE)
         cluster.kubectl("delete", "mutatingwebhookconfiguration", HOOK, "--ignore-not-found")
 
 

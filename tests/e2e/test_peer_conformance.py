@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from hack.control_plane.cluster import ControlPlane
-from tests.support.e2e import EXAMPLES, ROOT, create_namespace, eventually, kubectl_json
+from tests.support.e2e import EXAMPLES, ROOT, create_namespace, delete_namespace, eventually, kubectl_json
 from tests.support.prerequisites import peer_built, require
 
 pytestmark = pytest.mark.e2e
@@ -113,4 +113,4 @@ def test_scheduler_plugins_places_where_netaware_predicts_for_network_overhead(
             assert placed in best, (workload, placed, best)
     finally:
         cluster.stop_component(SCHEDULER)
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        delete_namespace(cluster, NAMESPACE)

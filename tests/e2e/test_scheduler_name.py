@@ -18,6 +18,7 @@ from tests.support.e2e import (
     EXAMPLES,
     bound_pods,
     create_namespace,
+    delete_namespace,
     eventually,
     extender_scheduler,
     forbidden,
@@ -86,5 +87,5 @@ def test_a_plain_deployment_of_an_appgroup_is_bound_by_netaware_scheduler(
         assert forbidden(cluster, "webhook") == [] and forbidden(cluster, "extender") == []
     finally:
         cluster.kubectl("delete", "mutatingwebhookconfiguration", configuration["metadata"]["name"], check=False)
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        delete_namespace(cluster, NAMESPACE)
         cluster.stop_component(SCHEDULER)

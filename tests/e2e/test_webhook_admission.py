@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane, free_port
-from tests.support.e2e import create_namespace, eventually, example, forbidden, kubectl_json, running, wait_for_port
+from tests.support.e2e import (
+    create_namespace,
+    delete_namespace,
+    eventually,
+    example,
+    forbidden,
+    kubectl_json,
+    running,
+    wait_for_port,
+)
 from webhooks.configuration import mutating_webhook_configuration
 
 pytestmark = pytest.mark.e2e
@@ -99,4 +108,4 @@ def test_pods_get_bandwidth_from_the_admission_chain_and_ignore_survives_an_outa
         assert "kubernetes.io/egress-request" not in annotations
     finally:
         cluster.kubectl("delete", "mutatingwebhookconfiguration", "netaware-e2e", "--ignore-not-found")
-        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+        delete_namespace(cluster, NAMESPACE)

@@ -395,6 +395,44 @@ def test_a_new_leader_plans_around_the_releases_its_predecessor_wrote() -> None:
     assert [(r.pod.name, r.node) for r in decision.release] == [("b-0", "n2")]
 
 
+def test_a_pod_the_plan_cannot_place_is_released_with_the_reason() -> None:
+    """Released without a place (kube-scheduler then decides), and the release says why the plan gave it none, for
+    the log, in kube-scheduler's words (its counts sorted as text). Nodes of 4 cpus: n1 holds a-0 (2 cpus), n2 takes
+    one pod and holds a-1, n3 is empty. A b of 5 cpus fits no node (every node short of cpu, n2 also full); two bs of
+    3 cpus each fit n3 alone, not together: one goes there, the other is short of cpu on n1 (2 free) and on n3 beside
+    it (1 free), and n2 is full."""
+    from operators.engine.planning.release import IN_PLAN, UNPLACEABLE, plan_view, release_by_plan
+
+    def gated(name: str, cpu: str) -> Pod:
+        raw = pod(name, "b", cpu=cpu)
+        raw["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}]
+        raw["metadata"]["creationTimestamp"] = "2026-11-25T12:00:00Z"
+        return Pod.parse(raw)
+
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    bound = [Pod.parse(pod("a-0", "a", on="n1", cpu="2")), Pod.parse(pod("a-1", "a", on="n2"))]
+    nodes = [node("n1", "za"), node("n2", "za", pods="1"), node("n3", "zb"), topology(5)]
+    cluster = replace(build_snapshot(nodes), app_groups=(group,))
+
+    def released(waiting: list[Pod]) -> list[tuple[str, str | None, str, str]]:
+        members = [*bound, *waiting]
+        created = waiting[0].created
+        assert created is not None
+        seen = {(NAMESPACE, pod.name): created for pod in waiting}
+        index = plan_view(replace(cluster, pods=tuple(members)))
+        decision = release_by_plan(group, members, index, CONFIG, seen, created + 60, 300.0, window=0.1)
+        return sorted((r.pod.name, r.node, r.reason, r.unplaced) for r in decision.release)
+
+    assert released([gated("b-0", "5")]) == [
+        ("b-0", None, UNPLACEABLE, "0/3 nodes are available: 1 Too many pods, 3 Insufficient cpu.")
+    ]
+    [first, second] = released([gated("b-0", "3"), gated("b-1", "3")])
+    assert {first[1], second[1]} == {"n3", None}
+    placed, unplaced = (first, second) if first[1] else (second, first)
+    assert placed[2:] == (IN_PLAN, "")
+    assert unplaced[2:] == (UNPLACEABLE, "0/3 nodes are available: 1 Too many pods, 2 Insufficient cpu.")
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(st.tuples(st.integers(0, 10**6), st.integers(2, 4), st.integers(1, 3), st.sampled_from((0.0, 0.3))))
 def test_the_aggregated_program_has_the_per_pod_programs_optimum(instance: tuple[int, int, int, float]) -> None:

@@ -80,12 +80,14 @@ PodKey = tuple[str, str]
 
 @dataclass(frozen=True)
 class PlannedRelease:
-    """A gated pod to release, to ``node`` (None: without a place), why, and how long it waited."""
+    """A gated pod to release, to ``node`` (None: without a place), why, and how long it waited; ``unplaced``: why
+    the plan gave it no node (logged with the release)."""
 
     pod: Pod
     node: str | None
     reason: str
     waited: float
+    unplaced: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,7 +189,11 @@ def release_by_plan(
     places = {planned.pod: planned.node for planned in plan.pods}
     for pod in waiting:
         node = places.get(pod.key)
-        released.append(PlannedRelease(pod, node, IN_PLAN if node else UNPLACEABLE, waited(pod)))
+        if node:
+            released.append(PlannedRelease(pod, node, IN_PLAN, waited(pod)))
+        else:
+            why = plan.unplaceable.get(pod.key) or "no node it may go to had room for it beside the plan's others"
+            released.append(PlannedRelease(pod, None, UNPLACEABLE, waited(pod), why))
     return ReleaseDecision(tuple(released), plan)
 
 
