@@ -36,6 +36,7 @@ from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry, member_deployment
+from hack.control_plane.ports import free_port
 from operators.engine.cluster.objects import Pod
 from operators.engine.simulation import ordered
 from webhooks.configuration import mutating_webhook_configuration
@@ -157,7 +158,7 @@ def main() -> None:
                 }
             )
         )
-        extender_port, webhook_port = control_plane.free_port(), control_plane.free_port()
+        extender_port, webhook_port = free_port(), free_port()
 
         def start(name: str, *command: str) -> None:
             processes.append(

@@ -43,6 +43,7 @@ from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
+from hack.control_plane.ports import free_port
 from operators.engine.simulation.cluster import Cluster
 from operators.engine.simulation.scenarios import scenario
 from operators.engine.simulation.simulate import Options, expand, report, run_scheduler
@@ -147,7 +148,7 @@ def start_webhook(
     applied once it listens. ``server``: another webhook's command instead, given the port as its last argument."""
     from webhooks.configuration import mutating_webhook_configuration
 
-    port = control_plane.free_port()
+    port = free_port()
     if server:
         command = [*server, str(port)]
     else:
@@ -238,7 +239,7 @@ def main() -> None:
                 }
             )
         )
-        port = control_plane.free_port()
+        port = free_port()
         command = ["extender", "--listen-address", "127.0.0.1", "--port", str(port), "--config", str(config)]
         command += ["--kubeconfig", str(plane.kubeconfig)]
         command += tls_flags(folder)

@@ -19,9 +19,9 @@ import yaml
 
 from benchmarks.bench_real_scheduler import start_webhook
 from benchmarks.support import loopback_tls, tls_flags
-from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
+from hack.control_plane.ports import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPOLOGY = "net-topology-test"  # the NetworkTopology every column reads, one per namespace
@@ -69,7 +69,7 @@ def start(
         if entry["name"] == "NetworkBandwidth":
             entry["args"]["accountingMode"] = "combined"
     (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
-    port = control_plane.free_port()
+    port = free_port()
     extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
     extender += ["--config", str(folder / "netaware-config.yaml"), *tls_flags(folder)]
     try:

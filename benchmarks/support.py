@@ -9,7 +9,7 @@ import pathlib
 from collections.abc import Sequence
 from typing import TypeVar
 
-from hack.control_plane.cluster import free_port, free_ports
+from hack.control_plane.ports import free_port, free_ports
 from hack.control_plane.shell import sh
 
 __all__ = ["free_port", "free_ports", "loopback_tls", "rotated", "sh", "tls_flags"]

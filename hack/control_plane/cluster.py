@@ -22,7 +22,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -33,25 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hack.control_plane import realnode
+from hack.control_plane.ports import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".tools" / "bin"
 DEFAULT_DIR = ROOT / ".tools" / "cluster"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl", "helm")
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports free now (all held open while they are chosen, so none repeats)."""
-    with contextlib.ExitStack() as held:
-        probes = [held.enter_context(socket.socket()) for _ in range(count)]
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [int(probe.getsockname()[1]) for probe in probes]
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
 
 
 def missing_binaries(bin_dir: pathlib.Path = BIN) -> list[str]:

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 import yaml
 
-from hack.control_plane.cluster import free_port
+from hack.control_plane.ports import free_port
 from operators.logs import JsonFormatter
 
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
+from hack.control_plane.ports import free_port
 from tests.support.e2e import (
     RELEASE_NAMESPACE,
     Process,

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import member_appgroup, member_deployment
+from hack.control_plane.ports import free_port
 from tests.support.e2e import (
     ProxyThread,
     create_namespace,

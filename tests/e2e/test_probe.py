@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.ports import free_port
 from tests.support.e2e import (
     PROBE_NAMESPACE,
     RELEASE_NAMESPACE,

@@ -268,7 +268,7 @@ def test_the_rebalancer_evens_out_free_bandwidth_without_overcommitting_a_node(
     """Four 1G nodes; eight pods asking 100M egress each, all put on rb-0 by hand (the others cordoned while they
     were created). The webhook turns the annotations into extended resources that kube-scheduler accounts and the
     nodebandwidth controller advertises; the rebalancer moves pods off rb-0 until free bandwidth is even."""
-    from hack.control_plane.cluster import free_port
+    from hack.control_plane.ports import free_port
     from tests.support.e2e import RELEASE_NAMESPACE
     from webhooks.configuration import mutating_webhook_configuration
 

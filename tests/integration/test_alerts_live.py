@@ -26,7 +26,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from hack.control_plane import cluster as control_plane
-from hack.control_plane.cluster import free_port
+from hack.control_plane.ports import free_port
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import start_run, stop_replicas
 from tests.support.emulated import documents, eventually, holder

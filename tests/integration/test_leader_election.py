@@ -11,7 +11,7 @@ import time
 import aiohttp
 import pytest
 
-from hack.control_plane.cluster import free_port
+from hack.control_plane.ports import free_port
 from operators.emulator import ApiEmulator
 from tests.integration.conftest import Api, start_run, stop_replicas
 from tests.support.emulated import AG, documents, eventually, holder, proxied, status_of

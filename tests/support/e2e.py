@@ -22,8 +22,9 @@ from typing import Any
 import yaml
 
 from hack.control_plane import cluster as control_plane
-from hack.control_plane.cluster import ControlPlane, free_port
+from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
+from hack.control_plane.ports import free_port
 from operators.emulator.transport import FaultyProxy
 from webhooks.configuration import mutating_webhook_configuration
 
