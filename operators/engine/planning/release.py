@@ -192,8 +192,7 @@ def release_by_plan(
         if node:
             released.append(PlannedRelease(pod, node, IN_PLAN, waited(pod)))
         else:
-            why = plan.unplaceable.get(pod.key) or "no node it may go to had room for it beside the plan's others"
-            released.append(PlannedRelease(pod, None, UNPLACEABLE, waited(pod), why))
+            released.append(PlannedRelease(pod, None, UNPLACEABLE, waited(pod), plan.unplaceable.get(pod.key, "")))
     return ReleaseDecision(tuple(released), plan)
 
 
