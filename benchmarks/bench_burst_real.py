@@ -78,6 +78,7 @@ POOL = "bench.netaware.io/pool"
 MAX_COST = 10  # within a region (1-9), not across (20 and more)
 NODES_PER_FILE = 1000
 DELETED_A_CALL = 250
+SHARED = ("kube-apiserver", "etcd", "kwok")  # what every column loads: its CPU is the burst's price too
 CREATORS = 8  # threads creating the burst's pods (open loop: an AppGroup's pods start at its time, whoever is busy)
 
 
@@ -239,7 +240,7 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
         "p99 creation to binding s": percentile(waits, 0.99),
         "creation s (the burst, open loop)": max(created.values()) - first,
         **{f"CPU s {name}": after[name] - before[name]
-           for name in ("operator", "extender", "webhook", scheduler) if name in after and name in before},
+           for name in ("operator", "extender", "webhook", scheduler, *SHARED) if name in after and name in before},
     }  # fmt: skip
     return figures, list(listed["items"])
 

@@ -249,7 +249,7 @@ def admit(
     pod = {**pod, "metadata": {**meta, "namespace": namespace_name}}
     # the pod's AppGroup, found once for both rules (each would otherwise scan every AppGroup)
     label = (meta.get("labels") or {}).get(keys.APPGROUP_LABEL)
-    owner = pod_appgroup(label, namespace_name, view.app_groups.values()) if label else None
+    owner = pod_appgroup(label, namespace_name, view.app_groups_named(label)) if label else None
     groups = (owner,) if owner is not None else ()
     try:
         admission = admit_pod(pod, groups, view.namespaces.get(namespace_name))

@@ -23,7 +23,6 @@ class ClusterView:
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self._fixed = snapshot
         self._live = ClusterCache((APPGROUPS, NAMESPACES)) if snapshot is None else None
-        self._by_key: tuple[Snapshot, dict[tuple[str, str], AppGroup]] | None = None
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> ClusterView:
@@ -36,9 +35,9 @@ class ClusterView:
     def _snapshot(self) -> Snapshot:
         return self._live.snapshot() if self._live is not None else self._fixed or Snapshot()
 
-    @property
-    def app_groups(self) -> Mapping[tuple[str, str], AppGroup]:
-        return {(group.metadata.namespace, group.metadata.name): group for group in self._snapshot().app_groups}
+    def app_groups_named(self, name: str) -> tuple[AppGroup, ...]:
+        """The AppGroups called ``name``, in every namespace."""
+        return self._snapshot().app_groups_by_name.get(name, ())
 
     @property
     def namespaces(self) -> Mapping[str, Namespace]:

@@ -82,7 +82,7 @@ class PlanFollower:
         name = pod.labels.get(keys.APPGROUP_LABEL)
         if not name or pod.node_name:
             return None
-        group = pod_appgroup(name, pod.namespace, cluster.app_groups)
+        group = pod_appgroup(name, pod.namespace, cluster.app_groups_by_name.get(name, ()))
         if group is None or not plans_ungated(group) or validate(group.spec):
             return None
         return group

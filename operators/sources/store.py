@@ -41,21 +41,34 @@ Listener = Callable[[list[Change]], None]
 
 
 class Mailbox:
-    """A listener's changes on its own event loop, coalesced: batches published while one delivery waits for the
-    loop join it, so the loop is woken once per wait, not once per event. Each wake from another thread costs a
+    """The changes of every listener on one event loop, coalesced: batches published while one delivery waits for
+    the loop join it, so the loop is woken once per wait, not once per event. Each wake from another thread costs a
     write to the loop's self-pipe; a burst of watch events cost one per event per listener (19,000 in a 250-AppGroup
-    burst on the emulator, a fifth of the operator's main-thread time). The order of the changes is kept."""
+    burst on the emulator, a fifth of the operator's main-thread time). The order of the changes is kept.
 
-    def __init__(self, listener: Listener, loop: asyncio.AbstractEventLoop) -> None:
-        self.listener = listener
+    One mailbox serves all the loop's listeners, in the order they subscribed, within one call: a listener never
+    hears of a change before those subscribed before it. (A mailbox per listener, each coalescing on its own, let
+    a batch published while the first listener's delivery ran reach the second listener first: the gate keeper
+    saw a pod bound before the kept index counted it there, and planned other pods into its room.) A batch goes to
+    the listeners subscribed when it was published: a later one got the state it includes from :meth:`subscribe`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.listeners: tuple[Listener, ...] = ()
         self._lock = threading.Lock()
-        self._pending: list[Change] = []
+        self._pending: list[tuple[list[Change], tuple[Listener, ...]]] = []
+
+    def add(self, listener: Listener) -> None:
+        with self._lock:
+            self.listeners = (*self.listeners, listener)
 
     def post(self, changes: list[Change]) -> None:
         with self._lock:
             waiting = bool(self._pending)
-            self._pending.extend(changes)
+            if waiting and self._pending[-1][1] is self.listeners:
+                self._pending[-1][0].extend(changes)
+            else:
+                self._pending.append((list(changes), self.listeners))
         if waiting:
             return  # a delivery is already scheduled: it takes these too
         try:
@@ -69,9 +82,10 @@ class Mailbox:
 
     def _deliver(self) -> None:
         with self._lock:
-            batch, self._pending = self._pending, []
-        if batch:
-            self.listener(batch)
+            batches, self._pending = self._pending, []
+        for changes, listeners in batches:
+            for listener in listeners:
+                listener(changes)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -159,7 +173,15 @@ class ClusterStore:
         """Call ``listener`` with every batch of changes from now on (on ``loop`` when given: a listener of
         another thread); returns what is held now, as additions, so that it starts from the same state."""
         with self._lock:
-            self._listeners.append(listener if loop is None else Mailbox(listener, loop))
+            if loop is None:
+                self._listeners.append(listener)
+            else:
+                mailbox = next((held for held in self._listeners if isinstance(held, Mailbox) and held.loop is loop),
+                               None)  # fmt: skip
+                if mailbox is None:
+                    mailbox = Mailbox(loop)
+                    self._listeners.append(mailbox)
+                mailbox.add(listener)
             return [
                 Change(store.kind.name, None, obj) for store in self._stores.values() for obj in store.objects.values()
             ]

@@ -37,6 +37,32 @@ def test_the_example_cluster_loads_with_its_indexes() -> None:
     assert snapshot.node_by_name["n-5"].region == "us-east-1"
 
 
+def _appgroup(namespace: str, name: str) -> dict[str, Any]:
+    workloads = [{"workload": {"kind": "Deployment", "name": "w", "selector": "w"}}]
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"numMembers": 1, "topologySortingAlgorithm": "KahnSort", "workloads": workloads},
+    }
+
+
+def test_appgroups_by_name_hold_every_namespace_and_follow_a_changed_set() -> None:
+    first = build_snapshot([_appgroup("a", "shop"), _appgroup("b", "shop"), _appgroup("a", "blog")])
+    assert {name: [g.metadata.namespace for g in groups] for name, groups in first.app_groups_by_name.items()} == {
+        "shop": ["a", "b"],
+        "blog": ["a"],
+    }
+    assert "cart" not in first.app_groups_by_name
+    # a snapshot sharing the tuple reads the kept index; another set of AppGroups is indexed anew
+    sharing = build_snapshot([])
+    object.__setattr__(sharing, "app_groups", first.app_groups)
+    assert sharing.app_groups_by_name is first.app_groups_by_name
+    second = build_snapshot([_appgroup("c", "shop")])
+    assert [g.metadata.namespace for g in second.app_groups_by_name["shop"]] == ["c"]
+    assert "blog" not in second.app_groups_by_name
+
+
 def test_kind_list_stdin_and_json(tmp_path: pathlib.Path) -> None:
     listing = {
         "apiVersion": "v1",

@@ -81,3 +81,43 @@ def test_a_closed_loop_s_listener_keeps_nothing() -> None:
         store.apply(PODS, "ADDED", pod(f"p{number}"))  # no error: its component stopped
     mailbox = store._listeners[0]
     assert batches == [] and mailbox._pending == []  # type: ignore[union-attr]
+
+
+async def test_a_listener_never_hears_of_a_change_before_the_listeners_subscribed_before_it() -> None:
+    """The operator's kept index subscribes before its gate keeper: a pod the keeper hears is bound must already be
+    counted on its node by the index (else a plan made in between sees the node empty and fills it twice)."""
+    store = ClusterStore((PODS,))
+    loop = asyncio.get_running_loop()
+    first_heard: list[str] = []
+    heard_too_early: list[str] = []
+
+    def first(batch: list[Change]) -> None:
+        first_heard.extend(change.new.name for change in batch)
+        if first_heard == ["a"]:  # the watch's next event, published while this delivery runs
+            store.apply(PODS, "ADDED", pod("b"))
+
+    def second(batch: list[Change]) -> None:
+        heard_too_early.extend(change.new.name for change in batch if change.new.name not in first_heard)
+
+    store.subscribe(first, loop)
+    store.subscribe(second, loop)
+    store.apply(PODS, "ADDED", pod("a"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert first_heard == ["a", "b"]
+    assert heard_too_early == []
+
+
+async def test_a_listener_subscribed_later_gets_only_the_batches_published_after_it() -> None:
+    store = ClusterStore((PODS,))
+    loop = asyncio.get_running_loop()
+    early: list[list[Change]] = []
+    late: list[list[Change]] = []
+    store.subscribe(early.append, loop)
+    store.apply(PODS, "ADDED", pod("a"))  # waits for the loop: it is in what the later listener is handed below
+    held = store.subscribe(late.append, loop)
+    store.apply(PODS, "ADDED", pod("b"))
+    await asyncio.sleep(0)
+    assert [change.new.name for change in held] == ["a"]
+    assert names(early) == ["a", "b"]
+    assert names(late) == ["b"]

@@ -98,6 +98,22 @@ class Snapshot:
         return MappingProxyType({key: tuple(pods) for key, pods in index.items()})
 
     @functools.cached_property
+    def app_groups_by_name(self) -> Mapping[str, tuple[AppGroup, ...]]:
+        """AppGroups by name, every namespace's: what a pod's AppGroup label names (an admission or an extender
+        call reads one name; a scan of every AppGroup per call was most of the webhook's time in a burst). A live
+        cache's snapshots share the AppGroups' tuple while no AppGroup changes (every pod event makes a snapshot):
+        the index of the last tuple is kept for the next snapshot that holds it."""
+        held = _LAST_BY_NAME[0] if _LAST_BY_NAME else None
+        if held is not None and held[0] is self.app_groups:
+            return held[1]
+        index: dict[str, list[AppGroup]] = defaultdict(list)
+        for group in self.app_groups:
+            index[group.metadata.name].append(group)
+        found = MappingProxyType({name: tuple(groups) for name, groups in index.items()})
+        _LAST_BY_NAME[:] = [(self.app_groups, found)]  # held: the tuple's id cannot be reused while it is here
+        return found
+
+    @functools.cached_property
     def nodes_by_zone(self) -> Mapping[str, tuple[Node, ...]]:
         return _group(self.nodes, lambda node: node.zone)
 
@@ -148,6 +164,9 @@ class Snapshot:
 
     def appgroup_pods(self, namespace: str, name: str) -> tuple[Pod, ...]:
         return self.pods_by_appgroup.get((namespace, name), ())
+
+
+_LAST_BY_NAME: list[tuple[tuple[AppGroup, ...], Mapping[str, tuple[AppGroup, ...]]]] = []
 
 
 def _group(nodes: Iterable[Node], key: Any) -> Mapping[str, tuple[Node, ...]]:
