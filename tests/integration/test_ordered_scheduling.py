@@ -229,6 +229,5 @@ def _held(emulator: ApiEmulator, name: str) -> Any:
 def _gated_by(app: Any) -> bool:
     from webhooks.server import VIEW_KEY
 
-    groups = app[VIEW_KEY].app_groups
-    group = groups.get(("default", "shop"))
+    group = next((g for g in app[VIEW_KEY].app_groups_named("shop") if g.metadata.namespace == "default"), None)
     return group is not None and group.status is not None and bool(group.status.topology_order)

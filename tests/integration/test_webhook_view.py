@@ -48,7 +48,7 @@ async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmul
         assert "default" in view.namespaces
 
         await api.call("POST", AG, documents("appgroup-a1.yaml")[0])
-        await eventually(lambda: ("default", "a1") in view.app_groups, within=1)
+        await eventually(lambda: "default" in {g.metadata.namespace for g in view.app_groups_named("a1")}, within=1)
         assert requests_for(view, "p1")["kubernetes.io/egress-request"] == "100Mi"
 
         workloads = documents("appgroup-a1.yaml")[0]["spec"]["workloads"]
@@ -68,7 +68,7 @@ async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmul
         )
 
         await api.call("DELETE", AG + "/a1")
-        await eventually(lambda: ("default", "a1") not in view.app_groups, within=1)
+        await eventually(lambda: not view.app_groups_named("a1"), within=1)
 
 
 async def test_a_broken_namespace_default_admits_the_pod_and_posts_one_event(api: Api, emulator: ApiEmulator) -> None:
