@@ -331,7 +331,8 @@ class GateKeeper:
         named = self.appgroups_by_name() if names else {}
         order = sorted(names, key=self._arrival)  # first come, first planned
         waiting = sum(1 for name in {*order, *self.marked} if self.gated.get(name))
-        self.budget = shared_budget(self.options.plan_budget_seconds, waiting, PASS_SECONDS)
+        nodes = len(self.live.current().nodes) if self.live is not None and waiting else 0
+        self.budget = shared_budget(self.options.plan_budget_seconds, waiting, PASS_SECONDS, nodes)
         started = time.perf_counter()
         try:
             for position, name in enumerate(order):

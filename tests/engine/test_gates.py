@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import pytest
+
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -253,3 +255,12 @@ def test_a_backlog_shares_the_planners_time_down_to_a_floor() -> None:
     # get the 10 ms floor; a configured budget below the floor is kept
     assert [shared_budget(0.1, waiting, 0.5) for waiting in (0, 1, 5, 10, 100)] == [0.1, 0.1, 0.1, 0.05, 0.01]
     assert shared_budget(0.004, 100, 0.5) == 0.004
+
+
+def test_a_backlog_s_floor_leaves_a_plan_time_past_building_its_problem() -> None:
+    # building a problem is charged 3 us a node: 15 ms on 5,000 nodes, so 100 waiting get 15 + 10 = 25 ms (a 10 ms
+    # floor alone was spent before the greedy start began); 10 waiting get their 50 ms share, above it; 150 ms on
+    # 50,000 nodes is over the configured 100 ms, which is kept
+    assert shared_budget(0.1, 100, 0.5, nodes=5000) == pytest.approx(0.025)
+    assert shared_budget(0.1, 10, 0.5, nodes=5000) == 0.05
+    assert shared_budget(0.1, 100, 0.5, nodes=50_000) == 0.1

@@ -74,7 +74,7 @@ def waiting_groups(index: ClusterIndex, held: Container[str]) -> int:
 
 def backlog_budget(index: ClusterIndex, held: Container[str], configured: float = DEFAULT_BUDGET_SECONDS) -> float:
     """A plan's budget when :func:`waiting_groups` AppGroups wait (rule 3)."""
-    return shared_budget(configured, waiting_groups(index, held), BACKLOG_SECONDS)
+    return shared_budget(configured, waiting_groups(index, held), BACKLOG_SECONDS, len(index.nodes))
 
 
 def plan_pending(
