@@ -258,9 +258,11 @@ def test_a_backlog_shares_the_planners_time_down_to_a_floor() -> None:
 
 
 def test_a_backlog_s_floor_leaves_a_plan_time_past_building_its_problem() -> None:
-    # building a problem is charged 3 us a node: 15 ms on 5,000 nodes, so 100 waiting get 15 + 10 = 25 ms (a 10 ms
-    # floor alone was spent before the greedy start began); 10 waiting get their 50 ms share, above it; 150 ms on
-    # 50,000 nodes is over the configured 100 ms, which is kept
-    assert shared_budget(0.1, 100, 0.5, nodes=5000) == pytest.approx(0.025)
+    # building a problem is charged 3 us a node: 15 ms on 5,000 nodes, so 100 waiting get 15 + 2 = 17 ms (the 10 ms
+    # floor alone was spent before the greedy start began); 10 waiting get their 50 ms share, above it; on 1,000
+    # nodes 3 + 2 = 5 ms is under the 10 ms floor, which holds; 150 ms on 50,000 nodes is over the configured
+    # 100 ms, which is kept
+    assert shared_budget(0.1, 100, 0.5, nodes=5000) == pytest.approx(0.017)
     assert shared_budget(0.1, 10, 0.5, nodes=5000) == 0.05
+    assert shared_budget(0.1, 100, 0.5, nodes=1000) == 0.01
     assert shared_budget(0.1, 100, 0.5, nodes=50_000) == 0.1

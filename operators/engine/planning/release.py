@@ -70,6 +70,9 @@ FOLLOW_SECONDS = 0.01  # once some of the group is placed, later pods are planne
 GATHER_SECONDS = 30.0  # a group's first plan waits for its pods to stop arriving at most this long
 VACATE_SECONDS = 0.5  # a rebalancer's replacement waiting for a terminating pod to go: looked at again this soon
 MIN_BUDGET_SECONDS = 0.01  # a plan's budget under the deepest backlog (the configured one when that is less)
+# ... and at least the work of building its problem and this much search: the greedy start with its network costs
+# (0.4 ms of work for 8 pods on 5,000 nodes) and a sweep
+MIN_SEARCH_SECONDS = 0.002
 BACKLOG_SECONDS = 0.5  # the planning time AppGroups waiting together share (each plan's budget: this over them)
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
@@ -114,16 +117,17 @@ def awaiting_bind(pod: Pod) -> bool:
 
 def shared_budget(configured: float, waiting: int, pass_seconds: float, nodes: int = 0) -> float:
     """Each plan's budget when ``waiting`` AppGroups wait to be planned: the configured budget, or the planner's
-    ``pass_seconds`` shared among them when that is less, never below :data:`MIN_BUDGET_SECONDS` of search past
-    the work of building the problem on a cluster of ``nodes`` nodes (charged to the budget: a budget under it
-    leaves the greedy start no time for the network costs, and it places the pods by room alone). The planner is
+    ``pass_seconds`` shared among them when that is less, never below :data:`MIN_BUDGET_SECONDS` nor below
+    :data:`MIN_SEARCH_SECONDS` past the work of building the problem on a cluster of ``nodes`` nodes (charged to
+    the budget: a budget under it leaves the greedy start no time for the network costs, and it places the pods by
+    room alone). The planner is
     anytime (a plan that cannot be proven optimal searches to its budget): at 100 ms each, a burst of 250
     AppGroups in 20 s waits 25 s of planning alone, and each plan still starts from the smallest-domain placement
     and its local optimum, so a shorter budget costs walks, never a plan worse than that. (A floor of 10 ms alone
     was under the 15 ms a problem on 5,000 nodes is charged: a burst made by 32 clients planned its AppGroups at
     0.58-0.63 per edge against 0.49 with 8, some pairs above ``maxNetworkCost``.)"""
     share = pass_seconds / max(waiting, 1)
-    return min(configured, max(share, MIN_BUDGET_SECONDS + BUILD_WORK * nodes / 1e9))
+    return min(configured, max(share, MIN_BUDGET_SECONDS, MIN_SEARCH_SECONDS + BUILD_WORK * nodes / 1e9))
 
 
 def release_by_plan(
