@@ -26,8 +26,8 @@ Figures per column, min / median / max over ``--runs`` (the columns' order rotat
 binding (per pod: its creation answered -> a watch sees it bound), the mean over dependency edges of an edge's
 network cost (the mean over its placed pod pairs, NetworkOverhead's cost rules, as ``netaware explain appgroup``
 computes it) and the share of pod pairs within ``maxNetworkCost``, and the CPU seconds of netaware's operator,
-extender and webhook and of the scheduler that bound the pods during the run; at the end, the operator's and the
-extender's peak RSS.
+extender and webhook, of the scheduler that bound the pods and of what every column loads (the API server, etcd,
+KWOK) during the run; at the end, the operator's and the extender's peak RSS.
 """
 
 from __future__ import annotations
