@@ -120,10 +120,10 @@ def shared_budget(configured: float, waiting: int, pass_seconds: float, nodes: i
     ``pass_seconds`` shared among them when that is less, never below :data:`MIN_BUDGET_SECONDS` nor below
     :data:`MIN_SEARCH_SECONDS` past the work of building the problem on a cluster of ``nodes`` nodes (charged to
     the budget: a budget under it leaves the greedy start no time for the network costs, and it places the pods by
-    room alone). The planner is
-    anytime (a plan that cannot be proven optimal searches to its budget): at 100 ms each, a burst of 250
-    AppGroups in 20 s waits 25 s of planning alone, and each plan still starts from the smallest-domain placement
-    and its local optimum, so a shorter budget costs walks, never a plan worse than that. (A floor of 10 ms alone
+    room alone). The planner is anytime (a plan that cannot be proven optimal searches to its budget): at 100 ms
+    each, a burst of 250 AppGroups in 20 s waits 25 s of planning alone, and each plan still starts from the
+    smallest-domain placement and its local optimum, so a shorter budget costs walks, never a plan worse than
+    that. (A floor of 10 ms alone
     was under the 15 ms a problem on 5,000 nodes is charged: a burst made by 32 clients planned its AppGroups at
     0.58-0.63 per edge against 0.49 with 8, some pairs above ``maxNetworkCost``.)"""
     share = pass_seconds / max(waiting, 1)
