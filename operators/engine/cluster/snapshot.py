@@ -102,16 +102,16 @@ class Snapshot:
         """AppGroups by name, every namespace's: what a pod's AppGroup label names (an admission or an extender
         call reads one name; a scan of every AppGroup per call was most of the webhook's time in a burst). A live
         cache's snapshots share the AppGroups' tuple while no AppGroup changes (every pod event makes a snapshot):
-        the index of the last tuple is kept for the next snapshot that holds it."""
-        held = _LAST_BY_NAME[0] if _LAST_BY_NAME else None
+        the index of a tuple is kept (with the tuple: its id cannot be reused while held) for the next snapshot that
+        holds it."""
+        held = _BY_NAME.get(id(self.app_groups))
         if held is not None and held[0] is self.app_groups:
             return held[1]
         index: dict[str, list[AppGroup]] = defaultdict(list)
         for group in self.app_groups:
             index[group.metadata.name].append(group)
         found = MappingProxyType({name: tuple(groups) for name, groups in index.items()})
-        _LAST_BY_NAME[:] = [(self.app_groups, found)]  # held: the tuple's id cannot be reused while it is here
-        return found
+        return remember(_BY_NAME, id(self.app_groups), (self.app_groups, found), _BY_NAME_KEPT)[1]
 
     @functools.cached_property
     def nodes_by_zone(self) -> Mapping[str, tuple[Node, ...]]:
@@ -166,7 +166,8 @@ class Snapshot:
         return self.pods_by_appgroup.get((namespace, name), ())
 
 
-_LAST_BY_NAME: list[tuple[tuple[AppGroup, ...], Mapping[str, tuple[AppGroup, ...]]]] = []
+_BY_NAME: dict[int, tuple[tuple[AppGroup, ...], Mapping[str, tuple[AppGroup, ...]]]] = {}
+_BY_NAME_KEPT = 4  # a process's caches (the webhook's, the extender's) each hold one set of AppGroups at a time
 
 
 def _group(nodes: Iterable[Node], key: Any) -> Mapping[str, tuple[Node, ...]]:
