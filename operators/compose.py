@@ -29,6 +29,7 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.extender.answers import ExtenderState
 from operators.extender.live import KINDS as LIVE_INDEX_KINDS
 from operators.extender.live import LIVE_KEY, LiveIndex
+from operators.extender.nominations import PodNominator
 from operators.extender.server import PodNotifier
 from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
@@ -89,8 +90,12 @@ async def webhook(
 
 
 @contextlib.asynccontextmanager
-async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncIterator[web.Application]:
-    """The scheduler extender's application; with a live source, the kinds its plugins read are watched."""
+async def extender(
+    source: ClusterSource, config: SchedulerConfig, nominate_from_nodes: int = 0
+) -> AsyncIterator[web.Application]:
+    """The scheduler extender's application; with a live source, the kinds its plugins read are watched, and the
+    pods of plan-ungated plans nominated to their planned nodes on clusters of ``nominate_from_nodes`` nodes or
+    more (0: never)."""
     if source.snapshot is not None:
         snapshot = source.snapshot
         yield extender_app(ExtenderState(lambda: snapshot, config))
@@ -102,8 +107,15 @@ async def extender(source: ClusterSource, config: SchedulerConfig) -> AsyncItera
     async with following(source, cache.follow, tasks) as api, index:
         state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current, live=live)
         app = extender_app(state, PodNotifier(api), supervisor=tasks)
+        if nominate_from_nodes:
+            nominator = PodNominator(api, tasks.registry)
+            state.follower.nominate, state.follower.nominate_from_nodes = nominator.nominate, nominate_from_nodes
         app[LIVE_KEY] = live
-        yield app
+        try:
+            yield app
+        finally:
+            if nominate_from_nodes:
+                await nominator.close()
 
 
 @contextlib.asynccontextmanager

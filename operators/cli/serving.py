@@ -215,7 +215,18 @@ def webhook_command(
 @serving_options(default_port=8888)
 @scheduler_config_option
 @filename_option(required=False)
-def extender_command(flags: ServingFlags, config_path: str | None, filenames: tuple[str, ...]) -> None:
+@click.option(
+    "--nominate-from-nodes",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="On clusters of at least this many nodes, write the planned node of each pod a plan-ungated plan placed "
+    "and kube-scheduler has not asked about yet into its status.nominatedNodeName: kube-scheduler then tries that "
+    "node alone before scanning every node (0: never). Needs patch on pods/status.",
+)
+def extender_command(
+    flags: ServingFlags, config_path: str | None, filenames: tuple[str, ...], nominate_from_nodes: int
+) -> None:
     """Serve the kube-scheduler extender (POST /filter, POST /prioritize).
 
     Nodes, pods, AppGroups, NetworkTopologies and NodeSLOs come from watches of the cluster, or from
@@ -225,7 +236,7 @@ def extender_command(flags: ServingFlags, config_path: str | None, filenames: tu
     from operators.extender.server import serve
 
     config = load_scheduler_config(config_path)
-    serve_component(flags, filenames, lambda source: compose.extender(source, config), serve)
+    serve_component(flags, filenames, lambda source: compose.extender(source, config, nominate_from_nodes), serve)
 
 
 @click.command("demo")

@@ -41,7 +41,7 @@ from operators.controllers.metrics import REGISTRY
 from operators.controllers.pass_writes import Evictions, Writes
 from operators.controllers.plan_events import PlanAnnouncer, warn_timeout
 from operators.controllers.releases import RETRY_SECONDS, Placed, Releases
-from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
+from operators.engine.cluster.appgroups import by_name, pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import (
@@ -122,6 +122,7 @@ class GateKeeper:
         self.problems: dict[tuple[str, str], str | None] = {}  # AppGroup -> its timeout annotation's problem
         self.deadlines: dict[str, float] = {}  # AppGroup name -> when to look at it again (a timeout, a retry)
         self.wake = asyncio.Event()
+        self._named: tuple[int, Mapping[str, tuple[AppGroup, ...]]] = (-1, {})  # (their version, by name)
         self.writes = Writes(self.wake)  # the passes' writes under way
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
@@ -185,12 +186,12 @@ class GateKeeper:
     # -- decisions ------------------------------------------------------------------------------------
 
     def plans(
-        self, name: str, now: float, named: Mapping[str, list[AppGroup]] | None = None
+        self, name: str, now: float, named: Mapping[str, tuple[AppGroup, ...]] | None = None
     ) -> list[tuple[AppGroup | None, GatePlan]]:
         """One plan per AppGroup ``name`` that covers a namespace with gated pods; the gated pods no AppGroup
         covers make one more plan (without an AppGroup: released). ``named``: the AppGroups by name, when the
         caller has them (one pass over the cache for many names)."""
-        groups = (named or self.appgroups_by_name()).get(name, [])
+        groups = (named or self.appgroups_by_name()).get(name, ())
         held = self.gated.get(name, set()) | self.placing.get(name, set())
         owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in held}
         plans = []
@@ -268,12 +269,12 @@ class GateKeeper:
                     if self.evictions.claim(pod.uid):  # now: the next pass may run before the eviction is written
                         self.abandoned.append((group, pod, why))
 
-    def appgroups_by_name(self) -> dict[str, list[AppGroup]]:
-        named: dict[str, list[AppGroup]] = defaultdict(list)
-        for group in self.cache.objects(APPGROUP_SPECS):
-            if isinstance(group, AppGroup):
-                named[group.metadata.name].append(group)
-        return named
+    def appgroups_by_name(self) -> Mapping[str, tuple[AppGroup, ...]]:
+        """The cached AppGroups by name, grouped again only when one of them changed (a pass asks each time)."""
+        version = self.cache.version(APPGROUP_SPECS)
+        if self._named[0] != version:
+            self._named = (version, by_name(g for g in self.cache.objects(APPGROUP_SPECS) if isinstance(g, AppGroup)))
+        return self._named[1]
 
     # -- the task -------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -76,6 +76,10 @@ class PlanFollower:
     answered: dict[str, tuple[str, str, float]] = field(default_factory=dict)
     # pod key -> (node, its AppGroup): of a plan, not asked about yet
     planned: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # given the pods a plan placed and kube-scheduler has not asked about, with their nodes, on clusters of at
+    # least ``nominate_from_nodes`` nodes (:mod:`operators.extender.nominations`)
+    nominate: Callable[[Iterable[tuple[Pod, str]]], None] | None = None
+    nominate_from_nodes: int = 0
 
     def group_of(self, pod: Pod, cluster: Snapshot) -> AppGroup | None:
         """The plan-ungated AppGroup of a pending ``pod`` (None: answered as any pod)."""
@@ -104,7 +108,10 @@ class PlanFollower:
             self._forget(reference, group, view.index, now)
             node = self.planned.pop(pod.key, (None, ""))[0]
             if node is None or node not in view.index.node_by_name:
-                answered = {key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()}
+                answered = {
+                    key: (held, of.rpartition("/")[2]) for key, (held, of) in self.planned.items() if of != reference
+                }  # other AppGroups' planned pods hold their room (nominated or not)
+                answered.update({key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()})
                 started = time.perf_counter()
                 index = view.place(answered_pods(view.index, answered, pod))
                 budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
@@ -114,6 +121,7 @@ class PlanFollower:
                 places = {planned.pod: planned.node for planned in plan.pods}
                 node = places.pop(pod.key, None)
                 self.planned.update({key: (place, reference) for key, place in places.items()})
+                self._nominate(view.index, group, places)
                 logger.info(
                     "AppGroup %s/%s: %d pod(s) planned for pod %s, network cost %d (greedy start %d)",
                     group.metadata.namespace, group.metadata.name, len(plan.pods), pod.key, plan.cost.cost,
@@ -126,6 +134,16 @@ class PlanFollower:
             return None
         self.answered[pod.key] = (node, reference, now)
         return node
+
+    def _nominate(self, index: ClusterIndex, group: AppGroup, places: dict[str, str]) -> None:
+        if self.nominate is None or len(index.nodes) < self.nominate_from_nodes:
+            return
+        members = index.appgroup_pods.get(group.metadata.name, {})
+        self.nominate(
+            (members[key], node)
+            for key, node in places.items()
+            if key in members and members[key].nominated_node != node
+        )
 
     def missed(self, pod: Pod, node: str) -> None:
         """kube-scheduler's candidates or netaware's filters refused ``pod``'s planned ``node``."""

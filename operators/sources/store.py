@@ -147,6 +147,12 @@ class ClusterStore:
         with self._lock:
             return tuple(self._stores[kind.name].objects.values())
 
+    def version(self, kind: Kind) -> int:
+        """A number that moves on every change of ``kind``: what a caller derived from :meth:`objects` is current
+        while it has not moved."""
+        with self._lock:
+            return self._stores[kind.name].version
+
     def snapshot(self, without: Iterable[Kind] = ()) -> Snapshot:
         """The followed kinds (but those ``without``: empty) as a snapshot; a kind's slot is rebuilt only when it
         changed since the last call."""

@@ -5,7 +5,9 @@ nodes, and a token bound to each pod (it carries the pod's node, as the token a 
 * the probe on n-1 writes its own row, and nothing else: not n-2's row, not a row claiming n-2's round trips, not
   the scheduler's ConfigMap beside the rows; a token bound to no pod writes nothing;
 * the agent on n-1 annotates its own Node and writes its own NodeSLO's status and Events about its Node; not n-2's,
-  and never its own Node's labels.
+  and never its own Node's labels;
+* the extender nominates a pending pod to a node (``status.nominatedNodeName``, what its plans write), and changes
+  nothing else of a pod through the status it may patch: not its phase, conditions or addresses, not its labels.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,7 +53,7 @@ def tokens(cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path]) -> Iterat
     policies = rendered_policies()
     assert (
         sorted(d["kind"] for d in policies)
-        == ["ValidatingAdmissionPolicy"] * 2 + ["ValidatingAdmissionPolicyBinding"] * 2
+        == ["ValidatingAdmissionPolicy"] * 3 + ["ValidatingAdmissionPolicyBinding"] * 3
     )
     cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(policies))
     configs: dict[str, pathlib.Path] = {}
@@ -69,6 +72,7 @@ def tokens(cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path]) -> Iterat
         unbound = cluster.kubectl("create", "token", "netaware-probe", "-n", RELEASE_NAMESPACE, "--duration=1h")
         configs["probe-unbound"] = cluster.token_kubeconfig("probe-unbound", unbound.stdout.strip())
         wait_until_enforced(cluster, configs["probe-unbound"])
+        configs["extender"] = chart_rbac["extender"]  # its ServiceAccount's token: the policy needs no node
         yield configs
     finally:
         cluster.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=yaml.safe_dump_all(policies), check=False)
@@ -84,13 +88,13 @@ def tokens(cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path]) -> Iterat
         restore = f"{annotation}={before}" if before is not None else f"{annotation}-"
         cluster.kubectl("annotate", "node", "n-1", restore, "--overwrite", check=False)
         cluster.kubectl("delete", "event", "about-n-1", "about-n-2", "-n", "default", "--ignore-not-found", check=False)
+        cluster.kubectl("delete", "pod", "nominated", "-n", RELEASE_NAMESPACE, "--ignore-not-found", "--wait=false",
+                        check=False)  # fmt: skip
 
 
 def wait_until_enforced(cluster: ControlPlane, kubeconfig: pathlib.Path) -> None:
     """A policy takes effect once the API server has compiled it (about a second): until a write it must refuse is
     refused."""
-    import time
-
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         status, text = request(kubeconfig, "POST", ROWS, row("probe-check", "n-1", {}))
@@ -206,3 +210,32 @@ def test_the_agent_changes_only_its_own_node_and_nodeslo(
     assert node["labels"]["topology.kubernetes.io/zone"] != "elsewhere"
     assert node["annotations"]["node.koordinator.sh/network-bandwidth"] == "10G"
     assert forbidden(cluster, "agent") == []
+
+
+def test_the_extender_changes_only_a_pod_s_nominated_node(
+    cluster: ControlPlane, tokens: dict[str, pathlib.Path]
+) -> None:
+    extender = tokens["extender"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nominated", "namespace": RELEASE_NAMESPACE,
+                                                           "labels": {"app": "shop"}},
+           "spec": {"schedulerName": "no-such-scheduler", "containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+    path = f"/api/v1/namespaces/{RELEASE_NAMESPACE}/pods/nominated/status"
+    probe = {"status": {"message": "policy compiled?"}}  # harmless if let through before the policy is compiled
+    deadline = time.monotonic() + 30
+    while not refused(answer := patch(extender, path, probe), "only a pod's status.nominatedNodeName"):
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.5)
+    status, text = patch(extender, path, {"status": {"nominatedNodeName": "n-1"}})
+    assert status == 200, text
+    assert refused(patch(extender, path, {"status": {"phase": "Failed"}}), "only a pod's status.nominatedNodeName")
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert refused(patch(extender, path, ready), "only a pod's status.nominatedNodeName")
+    address = {"status": {"podIP": "10.9.9.9", "podIPs": [{"ip": "10.9.9.9"}]}}
+    assert refused(patch(extender, path, address), "only a pod's status.nominatedNodeName")
+    label = {"metadata": {"labels": {"app": "elsewhere"}}}  # the status subresource writes labels too
+    assert refused(patch(extender, path, label), "never its labels or annotations")
+    written = kubectl_json(cluster, "get", "pod", "nominated", "-n", RELEASE_NAMESPACE)
+    assert written["status"].get("nominatedNodeName") == "n-1" and written["status"].get("phase") == "Pending"
+    assert written["metadata"]["labels"] == {"app": "shop"} and "podIP" not in written["status"]
+    assert forbidden(cluster, "extender") == []

@@ -1,13 +1,16 @@
 """Plans made by the extender on the real control plane (``netaware.io/ordered-scheduling: plan-ungated``): no
 gate and no write — the real kube-scheduler asks `netaware extender` (the chart's ServiceAccount) about each pod,
 the extender plans the AppGroup's pending pods as a whole and answers with the planned node; every pod binds
-there, and a replica added by a scale-up is planned against the placed ones."""
+there, and a replica added by a scale-up is planned against the placed ones. With nominations (on clusters of
+``--nominate-from-nodes`` nodes), the pods planned and not asked about yet carry their planned node as
+``status.nominatedNodeName``, and kube-scheduler binds each there."""
 
 from __future__ import annotations
 
 import json
 import pathlib
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +27,7 @@ from tests.support.e2e import (
     extender_scheduler,
     forbidden,
     https_get,
+    kubectl_json,
     running,
     wait_for_port,
 )
@@ -50,6 +54,13 @@ def on_plan(port: int, ca_file: pathlib.Path) -> float:
     text = https_get(port, "/metrics", ca_file)[1]
     match = re.search(r'netaware_extender_planned_pods_total\{result="on-plan"\} ([\d.]+)', text)
     return float(match.group(1)) if match else 0.0
+
+
+def nominations(port: int, ca_file: pathlib.Path) -> dict[str, float]:
+    """The extender's nominations by result (its metric)."""
+    text = https_get(port, "/metrics", ca_file)[1]
+    found = re.finditer(r'netaware_extender_nominations_total\{result="(\w+)"\} ([\d.]+)', text)
+    return {match.group(1): float(match.group(2)) for match in found}
 
 
 def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
@@ -85,3 +96,59 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
         assert forbidden(cluster, "extender") == []
     finally:
         cluster.stop_component(SCHEDULER)
+
+
+HOLD = "e2e.netaware.io/hold"  # the test's own gate: the pods wait behind it until the test lets each go
+
+
+def test_the_pods_planned_together_are_nominated_and_bound_on_their_nominated_node(
+    cluster: ControlPlane,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    ungated_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    # The 5 pods wait behind the test's gate; the first is let go, kube-scheduler asks about it, and the extender
+    # plans all 5 (its pending members, gated or not): the first is answered, the 4 others nominated (--nominate-
+    # from-nodes 1: on this small cluster too). Then the others are let go: each binds on its nominated node (the
+    # nominations are read before: the API server clears them on binding).
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
+    port, args = extender_scheduler(cluster, chart_rbac, host_tls, tmp_path, NAMESPACE, SCHEDULER)
+    try:
+        with running([*args, "--nominate-from-nodes", "1"], tmp_path / "extender.log") as process:
+            wait_for_port(port, process=process)
+            eventually(lambda: https_get(port, "/readyz", host_tls["ca"])[0] == 200, 60, "extender synced")
+            group = member_appgroup(NAMESPACE, "shop", GRAPH, {"netaware.io/ordered-scheduling": "plan-ungated"})
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))
+            manifests = [member_deployment(NAMESPACE, "shop", s, REPLICAS[s], "1", SCHEDULER, gates=(HOLD,))
+                         for s in GRAPH]  # fmt: skip
+            cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
+            every = sum(REPLICAS.values())
+
+            def held() -> list[str] | None:
+                pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
+                return sorted(p["metadata"]["name"] for p in pods) if len(pods) == every else None
+
+            first, *others = eventually(held, 60, "every pod created, behind the gate")
+            time.sleep(1)  # the extender's watch holds them all when kube-scheduler asks about the first
+            let_go(cluster, first)
+            eventually(lambda: nominations(port, host_tls["ca"]).get("written") == every - 1, 60, "4 nominated")
+            pods = {p["metadata"]["name"]: p for p in kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]}
+            nominated = {name: pods[name]["status"].get("nominatedNodeName") for name in others}
+            assert all(nominated.values()), nominated
+            for name in others:
+                let_go(cluster, name)
+            placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
+            assert {
+                p["metadata"]["name"]: p["spec"]["nodeName"] for p in placed if p["metadata"]["name"] in others
+            } == nominated
+            assert on_plan(port, host_tls["ca"]) == every
+            assert set(nominations(port, host_tls["ca"])) == {"written"}  # none refused, none skipped
+        assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nomination
+    finally:
+        cluster.stop_component(SCHEDULER)
+
+
+def let_go(cluster: ControlPlane, pod: str) -> None:
+    cluster.kubectl("patch", "pod", pod, "-n", NAMESPACE, "--type", "json",
+                    "-p", '[{"op": "remove", "path": "/spec/schedulingGates"}]')  # fmt: skip

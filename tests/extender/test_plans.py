@@ -141,3 +141,60 @@ def test_a_live_extender_plans_on_its_kept_index_and_leaves_it_as_the_cache_has_
     assert plans_made(state) == 1
     assert live.current().requested("n1") == before == ({"cpu": 100}, 1)
     assert live.usage.members["pair"]["default/b-0"].node_name == ""
+
+
+def nominations_of(state: ExtenderState, from_nodes: int) -> list[tuple[str, str]]:
+    """What the follower of ``state`` nominates from now on (pod key, node), on clusters of ``from_nodes`` or more."""
+    written: list[tuple[str, str]] = []
+    state.follower.nominate = lambda planned: written.extend((pod.key, node) for pod, node in planned)
+    state.follower.nominate_from_nodes = from_nodes
+    return written
+
+
+def test_the_pods_planned_and_not_asked_about_are_nominated_to_their_planned_node() -> None:
+    # As the first test: b-0 and b-1 planned together when b-0 is asked about, one on n1, one on n2. b-1, not asked
+    # about yet, is nominated to its node (so that kube-scheduler tries that node alone first); b-0 is answered.
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=3)  # the cluster has 3 nodes
+    answered = filter_of(state, pod("b-0", "b"))["NodeNames"][0]
+    assert written == [("default/b-1", state.follower.planned["default/b-1"][0])]
+    assert {answered, written[0][1]} == {"n1", "n2"}
+    # asked about next, b-1 comes from the plan: no plan made, nothing nominated again
+    assert filter_of(state, pod("b-1", "b"), [written[0][1]])["NodeNames"] == [written[0][1]]
+    assert written == [("default/b-1", written[0][1])] and plans_made(state) == 1
+
+
+def test_nothing_is_nominated_below_the_node_count_or_where_the_pod_is_nominated_already() -> None:
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=4)  # 3 nodes: kube-scheduler's scan of them costs less
+    filter_of(state, pod("b-0", "b"))
+    assert written == [] and "default/b-1" in state.follower.planned
+    for already in ("n1", "n2"):  # b-1 carries a nomination from before: only a different node is written
+        nominated = pod("b-1", "b")
+        nominated["status"]["nominatedNodeName"] = already
+        state = state_of(pod("b-0", "b"), nominated)
+        written = nominations_of(state, from_nodes=3)
+        filter_of(state, pod("b-0", "b"))
+        planned = state.follower.planned["default/b-1"][0]
+        assert written == ([] if planned == already else [("default/b-1", planned)])
+
+
+def test_a_pod_another_appgroup_s_plan_placed_holds_its_room_before_it_is_asked_about() -> None:
+    # n1 (a-0 and one slot) and n2 (one slot): b-0 and b-1, planned together when b-0 is asked about, fill both.
+    # AppGroup solo's c-0 is then asked about with the node planned for b-1 as its only candidate: that node is
+    # full once b-1 counts there, so the plan places c-0 nowhere (answered as any pod). Counting only the answered
+    # pods, it would see b-1's slot free and give it away, and b-1 would find its node taken.
+    solo = ordered.appgroup("solo", {"c": []})
+    solo = solo.model_copy(update={"metadata": solo.metadata.model_copy(
+        update={"annotations": {keys.ORDERED_SCHEDULING: "plan-ungated"}})})  # fmt: skip
+    objects = [node("n1", "za", pods="2"), node("n2", "za", pods="1"), node("n3", "zb"), topology(5)]
+    pending = [pod("b-0", "b"), pod("b-1", "b"), pod("c-0", "c", group="solo")]
+    snapshot = replace(build_snapshot([*objects, pod("a-0", "a", on="n1"), *pending]),
+                       app_groups=(group_with("plan-ungated"), solo))  # fmt: skip
+    state = ExtenderState(lambda: snapshot, CONFIG)
+    state.follower.metrics = PlanMetrics.create(CollectorRegistry())
+    filter_of(state, pod("b-0", "b"))
+    held = state.follower.planned["default/b-1"][0]
+    assert held in ("n1", "n2")
+    answer = filter_of(state, pod("c-0", "c", group="solo"), [held])
+    assert answer["NodeNames"] == [held] and counted(state, "unplaceable") == 1 and counted(state, "on-plan") == 1

@@ -250,3 +250,20 @@ def test_a_retry_wakes_the_loop_to_wait_for_its_deadline() -> None:
     keeper.wake.clear()
     keeper._retry(Pod.parse(gated("a-0", "a", "1")))
     assert keeper.wake.is_set() and keeper.deadlines == {"a": NOW + gates.RETRY_SECONDS}
+
+
+def test_the_appgroups_by_name_follow_every_change_of_the_cache() -> None:
+    # grouped once per change of the AppGroups, not per pass: a new AppGroup, one deleted and one changed are
+    # each seen by the next call, and a call with no change in between returns what it grouped before
+    keeper, cache = keeper_over([], {})
+    first = keeper.appgroups_by_name()
+    assert sorted(first) == ["a", "b"] and keeper.appgroups_by_name() is first
+    cache.apply(APPGROUP_SPECS, "ADDED", single("c"))
+    assert sorted(keeper.appgroups_by_name()) == ["a", "b", "c"]
+    cache.apply(APPGROUP_SPECS, "DELETED", single("a"))
+    assert sorted(keeper.appgroups_by_name()) == ["b", "c"]
+    changed = single("b")
+    changed["metadata"]["annotations"][keys.ORDERED_SCHEDULING] = "plan-ungated"
+    cache.apply(APPGROUP_SPECS, "MODIFIED", changed)
+    (group,) = keeper.appgroups_by_name()["b"]
+    assert group.metadata.annotations == {keys.ORDERED_SCHEDULING: "plan-ungated"}

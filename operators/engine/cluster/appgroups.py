@@ -3,7 +3,9 @@ admission and scheduling)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
@@ -19,6 +21,14 @@ def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
     """The namespaces an AppGroup's pods may live in, sorted."""
     own = group.metadata.namespace
     return tuple(sorted({entry.workload.namespace or own for entry in group.spec.workloads} | {own}))
+
+
+def by_name(app_groups: Iterable[AppGroup]) -> Mapping[str, tuple[AppGroup, ...]]:
+    """``app_groups`` by name, every namespace's: what a pod's AppGroup label names."""
+    index: dict[str, list[AppGroup]] = defaultdict(list)
+    for group in app_groups:
+        index[group.metadata.name].append(group)
+    return MappingProxyType({name: tuple(groups) for name, groups in index.items()})
 
 
 def pod_appgroup(name: str, pod_namespace: str, app_groups: Iterable[AppGroup]) -> AppGroup | None:

@@ -132,6 +132,11 @@ class Pod:
         return self.phase in ("Succeeded", "Failed")
 
     @property
+    def nominated_node(self) -> str:
+        """``status.nominatedNodeName``: where preemption, or a plan (plan-ungated), expects the pod to go."""
+        return str((self.raw.get("status") or {}).get("nominatedNodeName") or "")
+
+    @property
     def is_terminating(self) -> bool:
         """Deleted (or evicted) and still there: ``metadata.deletionTimestamp`` is set."""
         return bool((self.raw.get("metadata") or {}).get("deletionTimestamp"))

@@ -24,6 +24,7 @@ from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
 from operators.api.networktopology import NetworkTopology, convert_legacy_names
 from operators.api.nodeslo import NodeSLO, NodeSLOSpec, NodeSLOStatus
+from operators.engine.cluster.appgroups import by_name
 from operators.engine.cluster.objects import (
     ConfigMap,
     Namespace,
@@ -107,10 +108,7 @@ class Snapshot:
         held = _BY_NAME.get(id(self.app_groups))
         if held is not None and held[0] is self.app_groups:
             return held[1]
-        index: dict[str, list[AppGroup]] = defaultdict(list)
-        for group in self.app_groups:
-            index[group.metadata.name].append(group)
-        found = MappingProxyType({name: tuple(groups) for name, groups in index.items()})
+        found = by_name(self.app_groups)
         return remember(_BY_NAME, id(self.app_groups), (self.app_groups, found), _BY_NAME_KEPT)[1]
 
     @functools.cached_property

@@ -194,7 +194,7 @@ def release_by_plan(
         timeouts = [pod.created + timeout for pod in waiting if pod.created is not None]
         return ReleaseDecision(tuple(released), None, min([now + VACATE_SECONDS, rebalancing.until, *timeouts]))
     only = {pod.key for pod in waiting}  # other unbound members (released by a timeout) are kube-scheduler's
-    plan = plan_appgroup(index, group, config, seed, budget_seconds, layout=layout, only=only)
+    plan = plan_appgroup(index, group, config, seed, budget_seconds, layout=layout, only=only, with_edges=False)
     places = {planned.pod: planned.node for planned in plan.pods}
     for pod in waiting:
         node = places.get(pod.key)
