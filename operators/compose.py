@@ -26,6 +26,7 @@ from operators.agent.live import Agent, AgentMetrics, AgentOptions, agent_kinds
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.snapshot import Snapshot
+from operators.extender.ahead import PlansAhead
 from operators.extender.answers import ExtenderState
 from operators.extender.live import KINDS as LIVE_INDEX_KINDS
 from operators.extender.live import LIVE_KEY, LiveIndex
@@ -107,15 +108,18 @@ async def extender(
     async with following(source, cache.follow, tasks) as api, index:
         state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current, live=live)
         app = extender_app(state, PodNotifier(api), supervisor=tasks)
-        if nominate_from_nodes:
-            nominator = PodNominator(api, tasks.registry)
-            state.follower.nominate, state.follower.nominate_from_nodes = nominator.nominate, nominate_from_nodes
         app[LIVE_KEY] = live
-        try:
-            yield app
-        finally:
+        async with contextlib.AsyncExitStack() as nominating:
             if nominate_from_nodes:
-                await nominator.close()
+                nominator = PodNominator(api, tasks.registry)
+                state.follower.nominate, state.follower.nominate_from_nodes = nominator.nominate, nominate_from_nodes
+                nominating.push_async_callback(nominator.close)  # after the planning below has stopped
+                ahead = PlansAhead(state)
+                cache.subscribe(ahead.on_changes)
+                await nominating.enter_async_context(
+                    in_background(lambda stop: tasks.run("extender-plans-ahead", lambda: ahead.run(stop), stop.is_set))
+                )
+            yield app
 
 
 @contextlib.asynccontextmanager

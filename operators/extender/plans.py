@@ -108,25 +108,7 @@ class PlanFollower:
             self._forget(reference, group, view.index, now)
             node = self.planned.pop(pod.key, (None, ""))[0]
             if node is None or node not in view.index.node_by_name:
-                answered = {
-                    key: (held, of.rpartition("/")[2]) for key, (held, of) in self.planned.items() if of != reference
-                }  # other AppGroups' planned pods hold their room (nominated or not)
-                answered.update({key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()})
-                started = time.perf_counter()
-                index = view.place(answered_pods(view.index, answered, pod))
-                budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
-                plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
-                if self.metrics is not None:
-                    self.metrics.plans.observe(time.perf_counter() - started)
-                places = {planned.pod: planned.node for planned in plan.pods}
-                node = places.pop(pod.key, None)
-                self.planned.update({key: (place, reference) for key, place in places.items()})
-                self._nominate(view.index, group, places)
-                logger.info(
-                    "AppGroup %s/%s: %d pod(s) planned for pod %s, network cost %d (greedy start %d)",
-                    group.metadata.namespace, group.metadata.name, len(plan.pods), pod.key, plan.cost.cost,
-                    plan.greedy.cost,
-                )  # fmt: skip
+                node = self._plan(view, group, config, now, pod, candidates).get(pod.key)
         finally:
             view.close()
         if node is None:
@@ -134,6 +116,50 @@ class PlanFollower:
             return None
         self.answered[pod.key] = (node, reference, now)
         return node
+
+    def plan_ahead(self, group: AppGroup, provisional: Callable[[], Provisional], config: SchedulerConfig) -> int:
+        """Plan ``group``'s pending pods before kube-scheduler asks about them, when one of them is in no plan
+        yet, on a cluster where they are nominated (:mod:`operators.extender.ahead`); the pods planned."""
+        now = self.clock()
+        reference = f"{group.metadata.namespace}/{group.metadata.name}"
+        view = provisional()
+        try:
+            pending = self._forget(reference, group, view.index, now)
+            if len(view.index.nodes) < self.nominate_from_nodes or pending <= self.planned.keys() | self.answered:
+                return 0
+            return len(self._plan(view, group, config, now, None, None))
+        finally:
+            view.close()
+
+    def _plan(
+        self,
+        view: Provisional,
+        group: AppGroup,
+        config: SchedulerConfig,
+        now: float,
+        asking: Pod | None,
+        candidates: Collection[str] | None,
+    ) -> dict[str, str]:
+        """``group``'s pending pods planned on ``view`` (with the pods answered for and the other AppGroups' planned
+        pods counted where they go); the nodes of those other than ``asking`` kept and nominated. Pod -> node."""
+        reference = f"{group.metadata.namespace}/{group.metadata.name}"
+        answered = {key: (held, of.rpartition("/")[2]) for key, (held, of) in self.planned.items() if of != reference}
+        answered.update({key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()})
+        started = time.perf_counter()
+        index = view.place(answered_pods(view.index, answered, asking))
+        budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
+        plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
+        if self.metrics is not None:
+            self.metrics.plans.observe(time.perf_counter() - started)
+        places = {planned.pod: planned.node for planned in plan.pods}
+        others = {key: node for key, node in places.items() if asking is None or key != asking.key}
+        self.planned.update({key: (node, reference) for key, node in others.items()})
+        self._nominate(view.index, group, others)
+        logger.info(
+            "AppGroup %s: %d pod(s) planned %s, network cost %d (greedy start %d)", reference, len(plan.pods),
+            f"for pod {asking.key}" if asking is not None else "ahead", plan.cost.cost, plan.greedy.cost,
+        )  # fmt: skip
+        return places
 
     def _nominate(self, index: ClusterIndex, group: AppGroup, places: dict[str, str]) -> None:
         if self.nominate is None or len(index.nodes) < self.nominate_from_nodes:
@@ -155,9 +181,9 @@ class PlanFollower:
         if self.metrics is not None:
             self.metrics.pods.labels(result).inc()
 
-    def _forget(self, reference: str, group: AppGroup, index: ClusterIndex, now: float) -> None:
+    def _forget(self, reference: str, group: AppGroup, index: ClusterIndex, now: float) -> set[str]:
         """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of ``group``'s pods
-        (``reference``: its namespace/name) now bound or gone."""
+        (``reference``: its namespace/name) now bound or gone; ``group``'s pending pods."""
         namespaces = set(workload_namespaces(group))
         pending = {
             key
@@ -173,3 +199,4 @@ class PlanFollower:
         for held in (self.answered, self.planned):
             if len(held) > KEPT:
                 held.clear()
+        return pending

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,17 +100,17 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
 HOLD = "e2e.netaware.io/hold"  # the test's own gate: the pods wait behind it until the test lets each go
 
 
-def test_the_pods_planned_together_are_nominated_and_bound_on_their_nominated_node(
+def test_an_appgroup_planned_ahead_is_nominated_and_bound_on_its_nominated_nodes(
     cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
     host_tls: dict[str, Any],
     ungated_namespace: str,
     tmp_path: pathlib.Path,
 ) -> None:
-    # The 5 pods wait behind the test's gate; the first is let go, kube-scheduler asks about it, and the extender
-    # plans all 5 (its pending members, gated or not): the first is answered, the 4 others nominated (--nominate-
-    # from-nodes 1: on this small cluster too). Then the others are let go: each binds on its nominated node (the
-    # nominations are read before: the API server clears them on binding).
+    # The 5 pods wait behind the test's gate (--nominate-from-nodes 1: on this small cluster too). The extender
+    # plans them once they stop arriving, before kube-scheduler asks about any, and nominates each to its planned
+    # node. Let go, each binds on its nominated node (read before: the API server clears it on binding), every
+    # answer from that one plan.
     cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
     port, args = extender_scheduler(cluster, chart_rbac, host_tls, tmp_path, NAMESPACE, SCHEDULER)
     try:
@@ -125,26 +124,20 @@ def test_the_pods_planned_together_are_nominated_and_bound_on_their_nominated_no
             cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
             every = sum(REPLICAS.values())
 
-            def held() -> list[str] | None:
+            def nominated() -> dict[str, str] | None:
                 pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
-                return sorted(p["metadata"]["name"] for p in pods) if len(pods) == every else None
+                found = {p["metadata"]["name"]: p["status"].get("nominatedNodeName") for p in pods}
+                return found if len(found) == every and all(found.values()) else None
 
-            first, *others = eventually(held, 60, "every pod created, behind the gate")
-            time.sleep(1)  # the extender's watch holds them all when kube-scheduler asks about the first
-            let_go(cluster, first)
-            eventually(lambda: nominations(port, host_tls["ca"]).get("written") == every - 1, 60, "4 nominated")
-            pods = {p["metadata"]["name"]: p for p in kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]}
-            nominated = {name: pods[name]["status"].get("nominatedNodeName") for name in others}
-            assert all(nominated.values()), nominated
-            for name in others:
+            planned = eventually(nominated, 60, "every pod nominated to its planned node")
+            assert nominations(port, host_tls["ca"]) == {"written": every}
+            for name in planned:
                 let_go(cluster, name)
             placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
-            assert {
-                p["metadata"]["name"]: p["spec"]["nodeName"] for p in placed if p["metadata"]["name"] in others
-            } == nominated
+            assert {p["metadata"]["name"]: p["spec"]["nodeName"] for p in placed} == planned
             assert on_plan(port, host_tls["ca"]) == every
-            assert set(nominations(port, host_tls["ca"])) == {"written"}  # none refused, none skipped
-        assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nomination
+            assert "planned ahead" in process.text() and "planned for pod" not in process.text()
+        assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nominations
     finally:
         cluster.stop_component(SCHEDULER)
 

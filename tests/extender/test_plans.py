@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
+import pytest
 from prometheus_client import CollectorRegistry
 
 from operators.api import keys
@@ -16,9 +17,12 @@ from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.simulation import ordered
+from operators.extender.ahead import PlansAhead
 from operators.extender.answers import ExtenderState
 from operators.extender.plans import PlanMetrics
 from operators.extender.server import Call, filter_body
+from operators.sources.kinds import PODS
+from operators.sources.store import Change
 from tests.support.planning import CONFIG, node, pod, topology
 
 NAMES = ["n1", "n2", "n3"]
@@ -198,3 +202,57 @@ def test_a_pod_another_appgroup_s_plan_placed_holds_its_room_before_it_is_asked_
     assert held in ("n1", "n2")
     answer = filter_of(state, pod("c-0", "c", group="solo"), [held])
     assert answer["NodeNames"] == [held] and counted(state, "unplaceable") == 1 and counted(state, "on-plan") == 1
+
+
+def test_an_appgroup_planned_ahead_is_nominated_whole_and_answered_from_that_plan() -> None:
+    # planned before kube-scheduler asks: b-0 and b-1 both nominated (one n1, one n2, as when b-0 is asked); then
+    # kube-scheduler asks about each on its nominated node alone, and both answers come from that one plan
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=3)
+    ahead = PlansAhead(state)
+    assert ahead.plan(Pod.parse(pod("b-0", "b"))) == 2
+    nominated = dict(written)
+    assert sorted(nominated) == ["default/b-0", "default/b-1"] and sorted(nominated.values()) == ["n1", "n2"]
+    for name in ("b-0", "b-1"):
+        node = nominated[f"default/{name}"]
+        assert filter_of(state, pod(name, "b"), [node])["NodeNames"] == [node]
+    assert plans_made(state) == 1 and counted(state, "on-plan") == 2
+    assert ahead.plan(Pod.parse(pod("b-0", "b"))) == 0  # every pending pod is in a plan already
+
+
+def test_nothing_is_planned_ahead_where_nothing_is_nominated() -> None:
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=4)  # 3 nodes: kube-scheduler asks, and the plan is made then
+    assert PlansAhead(state).plan(Pod.parse(pod("b-0", "b"))) == 0
+    assert written == [] and state.follower.planned == {} and plans_made(state) == 0
+    other = state_of(pod("c-0", "c", group="solo"))  # an AppGroup nobody declared: nothing to plan
+    nominations_of(other, from_nodes=3)
+    assert PlansAhead(other).plan(Pod.parse(pod("c-0", "c", group="solo"))) == 0
+
+
+def test_an_appgroup_is_due_once_its_pods_stop_arriving() -> None:
+    # as the gated passes: 0.1 s after its last pod, or 30 s after its first while they keep coming
+    now = [0.0]
+    ahead = PlansAhead(state_of(), clock=lambda: now[0])
+
+    def arrive(name: str, group: str) -> None:
+        raw = pod(name, "b", group=group)
+        ahead.on_changes([Change(PODS.name, None, Pod.parse(raw))])
+
+    arrive("x-0", "x")
+    now[0] = 0.05
+    arrive("x-1", "x")
+    arrive("y-0", "y")
+    assert ahead.due() == ([], pytest.approx(0.15))
+    now[0] = 0.16  # x's last pod 0.1 s ago and more, y's too: both due, x first (its first pod came first)
+    pods, later = ahead.due()
+    assert [p.name for p in pods] == ["x-1", "y-0"] and later is None and ahead.waiting == {}
+    bound = Pod.parse(pod("z-0", "b", on="n1", group="z"))  # a bound pod, or a change of a known pod: nothing
+    ahead.on_changes([Change(PODS.name, None, bound), Change(PODS.name, bound, bound)])
+    assert ahead.waiting == {}
+    for step in range(400):  # pods every 0.09 s: due 30 s after the first all the same
+        now[0] = 1.0 + step * 0.09
+        arrive(f"w-{step}", "w")
+        if ahead.due()[0]:
+            break
+    assert now[0] >= 31.0 and round(now[0] - 1.0, 2) <= 30.09

@@ -46,17 +46,19 @@ def plans_ungated(group: AppGroup | None) -> bool:
     return ordered_scheduling(group) == keys.UNGATED_PLAN
 
 
-def answered_pods(index: ClusterIndex, answered: Mapping[str, tuple[str, str]], asking: Pod) -> list[Pod]:
+def answered_pods(index: ClusterIndex, answered: Mapping[str, tuple[str, str]], asking: Pod | None) -> list[Pod]:
     """What a plan counts as given (rule 1), to be placed on ``index``: each AppGroup member the extender answered
     for (``answered``: pod key -> (node, its AppGroup's name)) and kube-scheduler has not bound yet, on that node,
-    whatever its AppGroup; ``asking`` as kube-scheduler sent it, unbound (the cache may not hold it yet)."""
+    whatever its AppGroup; ``asking`` as kube-scheduler sent it, unbound (the cache may not hold it yet; None: a
+    plan made before kube-scheduler asks)."""
     nodes = index.node_by_name
     out = []
     for key, (node, name) in answered.items():
         pod = index.appgroup_pods.get(name, {}).get(key)
-        if key != asking.key and pod is not None and not pod.node_name and node in nodes:
+        if (asking is None or key != asking.key) and pod is not None and not pod.node_name and node in nodes:
             out.append(pod.on_node(node))
-    out.append(asking.on_node(""))
+    if asking is not None:
+        out.append(asking.on_node(""))
     return out
 
 
