@@ -124,5 +124,6 @@ class BindingWatch:
     def close(self) -> None:
         self._closed = True
         if self._watching is not None and self._watching.sock is not None:
-            self._watching.sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):  # the watch's connection closed meanwhile (a restart under way)
+                self._watching.sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)

@@ -114,7 +114,7 @@ CLAIMS: dict[str, dict[str, set[Permission]]] = {
         "operator": set(FILTER_READS),  # the plans' cluster view
     },
     "test_plan_ungated": {
-        "extender": set(FILTER_READS),  # its plans' cluster view
+        "extender": {*FILTER_READS, ("patch", "pods", "status")},  # its plans' cluster view; the nominations
     },
     "test_probe": {
         "probe": {
