@@ -35,7 +35,7 @@ from operators.kube import API_ERRORS, describe, send_json
 logger = logging.getLogger("netaware.extender")
 
 MERGE_PATCH = "application/merge-patch+json"
-IN_FLIGHT = 8
+IN_FLIGHT = 32  # as the gate keeper's releases: with 8, a burst's patches fell behind kube-scheduler
 WRITTEN, BOUND, REFUSED, SKIPPED = "written", "bound", "refused", "skipped"
 QUEUED = 10_000
 

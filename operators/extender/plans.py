@@ -107,7 +107,10 @@ class PlanFollower:
         try:  # nothing awaited until closed: no cache change lands in the view
             self._forget(reference, group, view.index, now)
             node = self.planned.pop(pod.key, (None, ""))[0]
-            if node is None or node not in view.index.node_by_name:
+            # nominated, a pod whose node kube-scheduler's filters refused now is planned again on its candidates
+            # (kube-scheduler scanned every node for it anyway); else it is answered as any pod (off-plan)
+            gone = node is not None and self._nominating(view.index) and node not in set(candidates)
+            if node is None or node not in view.index.node_by_name or gone:
                 node = self._plan(view, group, config, now, pod, candidates).get(pod.key)
         finally:
             view.close()
@@ -125,7 +128,7 @@ class PlanFollower:
         view = provisional()
         try:
             pending = self._forget(reference, group, view.index, now)
-            if len(view.index.nodes) < self.nominate_from_nodes or pending <= self.planned.keys() | self.answered:
+            if not self._nominating(view.index) or pending <= self.planned.keys() | self.answered:
                 return 0
             return len(self._plan(view, group, config, now, None, None))
         finally:
@@ -143,7 +146,11 @@ class PlanFollower:
         """``group``'s pending pods planned on ``view`` (with the pods answered for and the other AppGroups' planned
         pods counted where they go); the nodes of those other than ``asking`` kept and nominated. Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
-        answered = {key: (held, of.rpartition("/")[2]) for key, (held, of) in self.planned.items() if of != reference}
+        # other AppGroups' planned pods hold their room; nominated, this one's too: moved, a pod would hold its
+        # room in kube-scheduler's view on the old node until the new nomination lands, and refuse others there
+        keep = self._nominating(view.index)
+        answered = {key: (held, of.rpartition("/")[2]) for key, (held, of) in self.planned.items()
+                    if of != reference or keep}  # fmt: skip
         answered.update({key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()})
         started = time.perf_counter()
         index = view.place(answered_pods(view.index, answered, asking))
@@ -161,8 +168,11 @@ class PlanFollower:
         )  # fmt: skip
         return places
 
+    def _nominating(self, index: ClusterIndex) -> bool:
+        return self.nominate is not None and len(index.nodes) >= self.nominate_from_nodes
+
     def _nominate(self, index: ClusterIndex, group: AppGroup, places: dict[str, str]) -> None:
-        if self.nominate is None or len(index.nodes) < self.nominate_from_nodes:
+        if self.nominate is None or not self._nominating(index):
             return
         members = index.appgroup_pods.get(group.metadata.name, {})
         self.nominate(

@@ -256,3 +256,34 @@ def test_an_appgroup_is_due_once_its_pods_stop_arriving() -> None:
         if ahead.due()[0]:
             break
     assert now[0] >= 31.0 and round(now[0] - 1.0, 2) <= 30.09
+
+
+def test_nominated_a_plan_s_pods_keep_their_node_when_more_of_their_appgroup_arrive() -> None:
+    # b-0 and b-1 planned ahead and nominated (n1, n2); b-2 arrives and its AppGroup is planned again: b-0 and b-1
+    # keep their nodes (moved, each would hold its old node's room in kube-scheduler's view until the new
+    # nomination lands), only b-2 is planned and nominated: n1 is full (a-0 and a b), so n2 beside it (cost 1)
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=3)
+    assert PlansAhead(state).plan(Pod.parse(pod("b-0", "b"))) == 2
+    first = dict(written)
+    objects = [node("n1", "za", pods="2"), node("n2", "za"), node("n3", "zb"), topology(5), pod("a-0", "a", on="n1")]
+    snapshot = replace(build_snapshot([*objects, pod("b-0", "b"), pod("b-1", "b"), pod("b-2", "b")]),
+                       app_groups=(group_with("plan-ungated"),))  # fmt: skip
+    state.source = lambda: snapshot
+    written.clear()
+    assert PlansAhead(state).plan(Pod.parse(pod("b-2", "b"))) == 1
+    assert written == [("default/b-2", "n2")]
+    assert {key: held[0] for key, held in state.follower.planned.items()} == {**first, "default/b-2": "n2"}
+
+
+def test_nominated_a_pod_whose_node_kube_scheduler_refused_is_planned_again_on_its_candidates() -> None:
+    # b-0 and b-1 nominated to n1 and n2; kube-scheduler asks about the one on n2 with n3 alone passing (its own
+    # filters refused n1 and n2 meanwhile): planned again there (the only candidate, 5 from a-0), not answered as
+    # any pod
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=3)
+    PlansAhead(state).plan(Pod.parse(pod("b-0", "b")))
+    on_n2 = next(key for key, node in written if node == "n2").split("/")[1]
+    answer = filter_of(state, pod(on_n2, "b"), ["n3"])
+    assert answer["NodeNames"] == ["n3"] and answer["FailedNodes"] == {}
+    assert counted(state, "off-plan") == 0 and counted(state, "on-plan") == 1 and plans_made(state) == 2
