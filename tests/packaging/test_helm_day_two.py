@@ -386,13 +386,18 @@ def test_every_component_logs_in_the_chart_wide_format(helm: str) -> None:
     assert "--log-format=json" in pod_spec(own, "operator")["containers"][0]["args"]
 
 
-def test_the_probe_and_the_agent_are_limited_to_their_own_nodes_objects_where_the_api_server_can(helm: str) -> None:
+def test_the_probe_agent_and_extender_are_limited_to_their_own_objects_where_the_api_server_can(helm: str) -> None:
     both = ("--set", "probe.enabled=true", "--set", "agent.enabled=true", "--set", "probe.topologyNamespace=net")
     served = ("--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
     policies = by_kind(render(helm, *both, *served), "ValidatingAdmissionPolicy")
     bindings = by_kind(render(helm, *both, *served), "ValidatingAdmissionPolicyBinding")
-    assert sorted(policies) == sorted(bindings) == ["t-netaware-agent-own-node", "t-netaware-probe-rows"]
+    assert sorted(policies) == sorted(bindings) == [
+        "t-netaware-agent-own-node", "t-netaware-extender-nominations", "t-netaware-probe-rows"]  # fmt: skip
     probe, agent = policies["t-netaware-probe-rows"]["spec"], policies["t-netaware-agent-own-node"]["spec"]
+    extender = policies["t-netaware-extender-nominations"]["spec"]  # its pods/status patch: the nomination only
+    assert extender["matchConditions"][0]["expression"].endswith(
+        f'"system:serviceaccount:{NAMESPACE}:t-netaware-extender"')  # fmt: skip
+    assert extender["matchConstraints"]["resourceRules"][0]["resources"] == ["pods/status"]
     # each applies to its own ServiceAccount only, and reads the node its pod-bound token names
     assert probe["matchConditions"][0]["expression"].endswith(f'"system:serviceaccount:{NAMESPACE}:t-netaware-probe"')
     assert agent["matchConditions"][0]["expression"].endswith(f'"system:serviceaccount:{NAMESPACE}:t-netaware-agent"')
@@ -402,6 +407,13 @@ def test_the_probe_and_the_agent_are_limited_to_their_own_nodes_objects_where_th
     assert bindings["t-netaware-probe-rows"]["spec"]["matchResources"]["namespaceSelector"] == {
         "matchLabels": {"kubernetes.io/metadata.name": "net"}}  # fmt: skip
     assert all(b["spec"]["validationActions"] == ["Deny"] for b in bindings.values())
+    # no nominations (extender.nominateFromNodes 0): neither the extender's policy nor its right to patch pods/status
+    quiet = render(helm, *both, *served, "--set", "extender.nominateFromNodes=0")
+    assert sorted(by_kind(quiet, "ValidatingAdmissionPolicy")) == ["t-netaware-agent-own-node", "t-netaware-probe-rows"]
+    extender_role = by_kind(quiet, "ClusterRole")["t-netaware-extender"]
+    assert not any("pods/status" in rule["resources"] for rule in extender_role["rules"])
+    with_role = by_kind(render(helm, *both, *served), "ClusterRole")["t-netaware-extender"]
+    assert {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]} in with_role["rules"]
     # an API server without the v1 API (1.29), or the switch off: none, and nothing else changes
     assert not by_kind(render(helm, *both), "ValidatingAdmissionPolicy")
     off = render(helm, *both, *served, "--set", "leastPrivilege.admissionPolicies=false")
