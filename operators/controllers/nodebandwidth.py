@@ -32,14 +32,13 @@ from operators.engine.cluster.bandwidth import CAPACITY_ANNOTATIONS, Accounting,
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.status.node_bandwidth import advertised, advertisement, status_patch, unaccounted_usage
-from operators.kube import post_event, send_json
+from operators.kube import MERGE_PATCH, post_event, send_json
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import NODES, NODESLOS, PODS
 from operators.sources.store import Change
 from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.nodebandwidth")
-MERGE_PATCH = "application/merge-patch+json"
 WORKERS = 4  # nodes written at once (the first sync of a large cluster writes each node once)
 
 

@@ -30,11 +30,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter
 
 from operators.engine.cluster.objects import Pod
-from operators.kube import API_ERRORS, describe, send_json
+from operators.kube import API_ERRORS, MERGE_PATCH, describe, send_json
 
 logger = logging.getLogger("netaware.extender")
 
-MERGE_PATCH = "application/merge-patch+json"
 IN_FLIGHT = 32  # as the gate keeper's releases: with 8, a burst's patches fell behind kube-scheduler
 WRITTEN, BOUND, REFUSED, SKIPPED = "written", "bound", "refused", "skipped"
 QUEUED = 10_000

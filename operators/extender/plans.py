@@ -109,7 +109,7 @@ class PlanFollower:
             node = self.planned.pop(pod.key, (None, ""))[0]
             # nominated, a pod whose node kube-scheduler's filters refused now is planned again on its candidates
             # (kube-scheduler scanned every node for it anyway); else it is answered as any pod (off-plan)
-            gone = node is not None and self._nominating(view.index) and node not in set(candidates)
+            gone = node is not None and self._nominating(view.index) and node not in candidates
             if node is None or node not in view.index.node_by_name or gone:
                 node = self._plan(view, group, config, now, pod, candidates).get(pod.key)
         finally:

@@ -7,6 +7,7 @@ there, and a replica added by a scale-up is planned against the placed ones. Wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 import re
@@ -19,6 +20,7 @@ from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import member_appgroup, member_deployment
 from tests.support.e2e import (
     EXAMPLES,
+    Process,
     bound_pods,
     create_namespace,
     delete_namespace,
@@ -48,18 +50,44 @@ def ungated_namespace(cluster: ControlPlane) -> Iterator[str]:
         delete_namespace(cluster, NAMESPACE)
 
 
-def on_plan(port: int, ca_file: pathlib.Path) -> float:
-    """Pods the extender answered with their planned node (its metric)."""
+def by_result(port: int, ca_file: pathlib.Path, metric: str) -> dict[str, float]:
+    """The extender's counter ``metric`` by its ``result`` label."""
     text = https_get(port, "/metrics", ca_file)[1]
-    match = re.search(r'netaware_extender_planned_pods_total\{result="on-plan"\} ([\d.]+)', text)
-    return float(match.group(1)) if match else 0.0
-
-
-def nominations(port: int, ca_file: pathlib.Path) -> dict[str, float]:
-    """The extender's nominations by result (its metric)."""
-    text = https_get(port, "/metrics", ca_file)[1]
-    found = re.finditer(r'netaware_extender_nominations_total\{result="(\w+)"\} ([\d.]+)', text)
+    found = re.finditer(metric + r'\{result="([\w-]+)"\} ([\d.]+)', text)
     return {match.group(1): float(match.group(2)) for match in found}
+
+
+def on_plan(port: int, ca_file: pathlib.Path) -> float:
+    """Pods the extender answered with their planned node."""
+    return by_result(port, ca_file, "netaware_extender_planned_pods_total").get("on-plan", 0.0)
+
+
+@contextlib.contextmanager
+def extender_synced(
+    cluster: ControlPlane, chart_rbac: dict[str, pathlib.Path], host_tls: dict[str, Any], folder: pathlib.Path,
+    *flags: str,
+) -> Iterator[tuple[int, Process]]:  # fmt: skip
+    """The example's NetworkTopology (its zone and region costs), a kube-scheduler calling `netaware extender`
+    (with ``flags``) and that extender synced: its port and process. The scheduler is stopped after."""
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
+    port, args = extender_scheduler(cluster, chart_rbac, host_tls, folder, NAMESPACE, SCHEDULER)
+    try:
+        with running([*args, *flags], folder / "extender.log") as process:
+            wait_for_port(port, process=process)
+            eventually(lambda: https_get(port, "/readyz", host_tls["ca"])[0] == 200, 60, "extender synced")
+            yield port, process
+    finally:
+        cluster.stop_component(SCHEDULER)
+
+
+def apply_shop(cluster: ControlPlane, gates: tuple[str, ...] = ()) -> int:
+    """The plan-ungated AppGroup and its Deployments of 1-cpu pods for the extender's scheduler, created behind
+    ``gates``; how many pods."""
+    group = member_appgroup(NAMESPACE, "shop", GRAPH, {"netaware.io/ordered-scheduling": "plan-ungated"})
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))
+    manifests = [member_deployment(NAMESPACE, "shop", s, REPLICAS[s], "1", SCHEDULER, gates=gates) for s in GRAPH]
+    cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
+    return sum(REPLICAS.values())
 
 
 def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
@@ -69,32 +97,21 @@ def test_an_appgroup_planned_by_the_extender_binds_where_planned_without_a_gate(
     ungated_namespace: str,
     tmp_path: pathlib.Path,
 ) -> None:
-    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))  # the example's zone and region costs
-    port, args = extender_scheduler(cluster, chart_rbac, host_tls, tmp_path, NAMESPACE, SCHEDULER)
-    try:
-        with running(args, tmp_path / "extender.log") as process:
-            wait_for_port(port, process=process)
-            eventually(lambda: https_get(port, "/readyz", host_tls["ca"])[0] == 200, 60, "extender synced")
-            group = member_appgroup(NAMESPACE, "shop", GRAPH, {"netaware.io/ordered-scheduling": "plan-ungated"})
-            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))
-            manifests = [member_deployment(NAMESPACE, "shop", s, REPLICAS[s], "1", SCHEDULER) for s in GRAPH]
-            cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
-            every = sum(REPLICAS.values())
-            placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
-            # 5 pods of 1 cpu on nodes of 8. The extender plans the pods pending when one is asked about, against
-            # those placed: the layout depends on how the apply's pods arrive (and on the suite's other pods), so
-            # what is checked is that every pod was answered with its planned node (an answer otherwise counts
-            # off-plan) and bound there
-            assert on_plan(port, host_tls["ca"]) == every
-            assert not any(pod["spec"].get("schedulingGates") for pod in placed)
-            # a scale-up: the new replica is planned against the placed pods and bound where planned
-            cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
-            eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")
-            assert on_plan(port, host_tls["ca"]) == every + 1
-            assert "no longer passes" not in process.text()
-        assert forbidden(cluster, "extender") == []
-    finally:
-        cluster.stop_component(SCHEDULER)
+    with extender_synced(cluster, chart_rbac, host_tls, tmp_path) as (port, process):
+        every = apply_shop(cluster)
+        placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
+        # 5 pods of 1 cpu on nodes of 8. The extender plans the pods pending when one is asked about, against
+        # those placed: the layout depends on how the apply's pods arrive (and on the suite's other pods), so
+        # what is checked is that every pod was answered with its planned node (an answer otherwise counts
+        # off-plan) and bound there
+        assert on_plan(port, host_tls["ca"]) == every
+        assert not any(pod["spec"].get("schedulingGates") for pod in placed)
+        # a scale-up: the new replica is planned against the placed pods and bound where planned
+        cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
+        eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")
+        assert on_plan(port, host_tls["ca"]) == every + 1
+        assert "no longer passes" not in process.text()
+    assert forbidden(cluster, "extender") == []
 
 
 HOLD = "e2e.netaware.io/hold"  # the test's own gate: the pods wait behind it until the test lets each go
@@ -111,35 +128,23 @@ def test_an_appgroup_planned_ahead_is_nominated_and_bound_on_its_nominated_nodes
     # plans them once they stop arriving, before kube-scheduler asks about any, and nominates each to its planned
     # node. Let go, each binds on its nominated node (read before: the API server clears it on binding), every
     # answer from that one plan.
-    cluster.kubectl("apply", "-f", str(EXAMPLES / "networktopology.yaml"))
-    port, args = extender_scheduler(cluster, chart_rbac, host_tls, tmp_path, NAMESPACE, SCHEDULER)
-    try:
-        with running([*args, "--nominate-from-nodes", "1"], tmp_path / "extender.log") as process:
-            wait_for_port(port, process=process)
-            eventually(lambda: https_get(port, "/readyz", host_tls["ca"])[0] == 200, 60, "extender synced")
-            group = member_appgroup(NAMESPACE, "shop", GRAPH, {"netaware.io/ordered-scheduling": "plan-ungated"})
-            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(group))
-            manifests = [member_deployment(NAMESPACE, "shop", s, REPLICAS[s], "1", SCHEDULER, gates=(HOLD,))
-                         for s in GRAPH]  # fmt: skip
-            cluster.kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(m) for m in manifests))
-            every = sum(REPLICAS.values())
+    with extender_synced(cluster, chart_rbac, host_tls, tmp_path, "--nominate-from-nodes", "1") as (port, process):
+        every = apply_shop(cluster, gates=(HOLD,))
 
-            def nominated() -> dict[str, str] | None:
-                pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
-                found = {p["metadata"]["name"]: p["status"].get("nominatedNodeName") for p in pods}
-                return found if len(found) == every and all(found.values()) else None
+        def nominated() -> dict[str, str] | None:
+            pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
+            found = {p["metadata"]["name"]: p["status"].get("nominatedNodeName") for p in pods}
+            return found if len(found) == every and all(found.values()) else None
 
-            planned = eventually(nominated, 60, "every pod nominated to its planned node")
-            assert nominations(port, host_tls["ca"]) == {"written": every}
-            for name in planned:
-                let_go(cluster, name)
-            placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
-            assert {p["metadata"]["name"]: p["spec"]["nodeName"] for p in placed} == planned
-            assert on_plan(port, host_tls["ca"]) == every
-            assert "planned ahead" in process.text() and "planned for pod" not in process.text()
-        assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nominations
-    finally:
-        cluster.stop_component(SCHEDULER)
+        planned = eventually(nominated, 60, "every pod nominated to its planned node")
+        assert by_result(port, host_tls["ca"], "netaware_extender_nominations_total") == {"written": every}
+        for name in planned:
+            let_go(cluster, name)
+        placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
+        assert {p["metadata"]["name"]: p["spec"]["nodeName"] for p in placed} == planned
+        assert on_plan(port, host_tls["ca"]) == every
+        assert "planned ahead" in process.text() and "planned for pod" not in process.text()
+    assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nominations
 
 
 def let_go(cluster: ControlPlane, pod: str) -> None:
