@@ -165,6 +165,8 @@ class Descheduler:
                 self.metrics.cost.labels(group, when).set(value)
         self.metrics.imbalance.labels("before").set(found.imbalance[0])
         self.metrics.imbalance.labels("after").set(found.imbalance[1])
+        for skipped, why in sorted(found.skipped.items()):
+            logger.info("rebalancer: %s skipped: %s", skipped, why)
         if not found.moves:
             logger.info("rebalancer: nothing to move: %s", found.note or "no move gains enough")
         else:

@@ -21,10 +21,15 @@ from operators.api.networktopology import NetworkTopology
 from operators.engine.cluster.fit import insufficient, placement_reasons, requested_on_nodes
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
+from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import EvictionPlanner, carried_out
 from operators.engine.planning.layout import Rebalancing, layout_at
 from operators.engine.planning.plan import plan_appgroup
 from operators.engine.planning.release import VACATE_SECONDS, plan_view, release_by_plan
+from operators.engine.planning.search import Search
+from operators.engine.rebalancing.appgroups import _afresh as afresh
+from operators.engine.rebalancing.appgroups import _toward_best as toward_best
+from operators.engine.rebalancing.model import Balance, Cycle
 from operators.engine.rebalancing.rebalance import Move, Rebalance, rebalance
 from operators.engine.rebalancing.safety import History, MoveRecord, workload_of
 from operators.engine.scheduling.index import ClusterIndex
@@ -148,6 +153,46 @@ def test_a_workload_in_a_rollout_is_not_moved() -> None:
     assert cycle(build_snapshot(objects)).moves == []
     objects[-1] = pod("web-1", "n1", "web", egress="300M")
     assert len(cycle(build_snapshot(objects)).moves) == 1
+
+
+def test_an_appgroup_whose_replacement_is_not_running_yet_is_waited_for_not_called_settled() -> None:
+    # the split pair of the first test (a move gains 10), but back-0 is a replacement still Pending: the AppGroup is
+    # skipped this cycle, and the note says so (a note of "no move gains" read as converged with a move left to make)
+    objects = [*PAIR, appgroup("app", {"front": ["back"], "back": []}), pod("front-0", "a1", "front", "app"),
+               pod("back-0", "b1", "back", "app")]  # fmt: skip
+    objects[-1]["status"]["phase"] = "Pending"
+    waiting = cycle(build_snapshot(objects))
+    assert waiting.moves == [] and waiting.skipped == {f"{NS}/app": f"{NS}/Deployment/back: {NS}/back-0 is Pending"}
+    assert waiting.note == f"skipped {NS}/app: {NS}/Deployment/back: {NS}/back-0 is Pending"
+    objects[-1]["status"]["phase"] = "Running"
+    assert len(cycle(build_snapshot(objects)).moves) == 1
+
+
+def test_the_cycle_heads_for_the_target_its_moves_bring_lowest_not_the_cheapest_far_one() -> None:
+    # front-0 + back-0 on a1, front-1 + back-1 on a2 (zone za): the pairs across a1/a2 cost 1 each, 2 in all. Two
+    # targets of cost 0: every pod on b1 (zone zb, far: each pod's first move there puts it 10 from its partners)
+    # and every pod on a1 (near: front-1 then back-1 to a1, 2 -> 2 -> 0). Toward b1 no prefix gains (the first move
+    # alone: 2 - 1 - 0 + 10 + 10 = 21), so heading there the rebalancer would stop at 2; toward a1 the cycle ends at 0.
+    group = appgroup("app", {"front": ["back"], "back": []})
+    snapshot = build_snapshot([node("a1", "za"), node("a2", "za"), node("b1", "zb"), topology(["za", "zb"]), group,
+                               pod("front-0", "a1", "front", "app"), pod("back-0", "a1", "back", "app"),
+                               pod("front-1", "a2", "front", "app"), pod("back-1", "a2", "back", "app")])  # fmt: skip
+    args = RebalanceArgs.model_validate({"weights": {"networkCost": 1, "bandwidthBalance": 0}})
+    index = ClusterIndex.build(snapshot)
+    state = Cycle(snapshot, args, CONFIG, History(), NOW, EvictionLimits(), {}, lambda p: {"cpu": 100},
+                  Balance(index, CONFIG), 10)  # fmt: skip
+    members = [p for p in snapshot.pods if p.labels.get(keys.APPGROUP_LABEL) == "app"]
+    problem, current = afresh(snapshot, AppGroup.model_validate(group), members, CONFIG)
+    engine = Search(problem, 0)
+    on = {name: problem.nodes.index(name) for name in ("a1", "a2", "b1")}
+    far, near = [on["b1"]] * len(current), [on["a1"]] * len(current)
+    assert toward_best(state, problem, engine, current, [far]) == ([], [])
+    chosen, gains = toward_best(state, problem, engine, current, [far, near])
+    assert sorted((problem.pods[row].name, problem.nodes[n]) for row, n in chosen) == [
+        ("back-1", "a1"),
+        ("front-1", "a1"),
+    ]
+    assert gains == [2.0, 2.0]  # either move left out, the other alone ends at 2
 
 
 def test_cooldown_budgets_and_moves_in_flight_hold() -> None:

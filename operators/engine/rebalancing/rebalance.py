@@ -11,7 +11,8 @@ squared. For a given total, Σ free² is lowest when the free bandwidth is sprea
 
 1. *AppGroups released by plan* (``netaware.io/ordered-scheduling: plan``, every member bound and settled): the
    planner places the whole group afresh on the cluster (:func:`~operators.engine.planning.plan.plan_appgroup`
-   with its members unbound): the *target layout*. A move takes a pod of a workload from a node holding more of
+   with its members unbound), and searches from where the pods are: the *target layout* is whichever of the two the
+   cycle's moves bring lower (the nearer on a tie). A move takes a pod of a workload from a node holding more of
    the workload than the target to one holding fewer (a deficit node) that kube-scheduler's filters accept; the
    layout after the cycle's moves (not the target: a workload two moves from it would have two deficits, and its
    replacement could take either) is written on the AppGroup before the evictions, and the release plans each
@@ -102,8 +103,19 @@ def rebalance(
         for cost, imbalance in zip(network, result.imbalance, strict=True)
     )
     if not result.moves and not result.note:
-        result.note = "no move gains at least minGainPerMove"
+        result.note = _nothing_moved(result.skipped)
     return result
+
+
+def _nothing_moved(skipped: dict[str, str]) -> str:
+    """Why a cycle with no note proposed nothing. An AppGroup or pod skipped (a replacement not Running yet, a
+    rollout) is waited for, not settled: the note must not claim that no move gains enough (it once did, and the
+    cycle after a move read as converged while a replacement was still starting)."""
+    if not skipped:
+        return "no move gains at least minGainPerMove"
+    first = sorted(skipped.items())[0]
+    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+    return f"skipped {first[0]}: {first[1]}{more}"
 
 
 def _rollouts(snapshot: Snapshot) -> dict[str, str]:
