@@ -176,6 +176,7 @@ class Provisional:
     def __init__(self, live: Kept) -> None:
         self.live = live
         self.index = live.current()
+        self.index.keep_headroom()  # before the pass changes the usage: what the kept index holds must be the cache's
         self.held: dict[str, tuple[Pod | None, Pod]] = {}  # pod key -> (the version held before, the one placed)
 
     def place(self, pods: Iterable[Pod]) -> ClusterIndex:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -179,6 +180,42 @@ def test_a_pass_counts_each_plans_releases_for_the_next_one() -> None:
     assert after.requested("n1") == ({"cpu": 3000}, 1)
     assert [p.key for p in build_problem(after, GROUPS["pair"], CONFIG).pods] == ["default/pair-1"]
     assert np.array_equal(after.headroom(("cpu",))[1], [109, 110])
+
+
+def test_the_kept_index_keeps_the_headroom_a_pass_asked_for_so_later_passes_update_only_their_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hand-derived, rows of headroom computed per pass (n1 has 1 cpu left, n2 4): the first pass asks ("cpu",) of
+    its view, both rows computed there. The second opens by computing both on the kept index (the cache's values:
+    1000 and 4000, not the first pass's 0 on n1), then placing pair-1 on n1 recomputes n1's row alone. The third
+    computes n1's row alone. Computed on each pass's view only, every pass would compute both rows again."""
+    computed: list[int] = []
+    rows_of = ClusterIndex._headroom_rows
+
+    def counting(index: ClusterIndex, resources: tuple[str, ...], rows: Any, free: Any, pods: Any) -> Any:
+        rows = list(rows)
+        computed.append(len(rows))
+        return rows_of(index, resources, rows, free, pods)
+
+    monkeypatch.setattr(ClusterIndex, "_headroom_rows", counting)
+    cache = ClusterCache((NODES, PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES))
+    for raw in (node("n1", "za"), node("n2", "zb"), topology(5)):
+        cache.apply(NODES if raw["kind"] == "Node" else NETWORKTOPOLOGIES, "ADDED", raw)
+    cache.apply(PODS, "ADDED", pod("bound", "a", on="n1", cpu="3", group="solo"))
+    waiting = gated(1, "pair", "1")
+    cache.apply(PODS, "ADDED", copy.deepcopy(waiting))
+    live = LiveIndex(cache, CONFIG.bandwidth.default_node_bandwidth)
+    per_pass = []
+    for _ in range(3):
+        computed.clear()
+        pass_view = Provisional(live)
+        opened = list(computed)
+        index = pass_view.place(provisional([Pod.parse(released(waiting, "n1"))], pass_view.index.node_by_name))
+        assert index.headroom(("cpu",))[0].tolist() == [[0], [4000]]
+        pass_view.close()
+        per_pass.append((opened, sum(computed)))
+    assert per_pass == [([], 2), ([2], 3), ([], 1)]
+    assert live.current().headroom(("cpu",))[0].tolist() == [[1000], [4000]]
 
 
 def test_the_volume_filters_over_a_kept_index_see_the_placed_pods() -> None:
