@@ -19,7 +19,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.problem import build_problem
 from operators.engine.planning.release import as_released, plan_view, provisional
-from operators.engine.scheduling.index import ClusterIndex
+from operators.engine.scheduling.index import HEADROOM_KEPT, ClusterIndex
 from operators.engine.simulation import ordered
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, PODS
@@ -216,6 +216,13 @@ def test_the_kept_index_keeps_the_headroom_a_pass_asked_for_so_later_passes_upda
         per_pass.append((opened, sum(computed)))
     assert per_pass == [([], 2), ([2], 3), ([], 1)]
     assert live.current().headroom(("cpu",))[0].tolist() == [[1000], [4000]]
+    # pods may ask any extended resource: only the latest HEADROOM_KEPT tuples are kept up to date, "cpu" now out
+    asked = [("cpu", f"example.com/r{number}") for number in range(HEADROOM_KEPT)]
+    for resources in asked:
+        live.current().headroom(resources)
+    computed.clear()
+    cache.apply(PODS, "DELETED", pod("bound", "a", on="n1", cpu="3", group="solo"))  # n1's rows, of the 8 alone
+    assert sorted(live.current().headroom_held) == sorted(asked) and computed == [1] * HEADROOM_KEPT
 
 
 def test_the_volume_filters_over_a_kept_index_see_the_placed_pods() -> None:

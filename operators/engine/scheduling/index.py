@@ -26,6 +26,8 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.cluster.usage import PodUsage
 from operators.engine.scheduling.table import Bools, Ints, NodeTable
 
+HEADROOM_KEPT = 8  # resource tuples whose headroom a kept index keeps up to date (the latest asked)
+
 
 @dataclass
 class ClusterIndex:
@@ -41,9 +43,10 @@ class ClusterIndex:
     _tables: dict[int | None, NodeTable] = field(default_factory=dict, repr=False)
     _costs: dict[NetworkOverheadArgs, dict[tuple[str, str], int] | None] = field(default_factory=dict, repr=False)
     _headroom: dict[tuple[str, ...], tuple[Ints, Ints]] = field(default_factory=dict, repr=False)
-    # the resource tuples any index of this lineage was asked the headroom of (shared by every derived index):
-    # what :meth:`keep_headroom` computes on a kept index before a pass changes its usage
-    _headroom_asked: set[tuple[str, ...]] = field(default_factory=set, repr=False)
+    # the resource tuples any index of this lineage was asked the headroom of, the latest last (shared by every
+    # derived index; at most HEADROOM_KEPT): what :meth:`keep_headroom` computes on a kept index before a pass
+    # changes its usage, and what :meth:`with_usage` carries
+    _headroom_asked: dict[tuple[str, ...], None] = field(default_factory=dict, repr=False)
     _masks: dict[str, Bools] = field(default_factory=dict, repr=False)  # per pod shape: the nodes it may go on
 
     @classmethod
@@ -98,7 +101,8 @@ class ClusterIndex:
             )
         rows = [self.position[name] for name in touched if name in self.position]
         for resources, (free, pods) in self._headroom.items():
-            index._headroom[resources] = self._headroom_rows(resources, rows, free.copy(), pods.copy())
+            if resources in self._headroom_asked:  # else asked of no plan lately: not carried on every change
+                index._headroom[resources] = self._headroom_rows(resources, rows, free.copy(), pods.copy())
         return index
 
     def with_nodes(self, snapshot: Snapshot, names: set[str], default: Quantity | None) -> ClusterIndex:
@@ -154,12 +158,20 @@ class ClusterIndex:
         """Per node (rows of :attr:`nodes`), what is left of each of ``resources`` (kube-scheduler's unit; a
         resource the node does not advertise has 0) and of its pods limit once its pods' requests are counted;
         kept per resource tuple, as every plan on this snapshot reads the same columns."""
-        self._headroom_asked.add(resources)
+        self._headroom_asked.pop(resources, None)
+        self._headroom_asked[resources] = None
+        while len(self._headroom_asked) > HEADROOM_KEPT:  # pods may ask any extended resource: keep the latest
+            del self._headroom_asked[next(iter(self._headroom_asked))]
         if resources not in self._headroom:
             free = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
             pods = np.zeros(len(self.nodes), dtype=np.int64)
             self._headroom[resources] = self._headroom_rows(resources, range(len(self.nodes)), free, pods)
         return self._headroom[resources]
+
+    @property
+    def headroom_held(self) -> tuple[tuple[str, ...], ...]:
+        """The resource tuples whose headroom this index holds."""
+        return tuple(self._headroom)
 
     def keep_headroom(self) -> None:
         """The headroom of every resource tuple asked of this lineage, computed now (a kept index, before a pass of
