@@ -95,7 +95,7 @@ def _toward_best(
     """The cycle's moves toward whichever of ``targets`` this cycle's moves bring lowest (the first on a tie).
     The cheapest target is not always the one to head for: measured, a layout from scratch 1 below the one near
     the pods put every pod on another node, each single move toward it cost more than it gained, and the
-    rebalancer stopped at 1.5-20x the planner's cost (3 of 22 random starts of Online Boutique x 3)."""
+    rebalancer stopped at 1.5-20x the planner's cost (3 of 28 random starts of Online Boutique x 3)."""
     best: tuple[float, list[tuple[int, int]], list[float]] | None = None
     for target in targets:
         sequence = _greedy(cycle, problem, engine, current, _counts(problem, target))
