@@ -158,15 +158,22 @@ def test_the_kept_plan_index_equals_one_built_from_scratch(
     assert live.rebuilds == 1  # every change after the first build applied by delta
 
 
-def test_a_pass_counts_each_plans_releases_for_the_next_one() -> None:
-    """Hand-derived: n1 has 1 cpu left after the bound pod; pass places pair-1 (1 cpu) there; in the same pass the
-    index the next plan reads has 0 cpu left on n1, and after the pass closes, 1 again (pair-1 was never sent)."""
+def one_cpu_left_on_n1() -> tuple[ClusterCache, dict[str, Any]]:
+    """n1 (zone za) and n2 (zb) of 4 cpus, a bound pod of 3 cpus on n1, and pair-1 (1 cpu) gated: the cache, and
+    pair-1 as created."""
     cache = ClusterCache((NODES, PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES))
     for raw in (node("n1", "za"), node("n2", "zb"), topology(5)):
         cache.apply(NODES if raw["kind"] == "Node" else NETWORKTOPOLOGIES, "ADDED", raw)
     cache.apply(PODS, "ADDED", pod("bound", "a", on="n1", cpu="3", group="solo"))
     waiting = gated(1, "pair", "1")
     cache.apply(PODS, "ADDED", copy.deepcopy(waiting))
+    return cache, waiting
+
+
+def test_a_pass_counts_each_plans_releases_for_the_next_one() -> None:
+    """Hand-derived: n1 has 1 cpu left after the bound pod; pass places pair-1 (1 cpu) there; in the same pass the
+    index the next plan reads has 0 cpu left on n1, and after the pass closes, 1 again (pair-1 was never sent)."""
+    cache, waiting = one_cpu_left_on_n1()
     live = LiveIndex(cache, CONFIG.bandwidth.default_node_bandwidth)
     assert live.current().headroom(("cpu",))[0].tolist() == [[1000], [4000]]
     pass_view = Provisional(live)
@@ -198,12 +205,7 @@ def test_the_kept_index_keeps_the_headroom_a_pass_asked_for_so_later_passes_upda
         return rows_of(index, resources, rows, free, pods)
 
     monkeypatch.setattr(ClusterIndex, "_headroom_rows", counting)
-    cache = ClusterCache((NODES, PODS, APPGROUP_SPECS, NETWORKTOPOLOGIES))
-    for raw in (node("n1", "za"), node("n2", "zb"), topology(5)):
-        cache.apply(NODES if raw["kind"] == "Node" else NETWORKTOPOLOGIES, "ADDED", raw)
-    cache.apply(PODS, "ADDED", pod("bound", "a", on="n1", cpu="3", group="solo"))
-    waiting = gated(1, "pair", "1")
-    cache.apply(PODS, "ADDED", copy.deepcopy(waiting))
+    cache, waiting = one_cpu_left_on_n1()
     live = LiveIndex(cache, CONFIG.bandwidth.default_node_bandwidth)
     per_pass = []
     for _ in range(3):

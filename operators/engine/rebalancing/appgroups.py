@@ -100,11 +100,9 @@ def _toward_best(
     for target in targets:
         sequence = _greedy(cycle, problem, engine, current, _counts(problem, target))
         # each gain against the cycle's state before any of its moves is applied (applying changes the ceilings)
-        chosen, gains = _best_subset(cycle, engine, problem, current, sequence)
-        end = _replay(cycle, engine, problem, current, chosen) if chosen else None
-        value = end if end is not None else float("inf")
-        if best is None or value < best[0]:
-            best = (value, chosen, gains)
+        chosen, gains, end = _best_subset(cycle, engine, problem, current, sequence)
+        if best is None or end < best[0]:
+            best = (end, chosen, gains)
     assert best is not None
     return best[1], best[2]
 
@@ -268,9 +266,10 @@ def _gain(
 
 def _best_subset(
     cycle: Cycle, engine: Search, problem: Problem, current: list[int], sequence: list[tuple[int, int]]
-) -> tuple[list[tuple[int, int]], list[float]]:
+) -> tuple[list[tuple[int, int]], list[float], float]:
     """The prefix of ``sequence`` with the lowest objective, then without the moves whose leave-one-out gain is
-    below ``minGainPerMove`` (the worst first, until none is); with each kept move's leave-one-out gain."""
+    below ``minGainPerMove`` (the worst first, until none is); with each kept move's leave-one-out gain, and the
+    combined objective after them (infinite when none is kept)."""
     values = [_replay(cycle, engine, problem, current, sequence[:k]) for k in range(len(sequence) + 1)]
     start = values[0]
     assert start is not None
@@ -287,5 +286,5 @@ def _best_subset(
     else:
         end = start  # nothing kept
     if not chosen or end is None or start - end < cycle.args.min_gain_per_move:
-        return [], []
-    return chosen, gains
+        return [], [], float("inf")
+    return chosen, gains, end
