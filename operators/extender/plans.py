@@ -17,8 +17,9 @@ plans stay feasible (kube-scheduler checks every node it binds to) but may disag
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -120,19 +121,54 @@ class PlanFollower:
         self.answered[pod.key] = (node, reference, now)
         return node
 
-    def plan_ahead(self, group: AppGroup, provisional: Callable[[], Provisional], config: SchedulerConfig) -> int:
-        """Plan ``group``'s pending pods before kube-scheduler asks about them, when one of them is in no plan
-        yet, on a cluster where they are nominated (:mod:`operators.extender.ahead`); the pods planned."""
+    def plan_ahead(
+        self,
+        groups: Sequence[AppGroup],
+        provisional: Callable[[], Provisional],
+        config: SchedulerConfig,
+        until: float = math.inf,
+    ) -> tuple[int, int]:
+        """Plan the pending pods of ``groups``, in order, before kube-scheduler asks about them, those with a pod in
+        no plan yet, on a cluster where they are nominated (:mod:`operators.extender.ahead`). One pass over one
+        view: the pods answered for and planned before are counted once for the pass, not once per plan, and each
+        plan counts the pods of the plans made before it in the pass. No plan starts once ``time.perf_counter()``
+        passes ``until`` (the first always does). (The pods planned, the groups taken: the rest wait.)"""
         now = self.clock()
-        reference = f"{group.metadata.namespace}/{group.metadata.name}"
         view = provisional()
         try:
-            pending = self._forget(reference, group, view.index, now)
-            if not self._nominating(view.index) or pending <= self.planned.keys() | self.answered:
-                return 0
-            return len(self._plan(view, group, config, now, None, None))
+            if not self._nominating(view.index):
+                return 0, len(groups)
+            cache = view.index  # the pods as the cache has them (placing changes the members the index reads)
+            due = [(at, group) for at, group in enumerate(groups) if not self._in_plans(group, cache, now)]
+            if not due:
+                return 0, len(groups)
+            index = view.place(answered_pods(cache, self._held(None), None))
+            planned = 0
+            for count, (at, group) in enumerate(due):
+                if count and time.perf_counter() >= until:
+                    return planned, at
+                places = self._plan_on(index, group, config, now, None, None)
+                planned += len(places)
+                made = {key: (node, group.metadata.name) for key, node in places.items()}
+                index = view.place(answered_pods(index, made, None))
+            return planned, len(groups)
         finally:
             view.close()
+
+    def _in_plans(self, group: AppGroup, index: ClusterIndex, now: float) -> bool:
+        """Whether every pending pod of ``group`` is in a plan or answered for already (its answers and plans of
+        pods now bound or gone forgotten on the way)."""
+        reference = f"{group.metadata.namespace}/{group.metadata.name}"
+        return self._forget(reference, group, index, now) <= self.planned.keys() | self.answered
+
+    def _held(self, reference: str | None) -> dict[str, tuple[str, str]]:
+        """Pod key -> (node, AppGroup name) of the pods a plan counts as placed: every pod answered for, and the
+        planned pods of AppGroups other than ``reference`` (None: of every one). Nominated, a pod's own AppGroup's
+        planned pods hold their room too: moved, a pod would hold its room in kube-scheduler's view on the old node
+        until the new nomination lands, and refuse others there."""
+        held = {key: (node, of.rpartition("/")[2]) for key, (node, of) in self.planned.items() if of != reference}
+        held.update({key: (node, of.rpartition("/")[2]) for key, (node, of, _) in self.answered.items()})
+        return held
 
     def _plan(
         self,
@@ -140,20 +176,29 @@ class PlanFollower:
         group: AppGroup,
         config: SchedulerConfig,
         now: float,
+        asking: Pod,
+        candidates: Collection[str],
+    ) -> dict[str, str]:
+        """``group``'s pending pods planned on ``view`` when kube-scheduler asks about ``asking`` (with the pods
+        :meth:`_held` placed). Pod -> node."""
+        reference = f"{group.metadata.namespace}/{group.metadata.name}"
+        held = self._held(None if self._nominating(view.index) else reference)
+        index = view.place(answered_pods(view.index, held, asking))
+        return self._plan_on(index, group, config, now, asking, candidates)
+
+    def _plan_on(
+        self,
+        index: ClusterIndex,
+        group: AppGroup,
+        config: SchedulerConfig,
+        now: float,
         asking: Pod | None,
         candidates: Collection[str] | None,
     ) -> dict[str, str]:
-        """``group``'s pending pods planned on ``view`` (with the pods answered for and the other AppGroups' planned
-        pods counted where they go); the nodes of those other than ``asking`` kept and nominated. Pod -> node."""
+        """``group``'s pending pods planned on ``index`` (the pods held placed); the nodes of those other than
+        ``asking`` kept and nominated. Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
-        # other AppGroups' planned pods hold their room; nominated, this one's too: moved, a pod would hold its
-        # room in kube-scheduler's view on the old node until the new nomination lands, and refuse others there
-        keep = self._nominating(view.index)
-        answered = {key: (held, of.rpartition("/")[2]) for key, (held, of) in self.planned.items()
-                    if of != reference or keep}  # fmt: skip
-        answered.update({key: (held, of.rpartition("/")[2]) for key, (held, of, _) in self.answered.items()})
         started = time.perf_counter()
-        index = view.place(answered_pods(view.index, answered, asking))
         budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
         plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
         if self.metrics is not None:
@@ -161,7 +206,7 @@ class PlanFollower:
         places = {planned.pod: planned.node for planned in plan.pods}
         others = {key: node for key, node in places.items() if asking is None or key != asking.key}
         self.planned.update({key: (node, reference) for key, node in others.items()})
-        self._nominate(view.index, group, others)
+        self._nominate(index, group, others)
         logger.info(
             "AppGroup %s: %d pod(s) planned %s, network cost %d (greedy start %d)", reference, len(plan.pods),
             f"for pod {asking.key}" if asking is not None else "ahead", plan.cost.cost, plan.greedy.cost,

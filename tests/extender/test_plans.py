@@ -5,6 +5,7 @@ zb (5 between the zones), the dependency a -> b, a-0 bound on n1."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
+from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
 from operators.extender.ahead import PlansAhead
 from operators.extender.answers import ExtenderState
@@ -287,3 +289,76 @@ def test_nominated_a_pod_whose_node_kube_scheduler_refused_is_planned_again_on_i
     answer = filter_of(state, pod(on_n2, "b"), ["n3"])
     assert answer["NodeNames"] == ["n3"] and answer["FailedNodes"] == {}
     assert counted(state, "off-plan") == 0 and counted(state, "on-plan") == 1 and plans_made(state) == 2
+
+
+def twin_state(n1_pods: str) -> ExtenderState:
+    """Two plan-ungated AppGroups on the module's cluster: pair (a -> b, a-0 bound on n1, b-0 pending) and twin
+    (c -> d, c-0 bound on n1, d-0 pending); n1 takes ``n1_pods`` pods."""
+    twin = ordered.appgroup("twin", {"c": ["d"], "d": []})
+    meta = twin.metadata.model_copy(update={"annotations": {keys.ORDERED_SCHEDULING: "plan-ungated"}})
+    objects = [node("n1", "za", pods=n1_pods), node("n2", "za"), node("n3", "zb"), topology(5)]
+    placed = [pod("a-0", "a", on="n1"), pod("c-0", "c", on="n1", group="twin")]
+    pending = [pod("b-0", "b"), pod("d-0", "d", group="twin")]
+    groups = (group_with("plan-ungated"), twin.model_copy(update={"metadata": meta}))
+    snapshot = replace(build_snapshot([*objects, *placed, *pending]), app_groups=groups)
+    state = ExtenderState(lambda: snapshot, CONFIG)
+    state.follower.metrics = PlanMetrics.create(CollectorRegistry())
+    return state
+
+
+def counted_passes(state: ExtenderState) -> tuple[list[int], list[int]]:
+    """From now on, the views ``state``'s plans open (one entry per view) and the pods placed on them per call."""
+    views: list[int] = []
+    placed: list[int] = []
+    opened = state.provisional
+
+    class Counted:
+        def __init__(self) -> None:
+            self.view = opened()
+            self.index = self.view.index
+            views.append(1)
+
+        def place(self, pods: Iterable[Pod]) -> ClusterIndex:
+            pods = list(pods)
+            placed.append(len(pods))
+            self.index = self.view.place(pods)
+            return self.index
+
+        def close(self) -> None:
+            self.view.close()
+
+    state.provisional = Counted  # type: ignore[method-assign,assignment]
+    return views, placed
+
+
+def test_appgroups_planned_in_one_pass_see_each_others_plans_and_count_the_backlog_once() -> None:
+    # n1 holds a-0 and c-0 and takes one pod more. pair's b-0 and twin's d-0 each cost 0 on n1 (beside a-0, c-0) and
+    # 1 on n2 (same zone). Planned in one pass, pair first: b-0 takes n1, and twin's plan, counting it there, sends
+    # d-0 to n2 (given n1 back, it would send d-0 there too, over n1's pod count). One view for the pass: the pods
+    # held from before (none here) placed on it once, then each plan's pods (one view per AppGroup before).
+    state = twin_state(n1_pods="3")
+    written = nominations_of(state, from_nodes=3)
+    views, placed = counted_passes(state)
+    ahead = PlansAhead(state)
+    assert ahead.plan_pass([Pod.parse(pod("b-0", "b")), Pod.parse(pod("d-0", "d", group="twin"))]) == (2, 2)
+    assert dict(written) == {"default/b-0": "n1", "default/d-0": "n2"}
+    assert views == [1] and placed == [0, 1, 1] and plans_made(state) == 2
+    # with room for both on n1, both go there: the order alone does not push twin away
+    roomy = twin_state(n1_pods="4")
+    nominations = nominations_of(roomy, from_nodes=3)
+    PlansAhead(roomy).plan_pass([Pod.parse(pod("b-0", "b")), Pod.parse(pod("d-0", "d", group="twin"))])
+    assert dict(nominations) == {"default/b-0": "n1", "default/d-0": "n1"}
+
+
+def test_a_pass_past_its_time_starts_no_more_plans_and_the_rest_wait_their_turn() -> None:
+    # a pass whose time is up plans the first AppGroup all the same, and leaves the second for the next pass, which
+    # plans it against the first's pods: b-0 on n1, then d-0 on n2. A pod of no plan-ungated AppGroup is dropped.
+    state = twin_state(n1_pods="3")
+    written = nominations_of(state, from_nodes=3)
+    ahead = PlansAhead(state)
+    stray = Pod.parse(pod("e-0", "e", group="nobody"))
+    queue = [stray, Pod.parse(pod("b-0", "b")), stray, Pod.parse(pod("d-0", "d", group="twin"))]
+    assert ahead.plan_pass(queue, until=0.0) == (1, 3)  # stray, pair, stray taken; twin waits
+    assert written == [("default/b-0", "n1")]
+    assert ahead.plan_pass(queue[3:], until=0.0) == (1, 1)
+    assert written == [("default/b-0", "n1"), ("default/d-0", "n2")]
