@@ -12,10 +12,10 @@ without this.
 
 The plans run on the extender's event loop between its answers, in passes: the AppGroups due are planned oldest
 first on one view of the cluster, each plan within its budget (shared under a backlog as kube-scheduler's asks share
-it) and counting the pods of the plans before it. A pass starts no plan after :data:`PASS_SECONDS` (the rest wait
-for the next) and is followed by a pause as long as it took: the answers come first. Planned one AppGroup a pass,
-the pods of every plan not bound yet were counted on the view and put back again for each AppGroup: in a 5,000-node
-burst, half of a plan's time.
+it) and counting the pods of the plans before it. A pass looks at :data:`PASS_GROUPS` AppGroups at most and starts
+no plan after :data:`PASS_SECONDS` (the rest wait for the next), and is followed by a pause as long as it took: the
+answers come first. Planned one AppGroup a pass, the pods of every plan not bound yet were counted on the view and
+put back again for each AppGroup: in a 5,000-node burst, half of a plan's time.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from operators.sources.kinds import PODS
 from operators.sources.store import Change
 
 PASS_SECONDS = 0.1  # a pass starts no plan after this long (a plan's budget is at most 0.1 s): the others wait
+PASS_GROUPS = 8  # a pass looks at this many AppGroups of the queue at most (each looked at costs its pods)
 MAX_PAUSE_SECONDS = 0.1  # after a pass
 
 
@@ -96,7 +97,7 @@ class PlansAhead:
             queue += ready
             if queue:
                 started = time.perf_counter()
-                queue = queue[self.plan_pass(queue, started + PASS_SECONDS)[1] :]
+                queue = queue[self.plan_pass(queue[:PASS_GROUPS], started + PASS_SECONDS)[1] :]
                 # kube-scheduler's requests first: as long a pause as the pass took (planning holds the loop half
                 # of the time at most; with no pause, a burst's plans left the answers 2 calls a second)
                 await asyncio.sleep(min(time.perf_counter() - started, MAX_PAUSE_SECONDS))

@@ -106,7 +106,7 @@ class PlanFollower:
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
         view = provisional()
         try:  # nothing awaited until closed: no cache change lands in the view
-            self._forget(reference, group, view.index, now)
+            self._forget([group], view.index, now)
             node = self.planned.pop(pod.key, (None, ""))[0]
             # nominated, a pod whose node kube-scheduler's filters refused now is planned again on its candidates
             # (kube-scheduler scanned every node for it anyway); else it is answered as any pod (off-plan)
@@ -139,7 +139,8 @@ class PlanFollower:
             if not self._nominating(view.index):
                 return 0, len(groups)
             cache = view.index  # the pods as the cache has them (placing changes the members the index reads)
-            due = [(at, group) for at, group in enumerate(groups) if not self._in_plans(group, cache, now)]
+            pending = self._forget(groups, cache, now)
+            due = [(at, group) for at, group in enumerate(groups) if not self._in_plans(pending[at])]
             if not due:
                 return 0, len(groups)
             index = view.place(answered_pods(cache, self._held(None), None))
@@ -155,11 +156,9 @@ class PlanFollower:
         finally:
             view.close()
 
-    def _in_plans(self, group: AppGroup, index: ClusterIndex, now: float) -> bool:
-        """Whether every pending pod of ``group`` is in a plan or answered for already (its answers and plans of
-        pods now bound or gone forgotten on the way)."""
-        reference = f"{group.metadata.namespace}/{group.metadata.name}"
-        return self._forget(reference, group, index, now) <= self.planned.keys() | self.answered
+    def _in_plans(self, pending: Iterable[str]) -> bool:
+        """Whether each of the ``pending`` pods is in a plan or answered for already."""
+        return all(key in self.planned or key in self.answered for key in pending)
 
     def _held(self, reference: str | None) -> dict[str, tuple[str, str]]:
         """Pod key -> (node, AppGroup name) of the pods a plan counts as placed: every pod answered for, and the
@@ -236,21 +235,25 @@ class PlanFollower:
         if self.metrics is not None:
             self.metrics.pods.labels(result).inc()
 
-    def _forget(self, reference: str, group: AppGroup, index: ClusterIndex, now: float) -> set[str]:
-        """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of ``group``'s pods
-        (``reference``: its namespace/name) now bound or gone; ``group``'s pending pods."""
-        namespaces = set(workload_namespaces(group))
-        pending = {
-            key
-            for key, pod in index.appgroup_pods.get(group.metadata.name, {}).items()
-            if pod.namespace in namespaces and not pod.node_name and not pod.is_terminal
-        }
+    def _forget(self, groups: Sequence[AppGroup], index: ClusterIndex, now: float) -> list[set[str]]:
+        """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of the pods of ``groups``
+        now bound or gone, in one sweep however many groups; each group's pending pods."""
+        pending = []
+        still: dict[str, set[str]] = {}  # namespace/name -> its pending pods
+        for group in groups:
+            namespaces = set(workload_namespaces(group))
+            members = index.appgroup_pods.get(group.metadata.name, {})
+            pending.append({key for key, pod in members.items()
+                            if pod.namespace in namespaces and not pod.node_name and not pod.is_terminal})  # fmt: skip
+            still.setdefault(f"{group.metadata.namespace}/{group.metadata.name}", set()).update(pending[-1])
         self.answered = {
             key: held
             for key, held in self.answered.items()
-            if now - held[2] < ANSWERED_SECONDS and (held[1] != reference or key in pending)
+            if now - held[2] < ANSWERED_SECONDS and (held[1] not in still or key in still[held[1]])
         }
-        self.planned = {key: held for key, held in self.planned.items() if held[1] != reference or key in pending}
+        self.planned = {
+            key: held for key, held in self.planned.items() if held[1] not in still or key in still[held[1]]
+        }
         for held in (self.answered, self.planned):
             if len(held) > KEPT:
                 held.clear()
