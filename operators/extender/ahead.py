@@ -14,8 +14,10 @@ The plans run on the extender's event loop between its answers, in passes: the A
 first on one view of the cluster, each plan within its budget (shared under a backlog as kube-scheduler's asks share
 it) and counting the pods of the plans before it. A pass looks at :data:`PASS_GROUPS` AppGroups at most and starts
 no plan after :data:`PASS_SECONDS` (the rest wait for the next), and is followed by a pause as long as it took: the
-answers come first. Planned one AppGroup a pass, the pods of every plan not bound yet were counted on the view and
-put back again for each AppGroup: in a 5,000-node burst, half of a plan's time.
+answers come first. A pass that raises is the supervisor's (task ``extender-plans-ahead``: logged, counted in
+``netaware_task_restarts_total``, restarted): the AppGroups queued then are planned when kube-scheduler asks about
+their pods, as without plans ahead. Planned one AppGroup a pass, the pods of every plan not bound yet were counted
+on the view and put back again for each AppGroup: in a 5,000-node burst, half of a plan's time.
 """
 
 from __future__ import annotations
