@@ -75,10 +75,6 @@ class PlansAhead:
                 later.append(when)
         return [pod for _, pod in sorted(ready, key=lambda item: item[0])], min(later, default=None)
 
-    def plan(self, pod: Pod) -> int:
-        """Plan the AppGroup of ``pod`` (when it is plan-ungated); the pods planned."""
-        return self.plan_pass([pod])[0]
-
     def plan_pass(self, pods: list[Pod], until: float = math.inf) -> tuple[int, int]:
         """Plan the AppGroups of ``pods`` (a pod of each, oldest first; those not plan-ungated dropped) in one pass,
         starting no plan after ``until`` (``time.perf_counter()``); the pods planned, and how many of ``pods`` the

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -28,20 +28,30 @@ from operators.extender.server import Call, filter_body
 from operators.sources.kinds import PODS
 from operators.sources.store import Change
 from operators.supervision import Supervisor
+from operators.waiting import until
 from tests.support.planning import CONFIG, node, pod, topology
 
 NAMES = ["n1", "n2", "n3"]
 
 
-def group_with(mode: str) -> AppGroup:
-    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+def group_with(mode: str, name: str = "pair", graph: dict[str, list[str]] | None = None) -> AppGroup:
+    group = ordered.appgroup(name, graph or {"a": ["b"], "b": []})
     meta = group.metadata.model_copy(update={"annotations": {keys.ORDERED_SCHEDULING: mode}})
     return group.model_copy(update={"metadata": meta})
 
 
-def state_of(*pending: dict[str, Any], mode: str = "plan-ungated", n1_pods: str = "2") -> ExtenderState:
+def state_of(
+    *pending: dict[str, Any],
+    mode: str = "plan-ungated",
+    n1_pods: str = "2",
+    placed: tuple[dict[str, Any], ...] = (),
+    groups: tuple[AppGroup, ...] = (),
+) -> ExtenderState:
+    """The module's cluster with a-0 bound on n1, the ``placed`` pods too, and ``pending``; AppGroup pair in
+    ``mode``, and ``groups``."""
     objects = [node("n1", "za", pods=n1_pods), node("n2", "za"), node("n3", "zb"), topology(5)]
-    snapshot = replace(build_snapshot([*objects, pod("a-0", "a", on="n1"), *pending]), app_groups=(group_with(mode),))
+    snapshot = replace(build_snapshot([*objects, pod("a-0", "a", on="n1"), *placed, *pending]),
+                       app_groups=(group_with(mode), *groups))  # fmt: skip
     state = ExtenderState(lambda: snapshot, CONFIG)
     state.follower.metrics = PlanMetrics.create(CollectorRegistry())
     return state
@@ -193,9 +203,7 @@ def test_a_pod_another_appgroup_s_plan_placed_holds_its_room_before_it_is_asked_
     # AppGroup solo's c-0 is then asked about with the node planned for b-1 as its only candidate: that node is
     # full once b-1 counts there, so the plan places c-0 nowhere (answered as any pod). Counting only the answered
     # pods, it would see b-1's slot free and give it away, and b-1 would find its node taken.
-    solo = ordered.appgroup("solo", {"c": []})
-    solo = solo.model_copy(update={"metadata": solo.metadata.model_copy(
-        update={"annotations": {keys.ORDERED_SCHEDULING: "plan-ungated"}})})  # fmt: skip
+    solo = group_with("plan-ungated", "solo", {"c": []})
     objects = [node("n1", "za", pods="2"), node("n2", "za", pods="1"), node("n3", "zb"), topology(5)]
     pending = [pod("b-0", "b"), pod("b-1", "b"), pod("c-0", "c", group="solo")]
     snapshot = replace(build_snapshot([*objects, pod("a-0", "a", on="n1"), *pending]),
@@ -215,24 +223,24 @@ def test_an_appgroup_planned_ahead_is_nominated_whole_and_answered_from_that_pla
     state = state_of(pod("b-0", "b"), pod("b-1", "b"))
     written = nominations_of(state, from_nodes=3)
     ahead = PlansAhead(state)
-    assert ahead.plan(Pod.parse(pod("b-0", "b"))) == 2
+    assert ahead.plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 2
     nominated = dict(written)
     assert sorted(nominated) == ["default/b-0", "default/b-1"] and sorted(nominated.values()) == ["n1", "n2"]
     for name in ("b-0", "b-1"):
         node = nominated[f"default/{name}"]
         assert filter_of(state, pod(name, "b"), [node])["NodeNames"] == [node]
     assert plans_made(state) == 1 and counted(state, "on-plan") == 2
-    assert ahead.plan(Pod.parse(pod("b-0", "b"))) == 0  # every pending pod is in a plan already
+    assert ahead.plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 0  # every pending pod is in a plan already
 
 
 def test_nothing_is_planned_ahead_where_nothing_is_nominated() -> None:
     state = state_of(pod("b-0", "b"), pod("b-1", "b"))
     written = nominations_of(state, from_nodes=4)  # 3 nodes: kube-scheduler asks, and the plan is made then
-    assert PlansAhead(state).plan(Pod.parse(pod("b-0", "b"))) == 0
+    assert PlansAhead(state).plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 0
     assert written == [] and state.follower.planned == {} and plans_made(state) == 0
     other = state_of(pod("c-0", "c", group="solo"))  # an AppGroup nobody declared: nothing to plan
     nominations_of(other, from_nodes=3)
-    assert PlansAhead(other).plan(Pod.parse(pod("c-0", "c", group="solo"))) == 0
+    assert PlansAhead(other).plan_pass([Pod.parse(pod("c-0", "c", group="solo"))])[0] == 0
 
 
 def test_an_appgroup_is_due_once_its_pods_stop_arriving() -> None:
@@ -269,14 +277,14 @@ def test_nominated_a_plan_s_pods_keep_their_node_when_more_of_their_appgroup_arr
     # nomination lands), only b-2 is planned and nominated: n1 is full (a-0 and a b), so n2 beside it (cost 1)
     state = state_of(pod("b-0", "b"), pod("b-1", "b"))
     written = nominations_of(state, from_nodes=3)
-    assert PlansAhead(state).plan(Pod.parse(pod("b-0", "b"))) == 2
+    assert PlansAhead(state).plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 2
     first = dict(written)
     objects = [node("n1", "za", pods="2"), node("n2", "za"), node("n3", "zb"), topology(5), pod("a-0", "a", on="n1")]
     snapshot = replace(build_snapshot([*objects, pod("b-0", "b"), pod("b-1", "b"), pod("b-2", "b")]),
                        app_groups=(group_with("plan-ungated"),))  # fmt: skip
     state.source = lambda: snapshot
     written.clear()
-    assert PlansAhead(state).plan(Pod.parse(pod("b-2", "b"))) == 1
+    assert PlansAhead(state).plan_pass([Pod.parse(pod("b-2", "b"))])[0] == 1
     assert written == [("default/b-2", "n2")]
     assert {key: held[0] for key, held in state.follower.planned.items()} == {**first, "default/b-2": "n2"}
 
@@ -287,7 +295,7 @@ def test_nominated_a_pod_whose_node_kube_scheduler_refused_is_planned_again_on_i
     # any pod
     state = state_of(pod("b-0", "b"), pod("b-1", "b"))
     written = nominations_of(state, from_nodes=3)
-    PlansAhead(state).plan(Pod.parse(pod("b-0", "b")))
+    PlansAhead(state).plan_pass([Pod.parse(pod("b-0", "b"))])[0]
     on_n2 = next(key for key, node in written if node == "n2").split("/")[1]
     answer = filter_of(state, pod(on_n2, "b"), ["n3"])
     assert answer["NodeNames"] == ["n3"] and answer["FailedNodes"] == {}
@@ -297,16 +305,9 @@ def test_nominated_a_pod_whose_node_kube_scheduler_refused_is_planned_again_on_i
 def twin_state(n1_pods: str) -> ExtenderState:
     """Two plan-ungated AppGroups on the module's cluster: pair (a -> b, a-0 bound on n1, b-0 pending) and twin
     (c -> d, c-0 bound on n1, d-0 pending); n1 takes ``n1_pods`` pods."""
-    twin = ordered.appgroup("twin", {"c": ["d"], "d": []})
-    meta = twin.metadata.model_copy(update={"annotations": {keys.ORDERED_SCHEDULING: "plan-ungated"}})
-    objects = [node("n1", "za", pods=n1_pods), node("n2", "za"), node("n3", "zb"), topology(5)]
-    placed = [pod("a-0", "a", on="n1"), pod("c-0", "c", on="n1", group="twin")]
-    pending = [pod("b-0", "b"), pod("d-0", "d", group="twin")]
-    groups = (group_with("plan-ungated"), twin.model_copy(update={"metadata": meta}))
-    snapshot = replace(build_snapshot([*objects, *placed, *pending]), app_groups=groups)
-    state = ExtenderState(lambda: snapshot, CONFIG)
-    state.follower.metrics = PlanMetrics.create(CollectorRegistry())
-    return state
+    twin = group_with("plan-ungated", "twin", {"c": ["d"], "d": []})
+    placed = (pod("c-0", "c", on="n1", group="twin"),)
+    return state_of(pod("b-0", "b"), pod("d-0", "d", group="twin"), n1_pods=n1_pods, placed=placed, groups=(twin,))
 
 
 def counted_passes(state: ExtenderState) -> tuple[list[int], list[int]]:
@@ -367,22 +368,11 @@ def test_a_pass_past_its_time_starts_no_more_plans_and_the_rest_wait_their_turn(
     assert written == [("default/b-0", "n1"), ("default/d-0", "n2")]
 
 
-# The plans-ahead loop under its supervisor, with a failure injected: a pass that raises is logged, counted in
-# netaware_task_restarts_total{task="extender-plans-ahead"} and the loop restarted; the AppGroup of that pass is
-# planned when kube-scheduler asks about its pods (as without plans ahead), and the AppGroups that come due later are
-# planned ahead again. Cluster of twin_state: n1 (a-0 and c-0 bound, room for one pod more) and n2 in zone za, n3
-# in zb; pair's b-0 and twin's d-0 pending.
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    for _ in range(500):
-        if check():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"not within 5 s: {what}")
-
-
 async def test_a_pass_that_raises_is_restarted_and_later_appgroups_are_planned_ahead_again() -> None:
+    """The plans-ahead loop under its supervisor, with a failure injected: a pass that raises is logged, counted in
+    ``netaware_task_restarts_total{task="extender-plans-ahead"}`` and the loop restarted; the AppGroup of that pass
+    is planned when kube-scheduler asks about its pods (as without plans ahead), and an AppGroup due later is
+    planned ahead again. Cluster of :func:`twin_state`, n1 with room for one pod more."""
     state = twin_state(n1_pods="3")
     written = nominations_of(state, from_nodes=3)
     now = [0.0]
@@ -405,9 +395,9 @@ async def test_a_pass_that_raises_is_restarted_and_later_appgroups_are_planned_a
         ahead.on_changes([Change(PODS.name, None, Pod.parse(pod("b-0", "b")))])
         now[0] = 1.0  # due: 0.1 s after its last pod
         ahead.wake.set()
-        await until(lambda: passes == [["b-0"]], "the first pass, which raises")
+        await until("the first pass, which raises", lambda: passes == [["b-0"]], 5)
         restarted = {"task": "extender-plans-ahead"}
-        await until(lambda: registry.get_sample_value("netaware_task_restarts_total", restarted) == 1, "a restart")
+        await until("a restart", lambda: registry.get_sample_value("netaware_task_restarts_total", restarted) == 1, 5)
         assert written == [] and state.follower.planned == {}  # pair's pass lost: nothing nominated
         # kube-scheduler asks about b-0: planned then, beside a-0 on n1 (cost 0), as without plans ahead
         assert filter_of(state, pod("b-0", "b"))["NodeNames"] == ["n1"]
@@ -415,7 +405,7 @@ async def test_a_pass_that_raises_is_restarted_and_later_appgroups_are_planned_a
         ahead.on_changes([Change(PODS.name, None, Pod.parse(pod("d-0", "d", group="twin")))])
         now[0] = 2.0
         ahead.wake.set()
-        await until(lambda: written == [("default/d-0", "n2")], "twin planned ahead after the restart")
+        await until("twin planned ahead after the restart", lambda: written == [("default/d-0", "n2")], 5)
         assert passes == [["b-0"], ["d-0"]]
     finally:
         stop.set()
