@@ -9,6 +9,7 @@ import logging
 import os
 import ssl
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,6 +33,14 @@ BODY_TIMEOUT = 10.0
 # Once the listener is closed, requests in flight get this long to finish (the webhook's timeout is 2 s, the
 # extender's httpTimeout 5 s by default); then the process exits.
 SHUTDOWN_TIMEOUT = 10.0
+# After its shutdown delay a stopping server goes on serving while requests still come: every answer while stopping
+# closes its connection, so a request then came over a connection the Service opened to this replica, which it
+# still does until kube-proxy has removed the endpoint (on a busy node, later than the delay: a listener closed at
+# 6 s refused the API server's connections for 1.7 s more in one upgrade). It stops listening once no request came
+# for DRAIN_QUIET seconds, or DRAIN_EXTRA seconds after the delay (the chart's grace period, the delay + 30 s,
+# leaves SHUTDOWN_TIMEOUT after that).
+DRAIN_QUIET = 1.0
+DRAIN_EXTRA = 15.0
 
 
 @dataclass(frozen=True)
@@ -52,13 +61,36 @@ PROBES_KEY: web.AppKey[Probes] = web.AppKey("probes", Probes)
 DRAINING_KEY: web.AppKey[asyncio.Event] = web.AppKey("draining", asyncio.Event)
 
 
+@dataclass
+class LastAnswer:
+    """When the data path last answered while the process was stopping (``time.monotonic()``; 0: not yet)."""
+
+    at: float = 0.0
+
+
+LAST_ANSWER_KEY: web.AppKey[LastAnswer] = web.AppKey("last-answer-while-draining", LastAnswer)
+
+
 def close_if_draining(request: web.Request, response: AnyResponse) -> AnyResponse:
     """``response``, closing its connection when the process is stopping: a client that keeps connections (the API
-    server, kube-scheduler) opens its next one where the Service sends it then, not to this replica."""
+    server, kube-scheduler) opens its next one where the Service sends it then, not to this replica. Its time is
+    kept: the listener stays open while answers go on (:data:`DRAIN_QUIET`)."""
     draining = request.app.get(DRAINING_KEY)
     if draining is not None and draining.is_set():
         response.force_close()
+        if LAST_ANSWER_KEY in request.app:
+            request.app[LAST_ANSWER_KEY].at = time.monotonic()
     return response
+
+
+async def until_quiet(last: LastAnswer, quiet: float, deadline: float) -> None:
+    """Until no answer for ``quiet`` seconds, or ``deadline`` (``time.monotonic()``)."""
+    while True:  # (not an Event: the answers only stamp a time, the wait is the clock's)
+        now = time.monotonic()
+        wait = min(quiet - (now - last.at), deadline - now)
+        if wait <= 0:
+            return
+        await asyncio.sleep(wait)
 
 
 class BadBody(ValueError):
@@ -94,6 +126,7 @@ def add_probes(
     ``/readyz`` (503 unless ``ready()`` and healthy, and while stopping), ``/metrics`` (every registry)."""
     app[PROBES_KEY] = Probes(ready, not_ready, registries, health)
     draining = app[DRAINING_KEY] = stopping or asyncio.Event()
+    app[LAST_ANSWER_KEY] = LastAnswer()
 
     async def healthz(_: web.Request) -> web.Response:
         problem = health()
@@ -179,11 +212,14 @@ async def serve_app(
     shutdown_delay: float = 0.0,
     health_port: int = 0,
     health_address: str = "0.0.0.0",
+    quiet: float = DRAIN_QUIET,
+    extra: float = DRAIN_EXTRA,
 ) -> None:
     """Serve ``app`` until ``stop`` is set (HTTPS, or plain HTTP when ``tls`` is None), then stop gracefully:
 
     1. for ``shutdown_delay`` seconds keep serving, answering ``/readyz`` 503 and closing each answer's connection
-       (the endpoint leaves the Service, and the clients' pools, meanwhile);
+       (the endpoint leaves the Service, and the clients' pools, meanwhile), and after it while answers go on, until
+       none for ``quiet`` seconds (``extra`` seconds more at most: :data:`DRAIN_QUIET`);
     2. close the listener; the requests in flight get :data:`SHUTDOWN_TIMEOUT` to finish.
 
     ``health_port``: ``/healthz``, ``/readyz`` and ``/metrics`` also on ``health_address:health_port`` over plain
@@ -204,6 +240,10 @@ async def serve_app(
             app[DRAINING_KEY].set()
             logger.info("%s: stopping; serving %g s more, not ready, closing connections", name, shutdown_delay)
             await asyncio.sleep(shutdown_delay)
+            delayed = time.monotonic()
+            await until_quiet(app[LAST_ANSWER_KEY], quiet, delayed + extra)
+            if (longer := time.monotonic() - delayed) >= 0.05:
+                logger.info("%s: requests still came after the delay: served %.1f s more", name, longer)
     finally:
         await cancel([reloader])
         await runner.cleanup()

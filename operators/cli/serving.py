@@ -85,7 +85,8 @@ def serving_options(default_port: int) -> Callable[[Any], Any]:
             show_default=True,
             type=click.FloatRange(min=0, max=300),
             help="On SIGTERM, keep serving this many seconds, answering /readyz 503 and closing each answer's "
-            "connection (callers move to other replicas meanwhile); then stop listening and finish what is in flight.",
+            "connection (callers move to other replicas meanwhile), and after it while requests still come (until "
+            "none for 1 s, 15 s more at most); then stop listening and finish what is in flight.",
         ),
         click.option(
             "--health-port",

@@ -438,6 +438,7 @@ class Outcome:
     skipped: list[str]  # kube-scheduler's "Skipping extender" lines
     answered: float  # /filter answers of the second scheduler's leader's extender after the action
     bound_by_leader: int  # AppGroup pods that leader bound
+    failed_calls: list[str]  # kube-apiserver's log lines of webhook calls that failed meanwhile (why a pod was)
 
     def keep(self, what: str) -> None:
         """The figures of this outcome, for the record (:data:`FIGURES`)."""
@@ -449,7 +450,8 @@ class Outcome:
         return (f"{what}: {self.seconds:.1f} s, {self.created} pods created, {len(self.refused)} refused, "
                 f"{len(self.unmutated)} unmutated, {len(self.unaccounted)} asking for bandwidth without its resources, "
                 f"{len(self.skipped)} extender calls skipped; the scheduler leader's extender answered "
-                f"{self.answered:g} filters for its {self.bound_by_leader} AppGroup pods")  # fmt: skip
+                f"{self.answered:g} filters for its {self.bound_by_leader} AppGroup pods"
+                + "".join(f"\n  {line}" for line in self.failed_calls[:10]))  # fmt: skip
 
 
 def under_traffic(plane: ControlPlane, prefix: str, logs_folder: pathlib.Path, action: Any) -> Outcome:
@@ -457,6 +459,8 @@ def under_traffic(plane: ControlPlane, prefix: str, logs_folder: pathlib.Path, a
     sent to the second scheduler) and every second-scheduler pod's log is followed; what the pods met."""
     creator = Creator(plane, prefix)
     logs = SchedulerLogs(plane, logs_folder)
+    apiserver_log = plane.folder / "logs" / "kube-apiserver.log"
+    read_from = apiserver_log.stat().st_size
     with logs.following(), creator.running():
         time.sleep(3)
         started = time.monotonic()
@@ -479,9 +483,12 @@ def under_traffic(plane: ControlPlane, prefix: str, logs_folder: pathlib.Path, a
     # one DELETE of the collection: kubectl deletes a selector's pods one request each (~350 pods: 20 s)
     plane.kubectl("delete", "--raw", f"/api/v1/namespaces/{APPS}/pods?labelSelector=creator%3D{prefix}")
     assert logs.followed
+    with apiserver_log.open("rb") as log:
+        log.seek(read_from)
+        failed = [line for line in log.read().decode(errors="replace").splitlines() if "failed calling webhook" in line]
     return Outcome(seconds, len(creator.created), creator.refused, unmutated,
                    sorted(name for name in unmutated if name in asking), logs.lines("Skipping extender"), answered,
-                   sum(1 for name in group if leader in binders.get(name, ("", ""))[1]))  # fmt: skip
+                   sum(1 for name in group if leader in binders.get(name, ("", ""))[1]), failed)  # fmt: skip
 
 
 def test_an_upgrade_from_the_previous_release_under_a_pod_every_100ms(
@@ -516,6 +523,9 @@ def test_an_upgrade_that_replaces_every_pod_under_a_pod_every_100ms_loses_nothin
     after = tls_state(plane)["templates"]
     assert all(before[name] != after[name] for name in before), "every Deployment rolled"
     assert (outcome.refused, outcome.unmutated, outcome.skipped) == ([], [], [])
+    # no call found a closed listener: a replica serves until the Service stops sending (each pod's first entry
+    # would hide it, retried by the second; a plain pod has no second)
+    assert [line for line in outcome.failed_calls if "connection refused" in line] == []
     assert outcome.bound_by_leader and outcome.answered >= outcome.bound_by_leader
 
 

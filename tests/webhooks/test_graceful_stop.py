@@ -1,6 +1,7 @@
 """A stopping server loses no request (the webhook's and the extender's ``serve_app``): for the shutdown delay it keeps
 serving while ``/readyz`` says it is going (the endpoint leaves the Service) and each answer closes its connection
-(callers that keep connections open the next one elsewhere); then it stops listening and finishes what is in flight.
+(callers that keep connections open the next one elsewhere), and after it while requests still come (the Service
+still sends them here), within a bound; then it stops listening and finishes what is in flight.
 ``--health-port`` serves the probes alone, on another port, for a server that listens on loopback only."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from webhooks.server import build_app
 
 DELAY = 1.0
 SLOW = 1.5  # a request that is still being answered when the listener closes
+QUIET = 0.3  # the drain ends once no request came for this long after the delay ...
+EXTRA = 1.5  # ... or this long after it
 
 
 def free_port() -> int:
@@ -39,6 +42,11 @@ class Served:
 
 @pytest.fixture
 async def served() -> AsyncIterator[Served]:
+    async for serving in serve():
+        yield serving
+
+
+async def serve() -> AsyncIterator[Served]:
     app = build_app(example_view())
 
     async def slow(_: web.Request) -> web.Response:
@@ -60,6 +68,8 @@ async def served() -> AsyncIterator[Served]:
             shutdown_delay=DELAY,
             health_port=health,
             health_address="127.0.0.1",
+            quiet=QUIET,
+            extra=EXTRA,
         )
     )
     await asyncio.sleep(0.2)
@@ -91,6 +101,44 @@ async def test_a_stopping_server_drains_then_closes_and_finishes_what_is_in_flig
         with pytest.raises(aiohttp.ClientConnectorError):
             await _post(aiohttp.ClientSession(), f"{served.url}/mutate-pods", new_session=True)
         assert await in_flight == (200, "finished")
+    await asyncio.wait_for(served.task, 5)
+
+
+async def refused(url: str) -> bool:
+    """A new connection to ``url`` is refused (the listener is closed), else the answer is a webhook's."""
+    try:
+        status, text = await _post(aiohttp.ClientSession(), f"{url}/mutate-pods", new_session=True)
+    except aiohttp.ClientConnectorError:
+        return True
+    assert status == 200 and '"allowed": true' in text.replace('":true', '": true')
+    return False
+
+
+async def test_requests_that_still_come_after_the_delay_are_served_until_none_came_for_the_quiet_time(
+    served: Served,
+) -> None:
+    stopped = time.monotonic()
+    served.stop.set()
+    # a request on a new connection every 0.2 s (the Service still sends them here) until 0.6 s after the delay
+    while True:
+        assert not await refused(served.url), f"refused {time.monotonic() - stopped:.2f} s after SIGTERM"
+        last = time.monotonic()
+        if last - stopped > DELAY + 0.6:
+            break
+        await asyncio.sleep(0.2)
+    await asyncio.wait_for(served.task, 5)
+    # the listener closed a quiet time after the last answer (not at the delay, not at the bound)
+    assert QUIET - 0.05 <= time.monotonic() - last < QUIET + 0.5
+    assert await refused(served.url)
+
+
+async def test_requests_that_never_stop_coming_hold_the_listener_no_longer_than_the_bound(served: Served) -> None:
+    stopped = time.monotonic()
+    served.stop.set()
+    while not await refused(served.url):
+        assert time.monotonic() - stopped < DELAY + EXTRA + 0.5, "still listening past the bound"
+        await asyncio.sleep(0.1)
+    assert time.monotonic() - stopped >= DELAY + EXTRA - 0.05
     await asyncio.wait_for(served.task, 5)
 
 
