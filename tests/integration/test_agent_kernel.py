@@ -40,6 +40,7 @@ from tests.support.kernel import (
     kernel_node,  # noqa: F401 (the fixture "node")
     sh,
     wire,
+    wire_steady,
 )
 
 pytestmark = pytest.mark.integration
@@ -529,8 +530,10 @@ async def test_the_live_agent_follows_changes_incrementally_and_publishes_measur
             sampling = asyncio.ensure_future(sample())
             (report,) = await asyncio.to_thread(iperf, from_pods("ls"), 7)
             await sampling
-            measured = sorted(samples)[len(samples) // 2]
-            assert abs(measured - wire(report)) <= 0.05 * wire(report), (samples, wire(report))
+            # the agent's median sample (1.5 to 4.5 s in) against iperf3's median second after the first (its
+            # average over the run counts the slow start: 5.2 % below a steady 104.8 Mbit/s once on a busy machine)
+            measured, steady = sorted(samples)[len(samples) // 2], wire_steady(report)
+            assert abs(measured - steady) <= 0.05 * steady, (samples, steady, wire(report))
 
             _, slo = await api.call("GET", slo_path)
             usage = slo["status"]["networkUsage"]

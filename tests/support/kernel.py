@@ -120,5 +120,14 @@ def wire(report: dict[str, Any]) -> float:
     return float(report["end"]["sum_received"]["bits_per_second"]) * (mss + 66) / mss
 
 
+def wire_steady(report: dict[str, Any]) -> float:
+    """bits/s on the wire in an iperf3 run's steady state: the median of its per-second rates after the first second
+    (:func:`wire`'s average counts TCP's slow start and any stall of a busy machine; a sampler of the middle does
+    not)."""
+    mss = report["start"].get("tcp_mss_default") or 1448
+    rates = sorted(float(interval["sum"]["bits_per_second"]) for interval in report["intervals"][1:])
+    return rates[len(rates) // 2] * (mss + 66) / mss
+
+
 def from_pods(*names: str) -> list[tuple[str, str, str]]:
     return [(PODS[name][0], PEER, PEER_IP) for name in names]
