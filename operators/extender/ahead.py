@@ -13,11 +13,12 @@ without this.
 The plans run on the extender's event loop between its answers, in passes: the AppGroups due are planned oldest
 first on one view of the cluster, each plan within its budget (shared under a backlog as kube-scheduler's asks share
 it) and counting the pods of the plans before it. A pass looks at :data:`PASS_GROUPS` AppGroups at most and starts
-no plan after :data:`PASS_SECONDS` (the rest wait for the next), and is followed by a pause as long as it took: the
-answers come first. A pass that raises is the supervisor's (task ``extender-plans-ahead``: logged, counted in
-``netaware_task_restarts_total``, restarted): the AppGroups queued then are planned when kube-scheduler asks about
-their pods, as without plans ahead. Planned one AppGroup a pass, the pods of every plan not bound yet were counted
-on the view and put back again for each AppGroup: in a 5,000-node burst, half of a plan's time.
+no plan after :data:`PASS_SECONDS` (the rest wait for the next; an AppGroup due again meanwhile stays queued once),
+and is followed by a pause as long as it took: the answers come first. A pass that raises is the supervisor's (task
+``extender-plans-ahead``: logged, counted in ``netaware_task_restarts_total``, restarted): the AppGroups queued then
+are planned when kube-scheduler asks about their pods, as without plans ahead. Planned one AppGroup a pass, the pods
+of every plan not bound yet were counted on the view and put back again for each AppGroup: in a 5,000-node burst,
+half of a plan's time.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class PlansAhead:
         queue: list[Pod] = []
         while not stop.is_set():
             ready, next_due = self.due()
-            queue += ready
+            queue = queued(queue, ready)
             if queue:
                 started = time.perf_counter()
                 queue = queue[self.plan_pass(queue[:PASS_GROUPS], started + PASS_SECONDS)[1] :]
@@ -106,3 +107,11 @@ class PlansAhead:
             await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             for future in waiting:
                 future.cancel()
+
+
+def queued(queue: list[Pod], ready: list[Pod]) -> list[Pod]:
+    """``queue``, then the AppGroups of ``ready`` not queued already: an AppGroup whose pods came again while it
+    waited for its pass is due again, and its plan takes every pod of it not planned then (planned twice, its second
+    plan only found its pods placed)."""
+    waiting = {(pod.namespace, pod.labels.get(keys.APPGROUP_LABEL)) for pod in queue}
+    return queue + [pod for pod in ready if (pod.namespace, pod.labels.get(keys.APPGROUP_LABEL)) not in waiting]

@@ -21,7 +21,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from operators.extender.ahead import PlansAhead
+from operators.extender.ahead import PlansAhead, queued
 from operators.extender.answers import ExtenderState
 from operators.extender.plans import PlanMetrics
 from operators.extender.server import Call, filter_body
@@ -269,6 +269,18 @@ def test_an_appgroup_is_due_once_its_pods_stop_arriving() -> None:
         if ahead.due()[0]:
             break
     assert now[0] >= 31.0 and round(now[0] - 1.0, 2) <= 30.09
+
+
+def test_an_appgroup_due_again_while_it_waits_for_its_pass_is_queued_once() -> None:
+    # pair's b-0 due and queued behind a long pass; b-1 comes, and pair is due again: queued once, planned once with
+    # both pods. twin, due for the first time, joins the queue; the same AppGroup name in another namespace is another
+    first, again = Pod.parse(pod("b-0", "b")), Pod.parse(pod("b-1", "b"))
+    twin = Pod.parse(pod("d-0", "d", group="twin"))
+    elsewhere = Pod.parse({**pod("b-0", "b"), "metadata": {**pod("b-0", "b")["metadata"], "namespace": "other"}})
+    assert queued([first], [again, twin, elsewhere]) == [first, twin, elsewhere]
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    nominations_of(state, from_nodes=3)
+    assert PlansAhead(state).plan_pass(queued([first], [again])) == (2, 1) and plans_made(state) == 1
 
 
 def test_nominated_a_plan_s_pods_keep_their_node_when_more_of_their_appgroup_arrive() -> None:
