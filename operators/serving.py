@@ -35,10 +35,10 @@ BODY_TIMEOUT = 10.0
 SHUTDOWN_TIMEOUT = 10.0
 # After its shutdown delay a stopping server goes on serving while requests still come: every answer while stopping
 # closes its connection, so a request then came over a connection the Service opened to this replica, which it
-# still does until kube-proxy has removed the endpoint (on a busy node, later than the delay: a listener closed at
-# 6 s refused the API server's connections for 1.7 s more in one upgrade). It stops listening once no request came
-# for DRAIN_QUIET seconds, or DRAIN_EXTRA seconds after the delay (the chart's grace period, the delay + 30 s,
-# leaves SHUTDOWN_TIMEOUT after that).
+# does until kube-proxy has removed the endpoint (after the EndpointSlice controller and kube-proxy's own sync, later
+# still on a busy node; with a fixed delay, a connection sent here after it is refused and the call fails). It stops
+# listening once no request came for DRAIN_QUIET seconds, or DRAIN_EXTRA seconds after the delay (the chart's grace
+# period, the delay + 30 s, leaves SHUTDOWN_TIMEOUT after that).
 DRAIN_QUIET = 1.0
 DRAIN_EXTRA = 15.0
 
