@@ -212,8 +212,9 @@ imports = []
             folder.mkdir(parents=True, exist_ok=True)
         if not os.path.ismount(self.root_dir):
             # In memory: a node imports and unpacks the chart's images, about 1 GB written per node (six nodes a
-            # suite), which the disk's writeback and ext4's extent work turned into a fifth of the suite's CPU.
-            # Only what is written takes memory; :meth:`remove` unmounts it with the rest.
+            # suite); the kernel's workers (writeback and ext4's extents among them) took a fifth of the suite's
+            # CPU, and on a tmpfs the real node module took 101 s of CPU, not 135. Only what is written takes
+            # memory; :meth:`remove` unmounts it with the rest.
             run("mount", "-t", "tmpfs", "-o", f"size={ROOT_TMPFS_SIZE},mode=0755", "tmpfs", str(self.root_dir))
         for hierarchy in cgroup_hierarchies():
             path = hierarchy / self.cgroup
