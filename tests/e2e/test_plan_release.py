@@ -7,7 +7,9 @@ the placed ones."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,6 +99,12 @@ def plan_lines(log: str) -> list[str]:
     return [line.partition(" INFO ")[2] for line in log.splitlines() if "netaware.gates:" in line]
 
 
+def gated_count(cluster: ControlPlane) -> int:
+    """The pods of the namespace held by netaware's gate."""
+    pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
+    return sum(1 for pod in pods if GATE in [gate["name"] for gate in pod["spec"].get("schedulingGates") or []])
+
+
 def _millicores(quantity: str) -> int:
     return int(quantity[:-1]) if quantity.endswith("m") else int(float(quantity) * 1000)
 
@@ -136,9 +144,19 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         # the modules before this one on the shared plane may leave pods terminating: they hold room until gone
         eventually(lambda: not leaving(cluster), 60, "no other namespace's pod still leaving")
         manifests = "\n---\n".join(json.dumps(deployment(s, REPLICAS[s])) for s in GRAPH)
-        cluster.kubectl("apply", "-f", "-", stdin=manifests)
         every = sum(REPLICAS.values())
+        # The operator held while the ReplicaSets create the pods: it sees the group whole and plans it once. Under
+        # load they came further apart than the settle time, and the last api replica, planned alone against the
+        # placed pods, tied between n-1 (its replica's node) and n-2 and went to n-1 (spread and network alike).
+        os.kill(run.handle.pid, signal.SIGSTOP)
+        try:
+            cluster.kubectl("apply", "-f", "-", stdin=manifests)
+            eventually(lambda: gated_count(cluster) == every, 60, "every pod created and gated")
+        finally:
+            os.kill(run.handle.pid, signal.SIGCONT)
         placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
+        plans = [line for line in plan_lines(run.text()) if " planned in " in line]
+        assert len(plans) == 1 and ": 5 pod(s) planned" in plans[0], plan_lines(run.text())  # one plan of the five
         for pod in placed:
             annotations = pod["metadata"].get("annotations") or {}
             assert annotations.get(PLANNED) == pod["spec"]["nodeName"], pod["metadata"]["name"]
