@@ -101,8 +101,8 @@ def plan_lines(log: str) -> list[str]:
 
 def gated_count(cluster: ControlPlane) -> int:
     """The pods of the namespace held by netaware's gate."""
-    pods = kubectl_json(cluster, "get", "pods", "-n", NAMESPACE)["items"]
-    return sum(1 for pod in pods if GATE in [gate["name"] for gate in pod["spec"].get("schedulingGates") or []])
+    gates = [[gate["name"] for gate in pod["spec"].get("schedulingGates") or []] for pod in pods(cluster)]
+    return sum(1 for names in gates if GATE in names)
 
 
 def _millicores(quantity: str) -> int:

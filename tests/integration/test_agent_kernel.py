@@ -40,6 +40,7 @@ from tests.support.kernel import (
     kernel_node,  # noqa: F401 (the fixture "node")
     sh,
     wire,
+    wire_scale,
     wire_steady,
 )
 
@@ -255,9 +256,9 @@ def start(direction: str, names: list[str], seconds: float, interval: float = 0.
 def interval_wire(report: dict[str, Any], after: float) -> list[float]:
     """The receiver's per-interval rates on the wire from ``after`` seconds into the run on (the server's report,
     which the client fetched: what arrived, not what the sending socket took in)."""
-    mss = report["start"].get("tcp_mss_default") or 1448
     received = report["server_output_json"]["intervals"]
-    return [float(i["sum"]["bits_per_second"]) * (mss + 66) / mss for i in received if i["sum"]["start"] >= after]
+    scale = wire_scale(report)
+    return [float(i["sum"]["bits_per_second"]) * scale for i in received if i["sum"]["start"] >= after]
 
 
 def whole_seconds(halves: list[float]) -> list[float]:

@@ -114,19 +114,23 @@ def iperf(pairs: list[tuple[str, str, str]], seconds: float = 3, interval: float
     return reports
 
 
+def wire_scale(report: dict[str, Any]) -> float:
+    """What an iperf3 run's payload rate is multiplied by to be the rate on the wire: its per-segment headers."""
+    mss = report["start"].get("tcp_mss_default") or 1448
+    return float(mss + 66) / mss
+
+
 def wire(report: dict[str, Any]) -> float:
     """bits/s on the wire of an iperf3 run (receiver's payload rate scaled by the per-segment headers)."""
-    mss = report["start"].get("tcp_mss_default") or 1448
-    return float(report["end"]["sum_received"]["bits_per_second"]) * (mss + 66) / mss
+    return float(report["end"]["sum_received"]["bits_per_second"]) * wire_scale(report)
 
 
 def wire_steady(report: dict[str, Any]) -> float:
     """bits/s on the wire in an iperf3 run's steady state: the median of its per-second rates after the first second
     (:func:`wire`'s average counts TCP's slow start and any stall of a busy machine; a sampler of the middle does
     not)."""
-    mss = report["start"].get("tcp_mss_default") or 1448
     rates = sorted(float(interval["sum"]["bits_per_second"]) for interval in report["intervals"][1:])
-    return rates[len(rates) // 2] * (mss + 66) / mss
+    return rates[len(rates) // 2] * wire_scale(report)
 
 
 def from_pods(*names: str) -> list[tuple[str, str, str]]:
