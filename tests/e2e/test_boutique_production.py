@@ -44,6 +44,7 @@ from tests.support.e2e import (
     eventually,
     extender_scheduler,
     forbidden,
+    gated_at_admission,
     gating_components,
     https_get,
     kubectl_json,
@@ -259,7 +260,7 @@ def test_plan_mode_lands_every_pod_where_planned(
         wait_for_port(port, process=hooked)
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup(namespace, "plan")))
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
-        eventually(lambda: gated_at_admission(cluster, namespace), 60, "the webhook gating the AppGroup's pods")
+        eventually(lambda: frontend_gated(cluster, namespace), 60, "the webhook gating the AppGroup's pods")
         started = apply_workloads(cluster, namespace)
         placed, seconds = landed(cluster, namespace, started, "plan")
     for pod in placed:
@@ -285,7 +286,7 @@ def test_gates_mode_lands_every_pod_dependencies_first(
         wait_for_port(port, process=hooked)
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup(namespace, "true")))
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
-        eventually(lambda: gated_at_admission(cluster, namespace), 60, "the webhook gating the AppGroup's pods")
+        eventually(lambda: frontend_gated(cluster, namespace), 60, "the webhook gating the AppGroup's pods")
         started = apply_workloads(cluster, namespace)
         _, seconds = landed(cluster, namespace, started, "true")
     report(cluster, namespace, "true", seconds, tmp_path)
@@ -320,14 +321,10 @@ def test_plan_ungated_mode_lands_every_pod_where_the_extender_planned(
         cluster.stop_component(SCHEDULER)
 
 
-def gated_at_admission(cluster: ControlPlane, namespace: str) -> bool:
+def frontend_gated(cluster: ControlPlane, namespace: str) -> bool:
     """The webhook has seen the AppGroup Ready, with its order: a frontend pod created now would be gated."""
     template = member_deployment(namespace, GROUP, "frontend", 1, CPU)["spec"]["template"]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": namespace,
-           **template["metadata"]}, "spec": template["spec"]}  # fmt: skip
-    done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod))
-    gates = (json.loads(done.stdout)["spec"].get("schedulingGates") or []) if done.returncode == 0 else []
-    return any(gate["name"] == keys.TOPOLOGY_ORDER_GATE for gate in gates)
+    return gated_at_admission(cluster, namespace, template)
 
 
 def plan_results(port: int, ca_file: pathlib.Path) -> dict[str, int]:

@@ -23,6 +23,7 @@ from tests.support.e2e import (
     delete_namespace,
     eventually,
     forbidden,
+    gated_at_admission,
     gating_components,
     kubectl_json,
     running,
@@ -129,15 +130,8 @@ def test_deployments_created_dependents_first_are_bound_dependencies_first(
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup()))
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
 
-        def gated_at_admission() -> bool:  # the webhook has seen the AppGroup Ready, with its order
-            probe = deployment("frontend")["spec"]["template"]
-            meta = {"name": "probe", "namespace": NAMESPACE, **probe["metadata"]}
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
-            pod["spec"] = probe["spec"]
-            done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod))
-            return done.returncode == 0 and GATE in gates(json.loads(done.stdout))
-
-        eventually(gated_at_admission, 60, "the webhook gating the AppGroup's pods")
+        template = deployment("frontend")["spec"]["template"]
+        eventually(lambda: gated_at_admission(cluster, NAMESPACE, template), 60, "the webhook gating its pods")
         watch = BindingWatch(cluster)
         try:
             started = time.time()

@@ -25,6 +25,7 @@ from tests.support.e2e import (
     delete_namespace,
     eventually,
     forbidden,
+    gated_at_admission,
     gating_components,
     kubectl_json,
     running,
@@ -132,15 +133,8 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(appgroup()))
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
 
-        def gated_at_admission() -> bool:
-            template = deployment("web", 1)["spec"]["template"]
-            meta = {"name": "probe", "namespace": NAMESPACE, **template["metadata"]}
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
-            done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod))
-            gates = json.loads(done.stdout)["spec"].get("schedulingGates") or [] if done.returncode == 0 else []
-            return any(gate["name"] == GATE for gate in gates)
-
-        eventually(gated_at_admission, 60, "the webhook gating the AppGroup's pods")
+        template = deployment("web", 1)["spec"]["template"]
+        eventually(lambda: gated_at_admission(cluster, NAMESPACE, template), 60, "the webhook gating its pods")
         # the modules before this one on the shared plane may leave pods terminating: they hold room until gone
         eventually(lambda: not leaving(cluster), 60, "no other namespace's pod still leaving")
         manifests = "\n---\n".join(json.dumps(deployment(s, REPLICAS[s])) for s in GRAPH)

@@ -27,7 +27,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
-from tests.support.e2e import ROOT, apply_netperf_topology, eventually, helm, kubectl_json, netperf_costs, not_built
+from tests.support.e2e import (
+    ROOT,
+    apply_netperf_topology,
+    eventually,
+    gated_at_admission,
+    helm,
+    kubectl_json,
+    netperf_costs,
+    not_built,
+)
 from tests.support.prerequisites import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.realnode]
@@ -420,7 +429,13 @@ def the_events_the_dashboard_counts(plane: ControlPlane) -> None:
         {"appgroup.diktyo.x-k8s.io": "gated", "appgroup.diktyo.x-k8s.io.workload": "one"}
     )
     one["spec"]["template"]["spec"]["nodeSelector"] = {"type": "real"}
-    plane.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [group, one]}))
+    # The AppGroup Ready first, as docs/first-hour.md orders it: the webhook gates only the pods of an AppGroup whose
+    # order the controller has computed. Applied together, a busy machine once created the pod first, ungated, and
+    # no gate wait was ever counted.
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(group))
+    template = one["spec"]["template"]
+    eventually(lambda: gated_at_admission(plane, "metrics-gates", template), 60, "the webhook gating its pods")
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(one))
     hogs = workload("hog", "metrics-events")
     hogs["spec"]["replicas"] = 2
     hogs["spec"]["template"]["spec"]["nodeSelector"] = {"type": "real"}

@@ -301,12 +301,18 @@ def test_cert_manager_signs_the_servers_with_a_ca_of_the_releases_own(helm: str)
 
 def test_the_generated_ca_is_kept_in_a_secret_and_signs_both_servers(helm: str) -> None:
     from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     documents = render(helm)
     secrets = by_kind(documents, "Secret")
     ca_pem = secrets["t-netaware-ca"]["data"]["tls.crt"]
     ca = x509.load_pem_x509_certificate(_b64(ca_pem))
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    # ECDSA P-256, as cert-manager's keys (an RSA-2048 key made at every render cost helm 0.1 s of CPU per key)
+    for name in ("t-netaware-ca", *(f"t-netaware-{c}-tls" for c in ("webhook", "webhook-first", "extender"))):
+        key = load_pem_private_key(_b64(secrets[name]["data"]["tls.key"]), None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1", name
     for component in ("webhook", "webhook-first", "extender"):
         data = secrets[f"t-netaware-{component}-tls"]["data"]
         assert data["ca.crt"] == ca_pem

@@ -25,6 +25,7 @@ from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
 from hack.control_plane.ports import free_port
+from operators.api import keys
 from operators.emulator.transport import FaultyProxy
 from webhooks.configuration import mutating_webhook_configuration
 
@@ -70,11 +71,11 @@ def create_namespace(cluster: ControlPlane, namespace: str, within: float = 120.
             return True
         if "AlreadyExists" not in done.stderr:
             raise RuntimeError(f"kubectl create namespace {namespace}: {done.stderr.strip()}")
-        found = cluster.kubectl("get", "namespace", namespace, "-o", "jsonpath={.status.phase}", check=False)
-        return found.stdout.strip() == "Active"
+        found = cluster.kubectl("get", "namespace", namespace, "-o", "json", check=False)
+        return found.returncode == 0 and json.loads(found.stdout).get("status", {}).get("phase") == "Active"
 
     eventually(created, within, f"namespace {namespace} created (one of that name before it gone)")
-    account = ("get", "serviceaccount", "default", "-n", namespace)
+    account = ("get", "serviceaccount", "default", "-n", namespace, "-o", "json")
     eventually(lambda: cluster.kubectl(*account, check=False).returncode == 0, within,
                f"namespace {namespace}'s default ServiceAccount")  # fmt: skip
 
@@ -114,6 +115,17 @@ def netperf_costs(cluster: ControlPlane, namespace: str, name: str) -> dict[tupl
         for origin in entry["originList"]
         for cost in origin.get("costList", [])
     }
+
+
+def gated_at_admission(cluster: ControlPlane, namespace: str, template: dict[str, Any]) -> bool:
+    """Whether a pod of ``template`` (a workload's pod template) created in ``namespace`` now would get netaware's
+    topology-order gate: the webhook has seen its AppGroup Ready, with its order (asked by a server-side dry run,
+    which goes through the webhooks and creates nothing)."""
+    meta = {"name": "probe", "namespace": namespace, **template["metadata"]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+    done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(pod), check=False)
+    gates = (json.loads(done.stdout)["spec"].get("schedulingGates") or []) if done.returncode == 0 else []
+    return any(gate.get("name") == keys.TOPOLOGY_ORDER_GATE for gate in gates)
 
 
 def eventually(check: Callable[[], Any], within: float = 30.0, what: str = "condition") -> Any:
