@@ -9,8 +9,8 @@ One loopback control plane (hack/control-plane) with ``--nodes`` KWOK nodes of 4
 within a region, 20 and more across) and the stack of :mod:`benchmarks.peers_stack`. ``--burst`` AppGroups
 (``groups``: 4-12 pods each, 2-5 workloads in a random dependency DAG with ``maxNetworkCost`` 10, so that a
 pair in another region is over it; ``large``: 3 of 300 pods, 25 workloads of 12) exist in each column's
-namespace; their pods (0.5-1.5 cpu, no bandwidth asked) are created open loop, AppGroup after AppGroup over
-``--within`` seconds, and scheduled by:
+namespace; their pods (0.5-1.5 cpu, no bandwidth asked) are created open loop, each at its AppGroup's time,
+AppGroup after AppGroup over ``--within`` seconds, and scheduled by:
 
 - ``kube-scheduler`` alone (its default profile);
 - ``sp-network``: scheduler-plugins' NetworkOverhead with TopologicalSort (upstream's sample configuration);
@@ -43,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -79,10 +80,11 @@ MAX_COST = 10  # within a region (1-9), not across (20 and more)
 NODES_PER_FILE = 1000
 DELETED_A_CALL = 250
 SHARED = ("kube-apiserver", "etcd", "kwok")  # what every column loads: its CPU is the burst's price too
-# threads creating the burst's pods: an AppGroup's pods start at its time only while a thread is free, so the
-# threads bound the creations in flight; 8 held the burst to 8 / latency (54 s for the 20 s burst, 98 s when the
-# webhook's call lengthened each creation): the harness, not the scheduler, set the pace
-CREATORS = 32
+# Threads creating the burst's pods, each pod on its own at its AppGroup's time (the creations in flight are the
+# rate times the latency of one). The threads bound them: 8 held the burst to 8 / latency (54 s for the 20 s burst,
+# 98 s when the webhook's call lengthened each creation). 32 threads, each creating one AppGroup's pods one after
+# the other, still took 33-53 s through the webhook (22 s without): the harness, not the scheduler, set the pace.
+CREATORS = 160
 
 
 def nodes_yaml(count: int, first: int = 0) -> str:
@@ -151,28 +153,48 @@ def in_namespace(document: dict[str, Any], namespace: str, **more: Any) -> dict[
 
 
 class Creator:
-    """Creates pods through the API server's HTTPS endpoint as the admin (kubectl would cost a process per
-    AppGroup on this machine's two cores), recording when each creation was answered."""
+    """Creates pods through the API server's HTTPS endpoint as the admin (kubectl would cost a process per pod on
+    this machine's two cores), recording when each creation was answered; each thread keeps its connection."""
 
     def __init__(self, plane: ControlPlane) -> None:
         self._connect = admin_connections(plane, timeout=120)
+        self._local = threading.local()
+        self._opened: list[http.client.HTTPSConnection] = []
 
-    def create(self, namespace: str, pods: list[dict[str, Any]], at: float) -> dict[str, float]:
+    def _connection(self) -> http.client.HTTPSConnection:
+        connection: http.client.HTTPSConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._connect()
+            self._opened.append(connection)
+        return connection
+
+    def create(self, namespace: str, pod: dict[str, Any], at: float) -> tuple[str, float]:
+        """``pod`` created at ``at`` (monotonic): its name, and when the creation was answered."""
         time.sleep(max(0.0, at - time.monotonic()))
-        connection = self._connect()
-        created = {}
-        try:
-            for pod in pods:
+        name = pod["metadata"]["name"]
+        for attempt in (1, 2):  # a kept connection the server closed meanwhile: once more on a new one
+            connection = self._connection()
+            try:
                 connection.request("POST", f"/api/v1/namespaces/{namespace}/pods", json.dumps(pod),
                                    {"Content-Type": "application/json"})  # fmt: skip
                 response = connection.getresponse()
                 body = response.read()
-                if response.status != 201:
-                    raise RuntimeError(f"creating {pod['metadata']['name']}: {response.status} {body[:300]!r}")
-                created[pod["metadata"]["name"]] = time.monotonic()
-        finally:
+                break
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                self._local.connection = None
+                if attempt == 2:
+                    raise
+        if response.status == 409 and attempt == 2:  # the first attempt created it before its answer was lost
+            return name, time.monotonic()
+        if response.status != 201:
+            raise RuntimeError(f"creating {name}: {response.status} {body[:300]!r}")
+        return name, time.monotonic()
+
+    def close(self) -> None:
+        for connection in self._opened:
             connection.close()
-        return created
+        self._opened.clear()
 
     def delete_run(self, namespace: str, run: int) -> None:
         """Every pod of run ``run`` in ``namespace``, deleted :data:`DELETED_A_CALL` a call (the API server deletes
@@ -221,9 +243,10 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     try:
         began = time.monotonic() + 0.5
         with concurrent.futures.ThreadPoolExecutor(CREATORS) as pool:
-            futures = [pool.submit(creator.create, namespace, batch, began + i * args.within / len(batches))
-                       for i, batch in enumerate(batches)]  # fmt: skip
-            created = {name: at for future in futures for name, at in future.result().items()}
+            futures = [pool.submit(creator.create, namespace, pod, began + i * args.within / len(batches))
+                       for i, batch in enumerate(batches) for pod in batch]  # fmt: skip
+            created = dict(future.result() for future in futures)
+        creator.close()
         watch.wait(count, args.settle)
     finally:
         watch.close()
