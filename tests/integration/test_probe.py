@@ -128,7 +128,15 @@ async def test_rows_costs_a_slow_peer_and_a_gone_peer(api: Api, emulator: ApiEmu
             return all(set(data[node]) == {KEY.format(node, o) for o in NODES if o != node} for node in NODES)
 
         await until("the four rows", complete, 20)
-        assert all(1 <= int(value) < 200 for data in rows(emulator).values() for value in data.values())
+        values = [int(value) for data in rows(emulator).values() for value in data.values()]
+        assert all(value >= 1 for value in values), values
+        # loopback round trips, well under the 200 ms of the slow peer below, once a moment of load has passed (a
+        # saturated CI machine once kept one sample at 200 ms or more when the rows were first complete)
+        await until(
+            "every pair under 200 ms",
+            lambda: all(1 <= int(v) < 200 for data in rows(emulator).values() for v in data.values()),
+            20,
+        )
         meta = (emulator.get_object("v1/configmaps", "default", f"netperf-{TOPOLOGY}-n-a") or {})["metadata"]
         assert meta["labels"]["networktopology.diktyo.x-k8s.io/netperf"] == TOPOLOGY
         assert meta["ownerReferences"][0]["kind"] == "Node" and meta["ownerReferences"][0]["name"] == "n-a"
