@@ -167,11 +167,11 @@ class Rest:
                 return None
             query = f"?labelSelector={urllib.parse.quote(get.selector, safe='')}" if get.selector else ""
             status, body = self.request("GET", resource.path(get.namespace, get.name) + query)
+            found = json.loads(body) if 200 <= status < 300 else None
         except (OSError, ValueError):  # unreachable, timed out, or not JSON: kubectl's own answer
             return None
-        if not 200 <= status < 300:
+        if not isinstance(found, dict):
             return None
-        found = json.loads(body)
         if get.name is None:
             every = found.get("items") or []
             items = [{"apiVersion": resource.group_version, "kind": resource.kind, **item} for item in every]
