@@ -242,11 +242,13 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     before = cpu_seconds(pids)
     try:
         began = time.monotonic() + 0.5
-        with concurrent.futures.ThreadPoolExecutor(CREATORS) as pool:
-            futures = [pool.submit(creator.create, namespace, pod, began + i * args.within / len(batches))
-                       for i, batch in enumerate(batches) for pod in batch]  # fmt: skip
-            created = dict(future.result() for future in futures)
-        creator.close()
+        try:
+            with concurrent.futures.ThreadPoolExecutor(CREATORS) as pool:
+                futures = [pool.submit(creator.create, namespace, pod, began + i * args.within / len(batches))
+                           for i, batch in enumerate(batches) for pod in batch]  # fmt: skip
+                created = dict(future.result() for future in futures)
+        finally:
+            creator.close()
         watch.wait(count, args.settle)
     finally:
         watch.close()

@@ -11,11 +11,14 @@ forms the tests poll with and leaves everything else to kubectl:
   discovery; a name that resolves to several groups is kubectl's to settle.
 
 Anything else, any answer that is not a success and any failure to connect go to kubectl, which then gives its own
-answer and its own error: what a test sees never depends on which of the two answered.
+answer and its own error. The output is kubectl's as parsed JSON (keys in the server's order, not sorted): every
+caller reads it with ``json.loads``. A ``delete --raw`` whose answer was lost is sent again by kubectl: the suite's
+are of collections, or read with ``check=False``.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 import subprocess
@@ -78,7 +81,9 @@ def parse_get(args: tuple[str, ...]) -> Get | None:
             return None  # a flag of kubectl's own: it answers
         else:
             positional.append(token)
-    if not 1 <= len(positional) <= 2 or any(c in positional[0] for c in "/.,") or (every and len(positional) == 2):
+    if not 1 <= len(positional) <= 2 or any(c in positional[0] for c in "/.,"):
+        return None
+    if len(positional) == 2 and (every or selector is not None):  # kubectl refuses both: its error, not ours
         return None
     return Get(positional[0], positional[1] if len(positional) == 2 else None, None if every else namespace, selector)
 
@@ -168,7 +173,7 @@ class Rest:
             query = f"?labelSelector={urllib.parse.quote(get.selector, safe='')}" if get.selector else ""
             status, body = self.request("GET", resource.path(get.namespace, get.name) + query)
             found = json.loads(body) if 200 <= status < 300 else None
-        except (OSError, ValueError):  # unreachable, timed out, or not JSON: kubectl's own answer
+        except (OSError, ValueError, http.client.HTTPException):  # unreachable, cut off, or not JSON: kubectl's
             return None
         if not isinstance(found, dict):
             return None

@@ -11,7 +11,7 @@ import pytest
 
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.rest import Rest
-from tests.support.e2e import EXAMPLES, create_namespace, delete_namespace
+from tests.support.e2e import EXAMPLES, create_namespace, delete_namespace, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -41,6 +41,10 @@ def test_the_simplest_reads_print_what_kubectl_prints(cluster: ControlPlane) -> 
         group["metadata"]["namespace"] = NAMESPACE
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
                                                                "items": [*objects, group]}))  # fmt: skip
+        # the controller that publishes kube-root-ca.crt in every namespace does it in its own time: there first,
+        # so that both answers list the same ConfigMaps
+        root_ca = ("get", "cm", "kube-root-ca.crt", "-n", NAMESPACE, "-o", "json")
+        eventually(lambda: by_kubectl(cluster, *root_ca).returncode == 0, 60, "kube-root-ca.crt published")
         answers = rest(cluster)
         forms = [
             ("get", "configmaps", "-n", NAMESPACE, "-o", "json"),
@@ -68,6 +72,15 @@ def test_the_simplest_reads_print_what_kubectl_prints(cluster: ControlPlane) -> 
             assert answers.answer(args) is None, args
         missing = cluster.kubectl("get", "cm", "c9", "-n", NAMESPACE, "-o", "json", check=False)
         assert missing.returncode == 1 and "NotFound" in missing.stderr  # kubectl's own error
+
+        # ControlPlane.kubectl answers these itself: no kubectl process is started for them
+        def no_process(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError(f"a process started: {args}")
+
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(subprocess, "run", no_process)
+            for args in forms:
+                assert json.loads(cluster.kubectl(*args).stdout) == json.loads(answers.answer(args).stdout), args  # type: ignore[union-attr]
 
         deleted = answers.answer(("delete", "--raw", f"/api/v1/namespaces/{NAMESPACE}/configmaps/c0"))
         assert deleted is not None and json.loads(deleted.stdout)["kind"] in ("ConfigMap", "Status")

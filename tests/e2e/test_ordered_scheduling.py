@@ -35,7 +35,6 @@ pytestmark = pytest.mark.e2e
 
 NAMESPACE = "ordered-e2e"
 HOOK = "netaware-ordered-e2e"  # the webhook configuration and the leader election id
-GATE = "netaware.io/topology-order"
 FOREIGN = "example.com/quota"
 GRAPH = {"frontend": ["cart", "catalog"], "cart": ["redis"], "catalog": [], "redis": [], "batch": []}
 REPLICAS = {"frontend": 2, "cart": 2, "catalog": 1, "redis": 2, "batch": 1}

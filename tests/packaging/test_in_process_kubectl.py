@@ -25,6 +25,7 @@ def test_the_forms_answered_and_every_other_left_to_kubectl() -> None:
         ("get", "appgroups.appgroup.diktyo.x-k8s.io", "-o", "json"),  # resource.group
         ("get", "pods", "--field-selector", "spec.nodeName=n1", "-o", "json"),
         ("get", "pod", "web-1", "-A", "-o", "json"),  # kubectl refuses it: its error, not ours
+        ("get", "pod", "web-1", "-l", "app=web", "-o", "json"),  # ... and this one
         ("get", "pods", "-n", "-o", "json"),  # -n without its value
         ("get", "pod", "a", "b", "-o", "json"),
         ("describe", "pod", "a", "-o", "json"),
