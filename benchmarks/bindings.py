@@ -12,7 +12,6 @@ import contextlib
 import http.client
 import json
 import socket
-import ssl
 import threading
 import time
 import urllib.parse
@@ -24,8 +23,7 @@ from hack.control_plane.cluster import ControlPlane
 
 def admin_connections(plane: ControlPlane, timeout: float) -> Callable[[], http.client.HTTPSConnection]:
     """A maker of HTTPS connections to ``plane``'s API server as its admin (one TLS context for all)."""
-    context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
-    context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+    context = plane.admin_context()
     url = urllib.parse.urlsplit(plane.server)
     return lambda: http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port, context=context, timeout=timeout)
 

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import shutil
-import ssl
 import subprocess
 import tempfile
 import time
@@ -106,8 +105,7 @@ async def real_api(
     try:
         plane.kubectl("apply", "-f", str(ROOT / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-        context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
-        context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+        context = plane.admin_context()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=64)) as http:
             started = time.perf_counter()
             await load(http, plane.server, live_cluster.cluster(nodes, pods, groups))

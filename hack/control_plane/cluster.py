@@ -605,21 +605,25 @@ class ControlPlane:
         stop_process(pid, time.monotonic() + STOP_GRACE_SECONDS)
         self._save()
 
+    def admin_context(self) -> ssl.SSLContext:
+        """A TLS context that trusts this plane's CA and presents its admin's certificate (raises OSError while they
+        are not written yet)."""
+        context = ssl.create_default_context(cafile=str(self.certs.path("ca.crt")))
+        context.load_cert_chain(str(self.certs.path("admin.crt")), str(self.certs.path("admin.key")))
+        return context
+
     def _in_process(self, args: tuple[str, ...]) -> subprocess.CompletedProcess[str] | None:
         if "apiserver" not in self.ports:
             return None
         if self.rest is None or self.rest.server != self.server:
-            paths = [str(self.certs.path(name)) for name in ("ca.crt", "admin.crt", "admin.key")]
             try:
-                self.rest = Rest(self.server, *paths)
+                self.rest = Rest(self.server, self.admin_context())
             except OSError:  # no certificates yet: kubectl says so
                 return None
         return self.rest.answer(args)
 
     def _apiserver_ready(self) -> bool:
-        context = ssl.create_default_context(cafile=str(self.certs.path("ca.crt")))
-        context.load_cert_chain(str(self.certs.path("admin.crt")), str(self.certs.path("admin.key")))
-        return _http_ok(f"{self.server}/readyz", context)
+        return _http_ok(f"{self.server}/readyz", self.admin_context())
 
     def _wait_for_default_service_account(self) -> None:
         def ready() -> bool:

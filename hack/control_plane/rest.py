@@ -118,12 +118,11 @@ def choose(candidates: list[Resource]) -> Resource | None:
 
 
 class Rest:
-    """An API server reached with the admin's certificate (see the module docstring)."""
+    """An API server reached with ``context`` (the admin's certificate: see the module docstring)."""
 
-    def __init__(self, server: str, ca_file: str, cert_file: str, key_file: str) -> None:
+    def __init__(self, server: str, context: ssl.SSLContext) -> None:
         self.server = server
-        self.context = ssl.create_default_context(cafile=ca_file)
-        self.context.load_cert_chain(cert_file, key_file)
+        self.context = context
         self.lock = threading.Lock()
         self.names: dict[str, list[Resource]] = {}
 

@@ -24,7 +24,6 @@ import json
 import os
 import pathlib
 import re
-import ssl
 import subprocess
 import threading
 import time
@@ -97,8 +96,7 @@ class Api:
 
     def __init__(self, plane: ControlPlane) -> None:
         self.host, self.port = plane.server.removeprefix("https://").split(":")
-        self.context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
-        self.context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+        self.context = plane.admin_context()
         self.connection: http.client.HTTPSConnection | None = None
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, str]:

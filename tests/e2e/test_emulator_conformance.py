@@ -5,7 +5,6 @@ listed in the README ("The API emulator"); everything else must agree."""
 from __future__ import annotations
 
 import json
-import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -55,8 +54,7 @@ class Side:
 
 @pytest.fixture
 async def sides(cluster: ControlPlane) -> AsyncIterator[tuple[Side, Side]]:
-    context = ssl.create_default_context(cafile=str(cluster.certs.path("ca.crt")))
-    context.load_cert_chain(str(cluster.certs.path("admin.crt")), str(cluster.certs.path("admin.key")))
+    context = cluster.admin_context()
     async with (
         ApiEmulator() as emulator,
         kmock.Server(emulator) as server,

@@ -23,11 +23,6 @@ def by_kubectl(cluster: ControlPlane, *args: str) -> subprocess.CompletedProcess
                           capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
 
 
-def rest(cluster: ControlPlane) -> Rest:
-    paths = [str(cluster.certs.path(name)) for name in ("ca.crt", "admin.crt", "admin.key")]
-    return Rest(cluster.server, *paths)
-
-
 def test_the_simplest_reads_print_what_kubectl_prints(cluster: ControlPlane) -> None:
     create_namespace(cluster, NAMESPACE)
     try:
@@ -45,7 +40,7 @@ def test_the_simplest_reads_print_what_kubectl_prints(cluster: ControlPlane) -> 
         # so that both answers list the same ConfigMaps
         root_ca = ("get", "cm", "kube-root-ca.crt", "-n", NAMESPACE, "-o", "json")
         eventually(lambda: by_kubectl(cluster, *root_ca).returncode == 0, 60, "kube-root-ca.crt published")
-        answers = rest(cluster)
+        answers = Rest(cluster.server, cluster.admin_context())
         forms = [
             ("get", "configmaps", "-n", NAMESPACE, "-o", "json"),
             ("get", "cm", "c1", "-n", NAMESPACE, "-o", "json"),  # a short name, one object

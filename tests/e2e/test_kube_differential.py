@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import ssl
 import time
 import urllib.error
 import urllib.request
@@ -65,8 +64,7 @@ class Api:
 
     def __init__(self, plane: ControlPlane) -> None:
         self.server = plane.server
-        self.context = ssl.create_default_context(cafile=str(plane.certs.path("ca.crt")))
-        self.context.load_cert_chain(str(plane.certs.path("admin.crt")), str(plane.certs.path("admin.key")))
+        self.context = plane.admin_context()
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
