@@ -11,7 +11,7 @@ import pytest
 
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.rest import Rest
-from tests.support.e2e import EXAMPLES, create_namespace, delete_namespace, eventually
+from tests.support.e2e import create_namespace, delete_namespace, eventually, example
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,7 @@ def test_the_simplest_reads_print_what_kubectl_prints(cluster: ControlPlane) -> 
              "data": {"n": str(n)}}
             for n in range(3)
         ]  # fmt: skip
-        (group,) = [json.loads(json.dumps(doc)) for doc in _example("appgroup-a1.yaml")]
+        (group,) = example("appgroup-a1.yaml")  # read afresh: changing it changes no one else's
         group["metadata"]["namespace"] = NAMESPACE
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
                                                                "items": [*objects, group]}))  # fmt: skip
@@ -83,9 +83,3 @@ def test_the_simplest_reads_print_what_kubectl_prints(cluster: ControlPlane) -> 
         assert [item["metadata"]["name"] for item in json.loads(left.stdout)["items"]] == ["c1", "c2"]
     finally:
         delete_namespace(cluster, NAMESPACE)
-
-
-def _example(name: str) -> list[dict[str, Any]]:
-    import yaml
-
-    return [doc for doc in yaml.safe_load_all((EXAMPLES / name).read_text()) if doc]
