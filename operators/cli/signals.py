@@ -12,9 +12,10 @@ def run_until_signal(body: Callable[[Any], Awaitable[None]], log_format: str = "
     import logging
     import signal
 
-    from operators import logs
+    from operators import collector, logs
 
     logs.configure(log_format)
+    collector.for_a_long_run()
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -283,7 +283,7 @@ class GateKeeper:
         unexpectedly keeps its names marked (the supervisor restarts this loop)."""
         await self.cache.wait_synced()  # an AppGroup not listed yet is not a missing AppGroup
         if self.live is not None:  # the index built now, not by the first plan
-            self.live.current()
+            self.live.build()
             INDEX_BUILDS.set(self.live.rebuilds)
         writing = asyncio.Semaphore(WRITERS)
         self.marked.update(name for name, gated in self.gated.items() if gated)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import logging
 import time
 from collections.abc import Mapping
@@ -317,7 +316,4 @@ async def serve(
     health_port: int = 0,
 ) -> None:
     """Serve the extender ``app`` (``build_app``) until ``stop`` is set (then gracefully: :func:`serve_app`)."""
-    # Answers allocate thousands of small objects per request: a larger first generation keeps the collector
-    # from running several times a request. Set once, for the process, never on the request path.
-    gc.set_threshold(50_000, 20, 20)
     await serve_app(app, "extender", "/filter", host, port, tls, stop, reload_interval, shutdown_delay, health_port)

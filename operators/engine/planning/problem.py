@@ -325,7 +325,28 @@ def _placeable(shape: str, pod: Pod, node: Node) -> bool:
 
 
 _PLACEABLE: dict[tuple[str, int, bool], tuple[Mapping[str, Any], bool]] = {}
-_PLACEABLE_KEPT = 50_000
+_PLACEABLE_KEPT = 200_000  # four shapes on 50,000 nodes (the two of :func:`warm_masks` and two more)
+
+
+def _evicted_if(taint: str) -> dict[str, Any]:
+    return {"key": taint, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+
+
+# What most pods ask of their node: nothing, or nothing but the two tolerations the API server's
+# DefaultTolerationSeconds admission adds to a pod that has none for these taints (in this order).
+_COMMON_SPECS: tuple[dict[str, Any], ...] = (
+    {},
+    {"tolerations": [_evicted_if("node.kubernetes.io/not-ready"), _evicted_if("node.kubernetes.io/unreachable")]},
+)
+
+
+def warm_masks(index: ClusterIndex) -> None:
+    """The masks of the commonest placement shapes computed on ``index`` now, off any plan's path: 0.8 s each at
+    50,000 nodes, which the first plan after a start (or a failover) would otherwise spend."""
+    for spec in _COMMON_SPECS:
+        pod = Pod.parse({"metadata": {"name": "warm", "namespace": "default"}, "spec": {"containers": [], **spec}})
+        shape = _shape(pod)
+        index.mask(shape, functools.partial(_placeable_on, shape, pod, index.nodes))
 
 
 def _shape(pod: Pod) -> str:
