@@ -5,7 +5,7 @@ a cluster's worth of objects (measured in ``bench_burst``: 50,000 nodes and pods
 
 * **A larger first generation** (:func:`for_a_long_run`). With CPython's default (a young collection every 700
   allocations) the objects of a request or a plan still alive at a collection are promoted, and enough promotions
-  start a full collection of everything the process has made since it started: every 3-4 s in the burst, 0.3-0.6 s
+  start a full collection of everything the process has made since it started: every 3-4 s in the burst, 0.3-0.9 s
   each and growing. With 50,000, they mostly die first: full collections of 50-120 ms.
 * **What the first sync built, out of the collector's sight** (:func:`freeze_what_lives`). It lives as long as the
   process and holds no reference cycles; a full collection would walk it (0.6-0.9 s at 50,000 nodes). Freed objects

@@ -1,6 +1,6 @@
 """Every long-running command runs with the collector netaware's servers need: a young collection every 50,000
 allocations, not CPython's 700 (at 700, a burst of 1,000 AppGroups on 50,000 nodes started a full collection every
-3-4 s in the operator, 0.3-0.6 s each; at 50,000, 50-70 ms: measured in bench_burst)."""
+3-4 s in the operator, 0.3-0.9 s each; at 50,000, 50-120 ms: measured in bench_burst)."""
 
 from __future__ import annotations
 
