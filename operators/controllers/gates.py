@@ -219,6 +219,7 @@ class GateKeeper:
         if decision.plan is not None and group is not None:
             PLANS.observe(time.perf_counter() - started)
             self.made.append((group, decision.plan))
+            self.announcer.log(group, decision.plan)
         deadline = decision.next_deadline
         if group is not None:
             self.checking.append((group, members))  # checked against the bound pods once the pass's view is closed

@@ -53,6 +53,12 @@ class PlanAnnouncer:
             with contextlib.suppress(KeyError):
                 PLAN_COST.remove(*key, kind)
 
+    @staticmethod
+    def log(group: AppGroup, plan: Plan) -> None:
+        """The plan's line in the log, written when it is made: before the releases it sends, so that a reader
+        (or a test) who sees a planned pod bound finds the plan already logged. The Event waits for the releases."""
+        logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, plan_message(plan))
+
     async def announce(self, api: Any, group: AppGroup, plan: Plan) -> None:
         """A Normal Event on the AppGroup for a plan made (pods, cost against its greedy start, time), a Warning
         for the pods it could not place, and the cost gauges."""
@@ -60,13 +66,7 @@ class PlanAnnouncer:
         PLAN_COST.labels(meta.namespace, meta.name, "plan").set(plan.cost.cost)
         PLAN_COST.labels(meta.namespace, meta.name, "greedy").set(plan.greedy.cost)
         involved = involved_appgroup(group)
-        message = (
-            f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
-            f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
-            f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
-            + (f", spread penalty {plan.cost.spread_penalty}" if plan.cost.spread_penalty else "")
-        )
-        logger.info("AppGroup %s/%s: %s", meta.namespace, meta.name, message)
+        message = plan_message(plan)
         key = (meta.namespace, meta.name)
         last, plans, pods = self.announced.get(key, (float("-inf"), 0, 0))
         now = self.clock()
@@ -81,6 +81,16 @@ class PlanAnnouncer:
             why = "; ".join(f"{pod}: {reason}" for pod, reason in sorted(plan.unplaceable.items())[:5])
             text = f"{len(plan.unplaceable)} pod(s) released without a place ({UNPLACEABLE}): {why}"
             await post_event(api, involved, "Warning", "NotPlanned", text[:1000], COMPONENT)
+
+
+def plan_message(plan: Plan) -> str:
+    """What a plan made: its pods, time, network cost against its greedy start, pairs above the limit."""
+    return (
+        f"{len(plan.pods)} pod(s) planned in {plan.seconds * 1000:.0f} ms: network cost {plan.cost.cost} over the "
+        f"dependency pod pairs (greedy start {plan.greedy.cost}), {plan.cost.over_limit} pair(s) above "
+        f"maxNetworkCost, mean per edge {plan.mean_edge_cost():.2f}"
+        + (f", spread penalty {plan.cost.spread_penalty}" if plan.cost.spread_penalty else "")
+    )
 
 
 def involved_appgroup(group: AppGroup) -> dict[str, Any]:

@@ -165,8 +165,13 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         for selector in ("web", "api"):
             nodes = [p["spec"]["nodeName"] for p in placed if p["metadata"]["name"].startswith(f"{selector}-")]
             assert len(set(nodes)) == 2, (selector, seen)
-        events = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=Planned")
-        assert any(" pod(s) planned in " in e["message"] for e in events["items"]), events["items"]
+
+        # the Planned Event is written after the plan's releases: it may come after the pods are bound
+        def planned_event() -> bool:
+            events = kubectl_json(cluster, "get", "events", "-n", NAMESPACE, "--field-selector", "reason=Planned")
+            return any(" pod(s) planned in " in e["message"] for e in events["items"])
+
+        eventually(planned_event, 30, "the AppGroup's Planned Event")
         # a scale-up: the new replica is planned against the placed pods, in their zone, and bound where planned
         cluster.kubectl("scale", "deployment", "web", "-n", NAMESPACE, "--replicas", "3")
         grown = eventually(lambda: bound_pods(cluster, NAMESPACE, every + 1), 60, "the new replica bound")

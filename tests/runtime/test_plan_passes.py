@@ -95,6 +95,32 @@ async def test_a_later_plan_of_the_same_pass_never_takes_an_earlier_plans_room(m
     assert keeper.live.current().headroom(("cpu",))[0].tolist() == [[3000], [4000]]
 
 
+async def test_a_plans_log_line_is_written_before_any_of_its_releases_is_sent(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whoever sees a planned pod bound finds its plan in the log already: the line is written when the plan is made,
+    the Event (an API write) only after the releases. It was written with the Event, and a busy machine bound the
+    pods before the operator logged their plan (an e2e test read the log in between and found no plan)."""
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 1.0})
+    logged_at_send: list[list[str]] = []
+
+    async def record(self: Releases, api: Any, writing: asyncio.Semaphore, item: Any) -> None:
+        logged_at_send.append([r.getMessage() for r in caplog.records if " planned in " in r.getMessage()])
+
+    async def quiet(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(Releases, "send", record)
+    monkeypatch.setattr(keeper.announcer, "announce", quiet)  # the Event after the releases: no line from it
+    caplog.set_level("INFO", logger="netaware.gates")
+    names, keeper.marked = keeper.marked, set()
+    await keeper._pass(None, asyncio.Semaphore(1), names)
+    await asyncio.gather(*keeper.writes.tasks)
+    assert len(logged_at_send) == 1  # a-0's one release
+    assert len(logged_at_send[0]) == 1 and "AppGroup default/a: 1 pod(s) planned in " in logged_at_send[0][0]
+
+
 async def test_without_room_for_both_the_later_arrival_is_released_without_a_place(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
