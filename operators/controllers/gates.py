@@ -68,6 +68,7 @@ WRITERS = 32  # releases written at once (a plan releases a whole group)
 PASS_SECONDS = BACKLOG_SECONDS  # a pass plans this long at most; a backlog shares it (as the extender's does)
 WRITES_BEHIND = 4  # passes whose writes may still be under way when the next one plans (then it waits for the oldest)
 STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
+STRAND_CHECKED_KEPT = 10_000  # when checks remembered: those older than the above are dropped past this many
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
 
@@ -127,6 +128,7 @@ class GateKeeper:
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
         self.evictions = Evictions()  # the stranded pods evicted or being evicted (never twice)
+        self.strand_checked: dict[str, float] = {}  # released pod's uid -> when its planned node was last checked
         self.announcer = PlanAnnouncer(clock)
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
@@ -193,7 +195,9 @@ class GateKeeper:
         caller has them (one pass over the cache for many names)."""
         groups = (named or self.appgroups_by_name()).get(name, ())
         held = self.gated.get(name, set()) | self.placing.get(name, set())
-        owners = {namespace: pod_appgroup(name, namespace, groups) for namespace, _ in held}
+        # per namespace, not per held pod: a 300-pod group asked for its AppGroup 300 times a pass (a tenth of
+        # the passes' time in a burst of three such groups)
+        owners = {namespace: pod_appgroup(name, namespace, groups) for namespace in {ns for ns, _ in held}}
         plans = []
         for group in {id(group): group for group in owners.values()}.values():
             if group is None:
@@ -256,9 +260,9 @@ class GateKeeper:
         found = (self.members.get((namespace, name), {}).get(pod) for namespace, pod in keys_)
         return [self.releases.as_sent(pod) for pod in found if pod is not None]
 
-    def _close_view(self) -> None:
+    def _close_view(self, now: float) -> None:
         """The pass's view closed (the kept index is the cache's again), then the released members of the groups it
-        planned checked against the pods kube-scheduler has bound (:func:`stranded`)."""
+        planned checked against the pods kube-scheduler has bound (:func:`stranded`); ``now``: the pass's time."""
         if self.view is not None:
             self.view.close()
             self.view = None
@@ -266,9 +270,25 @@ class GateKeeper:
         if checking and self.live is not None:
             bound = self.live.current()
             for group, members in checking:
-                for pod, why in stranded(members, bound, self.options.plan_config):
+                for pod, why in stranded(self._strand_check_due(members, now), bound, self.options.plan_config):
                     if self.evictions.claim(pod.uid):  # now: the next pass may run before the eviction is written
                         self.abandoned.append((group, pod, why))
+
+    def _strand_check_due(self, members: list[Pod], now: float) -> list[Pod]:
+        """Of ``members``, those released and not bound whose planned node was not checked in the last
+        :data:`STRAND_CHECK_SECONDS` (each is then counted as checked now): a group planned in parts is planned in
+        pass after pass, and checking all its released pods each time was a quarter of the passes' time in a burst
+        of three 300-pod groups. A pod due is looked at again by then anyway (:meth:`_by_plan`'s deadline)."""
+        checked = self.strand_checked
+        if len(checked) > STRAND_CHECKED_KEPT:  # pods bound or gone are never asked about again
+            for uid in [uid for uid, when in checked.items() if when <= now - STRAND_CHECK_SECONDS]:
+                del checked[uid]
+        due = []
+        for pod in members:
+            if awaiting_bind(pod) and checked.get(pod.uid, float("-inf")) <= now - STRAND_CHECK_SECONDS:
+                checked[pod.uid] = now
+                due.append(pod)
+        return due
 
     def appgroups_by_name(self) -> Mapping[str, tuple[AppGroup, ...]]:
         """The cached AppGroups by name, grouped again only when one of them changed (a pass asks each time)."""
@@ -358,7 +378,7 @@ class GateKeeper:
                     if plan.next_deadline is not None:
                         holding[name] = min(holding.get(name, plan.next_deadline), plan.next_deadline)
         finally:
-            self._close_view()  # before anything is awaited: the kept index is the cache's again
+            self._close_view(now)  # before anything is awaited: the kept index is the cache's again
         made, self.made = self.made, []
         abandoned, self.abandoned = self.abandoned, []
         for name, deadline in holding.items():
