@@ -52,7 +52,7 @@ def start(
     peers: str,
     netaware: Sequence[str],
     plan_affinity: str = "required",
-    plan_window_ms: int = 100,
+    plan_window_ms: int = 1000,
 ) -> Stack:
     """Start the stack on ``plane``: the peers' schedulers read :data:`TOPOLOGY` of namespace ``peers``, netaware's
     of ``netaware`` (the namespaces its webhook admits). The logs go to ``folder``."""

@@ -161,10 +161,11 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
 @click.option(
     "--plan-window-ms",
     type=click.IntRange(1, 10_000),
-    default=100,
+    default=1000,
     show_default=True,
-    help="Plan a group's first gated pods once none arrived for this long (at most 30 s after the first; sooner "
-    "once every workload has a pod and none arrived for 50 ms); later arrivals are planned against the placed ones.",
+    help="A group's first gated pods are planned once every workload has a pod and none arrived for 50 ms, or, "
+    "while a workload has none, once none arrived for this long (at most 30 s after the first); later arrivals are "
+    "planned against the placed ones.",
 )
 @click.option(
     "--plan-budget-ms",

@@ -38,7 +38,7 @@ from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.controllers import AppGroupOptions
 from operators.controllers.metrics import REGISTRY
-from operators.controllers.pass_writes import Evictions, Writes
+from operators.controllers.pass_writes import STRAND_CHECK_SECONDS, Evictions, StrandChecks, Writes
 from operators.controllers.plan_events import PlanAnnouncer, warn_timeout
 from operators.controllers.releases import RETRY_SECONDS, Placed, Releases
 from operators.engine.cluster.appgroups import by_name, pod_appgroup, workload_namespaces
@@ -67,8 +67,6 @@ WRITERS = 32  # releases written at once (a plan releases a whole group)
 # small ones by one plan at most, and the first releases go out while the rest is planned
 PASS_SECONDS = BACKLOG_SECONDS  # a pass plans this long at most; a backlog shares it (as the extender's does)
 WRITES_BEHIND = 4  # passes whose writes may still be under way when the next one plans (then it waits for the oldest)
-STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
-STRAND_CHECKED_KEPT = 10_000  # when checks remembered: those older than the above are dropped past this many
 
 GATED = Gauge("netaware_gated_pods", "Pods held by the topology-order scheduling gate.", registry=REGISTRY)
 
@@ -128,7 +126,7 @@ class GateKeeper:
         self.made: list[tuple[AppGroup, Plan]] = []  # plans made in this evaluation, announced after it
         self.abandoned: list[tuple[AppGroup, Pod, str]] = []  # stranded pods found in it, evicted after it
         self.evictions = Evictions()  # the stranded pods evicted or being evicted (never twice)
-        self.strand_checked: dict[str, float] = {}  # released pod's uid -> when its planned node was last checked
+        self.strand_checks = StrandChecks(STRAND_CHECK_SECONDS)  # when each released pod's node was checked
         self.announcer = PlanAnnouncer(clock)
 
     # -- changes (on the controller's loop) ---------------------------------------------------------
@@ -195,9 +193,7 @@ class GateKeeper:
         caller has them (one pass over the cache for many names)."""
         groups = (named or self.appgroups_by_name()).get(name, ())
         held = self.gated.get(name, set()) | self.placing.get(name, set())
-        # per namespace, not per held pod: a 300-pod group asked for its AppGroup 300 times a pass (a tenth of
-        # the passes' time in a burst of three such groups)
-        owners = {namespace: pod_appgroup(name, namespace, groups) for namespace in {ns for ns, _ in held}}
+        owners = {ns: pod_appgroup(name, ns, groups) for ns in {ns for ns, _ in held}}  # once per namespace, not pod
         plans = []
         for group in {id(group): group for group in owners.values()}.values():
             if group is None:
@@ -261,8 +257,8 @@ class GateKeeper:
         return [self.releases.as_sent(pod) for pod in found if pod is not None]
 
     def _close_view(self, now: float) -> None:
-        """The pass's view closed (the kept index is the cache's again), then the released members of the groups it
-        planned checked against the pods kube-scheduler has bound (:func:`stranded`); ``now``: the pass's time."""
+        """The pass's view closed (the kept index is the cache's again), then the released members of the groups
+        it planned at ``now`` checked against the pods kube-scheduler has bound (:func:`stranded`), when due."""
         if self.view is not None:
             self.view.close()
             self.view = None
@@ -270,25 +266,9 @@ class GateKeeper:
         if checking and self.live is not None:
             bound = self.live.current()
             for group, members in checking:
-                for pod, why in stranded(self._strand_check_due(members, now), bound, self.options.plan_config):
+                for pod, why in stranded(self.strand_checks.due(members, now), bound, self.options.plan_config):
                     if self.evictions.claim(pod.uid):  # now: the next pass may run before the eviction is written
                         self.abandoned.append((group, pod, why))
-
-    def _strand_check_due(self, members: list[Pod], now: float) -> list[Pod]:
-        """Of ``members``, those released and not bound whose planned node was not checked in the last
-        :data:`STRAND_CHECK_SECONDS` (each is then counted as checked now): a group planned in parts is planned in
-        pass after pass, and checking all its released pods each time was a quarter of the passes' time in a burst
-        of three 300-pod groups. A pod due is looked at again by then anyway (:meth:`_by_plan`'s deadline)."""
-        checked = self.strand_checked
-        if len(checked) > STRAND_CHECKED_KEPT:  # pods bound or gone are never asked about again
-            for uid in [uid for uid, when in checked.items() if when <= now - STRAND_CHECK_SECONDS]:
-                del checked[uid]
-        due = []
-        for pod in members:
-            if awaiting_bind(pod) and checked.get(pod.uid, float("-inf")) <= now - STRAND_CHECK_SECONDS:
-                checked[pod.uid] = now
-                due.append(pod)
-        return due
 
     def appgroups_by_name(self) -> Mapping[str, tuple[AppGroup, ...]]:
         """The cached AppGroups by name, grouped again only when one of them changed (a pass asks each time)."""
@@ -307,8 +287,7 @@ class GateKeeper:
             self.live.build()
             INDEX_BUILDS.set(self.live.rebuilds)
         writing = asyncio.Semaphore(WRITERS)
-        self.marked.update(name for name, gated in self.gated.items() if gated)
-        self.marked.update(name for name, placing in self.placing.items() if placing)
+        self.marked.update(name for held in (self.gated, self.placing) for name, pods in held.items() if pods)
         try:
             await self._passes(api, writing, stopped)
         finally:  # stopped or failed: the writes under way end with the passes, never outlive them, and what

@@ -1,6 +1,7 @@
 """The gate keeper's passes' writes (releases, Events, evictions) as tasks of their own: a pass plans while the
 ones before it are still written (their releases are counted in flight from the moment they are planned), and
-none outlives the loop that started it. And the evictions of stranded pods, claimed when found."""
+none outlives the loop that started it. And the evictions of stranded pods, claimed when found, and when each
+released pod was last checked for stranding."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 from operators.api.appgroup import AppGroup
 from operators.controllers.plan_events import evict_stranded
 from operators.engine.cluster.objects import Pod
+from operators.engine.planning.release import awaiting_bind
 
 logger = logging.getLogger("netaware.gates")
+STRAND_CHECK_SECONDS = 2.0  # how often a released, unbound pod's planned node is checked again
 
 
 class Writes:
@@ -91,3 +94,29 @@ class Evictions:
         """The writes ended with their loop: the claims not written are given up (found stranded again)."""
         self.evicted -= self.claimed
         self.claimed.clear()
+
+
+class StrandChecks:
+    """When each released, unbound pod's planned node was last checked (is it stranded?), so that it is checked
+    once per ``period``: a group planned in parts is planned pass after pass, and checking all its released pods
+    each time was a quarter of the passes' time in a burst of three 300-pod groups. A pod due is looked at again
+    by then anyway (the gate keeper's deadline for its group)."""
+
+    KEPT = 10_000  # past this many remembered, those older than the period are dropped (bound or gone pods)
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+        self.checked: dict[str, float] = {}  # pod uid -> when
+
+    def due(self, members: list[Pod], now: float) -> list[Pod]:
+        """Of ``members``, those released and not bound that were not checked in the last period, each counted as
+        checked ``now``."""
+        if len(self.checked) > self.KEPT:
+            for uid in [uid for uid, when in self.checked.items() if when <= now - self.period]:
+                del self.checked[uid]
+        due = []
+        for pod in members:
+            if awaiting_bind(pod) and self.checked.get(pod.uid, float("-inf")) <= now - self.period:
+                self.checked[pod.uid] = now
+                due.append(pod)
+        return due

@@ -365,6 +365,37 @@ def test_the_first_plan_waits_for_its_window_and_later_pods_only_for_a_burst() -
     assert len(decide(stream[:601], 31.0, times).release) == 601
 
 
+def test_by_default_a_group_missing_a_workload_waits_a_second_of_quiet_a_whole_one_50_ms() -> None:
+    """The operator's default window (1 s): a-0 alone of a → b, the API server's creations paused for 0.65 s after
+    it (as measured under a 300-pod burst), is not planned alone — its plan would fix the group's place; a-0 with
+    b-0, every workload there, is planned 50 ms after the last of them arrived."""
+    from operators.api.config.controllers import AppGroupOptions
+    from operators.engine.planning.release import plan_view, release_by_plan
+
+    def gated(name: str, workload: str) -> Pod:
+        raw = pod(name, workload)
+        raw["spec"]["schedulingGates"] = [{"name": keys.TOPOLOGY_ORDER_GATE}]
+        raw["metadata"]["creationTimestamp"] = "2026-11-25T12:00:00Z"
+        return Pod.parse(raw)
+
+    window = AppGroupOptions().plan_window_seconds
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
+    cluster = replace(build_snapshot([node("n1", "za"), topology(5)]), app_groups=(group,))
+    alone, pair = [gated("a-0", "a")], [gated("a-0", "a"), gated("b-0", "b")]
+    start = alone[0].created
+    assert start is not None
+    seen = {(NAMESPACE, "a-0"): start, (NAMESPACE, "b-0"): start + 0.2}
+
+    def decide(members: list[Pod], after: float) -> Any:
+        index = plan_view(replace(cluster, pods=tuple(members)))
+        return release_by_plan(group, members, index, CONFIG, seen, start + after, 300.0, window=window)
+
+    assert decide(alone, 0.65).release == () and decide(alone, 0.65).next_deadline == start + 1.0
+    assert [r.pod.name for r in decide(alone, 1.0).release] == ["a-0"]
+    assert decide(pair, 0.24).release == ()  # b-0 arrived 40 ms ago
+    assert sorted(r.pod.name for r in decide(pair, 0.25).release) == ["a-0", "b-0"]
+
+
 def test_a_new_leader_plans_around_the_releases_its_predecessor_wrote() -> None:
     """A plan survives a change of operator leader because it is written into the pods it releases: the old leader
     released a-0 to n1 (its release patch: the gate removed, n1's required affinity, netaware.io/planned-node) and

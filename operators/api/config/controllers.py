@@ -60,9 +60,11 @@ class AppGroupOptions(_Options):
     # How a released pod carries its planned node: a required node affinity (kube-scheduler must follow it) or a
     # preferred one (weight 100: it may not).
     plan_affinity: Literal["required", "preferred"] = "required"
-    # Gated pods are planned at most this long after the first of them arrived (sooner once every workload has a
-    # pod and none arrived for 50 ms); later arrivals are planned against the placed ones.
-    plan_window_seconds: float = Field(0.1, gt=0, le=10)
+    # A group's first gated pods are planned once every workload has a pod and none arrived for 50 ms, or, while
+    # a workload has none, once none arrived for this long (at most 30 s after the first); later arrivals are
+    # planned against the placed ones. 1 s, was 0.1: an API server under load paused a 300-pod group's creations
+    # for 0.65 s after its first pod, and the plan of that one pod fixed where the 299 others went.
+    plan_window_seconds: float = Field(1.0, gt=0, le=10)
 
 
 class NodeBandwidthOptions(_Options):
