@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from prometheus_client import generate_latest
 
 from operators.api.appgroup import AppGroup
@@ -16,6 +17,7 @@ from operators.controllers.appgroup import _State
 from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.controllers.gates import GateKeeper
 from operators.controllers.metrics import REGISTRY
+from operators.controllers.pass_writes import StrandChecks
 from operators.controllers.plan_events import PLAN_COST
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -89,6 +91,22 @@ def test_the_gate_keeper_forgets_pods_and_appgroups_that_are_gone() -> None:
     assert dict(keeper.gated) == {} and dict(keeper.placing) == {} and keeper.releases.in_flight == {}
     text = generate_latest(REGISTRY).decode()  # the process's registry: other tests' AppGroups may be in it
     assert [line for line in text.splitlines() if 'appgroup="shop-' in line] == []
+
+
+def test_the_strand_checks_forget_pods_checked_longer_ago_than_their_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 released pods (bound or gone since: never asked about again) checked once each, 100 a second, KEPT
+    1,000: what is remembered never passes KEPT + 1 (then the pods checked in the last 2 s stay, 200)."""
+    monkeypatch.setattr(StrandChecks, "KEPT", 1000)
+    checks = StrandChecks(2.0)
+    largest = 0
+    for step in range(3000):
+        labels = {"appgroup.diktyo.x-k8s.io": "shop", "appgroup.diktyo.x-k8s.io.workload": "web"}
+        released = Pod.parse({"metadata": {"name": f"web-{step}", "namespace": "default", "uid": f"uid-{step}",
+                                           "labels": labels, "annotations": {"netaware.io/planned-node": "n-1"}},
+                              "spec": {"containers": [{"name": "c"}]}})  # fmt: skip
+        assert checks.due([released], step * 0.01) == [released]
+        largest = max(largest, len(checks.checked))
+    assert largest == 1001
 
 
 def test_the_descheduler_series_go_with_their_nodes_namespaces_and_appgroups() -> None:
