@@ -274,9 +274,11 @@ async def _appgroups_after(live: ClusterCache, echo: Callable[[str], None], with
     def placed() -> bool:
         a1 = next(ag for ag in live.snapshot().app_groups if ag.metadata.name == "a1")
         placements = a1.status.placements if a1.status is not None else None
-        return any("-demo-" in pod.name for workload in placements or [] for pod in workload.pods)
+        # bound, not only present: a status written while they were pending showed them "(pending)" (a CI run)
+        demo = [pod for workload in placements or [] for pod in workload.pods if "-demo-" in pod.name]
+        return bool(demo) and all(pod.node for pod in demo)
 
-    await until("a1 placements include the new pods", placed, within)
+    await until("a1 placements show the new pods bound", placed, within)
     echo("\n== AppGroup placements: where each workload's pods run")
     rows = [
         (ag.metadata.name, workload.selector, pod.name, pod.node or "(pending)", pod.zone or "-")
