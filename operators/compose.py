@@ -36,7 +36,7 @@ from operators.extender.server import build_app as extender_app
 from operators.kube import api_client_factory
 from operators.probe import ProbeMetrics, ProbeOptions, Prober, probe_cache, serve_endpoint
 from operators.runtime import RunOptions, run
-from operators.serving import add_probes
+from operators.serving import Runner, add_probes
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import Kind
 from operators.supervision import Supervisor
@@ -165,7 +165,7 @@ async def health_endpoints(
     app = web.Application()
     registries = [tasks.registry] if tasks.registry is not None else []
     add_probes(app, lambda: ready() and tasks.running(), not_ready, *registries, health=tasks.problem)
-    runner = web.AppRunner(app, access_log=None)
+    runner = Runner(app)
     await runner.setup()
     try:
         if port:

@@ -38,7 +38,7 @@ from operators.controllers.descheduler_metrics import DeschedulerMetrics
 from operators.controllers.registry import CACHED_KINDS, COMPONENTS, PLAN_KINDS, build_registry, configure
 from operators.election import LeaderElectionOptions, as_leader
 from operators.kube import REQUEST_TIMEOUT, ApiClientFactory, api_client_factory, read_json
-from operators.serving import HEADER_TIMEOUT, add_probes
+from operators.serving import Runner, add_probes
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import Kind
 from operators.supervision import Supervisor
@@ -237,7 +237,7 @@ async def run(options: RunOptions, stop: asyncio.Event, started: asyncio.Event |
                     return True
                 return options.leader_election is not None and (cache is None or cache.ready)
 
-            runner = web.AppRunner(_probe_app(options, ready), access_log=None, keepalive_timeout=HEADER_TIMEOUT)
+            runner = Runner(_probe_app(options, ready))
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
             await web.TCPSite(runner, options.health_address, options.health_port).start()

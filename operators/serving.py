@@ -12,9 +12,10 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -25,11 +26,15 @@ logger = logging.getLogger("netaware.serving")
 # The supervisor of an application's long-running tasks (its /healthz): the certificate reloader runs under it too.
 SUPERVISOR_KEY: web.AppKey[Supervisor] = web.AppKey("supervisor", Supervisor)
 
-# A connection must deliver a complete request head within this many seconds of being opened (or of
-# its previous answer), and a body within BODY_TIMEOUT once the head is in: slow or half-open clients
-# cannot hold connections (aiohttp's keep-alive timer closes a connection with no complete request).
+# A request head that has begun must be complete within HEADER_TIMEOUT seconds, and its body within BODY_TIMEOUT
+# once the head is in: slow clients cannot hold connections. A connection idle between requests (or opened and
+# silent) is closed after IDLE_TIMEOUT, longer than the callers' own idle timeout (90 s, Go's http.Transport in the
+# API server and kube-scheduler), so that the caller closes an idle connection first: a server that closes one
+# races the caller's next request on it, which then fails reset (a POST is not retried; the API server admits the
+# pod unmutated, which a CI run met with aiohttp's one keep-alive timer at 15 s).
 HEADER_TIMEOUT = 15.0
 BODY_TIMEOUT = 10.0
+IDLE_TIMEOUT = 120.0
 # Once the listener is closed, requests in flight get this long to finish (the webhook's timeout is 2 s, the
 # extender's httpTimeout 5 s by default); then the process exits.
 SHUTDOWN_TIMEOUT = 10.0
@@ -200,6 +205,54 @@ class ReloadingTLS:
                     logger.warning("TLS certificate not reloaded: %s", error)
 
 
+class _Connection(RequestHandler):
+    """aiohttp's connection with Go's two read timeouts instead of one: :data:`IDLE_TIMEOUT` between requests (aiohttp's
+    keep-alive timer) and :data:`HEADER_TIMEOUT` from a head's first bytes to its end."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def data_received(self, data: bytes) -> None:
+        heads = self._request_count
+        super().data_received(data)
+        if self._request_count != heads:  # a head completed
+            self._forget_head_deadline()
+        elif self._head_deadline is None and not self._request_in_progress:  # (bytes while serving are its body)
+            self._head_deadline = self._loop.call_later(HEADER_TIMEOUT, self._head_late, heads)
+
+    def _head_late(self, heads: int) -> None:
+        self._head_deadline = None
+        if self._request_count == heads and not self._request_in_progress:
+            self.force_close()
+
+    def _forget_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._forget_head_deadline()
+        super().connection_lost(exc)
+
+
+class _Server(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _Connection(self, loop=self._loop, **self._kwargs)
+
+
+class Runner(web.AppRunner):
+    """``web.AppRunner`` whose connections have both read timeouts (:class:`_Connection`), without an access log."""
+
+    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+        super().__init__(app, access_log=None, keepalive_timeout=IDLE_TIMEOUT, **kwargs)
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _Server  # (the application's own server, as aiohttp made it, making our connections)
+        return server
+
+
 async def serve_app(
     app: web.Application,
     name: str,
@@ -226,7 +279,7 @@ async def serve_app(
     HTTP (where the kubelet probes a server that listens on loopback only)."""
     if tls is None and not _loopback(host):
         logger.warning("%s: serving plain HTTP (--insecure): for local testing only, never for a cluster", name)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_TIMEOUT, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    runner = Runner(app, shutdown_timeout=SHUTDOWN_TIMEOUT)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=tls.context if tls else None)
     await site.start()
@@ -264,7 +317,7 @@ async def _health_server(app: web.Application, address: str, port: int) -> web.A
     health = web.Application(client_max_size=1024)
     add_probes(health, probes.ready, probes.not_ready, *probes.registries, health=probes.health,
                stopping=app[DRAINING_KEY])  # fmt: skip
-    runner = web.AppRunner(health, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
+    runner = Runner(health)
     await runner.setup()
     await web.TCPSite(runner, address, port).start()
     logger.info("probes and metrics on http://%s:%d/metrics", address, port)
@@ -274,7 +327,7 @@ async def _health_server(app: web.Application, address: str, port: int) -> web.A
 @contextlib.asynccontextmanager
 async def listening(app: web.Application, host: str = "127.0.0.1") -> AsyncIterator[str]:
     """Serve ``app`` over plain HTTP on a free port of ``host`` while inside; yields its base URL."""
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
+    runner = Runner(app)
     await runner.setup()
     site = web.TCPSite(runner, host, 0)
     await site.start()

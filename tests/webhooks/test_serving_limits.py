@@ -15,11 +15,15 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app
 
+IDLE = 2.0  # the idle timeout in these tests (the head's and the body's: 0.5 s)
+HEALTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+
 
 @pytest.fixture
 async def port(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[int]:
     monkeypatch.setattr(serving, "HEADER_TIMEOUT", 0.5)
     monkeypatch.setattr(serving, "BODY_TIMEOUT", 0.5)
+    monkeypatch.setattr(serving, "IDLE_TIMEOUT", IDLE)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free = probe.getsockname()[1]
@@ -65,4 +69,33 @@ async def test_a_prompt_request_is_served(port: int) -> None:
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     await writer.drain()
     assert (await read_all(reader, within=5)).startswith(b"HTTP/1.1 200")
+    writer.close()
+
+
+async def answer_on(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    writer.write(HEALTH)
+    await writer.drain()
+    return await asyncio.wait_for(reader.readuntil(b"ok"), timeout=5)
+
+
+async def test_an_idle_connection_is_kept_past_the_head_timeout_until_the_idle_timeout(port: int) -> None:
+    """The caller (Go's http.Transport: 90 s) closes an idle connection before the server (IDLE_TIMEOUT, 120 s): a
+    server closing it first races the caller's next request on it, which fails reset."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    assert (await answer_on(reader, writer)).startswith(b"HTTP/1.1 200")
+    await asyncio.sleep(1.0)  # idle twice the head's timeout
+    assert (await answer_on(reader, writer)).startswith(b"HTTP/1.1 200")  # the same connection serves
+    await asyncio.sleep(IDLE + 0.5)
+    assert await read_all(reader, within=5) == b""  # closed once idle longer than IDLE_TIMEOUT
+    writer.close()
+
+
+async def test_a_head_begun_on_a_kept_connection_must_end_within_the_head_timeout(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    assert (await answer_on(reader, writer)).startswith(b"HTTP/1.1 200")
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the next head, never ended
+    await writer.drain()
+    started = asyncio.get_running_loop().time()
+    assert await read_all(reader, within=5) == b""
+    assert asyncio.get_running_loop().time() - started < IDLE / 2  # the head's timeout (0.5 s), not the idle one
     writer.close()
