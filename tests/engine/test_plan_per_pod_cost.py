@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from operators.api import keys
 from operators.api.quantity import Quantity
 from operators.engine.cluster.bandwidth import capacity_or_problem
+from operators.engine.cluster.kube import terms
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.problem import build_problem
@@ -96,3 +99,26 @@ def test_a_pod_moved_to_a_node_is_the_pod_parsed_with_that_node() -> None:
     assert moved.raw["spec"]["nodeName"] == "n2" and moved.raw["metadata"] == raw["metadata"]
     back = moved.on_node("")
     assert back == Pod.parse(raw) and "nodeName" not in back.raw["spec"] and back.node_name == ""
+
+
+def test_a_pod_placed_again_on_the_same_node_is_the_same_copy_and_its_terms_are_parsed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pass of plans places each held pod again (``on_node``): the same copy each time, so that what is parsed of
+    a pod object (its scheduling terms) is parsed once, not once a pass."""
+    parsed: list[str] = []
+    parse = terms._parse
+
+    def counted(pod: Pod) -> terms.SchedulingSpec:
+        parsed.append(pod.node_name)
+        return parse(pod)
+
+    monkeypatch.setattr(terms, "_parse", counted)
+    held = Pod.parse(pod("b-0", "b"))
+    for _ in range(3):  # three passes
+        assert terms.scheduling_spec(held.on_node("n2")) == terms.scheduling_spec(held.on_node("n2"))
+    assert held.on_node("n2") is held.on_node("n2") and held.on_node("n1") is not held.on_node("n2")
+    assert parsed == ["n2"]  # once, for the one copy on n2
+    # another object of the same pod (the cache's next version) is copied anew: its fields, not the memo's
+    bound = replace(held, phase="Running")
+    assert bound.on_node("n2") is not held.on_node("n2") and bound.on_node("n2").phase == "Running"
