@@ -38,6 +38,9 @@ from operators.sources.live_index import Provisional
 logger = logging.getLogger("netaware.extender")
 
 ANSWERED_SECONDS = 60.0
+# A pod asked about drops the answers and plans of bound or gone pods at most this often (a bound pod's are never
+# placed: they only take memory; the passes of plans ahead drop those of the AppGroups they plan, every pass).
+SWEEP_SECONDS = 1.0
 KEPT = 10_000  # answers and planned nodes held at most (pods of AppGroups deleted meanwhile are never asked about)
 ON_PLAN, OFF_PLAN, UNPLACEABLE = "on-plan", "off-plan", "unplaceable"
 
@@ -81,6 +84,7 @@ class PlanFollower:
     # least ``nominate_from_nodes`` nodes (:mod:`operators.extender.nominations`)
     nominate: Callable[[Iterable[tuple[Pod, str]]], None] | None = None
     nominate_from_nodes: int = 0
+    swept: float = -math.inf  # when the answers and plans of bound or gone pods were last dropped (:meth:`_forget`)
 
     def group_of(self, pod: Pod, cluster: Snapshot) -> AppGroup | None:
         """The plan-ungated AppGroup of a pending ``pod`` (None: answered as any pod)."""
@@ -106,7 +110,8 @@ class PlanFollower:
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
         view = provisional()
         try:  # nothing awaited until closed: no cache change lands in the view
-            self._forget([group], view.index, now)
+            if now - self.swept >= SWEEP_SECONDS:  # a sweep costs every pod held: not once per pod asked about
+                self._forget([group], view.index, now)
             node = self.planned.pop(pod.key, (None, ""))[0]
             # nominated, a pod whose node kube-scheduler's filters refused now is planned again on its candidates
             # (kube-scheduler scanned every node for it anyway); else it is answered as any pod (off-plan)
@@ -238,6 +243,7 @@ class PlanFollower:
     def _forget(self, groups: Sequence[AppGroup], index: ClusterIndex, now: float) -> list[set[str]]:
         """Drop the answers older than :data:`ANSWERED_SECONDS`, and the answers and plans of the pods of ``groups``
         now bound or gone, in one sweep however many groups; each group's pending pods."""
+        self.swept = now
         pending = []
         still: dict[str, set[str]] = {}  # namespace/name -> its pending pods
         for group in groups:

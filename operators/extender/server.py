@@ -148,10 +148,10 @@ def filter_body(call: Call) -> tuple[bytes, tuple[str, ...]]:
     """The encoded ExtenderFilterResult of ``call`` (an answer shared by pods of equal inputs on a NodeNames list,
     but for the pods of plan-ungated AppGroups: each has its own node), and why the pod fits none of the nodes
     (empty when one passes)."""
-    candidates = call.state.candidates(call.index, call.names, call.items)
     group = call.state.follower.group_of(call.pod, call.index.snapshot)
     if group is not None:
-        return _planned_filter(call, candidates, group)
+        return _planned_filter(call, group)
+    candidates = call.state.candidates(call.index, call.names, call.items)
 
     def compute() -> tuple[bytes, tuple[str, ...]]:
         answer, nowhere = _filter_answer(call, candidates)
@@ -182,7 +182,7 @@ def _filter_answer(
     return answer, nowhere
 
 
-def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tuple[bytes, tuple[str, ...]]:
+def _planned_filter(call: Call, group: AppGroup) -> tuple[bytes, tuple[str, ...]]:
     """The filter answer narrowed to the node planned for the pod (:mod:`operators.extender.plans`) when it is a
     candidate and netaware's filters pass it (they run on that node alone, NetworkOverhead's maxNetworkCost aside:
     the whole-group plan weighed it, as for a gated plan's pods), the other candidates neither passed nor named
@@ -190,9 +190,8 @@ def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tupl
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
     node = follower.node_for(call.pod, group, call.state.provisional, call.state.config, names)
-    row = candidates.table.row_of.get(node) if node is not None else None
-    if node is not None and row is not None:
-        alone = Candidates(candidates.table.rows(np.array([row])), candidates.raw, {})
+    alone = _planned_node(call, node) if node is not None else None
+    if alone is not None:
         config = call.state.config
         answer, _ = _filter_answer(call, alone, replace(config, filters=tuple(
             name for name in config.filters if name != NETWORK_OVERHEAD)))  # fmt: skip
@@ -201,12 +200,26 @@ def _planned_filter(call: Call, candidates: Candidates, group: AppGroup) -> tupl
             # fits nowhere, which this one does not: the other candidates are left out. Named each with the plan's
             # reason, they made the answer 0.5 MB on 5,000 nodes, to encode here and decode there for every pod.
             follower.count(ON_PLAN)
-            answer["FailedNodes"] = dict(candidates.failed)
             return orjson.dumps(answer), ()
     if node is not None:
         follower.missed(call.pod, node)
-    answer, nowhere = _filter_answer(call, candidates)
+    answer, nowhere = _filter_answer(call, call.state.candidates(call.index, call.names, call.items))
     return orjson.dumps(answer), nowhere
+
+
+def _planned_node(call: Call, node: str) -> Candidates | None:
+    """The planned ``node`` as the only candidate, if it is one of the request's; None if not. A NodeNames list is
+    not resolved as a whole for it: a pod not nominated yet comes with every node that passed kube-scheduler's
+    filters, and a table of those, new for each pod as nodes fill, was most of a planned pod's answer."""
+    if call.names is None:
+        candidates = call.state.candidates(call.index, call.names, call.items)
+        row = candidates.table.row_of.get(node)
+        return None if row is None else Candidates(candidates.table.rows(np.array([row])), candidates.raw, {})
+    row = call.index.position.get(node)
+    if row is None or node not in call.names:
+        return None
+    table = call.index.table(call.state.config.bandwidth.default_node_bandwidth)
+    return Candidates(table.rows(np.array([row])), {}, {})
 
 
 class PodNotifier:

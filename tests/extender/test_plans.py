@@ -21,6 +21,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
+from operators.extender import answers
 from operators.extender.ahead import PlansAhead, queued
 from operators.extender.answers import ExtenderState
 from operators.extender.plans import PlanMetrics
@@ -423,3 +424,41 @@ async def test_a_pass_that_raises_is_restarted_and_later_appgroups_are_planned_a
         stop.set()
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
+
+
+def test_a_planned_pods_answer_does_not_resolve_the_whole_name_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod not nominated yet comes with every node kube-scheduler's filters passed: its planned node is looked up
+    alone; the list is resolved (a table of every name) only for the answer of any pod."""
+    resolved: list[list[str]] = []
+    of = answers.Resolved.of
+
+    def counting(index: ClusterIndex, names: list[str]) -> answers.Resolved:
+        resolved.append(names)
+        return of(index, names)
+
+    monkeypatch.setattr(answers.Resolved, "of", counting)
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    first = filter_of(state, pod("b-0", "b"), [*NAMES, "ghost"])  # a node the extender does not know: no matter
+    assert len(first["NodeNames"]) == 1 and first["FailedNodes"] == {} and resolved == []
+    planned = state.follower.planned["default/b-1"][0]
+    offered = [name for name in NAMES if name != planned]
+    assert filter_of(state, pod("b-1", "b"), offered)["NodeNames"] == offered  # off plan: as any pod
+    assert resolved == [offered]
+
+
+def test_the_answers_of_bound_pods_are_dropped_once_a_second_not_once_per_pod_asked_about() -> None:
+    state = state_of(*(pod(f"b-{n}", "b") for n in range(4)), n1_pods="110")
+    now = [1000.0]
+    state.follower.clock = lambda: now[0]
+    sweeps: list[float] = []
+    forget = state.follower._forget
+
+    def counting(*args: Any) -> list[set[str]]:
+        sweeps.append(now[0])
+        return forget(*args)
+
+    state.follower._forget = counting  # type: ignore[method-assign]
+    for n, at in enumerate((1000.0, 1000.4, 1000.9, 1001.0)):
+        now[0] = at
+        filter_of(state, pod(f"b-{n}", "b"))
+    assert sweeps == [1000.0, 1001.0]  # the first, then a second later (SWEEP_SECONDS)
