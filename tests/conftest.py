@@ -13,6 +13,7 @@ of the run (in CI's log too) and, for a run of every tier, written to ``.tools/s
 
 from __future__ import annotations
 
+import compileall
 import json
 import pathlib
 import time
@@ -116,3 +117,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # a pytest-xdist worker: the controller sees every worker's reports and keeps the times
     config.pluginmanager.register(SuiteTimes(), "netaware-suite-times")
+    compile_sources()
+
+
+def compile_sources() -> None:
+    """The project's bytecode written before the workers start. Where ``PYTHONDONTWRITEBYTECODE`` is set (this
+    machine sets it), no import writes it, and every process the suite starts (each operator, webhook, extender,
+    CLI run) compiled netaware from source: 2.3 s of CPU to import it, 1.4 s from bytecode. Only changed files are
+    compiled again (by their time stamps)."""
+    for folder in ("operators", "webhooks", "hack", "benchmarks", "tests"):
+        compileall.compile_dir(ROOT / folder, quiet=1)
