@@ -190,7 +190,9 @@ def _planned_filter(call: Call, group: AppGroup) -> tuple[bytes, tuple[str, ...]
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
     node = follower.node_for(call.pod, group, call.state.provisional, call.state.config, names)
-    alone = _planned_node(call, node) if node is not None else None
+    # Nodes sent as objects are parsed once, for either answer; a NodeNames list is resolved only for any pod's
+    sent = call.state.candidates(call.index, None, call.items) if call.names is None else None
+    alone = _planned_node(call, node, sent) if node is not None else None
     if alone is not None:
         config = call.state.config
         answer, _ = _filter_answer(call, alone, replace(config, filters=tuple(
@@ -203,20 +205,21 @@ def _planned_filter(call: Call, group: AppGroup) -> tuple[bytes, tuple[str, ...]
             return orjson.dumps(answer), ()
     if node is not None:
         follower.missed(call.pod, node)
-    answer, nowhere = _filter_answer(call, call.state.candidates(call.index, call.names, call.items))
+    candidates = sent if sent is not None else call.state.candidates(call.index, call.names, call.items)
+    answer, nowhere = _filter_answer(call, candidates)
     return orjson.dumps(answer), nowhere
 
 
-def _planned_node(call: Call, node: str) -> Candidates | None:
-    """The planned ``node`` as the only candidate, if it is one of the request's; None if not. A NodeNames list is
-    not resolved as a whole for it: a pod not nominated yet comes with every node that passed kube-scheduler's
-    filters, and a table of those, new for each pod as nodes fill, was most of a planned pod's answer."""
-    if call.names is None:
-        candidates = call.state.candidates(call.index, call.names, call.items)
-        row = candidates.table.row_of.get(node)
-        return None if row is None else Candidates(candidates.table.rows(np.array([row])), candidates.raw, {})
+def _planned_node(call: Call, node: str, sent: Candidates | None) -> Candidates | None:
+    """The planned ``node`` as the only candidate, if it is one of the request's (``sent``: the Nodes sent as
+    objects, parsed; None for a NodeNames list); None if not. A NodeNames list is not resolved as a whole for it: a
+    pod not nominated yet comes with every node that passed kube-scheduler's filters, and a table of those, new for
+    each pod as nodes fill, was most of a planned pod's answer."""
+    if sent is not None:
+        row = sent.table.row_of.get(node)
+        return None if row is None else Candidates(sent.table.rows(np.array([row])), sent.raw, {})
     row = call.index.position.get(node)
-    if row is None or node not in call.names:
+    if row is None or call.names is None or node not in call.names:
         return None
     table = call.index.table(call.state.config.bandwidth.default_node_bandwidth)
     return Candidates(table.rows(np.array([row])), {}, {})

@@ -214,7 +214,8 @@ async def test_a_burst_of_appgroups_is_written_at_the_pace_oldest_first(
 
     def counted(self: WritePace, wanted: int, now: float) -> int:
         granted = take(self, wanted, now)
-        grants.extend([(now, granted)] if granted else [])
+        if granted:
+            grants.append((now, granted))
         return granted
 
     monkeypatch.setattr(WritePace, "take", counted)
