@@ -12,6 +12,7 @@ cluster's stop leave nothing behind. Under CI a node that cannot start fails the
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import pathlib
@@ -204,6 +205,9 @@ def workload(
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
+        # a test's namespace deleted, its pods stop at once: a sender still streaming (the CNI test ends once it
+        # has measured) would otherwise load the node for the 30 s of the default grace period
+        "terminationGracePeriodSeconds": 1,
         "containers": [
             {
                 "name": name,
@@ -239,24 +243,32 @@ def pod_of(plane: ControlPlane, namespace: str, app: str, phase: str = "Running"
     return found
 
 
-def received_rate(log: str) -> float | None:
-    """Bits/s the receiver counted after the first two seconds (the shaper's initial burst left out: at 1 s a
-    loaded machine measured 23.4 Mbit/s for 20), up to its last mark (at most :data:`MEASURED_UNTIL` s in); None
-    before the receiver has counted that long. Read from its marks as it prints them, so a stream whose end is
-    late (its last bytes and the close queued behind the limit) is measured all the same."""
+def received_rate(log: str, limit: float) -> float | None:
+    """Bits/s the receiver counted once the shaper's initial burst has drained, read from its marks as it prints
+    them (so a stream whose end is late, its last bytes queued behind the limit, is measured all the same); None
+    until it has counted :data:`STEADY_SECONDS` of steady state.
+
+    The bandwidth plugin's token bucket starts full (about 500 MB: the first second here, eight seconds once in CI,
+    where the receiver's Python drained it slowly on a loaded machine): the steady state starts after the last step
+    between two marks that ran above twice ``limit`` and the step after it. A step spans at least the receiver's
+    0.5 s between marks, so a receiver stalled under load makes a long step at the limit, not a fast one."""
     marks = [(float(t), int(n)) for line in log.splitlines() if line.startswith("mark ")
              for _, t, n in [line.split()]]  # fmt: skip
     if log.strip().endswith("]"):  # the stream ended: every mark, as one list
         marks = [(float(t), int(n)) for t, n in json.loads(log.strip().splitlines()[-1])]
-    marks = [mark for mark in marks if mark[0] <= MEASURED_UNTIL]
-    start = next((mark for mark in marks if mark[0] >= 2.0), None)
-    if start is None or not marks or marks[-1][0] < MEASURED_UNTIL - 1.0:
+    marks = [mark for mark in marks if mark[0] <= SENDER_SECONDS - 1.0]  # the sender's end left out
+    fast = [at for at, ((t0, n0), (t1, n1)) in enumerate(itertools.pairwise(marks), 1)
+            if (n1 - n0) * 8 > 2 * limit * (t1 - t0)]  # fmt: skip
+    steady = marks[max(fast, default=-1) + 1 :]  # from the end of the step after the last fast one (that step may
+    # still have spent the bucket's last tokens)
+    if len(steady) < 2 or steady[-1][0] - steady[0][0] < STEADY_SECONDS:
         return None
-    end = marks[-1]
-    return float((end[1] - start[1]) * 8 / (end[0] - start[0]))
+    (t0, n0), (t1, n1) = steady[0], steady[-1]
+    return float((n1 - n0) * 8 / (t1 - t0))
 
 
-MEASURED_UNTIL = 9.0  # of the sender's 10 s
+STEADY_SECONDS = 4.0
+SENDER_SECONDS = 40.0  # the sender's time: ample for the burst and the steady state; the test ends at the latter
 
 
 def stream(
@@ -297,14 +309,31 @@ def streaming(
         plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 
+def test_the_receivers_rate_is_read_once_the_bucket_has_drained() -> None:
+    """Marks as the receiver prints them (hand-made): a burst drained by 1 s, and one drained only by 8.7 s as in a
+    loaded CI run (its only mark between 2 and 9 s once divided by zero)."""
+
+    def log(*marks: tuple[float, int]) -> str:
+        return "accepted 10.244.2.8\n" + "".join(f"mark {t:.3f} {n}\n" for t, n in marks)
+
+    mb = 1_000_000
+    steady = [(1.0 + 0.5 * i, 513 * mb + i * 1_250_000) for i in range(10)]  # 20 Mbit/s: 1.25 MB each 0.5 s
+    assert received_rate(log((0.5, 288 * mb), *steady), EGRESS_LIMIT) == pytest.approx(20e6, rel=0.01)
+    assert received_rate(log((0.5, 288 * mb), *steady[:8]), EGRESS_LIMIT) is None  # 3.5 s of steady state: not yet
+    slow = [(0.5 + i, 66_750_000 * (i + 1)) for i in range(8)] + [(8.742, 535 * mb), (9.245, 536_250_000)]
+    assert received_rate(log(*slow), EGRESS_LIMIT) is None  # once it failed the test with a ZeroDivisionError
+    later = [(9.245 + 0.5 * i, 536_250_000 + i * 1_250_000) for i in range(1, 9)]
+    assert received_rate(log(*slow, *later), EGRESS_LIMIT) == pytest.approx(20e6, rel=0.01)
+
+
 def test_the_cni_bandwidth_plugin_holds_the_egress_limit_the_webhook_wrote(real: Any) -> None:
     """Sender and receiver on one node: the traffic stays on the node's bridge, so only the CNI bandwidth plugin
     (not the agent, which shapes the NIC) can hold it to the limit."""
-    with streaming(real, "bw-cni", "20M", "real-node-2", "real-node-2", seconds=10) as (sender, receiver):
+    with streaming(real, "bw-cni", "20M", "real-node-2", "real-node-2", SENDER_SECONDS) as (sender, receiver):
         assert sender["metadata"]["annotations"]["kubernetes.io/egress-bandwidth"] == "20M"
 
         def measured() -> float | None:
-            return received_rate(real.kubectl("logs", "-n", "bw-cni", receiver, check=False).stdout)
+            return received_rate(real.kubectl("logs", "-n", "bw-cni", receiver, check=False).stdout, EGRESS_LIMIT)
 
         rate = eventually(measured, 60, "the receiver's count")
     print(f"CNI bandwidth plugin: {rate / 1e6:.2f} Mbit/s received for a {EGRESS_LIMIT / 1e6:.0f} Mbit/s egress limit")
