@@ -27,7 +27,9 @@ binding (per pod: its creation answered -> a watch sees it bound), the mean over
 network cost (the mean over its placed pod pairs, NetworkOverhead's cost rules, as ``netaware explain appgroup``
 computes it) and the share of pod pairs within ``maxNetworkCost``, and the CPU seconds of netaware's operator,
 extender and webhook, of the scheduler that bound the pods and of what every column loads (the API server, etcd,
-KWOK) during the run; at the end, the operator's and the extender's peak RSS.
+KWOK) during the run; at the end, the operator's and the extender's peak RSS. After each run it also prints (not
+in the record) what the column's scheduler did, from its metrics: its attempts by result, and the mean seconds of
+its scheduling algorithm (filters, the extender's calls, scores) and of each extension point.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import time
 from typing import Any
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import live_cluster, peers_stack, records
 from benchmarks.bench_live import memory
@@ -239,6 +242,8 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
         batches.append(batch)
     count = sum(len(batch) for batch in batches)
     watch = BindingWatch(plane, namespace, f"run={run}")
+    process = "kube-scheduler" if scheduler == "default-scheduler" else scheduler
+    counted = scheduler_counts(plane, process)
     before = cpu_seconds(pids)
     try:
         began = time.monotonic() + 0.5
@@ -253,6 +258,7 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     finally:
         watch.close()
     after = cpu_seconds(pids)
+    print_scheduler_counts(process, counted, scheduler_counts(plane, process))
     bound = watch.bound_at
     listed = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)
     placed = {p["metadata"]["name"] for p in listed["items"] if p["spec"].get("nodeName")}
@@ -271,6 +277,45 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
            for name in ("operator", "extender", "webhook", scheduler, *SHARED) if name in after and name in before},
     }  # fmt: skip
     return figures, list(listed["items"])
+
+
+# what the scheduler of a column did during its run (printed, not recorded): its attempts by result, and where the
+# time of its scheduling cycles went, per attempt
+SCHEDULER_SERIES = {
+    "scheduler_schedule_attempts": ("result",),  # a counter's family name, without _total
+    "scheduler_scheduling_algorithm_duration_seconds": (),
+    "scheduler_scheduling_attempt_duration_seconds": ("result",),
+    "scheduler_framework_extension_point_duration_seconds": ("extension_point", "status"),
+    "scheduler_queue_incoming_pods": ("event", "queue"),
+}
+
+
+def scheduler_counts(plane: ControlPlane, process: str) -> dict[str, float]:
+    """The scheduler's counters and histogram sums and counts of :data:`SCHEDULER_SERIES`, by their labels."""
+    try:
+        text = plane.scheduler_metrics(process)
+    except (OSError, KeyError) as error:
+        print(f"  {process}'s metrics not read: {error}", file=sys.stderr)
+        return {}
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        labels = SCHEDULER_SERIES.get(family.name)
+        if labels is None:
+            continue
+        for sample in family.samples:
+            if sample.name.endswith(("_sum", "_count", "_total")):
+                key = sample.name + "{" + ",".join(sample.labels.get(label, "") for label in labels) + "}"
+                counts[key] = counts.get(key, 0.0) + sample.value
+    return counts
+
+
+def print_scheduler_counts(process: str, before: dict[str, float], after: dict[str, float]) -> None:
+    changed = {key: value - before.get(key, 0.0) for key, value in after.items() if value != before.get(key, 0.0)}
+    means = {key.replace("_sum", "_mean"): value / changed[key.replace("_sum", "_count")]
+             for key, value in changed.items() if key.endswith("}") and "_sum{" in key
+             and changed.get(key.replace("_sum", "_count"))}  # fmt: skip
+    lines = [f"{key} {value:.4g}" for key, value in sorted({**changed, **means}.items()) if "_sum{" not in key]
+    print(f"  {process} during the run: " + "; ".join(lines), file=sys.stderr, flush=True)
 
 
 def network_figures(snapshot: Snapshot, costs: dict[tuple[str, str], int], placed: dict[str, list[tuple[str, str]]]

@@ -552,12 +552,13 @@ class ControlPlane:
             *([f"--node-monitor-grace-period={self.node_lease_seconds}s"] if self.node_lease_seconds > 40 else []),
         ]
 
-    def _scheduler_args(self, config: pathlib.Path | None = None) -> list[str]:
+    def _scheduler_args(self, config: pathlib.Path | None = None, name: str = "kube-scheduler") -> list[str]:
+        self.ports[name] = free_port()  # its metrics: :meth:`scheduler_metrics`
         serving = [
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
             "--bind-address=127.0.0.1",
-            f"--secure-port={free_port()}",
+            f"--secure-port={self.ports[name]}",
         ]
         if config is not None:  # the file carries the kubeconfig and the leader election settings
             return [f"--config={config}", *serving]
@@ -577,8 +578,17 @@ class ControlPlane:
     def start_scheduler(self, name: str, config: pathlib.Path, binary: str = "kube-scheduler") -> None:
         """Another scheduler (a profile that calls the extender; ``binary`` scheduler-plugins: the upstream peer),
         stopped with the cluster."""
-        self._start(name, self._scheduler_args(config), binary=binary)
+        self._start(name, self._scheduler_args(config, name), binary=binary)
         self._save()
+
+    def scheduler_metrics(self, name: str = "kube-scheduler") -> str:
+        """The metrics of scheduler ``name`` (read with the admin's certificate; the scheduler serves a certificate
+        it signed itself at its start, which no CA of the plane vouches for)."""
+        url = f"https://127.0.0.1:{self.ports[name]}/metrics"
+        context = self.admin_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        with urllib.request.urlopen(url, context=context, timeout=30) as answer:
+            return str(answer.read().decode())
 
     def crash_apiserver(self, down_seconds: float = 0.0) -> None:
         """SIGKILL kube-apiserver (no graceful shutdown: every connection reset, every watch broken), leave it down

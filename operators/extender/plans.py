@@ -205,15 +205,17 @@ class PlanFollower:
         started = time.perf_counter()
         budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
         plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
+        seconds = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.plans.observe(time.perf_counter() - started)
+            self.metrics.plans.observe(seconds)
         places = {planned.pod: planned.node for planned in plan.pods}
         others = {key: node for key, node in places.items() if asking is None or key != asking.key}
         self.planned.update({key: (node, reference) for key, node in others.items()})
         self._nominate(index, group, others)
         logger.info(
-            "AppGroup %s: %d pod(s) planned %s, network cost %d (greedy start %d)", reference, len(plan.pods),
-            f"for pod {asking.key}" if asking is not None else "ahead", plan.cost.cost, plan.greedy.cost,
+            "AppGroup %s: %d pod(s) planned %s in %.0f ms (budget %.0f ms), network cost %d (greedy start %d)",
+            reference, len(plan.pods), f"for pod {asking.key}" if asking is not None else "ahead", seconds * 1e3,
+            budget * 1e3, plan.cost.cost, plan.greedy.cost,
         )  # fmt: skip
         return places
 
