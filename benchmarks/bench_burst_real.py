@@ -36,17 +36,21 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import http.client
 import json
 import pathlib
 import random
 import shutil
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -229,7 +233,8 @@ class Creator:
 
 def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace: str, run: int,
                groups: list[tuple[dict[str, Any], list[dict[str, Any]]]], args: argparse.Namespace,
-               pids: dict[str, int]) -> tuple[dict[str, float], list[dict[str, Any]]]:  # fmt: skip
+               pids: dict[str, int], extender_port: int = 0,
+               ) -> tuple[dict[str, float], list[dict[str, Any]]]:  # fmt: skip
     """One column's run: the figures, and its pods as last seen."""
     batches = []
     for _, templates in groups:
@@ -243,7 +248,10 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     count = sum(len(batch) for batch in batches)
     watch = BindingWatch(plane, namespace, f"run={run}")
     process = "kube-scheduler" if scheduler == "default-scheduler" else scheduler
-    counted = scheduler_counts(plane, process)
+    readers = {process: (functools.partial(plane.scheduler_metrics, process), SCHEDULER_SERIES)}
+    if scheduler == "netaware" and extender_port:
+        readers["extender"] = (functools.partial(extender_metrics, extender_port), EXTENDER_SERIES)
+    counted = {name: metric_counts(*reader) for name, reader in readers.items()}
     before = cpu_seconds(pids)
     try:
         began = time.monotonic() + 0.5
@@ -258,7 +266,8 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     finally:
         watch.close()
     after = cpu_seconds(pids)
-    print_scheduler_counts(process, counted, scheduler_counts(plane, process))
+    for name, reader in readers.items():
+        print_counts(name, counted[name], metric_counts(*reader))
     bound = watch.bound_at
     listed = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)
     placed = {p["metadata"]["name"] for p in listed["items"] if p["spec"].get("nodeName")}
@@ -280,7 +289,8 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
 
 
 # what the scheduler of a column did during its run (printed, not recorded): its attempts by result, and where the
-# time of its scheduling cycles went, per attempt
+# time of its scheduling cycles went, per attempt; and the extender's side: its answers' seconds by verb (in its
+# handler: the time a request waited for the event loop is not in them), its plans, its nominations by result
 SCHEDULER_SERIES = {
     "scheduler_schedule_attempts": ("result",),  # a counter's family name, without _total
     "scheduler_scheduling_algorithm_duration_seconds": (),
@@ -288,18 +298,25 @@ SCHEDULER_SERIES = {
     "scheduler_framework_extension_point_duration_seconds": ("extension_point", "status"),
     "scheduler_queue_incoming_pods": ("event", "queue"),
 }
+EXTENDER_SERIES = {
+    "netaware_extender_latency_seconds": ("verb",),
+    "netaware_extender_plan_seconds": (),
+    "netaware_extender_planned_pods": ("result",),
+    "netaware_extender_nominations": ("result",),
+}
 
 
-def scheduler_counts(plane: ControlPlane, process: str) -> dict[str, float]:
-    """The scheduler's counters and histogram sums and counts of :data:`SCHEDULER_SERIES`, by their labels."""
+def metric_counts(read: Callable[[], str], series: dict[str, tuple[str, ...]]) -> dict[str, float]:
+    """The counters and the histogram sums and counts of ``series`` (family -> the labels that tell its samples
+    apart) in what ``read`` answers; nothing when it cannot be read."""
     try:
-        text = plane.scheduler_metrics(process)
+        text = read()
     except (OSError, KeyError) as error:
-        print(f"  {process}'s metrics not read: {error}", file=sys.stderr)
+        print(f"  metrics not read: {error}", file=sys.stderr)
         return {}
     counts: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        labels = SCHEDULER_SERIES.get(family.name)
+        labels = series.get(family.name)
         if labels is None:
             continue
         for sample in family.samples:
@@ -309,13 +326,21 @@ def scheduler_counts(plane: ControlPlane, process: str) -> dict[str, float]:
     return counts
 
 
-def print_scheduler_counts(process: str, before: dict[str, float], after: dict[str, float]) -> None:
+def print_counts(process: str, before: dict[str, float], after: dict[str, float]) -> None:
+    """What changed between ``before`` and ``after`` (:func:`metric_counts`), a histogram as its count and mean."""
     changed = {key: value - before.get(key, 0.0) for key, value in after.items() if value != before.get(key, 0.0)}
-    means = {key.replace("_sum", "_mean"): value / changed[key.replace("_sum", "_count")]
-             for key, value in changed.items() if key.endswith("}") and "_sum{" in key
-             and changed.get(key.replace("_sum", "_count"))}  # fmt: skip
+    counts = {key: changed.get(key.replace("_sum{", "_count{")) for key in changed if "_sum{" in key}
+    means = {key.replace("_sum{", "_mean{"): changed[key] / count for key, count in counts.items() if count}
     lines = [f"{key} {value:.4g}" for key, value in sorted({**changed, **means}.items()) if "_sum{" not in key]
     print(f"  {process} during the run: " + "; ".join(lines), file=sys.stderr, flush=True)
+
+
+def extender_metrics(port: int) -> str:
+    """The extender's metrics (its certificate is the bench's own: not verified)."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=30) as answer:
+        return str(answer.read().decode())
 
 
 def network_figures(snapshot: Snapshot, costs: dict[tuple[str, str], int], placed: dict[str, list[tuple[str, str]]]
@@ -453,7 +478,9 @@ def main() -> None:
         for number in range(args.runs):
             for name, (scheduler, namespace) in rotated([*columns.items()], number):
                 run += 1
-                figures, pods = run_column(plane, creator, scheduler, namespace, run, groups, args, stack.pids)
+                figures, pods = run_column(
+                    plane, creator, scheduler, namespace, run, groups, args, stack.pids, stack.extender_port
+                )
                 figures.update(network_figures(snapshot, costs, placements(pods)))
                 results[name].append(figures)
                 print(f"  run {number + 1} {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()),

@@ -39,6 +39,7 @@ class Stack:
 
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     pids: dict[str, int] = field(default_factory=dict)
+    extender_port: int = 0  # its /filter, /prioritize and /metrics, over TLS on loopback
 
     def stop(self) -> None:
         for process in self.processes:
@@ -69,7 +70,7 @@ def start(
         if entry["name"] == "NetworkBandwidth":
             entry["args"]["accountingMode"] = "combined"
     (folder / "netaware-config.yaml").write_text(yaml.safe_dump(profile))
-    port = free_port()
+    port = stack.extender_port = free_port()
     extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
     extender += ["--config", str(folder / "netaware-config.yaml"), *tls_flags(folder)]
     try:
