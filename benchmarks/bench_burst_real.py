@@ -320,8 +320,11 @@ def metric_counts(read: Callable[[], str], series: dict[str, tuple[str, ...]]) -
         if labels is None:
             continue
         for sample in family.samples:
-            if sample.name.endswith(("_sum", "_count", "_total")):
-                key = sample.name + "{" + ",".join(sample.labels.get(label, "") for label in labels) + "}"
+            # a histogram's buckets too (how its times spread), but of the extension points the filters' alone
+            bucket = sample.name.endswith("_bucket") and sample.labels.get("extension_point", "Filter") == "Filter"
+            if bucket or sample.name.endswith(("_sum", "_count", "_total")):
+                named = [sample.labels.get(label, "") for label in labels] + ([sample.labels["le"]] if bucket else [])
+                key = sample.name + "{" + ",".join(named) + "}"
                 counts[key] = counts.get(key, 0.0) + sample.value
     return counts
 

@@ -374,14 +374,13 @@ class GateKeeper:
         made: list[tuple[AppGroup, Plan]],
         abandoned: list[tuple[AppGroup, Pod, str]],
     ) -> None:
-        """A pass's writes: Warnings, the releases (:data:`WRITERS` at a time), the plans' Events, the evictions of
-        stranded pods."""
+        """A pass's writes: Warnings, the releases (:data:`WRITERS` at a time), then the plans' Events (as many at a
+        time), the evictions of stranded pods."""
         for group_with_problem, problem in problems:
             await warn_timeout(api, group_with_problem, problem)
         sending = (self.releases.send(api, writing, item) for item in releases)
         results = await asyncio.gather(*sending, return_exceptions=True)
-        for group_planned, made_plan in made:
-            await self.announcer.announce(api, group_planned, made_plan)
+        await self.announcer.announce_all(api, writing, made)
         for group_planned, pod, why in abandoned:
             await self._abandon(api, group_planned, pod, why)
         failed = [result for result in results if isinstance(result, BaseException)]

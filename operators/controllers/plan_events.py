@@ -4,6 +4,7 @@ eviction of a pod its plan stranded, and the Warning of an unreadable timeout an
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -58,6 +59,18 @@ class PlanAnnouncer:
         """The plan's line in the log, written when it is made: before the releases it sends, so that a reader
         (or a test) who sees a planned pod bound finds the plan already logged. The Event waits for the releases."""
         logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, plan_message(plan))
+
+    async def announce_all(self, api: Any, writing: asyncio.Semaphore, made: list[tuple[AppGroup, Plan]]) -> None:
+        """:meth:`announce` each plan made, at once (as many as ``writing`` lets through). One after the other at the
+        API server's latency under a burst (about 1 s), a pass of 30 plans took half a minute to post its Events, and
+        the next passes, which wait for the writes of the ones before them, planned nothing meanwhile: gaps of 10-15
+        s without a plan in a 5,000-node burst."""
+
+        async def one(group: AppGroup, plan: Plan) -> None:
+            async with writing:
+                await self.announce(api, group, plan)
+
+        await asyncio.gather(*(one(group, plan) for group, plan in made))
 
     async def announce(self, api: Any, group: AppGroup, plan: Plan) -> None:
         """A Normal Event on the AppGroup for a plan made (pods, cost against its greedy start, time), a Warning

@@ -354,3 +354,34 @@ def test_the_appgroups_by_name_follow_every_change_of_the_cache() -> None:
     cache.apply(APPGROUP_SPECS, "MODIFIED", changed)
     (group,) = keeper.appgroups_by_name()["b"]
     assert group.metadata.annotations == {keys.ORDERED_SCHEDULING: "plan-ungated"}
+
+
+async def test_the_events_of_a_passs_plans_are_posted_at_once_after_its_releases(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """a and b planned in one pass: their Planned Events are in flight together (the API answers none until told),
+    and only once both releases are sent. Posted one after the other, the second waited for the first's answer:
+    under a burst, a pass of 30 plans took half a minute to post them, and the next passes, waiting for its writes,
+    planned nothing meanwhile."""
+    objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
+    sent: list[str] = []
+    posting: list[tuple[str, int]] = []  # (AppGroup, releases sent when its Event began)
+    answer = asyncio.Event()
+
+    async def record(self: Releases, api: Any, writing: asyncio.Semaphore, item: Any) -> None:
+        sent.append(item.pod.name)
+
+    async def slow(api: Any, group: Any, plan: Any) -> None:
+        posting.append((group.metadata.name, len(sent)))
+        await answer.wait()
+
+    monkeypatch.setattr(Releases, "send", record)
+    monkeypatch.setattr(keeper.announcer, "announce", slow)
+    names, keeper.marked = keeper.marked, set()
+    await keeper._pass(None, asyncio.Semaphore(32), {"a", "b"} | names)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert sorted(posting) == [("a", 2), ("b", 2)]  # both in flight, each after both releases
+    answer.set()
+    await asyncio.wait_for(asyncio.gather(*keeper.writes.tasks), 5)
