@@ -303,6 +303,7 @@ EXTENDER_SERIES = {
     "netaware_extender_plan_seconds": (),
     "netaware_extender_planned_pods": ("result",),
     "netaware_extender_nominations": ("result",),
+    "netaware_extender_planned_asks": ("nomination", "candidates"),
 }
 
 

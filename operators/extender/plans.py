@@ -49,6 +49,7 @@ ON_PLAN, OFF_PLAN, UNPLACEABLE = "on-plan", "off-plan", "unplaceable"
 class PlanMetrics:
     plans: Histogram
     pods: Counter
+    asks: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> PlanMetrics:
@@ -65,6 +66,14 @@ class PlanMetrics:
                 "as any pod because the planned node no longer passed (off-plan), or placed nowhere by the plan "
                 "(unplaceable).",
                 ["result"],
+                registry=registry,
+            ),
+            Counter(
+                "netaware_extender_planned_asks_total",
+                "Pods of plan-ungated AppGroups asked about with a planned node, by the nomination kube-scheduler's "
+                "copy of the pod carried (planned: that node; none; other) and its candidates (one: it tried the "
+                "nominated node alone; several: it scanned every node).",
+                ["nomination", "candidates"],
                 registry=registry,
             ),
         )
@@ -237,6 +246,15 @@ class PlanFollower:
         self.answered.pop(pod.key, None)
         self.count(OFF_PLAN)
         logger.info("pod %s: its planned node %s no longer passes; answered as any pod", pod.key, node)
+
+    def asked(self, pod: Pod, node: str | None, candidates: int) -> None:
+        """How kube-scheduler asked about ``pod``, planned to ``node``: a pod scanned on every node though its plan
+        was nominated tells whether the nomination had not reached kube-scheduler or its node failed there."""
+        if self.metrics is None or node is None:
+            return
+        nominated = pod.nominated_node
+        seen = "planned" if nominated == node else "other" if nominated else "none"
+        self.metrics.asks.labels(seen, "one" if candidates == 1 else "several").inc()
 
     def count(self, result: str) -> None:
         if self.metrics is not None:

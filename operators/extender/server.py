@@ -190,6 +190,7 @@ def _planned_filter(call: Call, group: AppGroup) -> tuple[bytes, tuple[str, ...]
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
     node = follower.node_for(call.pod, group, call.state.provisional, call.state.config, names)
+    follower.asked(call.pod, node, len(names))
     # Nodes sent as objects are parsed once, for either answer; a NodeNames list is resolved only for any pod's
     sent = call.state.candidates(call.index, None, call.items) if call.names is None else None
     alone = _planned_node(call, node, sent) if node is not None else None

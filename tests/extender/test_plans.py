@@ -234,6 +234,24 @@ def test_an_appgroup_planned_ahead_is_nominated_whole_and_answered_from_that_pla
     assert ahead.plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 0  # every pending pod is in a plan already
 
 
+def test_each_ask_about_a_planned_pod_is_counted_by_the_nomination_it_carried_and_its_candidates() -> None:
+    """Planned ahead (b-0 and b-1 nominated): b-0 asked about carrying its nomination, on that node alone (planned,
+    one); b-1 asked about without it, with every node (none, several: its patch had not reached kube-scheduler); an
+    AppGroup with no plan-ungated mode is not counted."""
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    written = nominations_of(state, from_nodes=3)
+    assert PlansAhead(state).plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 2
+    nominated = dict(written)
+    carried = pod("b-0", "b")
+    carried["status"]["nominatedNodeName"] = nominated["default/b-0"]
+    filter_of(state, carried, [nominated["default/b-0"]])
+    filter_of(state, pod("b-1", "b"))
+    assert state.follower.metrics is not None
+    asks = {tuple(s.labels.values()): s.value for s in state.follower.metrics.asks.collect()[0].samples
+            if s.name.endswith("_total")}  # fmt: skip
+    assert asks == {("planned", "one"): 1.0, ("none", "several"): 1.0}
+
+
 def test_nothing_is_planned_ahead_where_nothing_is_nominated() -> None:
     state = state_of(pod("b-0", "b"), pod("b-1", "b"))
     written = nominations_of(state, from_nodes=4)  # 3 nodes: kube-scheduler asks, and the plan is made then
