@@ -42,14 +42,12 @@ import json
 import pathlib
 import random
 import shutil
-import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -64,7 +62,7 @@ from benchmarks.bindings import BindingWatch, admin_connections
 from benchmarks.figures import percentile, spread
 from benchmarks.support import rotated
 from hack.control_plane import cluster as control_plane
-from hack.control_plane.cluster import ControlPlane
+from hack.control_plane.cluster import ControlPlane, loopback_metrics
 from operators.api import keys
 from operators.cli.common import load_scheduler_config
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
@@ -250,7 +248,7 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     process = "kube-scheduler" if scheduler == "default-scheduler" else scheduler
     readers = {process: (functools.partial(plane.scheduler_metrics, process), SCHEDULER_SERIES)}
     if scheduler == "netaware" and extender_port:
-        readers["extender"] = (functools.partial(extender_metrics, extender_port), EXTENDER_SERIES)
+        readers["extender"] = (functools.partial(loopback_metrics, extender_port), EXTENDER_SERIES)
     counted = {name: metric_counts(*reader) for name, reader in readers.items()}
     before = cpu_seconds(pids)
     try:
@@ -337,14 +335,6 @@ def print_counts(process: str, before: dict[str, float], after: dict[str, float]
     means = {key.replace("_sum{", "_mean{"): changed[key] / count for key, count in counts.items() if count}
     lines = [f"{key} {value:.4g}" for key, value in sorted({**changed, **means}.items()) if "_sum{" not in key]
     print(f"  {process} during the run: " + "; ".join(lines), file=sys.stderr, flush=True)
-
-
-def extender_metrics(port: int) -> str:
-    """The extender's metrics (its certificate is the bench's own: not verified)."""
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=30) as answer:
-        return str(answer.read().decode())
 
 
 def network_figures(snapshot: Snapshot, costs: dict[tuple[str, str], int], placed: dict[str, list[tuple[str, str]]]

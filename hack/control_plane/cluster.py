@@ -190,6 +190,16 @@ def stop_process(pid: int, deadline: float) -> None:
         wait_exited(pid, time.monotonic() + 5)
 
 
+def loopback_metrics(port: int, context: ssl.SSLContext | None = None) -> str:
+    """``/metrics`` of a component serving TLS on loopback ``port``, its certificate not verified (a scheduler serves
+    one it signed itself at its start, which no CA of the plane vouches for); ``context``: one that presents a
+    client certificate."""
+    context = context or ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=context, timeout=30) as answer:
+        return str(answer.read().decode())
+
+
 @dataclass
 class ControlPlane:
     """The control plane, with KWOK for fake nodes; with ``real_nodes`` > 0, that many real nodes as well
@@ -582,13 +592,8 @@ class ControlPlane:
         self._save()
 
     def scheduler_metrics(self, name: str = "kube-scheduler") -> str:
-        """The metrics of scheduler ``name`` (read with the admin's certificate; the scheduler serves a certificate
-        it signed itself at its start, which no CA of the plane vouches for)."""
-        url = f"https://127.0.0.1:{self.ports[name]}/metrics"
-        context = self.admin_context()
-        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-        with urllib.request.urlopen(url, context=context, timeout=30) as answer:
-            return str(answer.read().decode())
+        """The metrics of scheduler ``name``, read with the admin's certificate."""
+        return loopback_metrics(self.ports[name], self.admin_context())
 
     def crash_apiserver(self, down_seconds: float = 0.0) -> None:
         """SIGKILL kube-apiserver (no graceful shutdown: every connection reset, every watch broken), leave it down

@@ -238,10 +238,12 @@ def test_each_ask_about_a_planned_pod_is_counted_by_the_nomination_it_carried_an
     """Planned ahead (b-0 and b-1 nominated): b-0 asked about carrying its nomination, on that node alone (planned,
     one); b-1 asked about without it, with every node (none, several: its patch had not reached kube-scheduler); an
     AppGroup with no plan-ungated mode is not counted."""
-    state = state_of(pod("b-0", "b"), pod("b-1", "b"))
+    gated = pod("g-0", "b", group="gated")
+    state = state_of(pod("b-0", "b"), pod("b-1", "b"), gated, groups=(group_with("plan", name="gated"),))
     written = nominations_of(state, from_nodes=3)
     assert PlansAhead(state).plan_pass([Pod.parse(pod("b-0", "b"))])[0] == 2
     nominated = dict(written)
+    filter_of(state, gated)
     carried = pod("b-0", "b")
     carried["status"]["nominatedNodeName"] = nominated["default/b-0"]
     filter_of(state, carried, [nominated["default/b-0"]])
