@@ -12,6 +12,7 @@ nodes, and a token bound to each pod (it carries the pod's node, as the token a 
 
 from __future__ import annotations
 
+import itertools
 import json
 import pathlib
 import subprocess
@@ -221,9 +222,13 @@ def test_the_extender_changes_only_a_pod_s_nominated_node(
            "spec": {"schedulerName": "no-such-scheduler", "containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
     cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
     path = f"/api/v1/namespaces/{RELEASE_NAMESPACE}/pods/nominated/status"
-    probe = {"status": {"message": "policy compiled?"}}  # harmless if let through before the policy is compiled
     deadline = time.monotonic() + 30
-    while not refused(answer := patch(extender, path, probe), "only a pod's status.nominatedNodeName"):
+    for attempt in itertools.count():
+        # Harmless if let through before the policy is compiled; a new message each time, since a probe that
+        # repeats one already let through changes nothing, and the policy rightly allows a write that changes nothing.
+        probe = {"status": {"message": f"policy compiled? ({attempt})"}}
+        if refused(answer := patch(extender, path, probe), "only a pod's status.nominatedNodeName"):
+            break
         assert time.monotonic() < deadline, answer
         time.sleep(0.5)
     status, text = patch(extender, path, {"status": {"nominatedNodeName": "n-1"}})
