@@ -14,12 +14,11 @@ The plans run on the extender's event loop between its answers, in passes: the A
 first on one view of the cluster, each plan within its budget (shared under a backlog as kube-scheduler's asks share
 it) and counting the pods of the plans before it. A pass looks at :data:`PASS_GROUPS` AppGroups at most and starts
 no plan after :data:`PASS_SECONDS` (the rest wait for the next; an AppGroup due again meanwhile stays queued once),
-and is followed by a pause as long as it took: the answers come first. A pass that raises is the supervisor's (task
-``extender-plans-ahead``: logged, counted in ``netaware_task_restarts_total``, restarted): the AppGroups queued then
-are planned when kube-scheduler asks about their pods, as without plans ahead. Planned one AppGroup a pass, the pods
-of every plan not bound yet were counted on the view and put back again for each AppGroup: in a 5,000-node burst,
-half of a plan's time.
-"""
+and is followed by the answers of the requests that came meanwhile (:mod:`.answering`): they come first. A pass that
+raises is the supervisor's (task ``extender-plans-ahead``: logged, counted in ``netaware_task_restarts_total``,
+restarted): the AppGroups queued then are planned when kube-scheduler asks about their pods, as without plans ahead.
+Planned one AppGroup a pass, the pods of every plan not bound yet were counted on the view and put back again for
+each AppGroup: in a 5,000-node burst, half of a plan's time."""
 
 from __future__ import annotations
 
@@ -37,7 +36,7 @@ from operators.sources.store import Change
 
 PASS_SECONDS = 0.1  # a pass starts no plan after this long (a plan's budget is at most 0.1 s): the others wait
 PASS_GROUPS = 8  # a pass looks at this many AppGroups of the queue at most (each looked at costs its pods)
-MAX_PAUSE_SECONDS = 0.1  # after a pass
+MAX_PAUSE_SECONDS = 0.1  # after a pass, the wait for the requests in flight at most
 
 
 class PlansAhead:
@@ -97,9 +96,9 @@ class PlansAhead:
             if queue:
                 started = time.perf_counter()
                 queue = queue[self.plan_pass(queue[:PASS_GROUPS], started + PASS_SECONDS)[1] :]
-                # kube-scheduler's requests first: as long a pause as the pass took (planning holds the loop half
-                # of the time at most; with no pause, a burst's plans left the answers 2 calls a second)
-                await asyncio.sleep(min(time.perf_counter() - started, MAX_PAUSE_SECONDS))
+                # kube-scheduler's requests first: those that came during the pass are answered before the next
+                # (with no pause at all, a burst's plans left the answers 2 calls a second)
+                await self.state.answering.served(MAX_PAUSE_SECONDS)
                 continue
             self.wake.clear()
             timeout = None if next_due is None else max(next_due - self.clock(), 0.001)

@@ -15,6 +15,7 @@ from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.scheduling.framework import CycleState, PodInputs
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.table import Ints, NodeTable
+from operators.extender.answering import Answering
 from operators.extender.args import item_name
 from operators.extender.plans import PlanFollower
 from operators.extender.wire import NameListMemo, PriorityTemplate
@@ -57,6 +58,7 @@ class ExtenderState:
     answers_reused: int = 0
     follower: PlanFollower = field(default_factory=PlanFollower)  # plan-ungated AppGroups' pods
     live: LiveIndex | None = None  # what ``indexes`` reads, when live: the plans count pods on it (provisional)
+    answering: Answering = field(default_factory=Answering)  # kube-scheduler's requests in flight
 
     def __post_init__(self) -> None:
         # kube-scheduler runs its own filters before it calls an extender: the extender answers for netaware's plugins

@@ -310,7 +310,7 @@ def build_app(
     """The extender's application; ``supervisor``: the one its live index's tasks run under (its problem is
     ``/healthz``, its restarts are in ``/metrics``)."""
     tasks = supervisor or Supervisor()
-    app = web.Application(client_max_size=MAX_BODY)
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[state.answering.middleware])
     app[SUPERVISOR_KEY] = tasks
     app[STATE_KEY] = state
     app[NOTIFIER_KEY] = notifier or PodNotifier()
