@@ -572,7 +572,10 @@ class ControlPlane:
         ]
         if config is not None:  # the file carries the kubeconfig and the leader election settings
             return [f"--config={config}", *serving]
-        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", *serving]
+        # the client's limits of :meth:`scheduler_config`'s schedulers (kube-scheduler's own are 50 and 100): at 50
+        # requests a second, one binding per pod, the default scheduler's pace in a burst was its client's
+        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--kube-api-qps=200", "--kube-api-burst=400",
+                *serving]  # fmt: skip
 
     def scheduler_config(self, profiles: list[dict[str, Any]], extenders: list[dict[str, Any]]) -> dict[str, Any]:
         """A KubeSchedulerConfiguration for :meth:`start_scheduler` that talks to this cluster."""

@@ -59,6 +59,13 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     )
     rendered = yaml.safe_load(config["data"]["config.yaml"])
     assert rendered["percentageOfNodesToScore"] == 100  # plan-ungated plans see every feasible node
+    assert rendered["clientConnection"] == {"qps": 50, "burst": 100}  # kube-scheduler's own defaults
+    faster = render(helm, *VARIANTS["second-scheduler"], "--set", "secondScheduler.clientConnection.qps=200",
+                    "--set", "secondScheduler.clientConnection.burst=400")  # fmt: skip
+    (raised,) = [
+        d for d in faster if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("t-netaware-scheduler-")
+    ]
+    assert yaml.safe_load(raised["data"]["config.yaml"])["clientConnection"] == {"qps": 200, "burst": 400}
     extender = rendered["extenders"][0]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True and extender["httpTimeout"] == "5s"
     operator = next(d for d in scheduled if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))

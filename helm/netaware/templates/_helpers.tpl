@@ -258,6 +258,9 @@ leaderElection:
   renewDeadline: {{ $values.leaderElection.renewDeadline }}
   retryPeriod: {{ $values.leaderElection.retryPeriod }}
 percentageOfNodesToScore: {{ $values.percentageOfNodesToScore }}
+clientConnection:
+  qps: {{ $values.clientConnection.qps }}
+  burst: {{ $values.clientConnection.burst }}
 profiles:
   - schedulerName: {{ $values.name }}
 extenders:
