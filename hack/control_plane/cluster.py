@@ -39,6 +39,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = ROOT / ".tools" / "bin"
 DEFAULT_DIR = ROOT / ".tools" / "cluster"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# Every scheduler's API client limits (kube-scheduler's own are 50 and 100): one binding per pod, so at 50 requests a
+# second the default scheduler's pace in a burst was its client's, not its own
+SCHEDULER_QPS, SCHEDULER_BURST = 200, 400
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl", "helm")
 
 
@@ -572,17 +575,15 @@ class ControlPlane:
         ]
         if config is not None:  # the file carries the kubeconfig and the leader election settings
             return [f"--config={config}", *serving]
-        # the client's limits of :meth:`scheduler_config`'s schedulers (kube-scheduler's own are 50 and 100): at 50
-        # requests a second, one binding per pod, the default scheduler's pace in a burst was its client's
-        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--kube-api-qps=200", "--kube-api-burst=400",
-                *serving]  # fmt: skip
+        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", f"--kube-api-qps={SCHEDULER_QPS}",
+                f"--kube-api-burst={SCHEDULER_BURST}", *serving]  # fmt: skip
 
     def scheduler_config(self, profiles: list[dict[str, Any]], extenders: list[dict[str, Any]]) -> dict[str, Any]:
         """A KubeSchedulerConfiguration for :meth:`start_scheduler` that talks to this cluster."""
         return {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": 200, "burst": 400},
+            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": SCHEDULER_QPS, "burst": SCHEDULER_BURST},
             "leaderElection": {"leaderElect": False},
             "profiles": profiles,
             "extenders": extenders,

@@ -40,6 +40,13 @@ def _validate(document: str, version: str) -> None:
     kubernetes_validate.validate(json.loads(document), version, strict=True)
 
 
+def scheduler_config(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """The second scheduler's KubeSchedulerConfiguration among rendered ``documents``."""
+    (config,) = [d for d in documents
+                 if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("t-netaware-scheduler-")]  # fmt: skip
+    return dict(yaml.safe_load(config["data"]["config.yaml"]))
+
+
 def test_variants_render_what_they_promise(helm: str) -> None:
     crds = {d["metadata"]["name"] for d in render(helm) if d["kind"] == "CustomResourceDefinition"}
     assert "nodeslos.slo.koordinator.sh" in crds
@@ -54,18 +61,12 @@ def test_variants_render_what_they_promise(helm: str) -> None:
     webhook = next(d for d in managed if d["kind"] == "MutatingWebhookConfiguration")
     assert webhook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].startswith(f"{NAMESPACE}/")
     scheduled = render(helm, *VARIANTS["second-scheduler"])
-    config = next(
-        d for d in scheduled if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("t-netaware-scheduler-")
-    )
-    rendered = yaml.safe_load(config["data"]["config.yaml"])
+    rendered = scheduler_config(scheduled)
     assert rendered["percentageOfNodesToScore"] == 100  # plan-ungated plans see every feasible node
     assert rendered["clientConnection"] == {"qps": 50, "burst": 100}  # kube-scheduler's own defaults
     faster = render(helm, *VARIANTS["second-scheduler"], "--set", "secondScheduler.clientConnection.qps=200",
                     "--set", "secondScheduler.clientConnection.burst=400")  # fmt: skip
-    (raised,) = [
-        d for d in faster if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("t-netaware-scheduler-")
-    ]
-    assert yaml.safe_load(raised["data"]["config.yaml"])["clientConnection"] == {"qps": 200, "burst": 400}
+    assert scheduler_config(faster)["clientConnection"] == {"qps": 200, "burst": 400}
     extender = rendered["extenders"][0]
     assert extender["ignorable"] is True and extender["nodeCacheCapable"] is True and extender["httpTimeout"] == "5s"
     operator = next(d for d in scheduled if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("operator"))
