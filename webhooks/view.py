@@ -1,5 +1,8 @@
 """What the webhook knows about the cluster: AppGroups and Namespaces, in memory.
 
+AppGroups are kept as the gate decision reads them (:data:`~operators.sources.kinds.APPGROUP_GATES`): their status
+writes but for the topology order and the Ready condition change nothing here.
+
 Admissions read this view and never wait on the API server. It is filled once from a snapshot
 (``-f PATH``), or kept current by list + watch (:class:`~operators.sources.live.ClusterCache`).
 """
@@ -15,14 +18,14 @@ from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Namespace
 from operators.engine.cluster.snapshot import Snapshot
 from operators.sources.cache import ClusterCache
-from operators.sources.kinds import APPGROUPS, NAMESPACES
+from operators.sources.kinds import APPGROUP_GATES, NAMESPACES
 from operators.sources.store import Change
 
 
 class ClusterView:
     def __init__(self, snapshot: Snapshot | None = None) -> None:
         self._fixed = snapshot
-        self._live = ClusterCache((APPGROUPS, NAMESPACES)) if snapshot is None else None
+        self._live = ClusterCache((APPGROUP_GATES, NAMESPACES)) if snapshot is None else None
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> ClusterView:

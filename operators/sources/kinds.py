@@ -12,6 +12,7 @@ from operators.sources.trim import (
     Trim,
     trim_claim,
     trim_csi_node,
+    trim_gate_status,
     trim_node,
     trim_other,
     trim_pod,
@@ -47,6 +48,7 @@ CLEANUP_PODS = Kind("pods", "/api/v1/pods", "v1", "Pod", trim_pod_and_scheduler)
 NAMESPACES = Kind("namespaces", "/api/v1/namespaces", "v1", "Namespace")
 APPGROUPS = _custom("appgroups", keys.APPGROUP_GROUP, "AppGroup")
 APPGROUP_SPECS = dataclasses.replace(APPGROUPS, trim=trim_status)  # status writes are no change
+APPGROUP_GATES = dataclasses.replace(APPGROUPS, trim=trim_gate_status)  # ... but for the order and Ready (the webhook)
 NETWORKTOPOLOGIES = _custom("networktopologies", keys.NETWORKTOPOLOGY_GROUP, "NetworkTopology")
 NODESLOS = _custom("nodeslos", keys.SLO_GROUP, "NodeSLO")
 NODEMETRICS = _custom("nodemetrics", keys.SLO_GROUP, "NodeMetric")

@@ -51,6 +51,14 @@ async def test_view_follows_appgroups_and_namespaces(api: Api, emulator: ApiEmul
         await eventually(lambda: "default" in {g.metadata.namespace for g in view.app_groups_named("a1")}, within=1)
         assert requests_for(view, "p1")["kubernetes.io/egress-request"] == "100Mi"
 
+        # a status write the gate does not read (the controller's running pods, placements) is no change: the view
+        # keeps the AppGroup it had (followed whole, each such write made a new snapshot, grouped by name again)
+        held = view.app_groups_named("a1")
+        running = {"status": {"runningWorkloads": 2, "placements": [{"selector": "p1", "pods": []}]}}
+        await api.call("PATCH", AG + "/a1/status", running, "application/merge-patch+json")
+        await asyncio.sleep(0.5)  # the emulator delivers an event in milliseconds
+        assert view.app_groups_named("a1") is held
+
         workloads = documents("appgroup-a1.yaml")[0]["spec"]["workloads"]
         workloads[0]["dependencies"][0]["minBandwidth"] = "300M"
         await api.call("PATCH", AG + "/a1", {"spec": {"workloads": workloads}}, "application/merge-patch+json")

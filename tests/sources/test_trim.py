@@ -12,8 +12,10 @@ from typing import Any
 
 import yaml
 
+from operators.api.appgroup import AppGroup
 from operators.api.config.descheduler import parse_policy
 from operators.api.config.scheduler import parse_config
+from operators.engine.admission.scheduling_gate import needs_gate
 from operators.engine.cluster import fit
 from operators.engine.cluster.kube import defaults, volumes
 from operators.engine.cluster.snapshot import build_snapshot
@@ -28,6 +30,7 @@ from operators.sources.trim import (
     Trim,
     trim_claim,
     trim_csi_node,
+    trim_gate_status,
     trim_node,
     trim_pod,
     trim_selector,
@@ -509,3 +512,50 @@ def test_the_new_kinds_keep_only_what_is_read() -> None:
     moved["status"]["readyReplicas"] = 2
     moved["metadata"]["resourceVersion"] = "8"
     assert trim_selector(moved) == replica_set
+
+
+def _appgroup(
+    ready: str = "True", running: int = 1, version: str = "7", message: str = "2 workloads"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": "a1", "namespace": "default", "resourceVersion": version, "generation": 1},
+        "spec": {"numMembers": 2, "topologySortingAlgorithm": "KahnSort", "workloads": []},
+        "status": {
+            "runningWorkloads": running,
+            "topologyOrder": [{"workload": {"kind": "Deployment", "name": "p1", "selector": "p1"}, "index": 1}],
+            "placements": [{"selector": "p1", "pods": [], "podCount": running}],
+            "conditions": [
+                {"type": "Ready", "status": ready, "reason": "TopologyOrdered", "message": message,
+                 "lastTransitionTime": "2026-11-23T00:00:00Z", "observedGeneration": 1},
+                {"type": "Complete", "status": "False", "reason": "Waiting", "message": f"{running} running",
+                 "lastTransitionTime": "2026-11-23T00:00:00Z"},
+            ],
+        },
+    }  # fmt: skip
+
+
+def test_the_webhooks_appgroups_keep_the_order_and_ready_alone() -> None:
+    trimmed = trim_gate_status(_appgroup())
+    assert trimmed["status"] == {
+        "topologyOrder": [{"workload": {"kind": "Deployment", "name": "p1", "selector": "p1"}, "index": 1}],
+        "conditions": [{"type": "Ready", "status": "True", "reason": "TopologyOrdered",
+                        "lastTransitionTime": "2026-11-23T00:00:00Z"}],
+    }  # fmt: skip
+    assert "resourceVersion" not in trimmed["metadata"] and trimmed["spec"] == _appgroup()["spec"]
+    # what the controller writes as pods run is no change; Ready turning False is one
+    assert trim_gate_status(_appgroup(running=2, version="8", message="other")) == trimmed
+    assert trim_gate_status(_appgroup(ready="False")) != trimmed
+    # without a status, or with an empty one: the spec alone
+    assert "status" not in trim_gate_status({**_appgroup(), "status": {"runningWorkloads": 0}})
+
+
+def test_the_gate_decides_the_same_on_the_webhooks_appgroups() -> None:
+    pod = {"metadata": {"labels": {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p1"}},
+           "spec": {"containers": []}}  # fmt: skip
+    for ready in ("True", "False"):
+        whole = _appgroup(ready)
+        whole["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": "plan"}
+        groups = [AppGroup.model_validate(raw) for raw in (whole, trim_gate_status(copy.deepcopy(whole)))]
+        assert [needs_gate(pod, "default", [group], False) for group in groups] == [ready == "True"] * 2
