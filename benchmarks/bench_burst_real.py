@@ -29,7 +29,9 @@ computes it) and the share of pod pairs within ``maxNetworkCost``, and the CPU s
 extender and webhook, of the scheduler that bound the pods and of what every column loads (the API server, etcd,
 KWOK) during the run; at the end, the operator's and the extender's peak RSS. After each run it also prints (not
 in the record) what the column's scheduler did, from its metrics: its attempts by result, and the mean seconds of
-its scheduling algorithm (filters, the extender's calls, scores) and of each extension point.
+its scheduling algorithm (filters, the extender's calls, scores) and of each extension point; and what the API
+server did: its requests by verb and resource with their mean seconds, its webhook calls' mean seconds, the watch
+events it sent (the API server is what a burst on two cores waits for: every column's requests queue in it).
 """
 
 from __future__ import annotations
@@ -249,6 +251,7 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     readers = {process: (functools.partial(plane.scheduler_metrics, process), SCHEDULER_SERIES)}
     if scheduler == "netaware" and extender_port:
         readers["extender"] = (functools.partial(loopback_metrics, extender_port), EXTENDER_SERIES)
+    readers["kube-apiserver"] = (lambda: plane.kubectl("get", "--raw", "/metrics").stdout, APISERVER_SERIES)
     counted = {name: metric_counts(*reader) for name, reader in readers.items()}
     before = cpu_seconds(pids)
     try:
@@ -281,7 +284,7 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
         "p99 creation to binding s": percentile(waits, 0.99),
         "creation s (the burst, open loop)": max(created.values()) - first,
         **{f"CPU s {name}": after[name] - before[name]
-           for name in ("operator", "extender", "webhook", scheduler, *SHARED) if name in after and name in before},
+           for name in ("operator", "extender", "webhook", process, *SHARED) if name in after and name in before},
     }  # fmt: skip
     return figures, list(listed["items"])
 
@@ -305,6 +308,16 @@ EXTENDER_SERIES = {
 }
 
 
+# the API server's side: its requests by verb and resource, the webhook calls' seconds, the watch events it sent
+APISERVER_SERIES = {
+    "apiserver_request": ("verb", "resource", "subresource"),
+    "apiserver_request_duration_seconds": ("verb", "resource", "subresource"),
+    "apiserver_admission_webhook_admission_duration_seconds": ("name",),
+    "apiserver_watch_events": ("resource",),
+    "apiserver_watch_events_sizes": ("resource",),
+}
+
+
 def metric_counts(read: Callable[[], str], series: dict[str, tuple[str, ...]]) -> dict[str, float]:
     """The counters and the histogram sums and counts of ``series`` (family -> the labels that tell its samples
     apart) in what ``read`` answers; nothing when it cannot be read."""
@@ -320,7 +333,8 @@ def metric_counts(read: Callable[[], str], series: dict[str, tuple[str, ...]]) -
             continue
         for sample in family.samples:
             # a histogram's buckets too (how its times spread), but of the extension points the filters' alone
-            bucket = sample.name.endswith("_bucket") and sample.labels.get("extension_point", "Filter") == "Filter"
+            bucket = (sample.name.endswith("_bucket") and family.name.startswith("scheduler_")
+                      and sample.labels.get("extension_point", "Filter") == "Filter")  # fmt: skip
             if bucket or sample.name.endswith(("_sum", "_count", "_total")):
                 named = [sample.labels.get(label, "") for label in labels] + ([sample.labels["le"]] if bucket else [])
                 key = sample.name + "{" + ",".join(named) + "}"

@@ -61,7 +61,8 @@ from operators.sources.store import Change
 
 logger = logging.getLogger("netaware.gates")
 
-WRITERS = 64  # releases written at once (at 32, 0.76 s each in a 5,000-node burst, they held it to 42 pods/s)
+# releases written at once: one takes ~1 s inside the API server in the 5,000-node burst (32 held it to 42 pods/s)
+WRITERS = 128
 # a pass plans AppGroups in the order their pods arrived for this long at most (at least one): the others are
 # planned in the next pass, once this one's releases are sent, so that one large AppGroup holds back a burst of
 # small ones by one plan at most, and the first releases go out while the rest is planned
