@@ -248,7 +248,9 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     count = sum(len(batch) for batch in batches)
     watch = BindingWatch(plane, namespace, f"run={run}")
     process = "kube-scheduler" if scheduler == "default-scheduler" else scheduler
-    readers = {process: (functools.partial(plane.scheduler_metrics, process), SCHEDULER_SERIES)}
+    readers: dict[str, tuple[Callable[[], str], dict[str, tuple[str, ...]]]] = {
+        process: (functools.partial(plane.scheduler_metrics, process), SCHEDULER_SERIES)
+    }
     if scheduler == "netaware" and extender_port:
         readers["extender"] = (functools.partial(loopback_metrics, extender_port), EXTENDER_SERIES)
     readers["kube-apiserver"] = (lambda: plane.kubectl("get", "--raw", "/metrics").stdout, APISERVER_SERIES)
@@ -323,7 +325,7 @@ def metric_counts(read: Callable[[], str], series: dict[str, tuple[str, ...]]) -
     apart) in what ``read`` answers; nothing when it cannot be read."""
     try:
         text = read()
-    except (OSError, KeyError) as error:
+    except (OSError, KeyError, subprocess.CalledProcessError) as error:
         print(f"  metrics not read: {error}", file=sys.stderr)
         return {}
     counts: dict[str, float] = {}
