@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from operators.engine.planning.moves import Assignment, Moves
-from operators.engine.planning.problem import Problem
+from operators.engine.planning.problem import Problem, holds
 from operators.engine.planning.work import FIT_ONE_WORK
 
 LEVELS = ("node", "zone", "region", "cluster")
@@ -53,7 +53,7 @@ def candidates(problem: Problem) -> Iterator[tuple[str, np.ndarray]]:
     room = _room(problem, order)
     for level in LEVELS:
         if level == "node":  # one pass over the nodes, not one sum (nor one sort key) per node
-            fit = np.nonzero((problem.pods_free >= len(order)) & np.all(problem.free >= asked, axis=1))[0]
+            fit = np.nonzero((problem.pods_free >= len(order)) & holds(problem.free, asked))[0]
             for node in _best_fit_order(fit, room[fit]):
                 yield level, np.array([node], dtype=np.int64)
             continue

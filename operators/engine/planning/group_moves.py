@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from operators.engine.planning.moves import Assignment, Moves
+from operators.engine.planning.problem import holds
 
 # the nodes a node's pods may join in one group move: those holding most of their partners (all of them made the
 # group moves cost most of a 100 ms budget on 100 pods in busy zones, and left two of ten such plans at the baseline)
@@ -104,7 +105,7 @@ class GroupMoves(Moves):
             mask &= problem.eligible[pod]
             added += self.node_costs(state, pod)
         mask &= state.pods_free >= len(pods)
-        mask &= np.all(state.free >= problem.requests[pods].sum(axis=0), axis=1)
+        mask &= holds(state.free, problem.requests[pods].sum(axis=0))
         for pod, home in zip(pods, homes, strict=True):
             self.put(state, pod, home)
         candidates = np.nonzero(mask)[0]

@@ -107,7 +107,7 @@ class Problem:
 
     def fits(self, pod: int, used: Ints, free: Ints, pods_free: Ints) -> Bools:
         """The nodes pod ``pod`` fits on with ``free`` resources, ``pods_free`` and ``used`` bandwidth left."""
-        ok = self.eligible[pod] & (pods_free > 0) & np.all(free >= self.requests[pod], axis=1)
+        ok = self.eligible[pod] & (pods_free > 0) & holds(free, self.requests[pod])
         want = (int(self.demand[pod, 0]), int(self.demand[pod, 1]))
         if want != (0, 0):
             ok &= ~self.bandwidth_unknown & passing(want, self.capacity, used[:, 0], used[:, 1], self.accounting)
@@ -132,6 +132,16 @@ class Problem:
         if self.bandwidth_unknown[node]:
             return False
         return bool(passes(want, int(self.capacity[node]), int(used[0]), int(used[1]), self.accounting))
+
+
+def holds(free: Ints, asked: Ints) -> Bools:
+    """The rows of ``free`` (node x resource) that hold ``asked`` in every column: ``np.all(free >= asked, axis=1)``,
+    a column at a time. numpy reduces a short row slowly: on 5,000 nodes and 3 resources the reduction took 114 us
+    a call against 11 us, and it was a fifth of a plan's search (``Problem.fits`` under ``GroupMoves``)."""
+    ok = np.ones(len(free), dtype=np.bool_)
+    for column, needed in enumerate(asked):
+        ok &= free[:, column] >= needed
+    return ok
 
 
 def members(group: AppGroup, pods: Iterable[Pod]) -> list[Pod]:
