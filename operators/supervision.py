@@ -124,7 +124,7 @@ class Supervisor:
                 return
             watched.waiting += 1
             try:
-                await asyncio.sleep(backoff)  # a stop cancels the task, here as anywhere
+                await _backoff(backoff, stopped)
             finally:
                 watched.waiting -= 1
             backoff = min(backoff * 2, self.max_backoff)
@@ -133,6 +133,21 @@ class Supervisor:
               ) -> asyncio.Task[None]:  # fmt: skip
         """:meth:`run` as a task of the running loop (stopped by cancelling it: :func:`cancel`)."""
         return asyncio.get_running_loop().create_task(self.run(name, body, stopped), name=f"supervised {name}")
+
+
+STOP_POLL = 0.1  # seconds between two looks at the stop flag during a backoff
+
+
+async def _backoff(seconds: float, stopped: Callable[[], bool]) -> None:
+    """Sleep ``seconds``, or less once ``stopped()``: a stop that only sets the flag (a probe's, a watch's) ends a
+    backoff of up to :data:`MAX_BACKOFF` at once, as a cancellation does (a probe whose rounds had failed a few
+    times in a row would otherwise sleep out its backoff after SIGTERM, up to half a minute)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not stopped():
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(left, STOP_POLL))
 
 
 async def cancel(tasks: Iterable[asyncio.Task[None] | None]) -> None:

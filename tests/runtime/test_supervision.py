@@ -146,6 +146,26 @@ async def test_a_task_that_ends_while_it_should_run_is_restarted_and_one_that_st
     assert restarts(registry, "probe") == 2  # the runs that ended before the stop
 
 
+async def test_a_stop_flag_set_during_a_backoff_ends_it_at_once() -> None:
+    tasks = Supervisor(first_backoff=30.0, max_backoff=30.0)
+    stop = asyncio.Event()
+    runs = Runs()
+
+    async def body() -> None:
+        runs.ran()
+        raise ConnectionResetError("peer reset")
+
+    task = asyncio.create_task(tasks.run("probe", body, stop.is_set))
+    await runs.reach(1)
+    await asyncio.sleep(0.05)
+    assert not tasks.running()  # in its 30 s backoff
+    began = asyncio.get_running_loop().time()
+    stop.set()  # the flag alone, as SIGTERM sets it: no cancellation
+    await asyncio.wait_for(task, 2)
+    assert asyncio.get_running_loop().time() - began < 0.5
+    assert runs.count == 1 and tasks.running()
+
+
 async def test_cancel_never_raises_even_for_a_task_that_failed() -> None:
     async def failed() -> None:
         raise RuntimeError("dead")
