@@ -129,7 +129,12 @@ def test_the_charts_pods_run_the_image_on_the_real_nodes_ready_without_restarts(
     for component, pod in found.items():
         statuses = pod["status"]["containerStatuses"]
         brief = [(s["name"], s["ready"], s["restartCount"], s.get("lastState"), s.get("state")) for s in statuses]
-        assert all(s["ready"] and s["restartCount"] == 0 for s in statuses), (component, pod["spec"]["nodeName"], brief)
+        if not all(s["ready"] and s["restartCount"] == 0 for s in statuses):
+            name = pod["metadata"]["name"]  # the pod's events say why (a probe that failed, an OOM kill, a pull)
+            events = real.kubectl("get", "events", "-n", NAMESPACE, f"--field-selector=involvedObject.name={name}",
+                                  "-o", "custom-columns=AT:.lastTimestamp,REASON:.reason,MESSAGE:.message",
+                                  check=False).stdout  # fmt: skip
+            raise AssertionError(f"{component} on {pod['spec']['nodeName']}: {brief}\n{events}")
         if component != "scheduler":
             assert statuses[0]["image"].endswith("localhost/netaware:dev"), statuses[0]["image"]
     # the image's user and the chart's securityContext hold in the running container, not only in the spec

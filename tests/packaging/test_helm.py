@@ -98,6 +98,26 @@ def test_containers_run_as_non_root_with_a_read_only_root(helm: str, variant: st
             assert container.get("readinessProbe") and container.get("livenessProbe")
 
 
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_slow_start_is_not_killed_and_a_busy_process_has_five_seconds_to_answer(helm: str, variant: str) -> None:
+    """Every container of the chart the kubelet probes: a startup probe on its health path holds the liveness probe back
+    for minutes, and the liveness probe waits 5 s an answer (the defaults restarted an agent starting on a saturated
+    node: killed after 44 s, exit 137)."""
+    probed = [
+        (document["metadata"]["labels"]["app.kubernetes.io/component"], container)
+        for document in render(helm, *VARIANTS[variant])
+        if document["kind"] in ("Deployment", "DaemonSet")
+        for container in containers(document)
+        if container.get("livenessProbe")
+    ]
+    assert {name for name, _ in probed} >= {"operator", "webhook"}
+    for name, container in probed:
+        startup, liveness = container.get("startupProbe") or {}, container["livenessProbe"]
+        assert startup.get("httpGet", {}).get("port") == liveness["httpGet"]["port"], (name, container["name"])
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= 300, (name, container["name"])
+        assert liveness["timeoutSeconds"] >= 5, (name, container["name"])
+
+
 def test_webhook_skips_kube_system_and_its_own_namespace(helm: str) -> None:
     entries = next(d for d in render(helm) if d["kind"] == "MutatingWebhookConfiguration")["webhooks"]
     for webhook in entries:
