@@ -100,9 +100,9 @@ def test_containers_run_as_non_root_with_a_read_only_root(helm: str, variant: st
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_a_slow_start_is_not_killed_and_a_busy_process_has_five_seconds_to_answer(helm: str, variant: str) -> None:
-    """Every container of the chart the kubelet probes: a startup probe on its health path holds the liveness probe back
-    for minutes, and the liveness probe waits 5 s an answer (the defaults restarted an agent starting on a saturated
-    node: killed after 44 s, exit 137)."""
+    """Every container of the chart the kubelet probes: a startup probe on its health path holds the liveness probe
+    back for minutes, and the liveness probe waits 5 s for an answer (an agent starting on a saturated CI node was
+    killed after 44 s, exit 137, most likely by the default 1-s liveness probe)."""
     probed = [
         (document["metadata"]["labels"]["app.kubernetes.io/component"], container)
         for document in render(helm, *VARIANTS[variant])
