@@ -154,8 +154,8 @@ v1.33.5-eks-3025e55, is not part of the upstream image's tag).
 The probes of a netaware container. The startup probe holds the liveness probe back until the process first answers
 (up to 5 minutes: a saturated node can take tens of seconds to start Python), so a slow start is not killed as a
 wedged process; the liveness probe then waits 5 s for an answer (an agent starting on a saturated node was killed,
-most likely by the kubelet's default 1 s from its first second). startupPath (/healthz), startupPeriod (1) and startupFailures (300) may be given: a native sidecar's
-startup probe gates its pod's main container.
+most likely by the kubelet's default 1 s from its first second). startupPath (/healthz), startupPeriod (1) and
+startupFailures (300) may be given: a native sidecar's startup probe gates its pod's main container.
 */}}
 {{- define "netaware.probes" -}}
 startupProbe:
