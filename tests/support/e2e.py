@@ -81,16 +81,50 @@ def create_namespace(cluster: ControlPlane, namespace: str, within: float = 120.
 
 
 def helm(plane: ControlPlane, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``helm *args``; with ``check``, a failure names the pods that are not ready and the warnings. Helm gets a
+    minute past its own ``--timeout`` to give up itself: killed at the same moment, it once left the release
+    "pending-upgrade", and every later upgrade failed "another operation is in progress"."""
     done = subprocess.run(
         [str(plane.bin_dir / "helm"), f"--kubeconfig={plane.kubeconfig}", *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=helm_timeout(args) + 60,
         check=False,
     )
     if check and done.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}")
+        raise AssertionError(f"helm {' '.join(args)}: {done.stderr}{not_ready(plane)}")
     return done
+
+
+def helm_timeout(args: tuple[str, ...]) -> float:
+    """The seconds of a ``--timeout`` among helm's ``args`` (as 300s, 5m or 1m30s), else helm's default 300."""
+    for at, arg in enumerate(args):
+        if arg == "--timeout" and at + 1 < len(args):
+            value = args[at + 1]
+        elif arg.startswith("--timeout="):
+            value = arg.split("=", 1)[1]
+        else:
+            continue
+        minutes, _, seconds = value.rpartition("m")
+        return float(minutes or 0) * 60 + float(seconds.removesuffix("s") or 0)
+    return 300.0
+
+
+def not_ready(plane: ControlPlane) -> str:
+    """The pods of the cluster that are not ready (name, node, phase, restarts) and the last warnings: why a
+    ``helm --wait`` did not end."""
+    pods = plane.kubectl("get", "pods", "-A", "-o", "json", check=False)
+    lines = []
+    for pod in json.loads(pods.stdout or "{}").get("items", []) if pods.returncode == 0 else []:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        if pod["status"].get("phase") != "Succeeded" and not (statuses and all(s.get("ready") for s in statuses)):
+            restarts = sum(s.get("restartCount", 0) for s in statuses)
+            where = f"{pod['metadata']['namespace']}/{pod['metadata']['name']} on {pod['spec'].get('nodeName', '-')}"
+            lines.append(f"  {where}: {pod['status'].get('phase')}, {restarts} restarts")
+    events = plane.kubectl("get", "events", "-A", "--field-selector=type=Warning", "--sort-by=.lastTimestamp",
+                           "-o", "custom-columns=AT:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
+                           "MESSAGE:.message", check=False).stdout.splitlines()[-20:]  # fmt: skip
+    return "\npods not ready:\n" + "\n".join(lines[:40]) + "\nlast warnings:\n" + "\n".join(events)
 
 
 def apply_netperf_topology(cluster: ControlPlane, namespace: str, name: str) -> None:
