@@ -119,6 +119,16 @@ async def watch_releases(
     bind it there that much later (a released pod without a place stays pending)."""
     binding: set[asyncio.Task[None]] = set()
     params = {"watch": "true", "labelSelector": BURST_LABEL, "allowWatchBookmarks": "false"}
+    try:
+        await _follow_releases(http, url, params, released, bind_after, binding)
+    finally:  # the bindings still waiting end with the watch, before the session closes under them
+        for task in binding:
+            task.cancel()
+
+
+async def _follow_releases(http: aiohttp.ClientSession, url: str, params: dict[str, str],
+                           released: dict[str, tuple[float, str | None]], bind_after: float | None,
+                           binding: set[asyncio.Task[None]]) -> None:  # fmt: skip
     async with http.get(f"{url}/api/v1/pods", params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
         async for line in response.content:
             event = orjson.loads(line)

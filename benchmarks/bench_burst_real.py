@@ -17,6 +17,8 @@ AppGroup after AppGroup over ``--within`` seconds, and scheduled by:
 - ``netaware``: the extender's profile, the webhook's dependencies-first gates;
 - ``netaware-plan``: each AppGroup planned as a whole by the operator, its pods released to their nodes;
 - ``netaware-plan-ungated``: the same plans, answered by the extender, no gate;
+- ``netaware-plan-policy``: ``netaware-plan`` with the gate added in the API server by a MutatingAdmissionPolicy
+  (CEL, Kubernetes 1.36 and later; :func:`gate_policy`) instead of the webhook's call: what that call costs;
 
 and, as a column with no binding, the smallest-domain baseline (what Kueue's TAS, Volcano and Koordinator do)
 placing the same AppGroups in the same order on the same empty cluster, each seeing the ones before it.
@@ -76,11 +78,12 @@ from operators.engine.scheduling.index import ClusterIndex
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PEERS = "burst"  # kube-scheduler alone and sp-network: no webhook here
-AWARE, PLANNED, UNGATED = "burst-aware", "burst-plan", "burst-ungated"
-MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated"}  # netaware's namespaces, the webhook admits them
+AWARE, PLANNED, UNGATED, POLICY = "burst-aware", "burst-plan", "burst-ungated", "burst-policy"
+MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated", POLICY: "plan"}  # netaware's namespaces
+ADMITTED = (AWARE, PLANNED, UNGATED)  # ... that its webhook admits; POLICY's pods get the gate from a policy
 COLUMNS = {"kube-scheduler": ("default-scheduler", PEERS), "sp-network": ("sp-network", PEERS),
            "netaware": ("netaware", AWARE), "netaware-plan": ("netaware", PLANNED),
-           "netaware-plan-ungated": ("netaware", UNGATED)}  # fmt: skip
+           "netaware-plan-ungated": ("netaware", UNGATED), "netaware-plan-policy": ("netaware", POLICY)}  # fmt: skip
 BASELINE = "baseline (smallest domain)"
 POOL = "bench.netaware.io/pool"
 MAX_COST = 10  # within a region (1-9), not across (20 and more)
@@ -150,6 +153,48 @@ def burst(variant: str, count: int, seed: int) -> list[tuple[dict[str, Any], lis
         } for number, w in enumerate(owners)]  # fmt: skip
         out.append((group, pods))
     return out
+
+
+def gate_policy(namespace: str) -> dict[str, Any]:
+    """A MutatingAdmissionPolicy and its binding giving every AppGroup pod created in ``namespace`` the
+    topology-order gate in the API server itself (CEL, no webhook call): what the column ``netaware-plan-policy``
+    measures against the webhook's gate."""
+    name = "bench-topology-order-gate"
+    labels = f"has(object.metadata.labels) && '{keys.APPGROUP_LABEL}' in object.metadata.labels"
+    gates = f'[Object.spec.schedulingGates{{name: "{keys.TOPOLOGY_ORDER_GATE}"}}]'  # merged into the pod's own
+    gate = f"Object{{spec: Object.spec{{schedulingGates: {gates}}}}}"
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+                ]
+            },
+            "matchConditions": [{"name": "appgroup-member", "expression": f"{labels} && !has(object.spec.nodeName)"}],
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": gate}}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "matchResources": {
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}
+                    ]
+                }
+            },
+        },
+    }
+    return {"apiVersion": "v1", "kind": "List", "items": [policy, binding]}
 
 
 def in_namespace(document: dict[str, Any], namespace: str, **more: Any) -> dict[str, Any]:
@@ -300,6 +345,8 @@ SCHEDULER_SERIES = {
     "scheduler_scheduling_attempt_duration_seconds": ("result",),
     "scheduler_framework_extension_point_duration_seconds": ("extension_point", "status"),
     "scheduler_queue_incoming_pods": ("event", "queue"),
+    # from the pod's entering the queue (its gates removed) to its binding: the scheduler's side of a pod's wait
+    "scheduler_pod_scheduling_sli_duration_seconds": (),
 }
 EXTENDER_SERIES = {
     "netaware_extender_latency_seconds": ("verb",),
@@ -472,7 +519,8 @@ def main() -> None:
             plane.kubectl(
                 "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": documents})
             )
-        stack = peers_stack.start(plane, folder, PEERS, list(MODES))
+        stack = peers_stack.start(plane, folder, PEERS, list(MODES), admitted=ADMITTED)
+        plane.kubectl("apply", "-f", "-", stdin=json.dumps(gate_policy(POLICY)))
         wait_advertised(plane, args.nodes, within=900, every=10)
         time.sleep(10)  # the extender and the schedulers list the cluster; the operator writes the orders
         creator = Creator(plane)

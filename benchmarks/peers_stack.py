@@ -54,9 +54,11 @@ def start(
     netaware: Sequence[str],
     plan_affinity: str = "required",
     plan_window_ms: int = 1000,
+    admitted: Sequence[str] | None = None,
 ) -> Stack:
     """Start the stack on ``plane``: the peers' schedulers read :data:`TOPOLOGY` of namespace ``peers``, netaware's
-    of ``netaware`` (the namespaces its webhook admits). The logs go to ``folder``."""
+    of ``netaware`` (the namespaces its webhook admits, unless ``admitted`` names them). The logs go to
+    ``folder``."""
     stack = Stack()
     operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                 "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
@@ -79,7 +81,8 @@ def start(
                 [sys.executable, "-m", "operators.cli", *command, "--kubeconfig", str(plane.kubeconfig)],
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
-        stack.processes.append(start_webhook(plane, folder, ca_data, *netaware))  # bandwidth resources, gates
+        admits = netaware if admitted is None else admitted
+        stack.processes.append(start_webhook(plane, folder, ca_data, *admits))  # bandwidth resources, gates
         names = ("operator", "extender", "webhook")
         stack.pids.update({name: process.pid for name, process in zip(names, stack.processes, strict=True)})
         entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")
