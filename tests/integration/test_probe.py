@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -67,22 +68,38 @@ async def start_probe(emulator: ApiEmulator, node: str, port: int, delay: float 
     args = ["--server", emulator.base_url, "--node-name", node, "--namespace", "default", "--topology", TOPOLOGY]
     args += ["--listen-address", NODES[node][1], "--port", str(port), "--health-port", "0", "--interval", "0.2"]
     args += ["--transactions", "5", "--report-interval", "0.5", "--ttl", "3", "--respond-delay", str(delay)]
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "operators.cli", "probe", *args, stdout=asyncio.subprocess.DEVNULL, stderr=None
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - read by stop(), closed with the process
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "operators.cli", "probe", *args, stdout=asyncio.subprocess.DEVNULL, stderr=log
     )
+    LOGS[process.pid] = log
+    return process
+
+
+LOGS: dict[int, Any] = {}  # probe pid -> its stderr (a file)
 
 
 async def stop(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM, and the probe must be gone within 20 s; if not, its stacks (SIGUSR1) go to the test's output."""
-    if process.returncode is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(process.wait(), 20)
-        except TimeoutError:
-            process.send_signal(signal.SIGUSR1)
-            await asyncio.sleep(1)
-            process.kill()
-            raise AssertionError("the probe did not stop within 20 s of SIGTERM (its stacks are above)") from None
+    """SIGTERM, and the probe must be gone within 20 s; if not, its stacks (SIGUSR1) and the end of its log are
+    the failure's message (a CI run keeps the message, not always the captured output)."""
+    log = LOGS.pop(process.pid, None)  # None: stopped before (the test stops some probes itself)
+    if log is None:
+        return
+    try:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), 20)
+            except TimeoutError:
+                process.send_signal(signal.SIGUSR1)
+                await asyncio.sleep(1)
+                process.kill()
+                log.seek(0)
+                tail = log.read().decode(errors="replace").splitlines()[-80:]
+                raise AssertionError("the probe did not stop within 20 s of SIGTERM; its stacks and log:\n"
+                                     + "\n".join(tail)) from None  # fmt: skip
+    finally:
+        log.close()
 
 
 @contextlib.asynccontextmanager
