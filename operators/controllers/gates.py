@@ -211,10 +211,9 @@ class GateKeeper:
     def _by_plan(self, group: AppGroup | None, members: list[Pod], now: float) -> GatePlan:
         """The release by a whole-group plan, as a :class:`GatePlan` whose releases carry their planned node."""
         started = time.perf_counter()
-        view = self._view()
         members = [self.releases.as_sent(pod) for pod in members]
         decision = release_by_plan(
-            group, members, view.index, self.options.plan_config, self.arrived, now, self.timeout,
+            group, members, lambda: self._view().index, self.options.plan_config, self.arrived, now, self.timeout,
             self.budget, window=self.options.plan_window_seconds,
         )  # fmt: skip
         if decision.plan is not None and group is not None:

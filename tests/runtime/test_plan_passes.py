@@ -385,3 +385,24 @@ async def test_the_events_of_a_passs_plans_are_posted_at_once_after_its_releases
     assert sorted(posting) == [("a", 2), ("b", 2)]  # both in flight, each after both releases
     answer.set()
     await asyncio.wait_for(asyncio.gather(*keeper.writes.tasks), 5)
+
+
+async def test_a_pass_opens_its_view_of_the_cluster_only_for_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a pass's view counts every pod released by a plan and not bound yet on its planned node (and takes
+    them off again at its end): a pass that plans nothing must not pay it. a-0 arrived now, within its window: the
+    pass decides nothing is due and opens no view; once the window has passed, the pass plans a and opens one."""
+    opened: list[gates.Provisional] = []
+
+    class Counted(gates.Provisional):
+        def __init__(self, live: Any) -> None:
+            super().__init__(live)
+            opened.append(self)
+
+    monkeypatch.setattr(gates, "Provisional", Counted)
+    objects = [node("n1", "za"), topology(5), gated("a-0", "a", "1")]
+    keeper, _ = keeper_over(objects, {"a-0": NOW})  # the window (1 s) not passed
+    keeper.marked = {"a"}
+    assert await one_pass(keeper, monkeypatch) == {} and opened == []
+    keeper, _ = keeper_over(objects, {"a-0": NOW - 5.0})
+    keeper.marked = {"a"}
+    assert await one_pass(keeper, monkeypatch) == {"a-0": "n1"} and len(opened) == 1
