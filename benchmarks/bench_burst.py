@@ -120,29 +120,23 @@ async def watch_releases(
     binding: set[asyncio.Task[None]] = set()
     params = {"watch": "true", "labelSelector": BURST_LABEL, "allowWatchBookmarks": "false"}
     try:
-        await _follow_releases(http, url, params, released, bind_after, binding)
+        async with http.get(f"{url}/api/v1/pods", params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
+            async for line in response.content:
+                event = orjson.loads(line)
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                gates = [g.get("name") for g in (obj.get("spec") or {}).get("schedulingGates") or ()]
+                key = f"{meta.get('namespace')}/{meta.get('name')}"
+                if event.get("type") == "MODIFIED" and keys.TOPOLOGY_ORDER_GATE not in gates and key not in released:
+                    node = (meta.get("annotations") or {}).get(keys.PLANNED_NODE)
+                    released[key] = (time.perf_counter(), node)
+                    if bind_after is not None and node:
+                        task = asyncio.create_task(bind(http, url, key, node, bind_after))
+                        binding.add(task)
+                        task.add_done_callback(binding.discard)
     finally:  # the bindings still waiting end with the watch, before the session closes under them
         for task in binding:
             task.cancel()
-
-
-async def _follow_releases(http: aiohttp.ClientSession, url: str, params: dict[str, str],
-                           released: dict[str, tuple[float, str | None]], bind_after: float | None,
-                           binding: set[asyncio.Task[None]]) -> None:  # fmt: skip
-    async with http.get(f"{url}/api/v1/pods", params=params, timeout=aiohttp.ClientTimeout(total=None)) as response:
-        async for line in response.content:
-            event = orjson.loads(line)
-            obj = event.get("object") or {}
-            meta = obj.get("metadata") or {}
-            gates = [g.get("name") for g in (obj.get("spec") or {}).get("schedulingGates") or ()]
-            key = f"{meta.get('namespace')}/{meta.get('name')}"
-            if event.get("type") == "MODIFIED" and keys.TOPOLOGY_ORDER_GATE not in gates and key not in released:
-                node = (meta.get("annotations") or {}).get(keys.PLANNED_NODE)
-                released[key] = (time.perf_counter(), node)
-                if bind_after is not None and node:
-                    task = asyncio.create_task(bind(http, url, key, node, bind_after))
-                    binding.add(task)
-                    task.add_done_callback(binding.discard)
 
 
 RELEASED = re.compile(r"^(\S+ \S+) INFO netaware\.gates: pod (\S+) released \((\w+)\)")

@@ -151,22 +151,24 @@ v1.33.5-eks-3025e55, is not part of the upstream image's tag).
 {{- end -}}
 
 {{/*
-The probes of a netaware container. The startup probe holds the liveness probe back until the process first answers
-(up to 5 minutes: a saturated node can take tens of seconds to start Python), so a slow start is not killed as a
-wedged process; the liveness probe then waits 5 s for an answer (an agent starting on a saturated node was killed,
-most likely by the kubelet's default 1 s from its first second). startupPath (/healthz), startupPeriod (1) and
-startupFailures (300) may be given: a native sidecar's startup probe gates its pod's main container.
+The probes of a container of the chart. The startup probe holds the liveness probe back until the process first
+answers (up to 5 minutes: a saturated node can take tens of seconds to start Python), so a slow start is not killed
+as a wedged process; the liveness probe then waits 5 s for an answer (an agent starting on a saturated node was
+killed, most likely by the kubelet's default 1 s from its first second). livenessPath (/healthz; kube-scheduler's is
+/livez), startupPath (the liveness path) and startupFailures (300, a second apart) may be given: a native sidecar's
+startup probe gates its pod's main container.
 */}}
 {{- define "netaware.probes" -}}
+{{- $liveness := .livenessPath | default "/healthz" -}}
 startupProbe:
-  httpGet: {path: {{ .startupPath | default "/healthz" }}, port: {{ .port }}, scheme: {{ .scheme }}}
-  periodSeconds: {{ .startupPeriod | default 1 }}
+  httpGet: {path: {{ .startupPath | default $liveness }}, port: {{ .port }}, scheme: {{ .scheme }}}
+  periodSeconds: 1
   failureThreshold: {{ .startupFailures | default 300 }}
 readinessProbe:
   httpGet: {path: /readyz, port: {{ .port }}, scheme: {{ .scheme }}}
   periodSeconds: 5
 livenessProbe:
-  httpGet: {path: /healthz, port: {{ .port }}, scheme: {{ .scheme }}}
+  httpGet: {path: {{ $liveness }}, port: {{ .port }}, scheme: {{ .scheme }}}
   periodSeconds: 10
   timeoutSeconds: 5
   failureThreshold: 3
