@@ -46,11 +46,11 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import (
     BACKLOG_SECONDS,
+    PlanPace,
     awaiting_bind,
     plans_by_whole_group,
     provisional,
     release_by_plan,
-    shared_budget,
     stranded,
 )
 from operators.engine.status.gates import GatePlan, Release, gate_plan, is_gated, timeout_of
@@ -110,7 +110,7 @@ class GateKeeper:
         self.timeout = timeout
         self.clock = clock
         self.options = options or AppGroupOptions()
-        self.budget = self.options.plan_budget_seconds  # each plan's, in this pass (shared under a backlog)
+        self.pace, self.budget = PlanPace(), self.options.plan_budget_seconds  # each plan's: shared by a backlog
         self.arrived: dict[PodKey, float] = {}  # gated pod -> when this controller first saw it (plans batch by it)
         # (namespace, AppGroup label) -> its pods by name: the AppGroup controller's, kept by delta (its listener
         # runs before this one, so they are current when a change reaches here)
@@ -219,6 +219,7 @@ class GateKeeper:
         if decision.plan is not None and group is not None:
             PLANS.observe(time.perf_counter() - started)
             self.made.append((group, decision.plan))
+            self.pace.planned(now)
             self.announcer.log(group, decision.plan)
         deadline = decision.next_deadline
         if group is not None:
@@ -333,7 +334,7 @@ class GateKeeper:
         order = sorted(names, key=self._arrival)  # first come, first planned
         waiting = sum(1 for name in {*order, *self.marked} if self.gated.get(name))
         nodes = len(self.live.current().nodes) if self.live is not None and waiting else 0
-        self.budget = shared_budget(self.options.plan_budget_seconds, waiting, PASS_SECONDS, nodes)
+        self.budget = self.pace.budget(self.options.plan_budget_seconds, waiting, PASS_SECONDS, nodes, now)
         started = time.perf_counter()
         try:
             for position, name in enumerate(order):

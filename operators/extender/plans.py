@@ -30,6 +30,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.release import PlanPace
 from operators.engine.planning.ungated import answered_pods, backlog_budget, plan_pending, plans_ungated
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
@@ -94,6 +95,7 @@ class PlanFollower:
     nominate: Callable[[Iterable[tuple[Pod, str]]], None] | None = None
     nominate_from_nodes: int = 0
     swept: float = -math.inf  # when the answers and plans of bound or gone pods were last dropped (:meth:`_forget`)
+    pace: PlanPace = field(default_factory=PlanPace)  # when the plans of the last while were made (their budgets)
 
     def group_of(self, pod: Pod, cluster: Snapshot) -> AppGroup | None:
         """The plan-ungated AppGroup of a pending ``pod`` (None: answered as any pod)."""
@@ -212,8 +214,9 @@ class PlanFollower:
         ``asking`` kept and nominated. Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
         started = time.perf_counter()
-        budget = backlog_budget(index, self.planned.keys() | self.answered.keys())
+        budget = backlog_budget(index, self.planned.keys() | self.answered.keys(), pace=self.pace, now=now)
         plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
+        self.pace.planned(now)
         seconds = time.perf_counter() - started
         if self.metrics is not None:
             self.metrics.plans.observe(seconds)

@@ -257,12 +257,23 @@ def test_a_backlog_shares_the_planners_time_down_to_a_floor() -> None:
     assert shared_budget(0.004, 100, 0.5) == 0.004
 
 
+def test_a_burst_shares_a_third_of_a_second_each_second_among_its_plans() -> None:
+    # 0.3 s of planning a second, over the plans of the last 2 s and those waiting: 28 made and 2 waiting share
+    # 0.6 s, 20 ms each, under the pass's 250 ms share; 4 made and 1 waiting would get 120 ms, over the configured
+    # 100 ms, which is kept; 58 made and 2 waiting would get 10 ms, under the 20 ms floor of 5,000 nodes; none
+    # made: the pass's share alone
+    assert shared_budget(0.1, 2, 0.5, recent=28) == pytest.approx(0.02)
+    assert shared_budget(0.1, 1, 0.5, recent=4) == 0.1
+    assert shared_budget(0.1, 2, 0.5, nodes=5000, recent=58) == pytest.approx(0.02)
+    assert shared_budget(0.1, 10, 0.5, recent=0) == 0.05
+
+
 def test_a_backlog_s_floor_leaves_a_plan_time_past_building_its_problem() -> None:
-    # building a problem is charged 3 us a node: 15 ms on 5,000 nodes, so 100 waiting get 15 + 2 = 17 ms (the 10 ms
+    # building a problem is charged 3 us a node: 15 ms on 5,000 nodes, so 100 waiting get 15 + 5 = 20 ms (the 10 ms
     # floor alone was spent before the greedy start began); 10 waiting get their 50 ms share, above it; on 1,000
-    # nodes 3 + 2 = 5 ms is under the 10 ms floor, which holds; 150 ms on 50,000 nodes is over the configured
+    # nodes 3 + 5 = 8 ms is under the 10 ms floor, which holds; 150 ms on 50,000 nodes is over the configured
     # 100 ms, which is kept
-    assert shared_budget(0.1, 100, 0.5, nodes=5000) == pytest.approx(0.017)
+    assert shared_budget(0.1, 100, 0.5, nodes=5000) == pytest.approx(0.02)
     assert shared_budget(0.1, 10, 0.5, nodes=5000) == 0.05
     assert shared_budget(0.1, 100, 0.5, nodes=1000) == 0.01
     assert shared_budget(0.1, 100, 0.5, nodes=50_000) == 0.1

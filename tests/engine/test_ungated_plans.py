@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot, build_snapshot
 from operators.engine.planning.plan import Plan
+from operators.engine.planning.release import PlanPace
 from operators.engine.planning.ungated import (
     backlog_budget,
     index_with_answers,
@@ -132,3 +135,8 @@ def test_appgroups_waiting_together_share_the_planning_time() -> None:
     assert abs(backlog_budget(index, held) - 0.5 / 6) < 1e-12
     held |= {f"{ordered.NAMESPACE}/{name}-0" for name in ("g4", "g5", "g6", "g7", "g8")}
     assert waiting_groups(index, held) == 1 and backlog_budget(index, held) == 0.1
+    # AppGroups that keep arriving: 11 plans in the last 2 s (one 2.5 s ago no longer counts) and g1 waiting share
+    # 0.3 s/s x 2 s, 50 ms each (46 ms if the older one counted)
+    pace = PlanPace()
+    pace.made.extend([97.5, *[99.0] * 11])
+    assert backlog_budget(index, held, pace=pace, now=100.0) == pytest.approx(0.05)

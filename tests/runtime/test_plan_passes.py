@@ -305,6 +305,24 @@ async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.Mon
     assert budgets == [0.1]
 
 
+async def test_a_burst_s_recent_plans_share_its_planning_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """a waits alone, 11 plans were made in the last 2 s and one 2.5 s ago: a gets 0.3 s/s x 2 s over 11 + 1 =
+    50 ms (not 100 ms; 46 ms if the older plan counted), and its plan is counted for the next pass."""
+    budgets: list[float] = []
+    decide = gates.release_by_plan
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        budgets.append(args[7])
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(gates, "release_by_plan", recorded)
+    keeper, _ = keeper_over([node("n1", "za"), topology(5), gated("a-0", "a", "1")], {"a-0": NOW - 2.0})
+    keeper.pace.made.extend([NOW - 2.5, *[NOW - 1.0] * 11])
+    assert await one_pass(keeper, monkeypatch) == {"a-0": "n1"}
+    assert budgets == [pytest.approx(0.05)]
+    assert list(keeper.pace.made) == [NOW - 1.0] * 11 + [NOW]
+
+
 async def test_releases_the_loop_did_not_write_before_it_ended_are_planned_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -36,6 +36,7 @@ AppGroup annotated ``netaware.io/ordered-scheduling: plan``.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -71,9 +72,16 @@ GATHER_SECONDS = 30.0  # a group's first plan waits for its pods to stop arrivin
 VACATE_SECONDS = 0.5  # a rebalancer's replacement waiting for a terminating pod to go: looked at again this soon
 MIN_BUDGET_SECONDS = 0.01  # a plan's budget under the deepest backlog (the configured one when that is less)
 # ... and at least the work of building its problem and this much search: the greedy start with its network costs
-# (0.4 ms of work for 8 pods on 5,000 nodes) and a sweep
-MIN_SEARCH_SECONDS = 0.002
+# (0.4 ms of work for 8 pods on 5,000 nodes) and a sweep or two (the burst's 250 AppGroups of 4-12 pods planned in
+# turn on 5,000 nodes, offline: 0.59 per edge with 2 ms, 0.50 with 5, 0.49 with 10, 0.47 with 85)
+MIN_SEARCH_SECONDS = 0.005
 BACKLOG_SECONDS = 0.5  # the planning time AppGroups waiting together share (each plan's budget: this over them)
+# AppGroups that keep arriving share this much planning a second (work of the reference machine), counted over the
+# plans of the last RATE_SECONDS and those waiting: a share of each pass alone kept the planner busy for as long as
+# they arrived, a core taken from the API server that binds them (the same burst planned in turn: 10.5 CPU s at
+# 100 ms a plan for 0.47 per edge, 2.1 s at 25 ms for 0.49)
+PLAN_DUTY = 0.3
+RATE_SECONDS = 2.0
 IN_PLAN = "InPlan"
 UNPLACEABLE = "Unplaceable"
 AFFINITY_KEY = "metadata.name"
@@ -115,19 +123,38 @@ def awaiting_bind(pod: Pod) -> bool:
     return not pod.node_name and not is_gated(pod) and planned_node(pod) is not None
 
 
-def shared_budget(configured: float, waiting: int, pass_seconds: float, nodes: int = 0) -> float:
+def shared_budget(configured: float, waiting: int, pass_seconds: float, nodes: int = 0, recent: int = 0) -> float:
     """Each plan's budget when ``waiting`` AppGroups wait to be planned: the configured budget, or the planner's
-    ``pass_seconds`` shared among them when that is less, never below :data:`MIN_BUDGET_SECONDS` nor below
-    :data:`MIN_SEARCH_SECONDS` past the work of building the problem on a cluster of ``nodes`` nodes (charged to
-    the budget: a budget under it leaves the greedy start no time for the network costs, and it places the pods by
-    room alone). The planner is anytime (a plan that cannot be proven optimal searches to its budget): at 100 ms
-    each, a burst of 250 AppGroups in 20 s waits 25 s of planning alone, and each plan still starts from the
-    smallest-domain placement and its local optimum, so a shorter budget costs walks, never a plan worse than
-    that. (A floor of 10 ms alone
-    was under the 15 ms a problem on 5,000 nodes is charged: a burst made by 32 clients planned its AppGroups at
-    0.58-0.63 per edge against 0.49 with 8, some pairs above ``maxNetworkCost``.)"""
+    ``pass_seconds`` shared among them when that is less, or less again :data:`PLAN_DUTY` shared among them and the
+    ``recent`` plans made in the last :data:`RATE_SECONDS` (AppGroups that keep arriving: a burst); never below
+    :data:`MIN_BUDGET_SECONDS` nor below :data:`MIN_SEARCH_SECONDS` past the work of building the problem on a
+    cluster of ``nodes`` nodes (charged to the budget: a budget under it leaves the greedy start no time for the
+    network costs, and it places the pods by room alone). The planner is anytime (a plan that cannot be proven
+    optimal searches to its budget): at 100 ms each, a burst of 250 AppGroups in 20 s waits 25 s of planning
+    alone, and each plan still starts from the smallest-domain placement and its local optimum, so a shorter
+    budget costs walks, never a plan worse than that. (A floor of 10 ms alone was under the 15 ms a problem on
+    5,000 nodes is charged: a burst made by 32 clients planned its AppGroups at 0.58-0.63 per edge against 0.49
+    with 8, some pairs above ``maxNetworkCost``.)"""
     share = pass_seconds / max(waiting, 1)
+    if recent:
+        share = min(share, PLAN_DUTY * RATE_SECONDS / (recent + waiting))
     return min(configured, max(share, MIN_BUDGET_SECONDS, MIN_SEARCH_SECONDS + BUILD_WORK * nodes / 1e9))
+
+
+class PlanPace:
+    """When the plans of the last :data:`RATE_SECONDS` were made: the ``recent`` of :func:`shared_budget`."""
+
+    def __init__(self) -> None:
+        self.made: collections.deque[float] = collections.deque()
+
+    def planned(self, now: float) -> None:
+        self.made.append(now)
+
+    def budget(self, configured: float, waiting: int, pass_seconds: float, nodes: int, now: float) -> float:
+        """:func:`shared_budget` with the plans made since ``now`` - :data:`RATE_SECONDS`."""
+        while self.made and self.made[0] <= now - RATE_SECONDS:
+            self.made.popleft()
+        return shared_budget(configured, waiting, pass_seconds, nodes, len(self.made))
 
 
 def release_by_plan(

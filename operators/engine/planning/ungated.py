@@ -19,8 +19,10 @@ with whatever is pending then.
 3. **How long**: a plan is anytime (it searches to its budget), and kube-scheduler waits for it; when AppGroups
    arrive together, each plan's budget is :data:`~operators.engine.planning.release.BACKLOG_SECONDS` shared among
    the AppGroups with a pending pod no plan placed yet (:func:`waiting_groups`,
-   :func:`~operators.engine.planning.release.shared_budget`, as the gated mode shares its pass): 250 AppGroups at
-   100 ms each held kube-scheduler's queue 25 s.
+   :func:`~operators.engine.planning.release.shared_budget`, as the gated mode shares its pass), and less again
+   while AppGroups keep arriving (the plans of the last seconds share a third of a second each second,
+   :class:`~operators.engine.planning.release.PlanPace`): 250 AppGroups at 100 ms each held kube-scheduler's
+   queue 25 s.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
-from operators.engine.planning.release import BACKLOG_SECONDS, shared_budget
+from operators.engine.planning.release import BACKLOG_SECONDS, PlanPace, shared_budget
 from operators.engine.scheduling.index import ClusterIndex
 
 
@@ -74,9 +76,18 @@ def waiting_groups(index: ClusterIndex, held: Container[str]) -> int:
     return sum(1 for name in names if waiting(members.get(name, {})))
 
 
-def backlog_budget(index: ClusterIndex, held: Container[str], configured: float = DEFAULT_BUDGET_SECONDS) -> float:
-    """A plan's budget when :func:`waiting_groups` AppGroups wait (rule 3)."""
-    return shared_budget(configured, waiting_groups(index, held), BACKLOG_SECONDS, len(index.nodes))
+def backlog_budget(
+    index: ClusterIndex,
+    held: Container[str],
+    configured: float = DEFAULT_BUDGET_SECONDS,
+    pace: PlanPace | None = None,
+    now: float = 0.0,
+) -> float:
+    """A plan's budget at ``now`` when :func:`waiting_groups` AppGroups wait, and ``pace`` made its plans (rule 3)."""
+    waiting, nodes = waiting_groups(index, held), len(index.nodes)
+    if pace is None:
+        return shared_budget(configured, waiting, BACKLOG_SECONDS, nodes)
+    return pace.budget(configured, waiting, BACKLOG_SECONDS, nodes, now)
 
 
 def plan_pending(
