@@ -172,8 +172,9 @@ def _components(_ctx: click.Context, _param: click.Parameter, value: str) -> tup
     type=click.IntRange(1, 60_000),
     default=100,
     show_default=True,
-    help=BUDGET_HELP + " When N AppGroups wait to be planned together, each gets at most 500 ms / N (not below "
-    "10 ms), so a burst is planned at the pace it arrives.",
+    help=BUDGET_HELP + " When N AppGroups wait to be planned together, each gets at most 500 ms / N; while they "
+    "keep arriving, the plans of the last 2 s and those waiting share 300 ms a second (not below 10 ms, nor below "
+    "5 ms past building the problem), so a burst is planned at the pace it arrives and leaves the API server its CPU.",
 )
 @accounting_mode_option(
     "nodebandwidth: duplex advertises netaware.io/ingress-bandwidth and netaware.io/egress-bandwidth, each the "
