@@ -39,7 +39,7 @@ from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
-from operators.engine.planning.release import BACKLOG_SECONDS, PlanPace, shared_budget
+from operators.engine.planning.release import BACKLOG_SECONDS, PlanPace
 from operators.engine.scheduling.index import ClusterIndex
 
 
@@ -84,10 +84,7 @@ def backlog_budget(
     now: float = 0.0,
 ) -> float:
     """A plan's budget at ``now`` when :func:`waiting_groups` AppGroups wait, and ``pace`` made its plans (rule 3)."""
-    waiting, nodes = waiting_groups(index, held), len(index.nodes)
-    if pace is None:
-        return shared_budget(configured, waiting, BACKLOG_SECONDS, nodes)
-    return pace.budget(configured, waiting, BACKLOG_SECONDS, nodes, now)
+    return (pace or PlanPace()).budget(configured, waiting_groups(index, held), BACKLOG_SECONDS, len(index.nodes), now)
 
 
 def plan_pending(
