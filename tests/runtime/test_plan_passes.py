@@ -282,9 +282,8 @@ async def test_a_release_in_flight_expires_from_its_answer_not_from_its_plan(mon
     assert [pod.name for pod in held.expire(70.0)] == ["a-0"] and not held.sending(item.pod)
 
 
-async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Budget 100 ms, a pass of 100 ms: a and b waiting together are planned with 50 ms each; a alone with its
-    100 ms (release_by_plan is called with the budget the pass gives it)."""
+def budgets_given(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The budget of every call of release_by_plan from now on (the gate keeper's still decides)."""
     budgets: list[float] = []
     decide = gates.release_by_plan
 
@@ -293,6 +292,13 @@ async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.Mon
         return decide(*args, **kwargs)
 
     monkeypatch.setattr(gates, "release_by_plan", recorded)
+    return budgets
+
+
+async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budget 100 ms, a pass of 100 ms: a and b waiting together are planned with 50 ms each; a alone with its
+    100 ms (release_by_plan is called with the budget the pass gives it)."""
+    budgets = budgets_given(monkeypatch)
     monkeypatch.setattr(gates, "PASS_SECONDS", 0.1)
     objects = [node("n1", "za"), node("n2", "zb"), topology(5), gated("a-0", "a", "1"), gated("b-0", "b", "1")]
     keeper, _ = keeper_over(objects, {"a-0": NOW - 2.0, "b-0": NOW - 1.0})
@@ -308,14 +314,7 @@ async def test_a_backlog_shares_the_pass_among_its_plans(monkeypatch: pytest.Mon
 async def test_a_burst_s_recent_plans_share_its_planning_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """a waits alone, 11 plans were made in the last 2 s and one 2.5 s ago: a gets 0.3 s/s x 2 s over 11 + 1 =
     50 ms (not 100 ms; 46 ms if the older plan counted), and its plan is counted for the next pass."""
-    budgets: list[float] = []
-    decide = gates.release_by_plan
-
-    def recorded(*args: Any, **kwargs: Any) -> Any:
-        budgets.append(args[7])
-        return decide(*args, **kwargs)
-
-    monkeypatch.setattr(gates, "release_by_plan", recorded)
+    budgets = budgets_given(monkeypatch)
     keeper, _ = keeper_over([node("n1", "za"), topology(5), gated("a-0", "a", "1")], {"a-0": NOW - 2.0})
     keeper.pace.made.extend([NOW - 2.5, *[NOW - 1.0] * 11])
     assert await one_pass(keeper, monkeypatch) == {"a-0": "n1"}
