@@ -301,6 +301,7 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     readers["kube-apiserver"] = (lambda: plane.kubectl("get", "--raw", "/metrics").stdout, APISERVER_SERIES)
     counted = {name: metric_counts(*reader) for name, reader in readers.items()}
     before = cpu_seconds(pids)
+    profiling = profile_apiserver(plane, args.profile, f"{process}-r{run}", args.within + 10)
     try:
         began = time.monotonic() + 0.5
         try:
@@ -314,8 +315,12 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     finally:
         watch.close()
     after = cpu_seconds(pids)
+    if profiling is not None:  # its seconds are fixed: it may outlast the run, whose CPU is read at its end
+        profiling.join()
     for name, reader in readers.items():
         print_counts(name, counted[name], metric_counts(*reader))
+    print("  CPU s of every process: " + ", ".join(f"{name} {after[name] - before[name]:.2f}"
+          for name in sorted(after.keys() & before.keys())), file=sys.stderr)  # fmt: skip
     bound = watch.bound_at
     listed = json.loads(plane.kubectl("get", "pods", "-n", namespace, "-l", f"run={run}", "-o", "json").stdout)
     placed = {p["metadata"]["name"] for p in listed["items"] if p["spec"].get("nodeName")}
@@ -334,6 +339,29 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
            for name in ("operator", "extender", "webhook", process, *SHARED) if name in after and name in before},
     }  # fmt: skip
     return figures, list(listed["items"])
+
+
+def profile_apiserver(plane: ControlPlane, folder: str | None, name: str, seconds: float) -> threading.Thread | None:
+    """A thread writing the API server's CPU profile over the next ``seconds`` (its /debug/pprof, the admin
+    reads it) to ``folder``/``name``.pprof, for ``go tool pprof -top``; none without ``folder``."""
+    if folder is None:
+        return None
+    path = pathlib.Path(folder) / f"{name}.pprof"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connect = admin_connections(plane, timeout=seconds + 60)
+
+    def fetch() -> None:
+        connection = connect()
+        try:
+            connection.request("GET", f"/debug/pprof/profile?seconds={int(seconds)}")
+            response = connection.getresponse()
+            path.write_bytes(response.read())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=fetch, daemon=True)
+    thread.start()
+    return thread
 
 
 # what the scheduler of a column did during its run (printed, not recorded): its attempts by result, and where the
@@ -463,7 +491,8 @@ def write_record(args: argparse.Namespace, results: dict[str, list[dict[str, flo
     for name in ("operator", "extender"):
         recorded[f"burst: {name} peak RSS"] = records.figure([memory(pids[name])[0]], "MiB")
     done = {name: len(rows) for name, rows in results.items() if name != BASELINE}
-    parameters = {**vars(args), "appgroups": len(groups), "pods": sum(len(t) for _, t in groups), "runs done": done}
+    given = {key: value for key, value in vars(args).items() if key != "profile"}  # where a diagnostic went
+    parameters = {**given, "appgroups": len(groups), "pods": sum(len(t) for _, t in groups), "runs done": done}
     records.write(args.record, "bench_burst_real", parameters, recorded)
 
 
@@ -494,6 +523,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated")
     parser.add_argument("--record", default=None, help="write the figures as JSON here")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="write the API server's CPU profile of each run here "
+        "(<scheduler>-r<run>.pprof, read with go tool pprof -top)",
+    )
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build-peer.sh")], check=True)
@@ -503,7 +538,9 @@ def main() -> None:
     for start in range(0, args.nodes, NODES_PER_FILE):
         chunks.append(folder / f"nodes-{start}.yaml")
         chunks[-1].write_text(nodes_yaml(min(args.nodes, start + NODES_PER_FILE), start))
-    plane = control_plane.ControlPlane(folder / "plane", node_lease_seconds=args.node_lease_seconds)
+    plane = control_plane.ControlPlane(
+        folder / "plane", node_lease_seconds=args.node_lease_seconds, profiling=args.profile is not None
+    )
     groups = burst(args.variant, args.burst, args.seed)
     stack: peers_stack.Stack | None = None
     plane.start(chunks)
@@ -519,7 +556,15 @@ def main() -> None:
             plane.kubectl(
                 "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": documents})
             )
-        stack = peers_stack.start(plane, folder, PEERS, list(MODES), admitted=ADMITTED)
+        compared = args.columns.split(",")
+        stack = peers_stack.start(
+            plane,
+            folder,
+            PEERS,
+            list(MODES),
+            admitted=ADMITTED,
+            peer_schedulers=[name for name in ("sp-network",) if name in compared],
+        )
         plane.kubectl("apply", "-f", "-", stdin=json.dumps(gate_policy(POLICY)))
         wait_advertised(plane, args.nodes, within=900, every=10)
         time.sleep(10)  # the extender and the schedulers list the cluster; the operator writes the orders

@@ -55,10 +55,11 @@ def start(
     plan_affinity: str = "required",
     plan_window_ms: int = 1000,
     admitted: Sequence[str] | None = None,
+    peer_schedulers: Sequence[str] = ("sp-network", "sp-default"),
 ) -> Stack:
     """Start the stack on ``plane``: the peers' schedulers read :data:`TOPOLOGY` of namespace ``peers``, netaware's
-    of ``netaware`` (the namespaces its webhook admits, unless ``admitted`` names them). The logs go to
-    ``folder``."""
+    of ``netaware`` (the namespaces its webhook admits, unless ``admitted`` names them); of scheduler-plugins'
+    schedulers, those in ``peer_schedulers`` only. The logs go to ``folder``."""
     stack = Stack()
     operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                 "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
@@ -98,11 +99,11 @@ def start(
             "pluginConfig": [{"name": "TopologicalSort", "args": {"namespaces": [peers]}},
                              {"name": "NetworkOverhead", "args": network_args(peers)}],
         }  # fmt: skip
-        (folder / "sp-network.yaml").write_text(json.dumps(plane.scheduler_config([upstream], [])))
-        plane.start_scheduler("sp-network", folder / "sp-network.yaml", binary="scheduler-plugins")
-        default = plane.scheduler_config([{"schedulerName": "sp-default"}], [])
-        (folder / "sp-default.yaml").write_text(json.dumps(default))
-        plane.start_scheduler("sp-default", folder / "sp-default.yaml", binary="scheduler-plugins")
+        default = {"schedulerName": "sp-default"}
+        for name, profile in (("sp-network", upstream), ("sp-default", default)):
+            if name in peer_schedulers:  # one not compared stays off: idle, it still follows every pod and node
+                (folder / f"{name}.yaml").write_text(json.dumps(plane.scheduler_config([profile], [])))
+                plane.start_scheduler(name, folder / f"{name}.yaml", binary="scheduler-plugins")
     except BaseException:
         stack.stop()
         raise

@@ -219,6 +219,7 @@ class ControlPlane:
     # write 500 Leases a second on the two cores the tests share. Longer for benchmarks of many nodes (the node
     # lifecycle controller then waits as long before it calls a node lost).
     node_lease_seconds: int = 40
+    profiling: bool = False  # the API server's /debug/pprof, for a benchmark that profiles it
     rest: Rest | None = field(default=None, init=False, repr=False, compare=False)  # kubectl's reads, in process
 
     @property
@@ -323,6 +324,7 @@ class ControlPlane:
             state.get("host_sysctls", {}),
             [tuple(window) for window in state.get("warmups", [])],
             state.get("node_lease_seconds", 40),
+            state.get("profiling", False),
         )
 
     def _save(self) -> None:
@@ -334,6 +336,7 @@ class ControlPlane:
             "host_sysctls": self.host_sysctls,
             "warmups": self.warmups,
             "node_lease_seconds": self.node_lease_seconds,
+            "profiling": self.profiling,
         }
         self.state_file.write_text(json.dumps(state))
 
@@ -536,7 +539,7 @@ class ControlPlane:
                 "MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota,PodSecurity",
                 "--enable-priority-and-fairness=false",
                 "--event-ttl=30m",
-                "--profiling=false",
+                f"--profiling={str(self.profiling).lower()}",
                 # a loopback advertise address cannot back the kubernetes Service; a real node's address does
                 f"--endpoint-reconciler-type={'lease' if self.real_nodes else 'none'}",
                 f"--audit-policy-file={policy}",
