@@ -526,7 +526,7 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         default=None,
-        help="write the API server's CPU profile of each run here "
+        help="write the API server's CPU profile of each run's first --within seconds and 10 more here "
         "(<scheduler>-r<run>.pprof, read with go tool pprof -top)",
     )
     args = parser.parse_args()
@@ -569,7 +569,7 @@ def main() -> None:
         wait_advertised(plane, args.nodes, within=900, every=10)
         time.sleep(10)  # the extender and the schedulers list the cluster; the operator writes the orders
         creator = Creator(plane)
-        columns = {name: where for name, where in COLUMNS.items() if name in args.columns.split(",")}
+        columns = {name: where for name, where in COLUMNS.items() if name in compared}
         results: dict[str, list[dict[str, float]]] = {name: [] for name in columns}
         reference = [*yaml.safe_load_all((folder / "nodes.yaml").read_text()), topology(PLANNED),
                      *(in_namespace(group, PLANNED) for group, _ in groups)]  # fmt: skip
