@@ -84,11 +84,13 @@ def test_the_smallest_domain_filled_by_scan_is_the_placement_filled_by_passes(
 
 
 def test_the_baseline_placement_is_charged_before_the_greedy_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The smallest domain's placement is made first and counted against the budget: when it spends the whole
-    budget, the greedy start evaluates no network cost (made after the greedy start, it ran past the budget: 0.2-0.3 s
-    of a 1 s budget for 5,000 pods on 50,000 nodes), and no improvement sweep runs."""
+    """On a problem above ``SMALL_PROBLEM`` pod-node pairs, the smallest domain's placement is made first and counted
+    against the budget: when it spends the whole budget, the greedy start evaluates no network cost (made after the
+    greedy start, it ran past the budget: 0.2-0.3 s of a 1 s budget for 5,000 pods on 50,000 nodes), and no
+    improvement sweep runs. (The module's cluster, 4 pods on 5 nodes, counted as large here.)"""
     from operators.engine.planning import baseline
 
+    monkeypatch.setattr(search_module, "SMALL_PROBLEM", 0)
     problem = cluster()
     evaluated: list[int] = []
     costs, placement = Search.node_costs, baseline.smallest_domain
@@ -108,6 +110,40 @@ def test_the_baseline_placement_is_charged_before_the_greedy_start(monkeypatch: 
     assert found.cost.objective == 2  # the baseline's placement (the test above), better than the greedy start's 4
     monkeypatch.setattr(search_module, "smallest_domain", placement)
     assert search_module.search_nodes(problem, seed=0, budget_seconds=0.1).converged  # the budget is ample otherwise
+
+
+def test_on_a_small_problem_the_baseline_placement_is_made_only_when_the_greedy_start_is_not_at_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Up to ``SMALL_PROBLEM`` pod-node pairs the greedy start comes first: at cost 0 it is the plan, and the smallest
+    domain's placement is not made (it was 40 % of the extender's plans of plan-ungated pods); above 0 it is made
+    after the greedy start, and the plan is no worse than it."""
+    from operators.engine.planning import baseline
+
+    calls: list[str] = []
+    placement, greedy = baseline.smallest_domain, Search.greedy
+
+    def recorded_placement(moves: Any) -> Any:
+        calls.append("baseline")
+        return placement(moves)
+
+    def recorded_greedy(self: Search, *args: Any, **kwargs: Any) -> Any:
+        calls.append("greedy")
+        return greedy(self, *args, **kwargs)
+
+    monkeypatch.setattr(search_module, "smallest_domain", recorded_placement)
+    monkeypatch.setattr(Search, "greedy", recorded_greedy)
+    # in the module's cluster no node has room for the group's 4 pods of 1 cpu; with n1's 4 cpus free, the greedy
+    # start puts all four on one node: cost 0
+    roomy = two_regions({"n1": "0", "n2": "3", "n3": "2", "n4": "1", "n5": "2"})
+    found = search_module.search_nodes(roomy, seed=0, budget_seconds=0.1)
+    assert found.cost.objective == 0 and found.baseline is None
+    assert calls == ["greedy"]
+    calls.clear()
+    found = search_module.search_nodes(cluster(), seed=0, budget_seconds=0.1)
+    # the greedy start costs 4 (the first test), the baseline's placement 2 (the second): made, after it
+    assert calls[:2] == ["greedy", "baseline"] and found.baseline is not None and found.baseline.objective == 2
+    assert found.cost.objective <= 2
 
 
 def test_one_node_checked_alone_fits_as_every_node_checked_at_once() -> None:
