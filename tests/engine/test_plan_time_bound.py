@@ -3,17 +3,21 @@ costs (``Search.complete``), on a hand-made cluster."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
+from operators.api import keys
+from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning import search as search_module
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import two_regions
+from tests.support.planning import CONFIG, node, two_regions
+from tests.support.planning import pod as pod_object
 
 
 def cluster() -> Problem:
@@ -146,6 +150,19 @@ def test_on_a_small_problem_the_baseline_placement_is_made_only_when_the_greedy_
     # node holds the four pods and a split costs at least 2, so the plan is 2
     assert calls[:2] == ["greedy", "baseline"] and found.greedy.objective == 2
     assert found.baseline is not None and found.baseline.objective == 2 and found.cost.objective == 2
+    # with a rule between pods (a's two pods on different nodes), the baseline is made first again, whatever the size
+    calls.clear()
+    apart = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {keys.APPGROUP_WORKLOAD_LABEL: "a"}}, "topologyKey": "kubernetes.io/hostname",
+    }]}}  # fmt: skip
+    specs = {"a": {"affinity": apart}, "b": None}
+    objects = [node("n1", "za"), node("n2", "za")]
+    objects += [pod_object(f"{w}-{i}", w, cpu="1", spec=specs[w]) for w in "ab" for i in range(2)]
+    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
+    ruled = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    assert ruled.constraints is not None
+    search_module.search_nodes(ruled, seed=0, budget_seconds=0.1)
+    assert calls[:2] == ["baseline", "greedy"]
 
 
 def test_one_node_checked_alone_fits_as_every_node_checked_at_once() -> None:
