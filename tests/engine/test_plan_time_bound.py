@@ -3,20 +3,18 @@ costs (``Search.complete``), on a hand-made cluster."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from operators.api import keys
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning import search as search_module
 from operators.engine.planning.problem import Problem, build_problem
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, two_regions
+from tests.support.planning import node, pair_problem, two_regions
 from tests.support.planning import pod as pod_object
 
 
@@ -158,8 +156,7 @@ def test_on_a_small_problem_the_baseline_placement_is_made_only_when_the_greedy_
     specs = {"a": {"affinity": apart}, "b": None}
     objects = [node("n1", "za"), node("n2", "za")]
     objects += [pod_object(f"{w}-{i}", w, cpu="1", spec=specs[w]) for w in "ab" for i in range(2)]
-    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
-    ruled = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    ruled = pair_problem(objects)
     assert ruled.constraints is not None
     search_module.search_nodes(ruled, seed=0, budget_seconds=0.1)
     assert calls[:2] == ["baseline", "greedy"]

@@ -92,5 +92,10 @@ def two_regions(load: dict[str, str], *extra: dict[str, Any]) -> Problem:
                user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5},
                              keys.REGION_LABEL: {("r1", "r2"): 40, ("r2", "r1"): 40}}),
                *(pod(f"{w}-{i}", w, cpu="1") for w in "ab" for i in range(2)), *extra]  # fmt: skip
+    return pair_problem(objects)
+
+
+def pair_problem(objects: list[dict[str, Any]]) -> Problem:
+    """The problem of AppGroup ``pair`` (a -> b, maxNetworkCost 30) on ``objects``."""
     group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
     return build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)

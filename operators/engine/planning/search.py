@@ -441,12 +441,12 @@ def search_nodes(
     # the greedy start goes first there and the field's placement is made only when that start is not already at 0
     # (made first, it was 40 % of the extender's answers for plan-ungated pods, asked about one by one); not with
     # rules between pods, where the field's placement may check every node of a level in vain, nodes by pods
+    several = len(problem.pods) > 1  # one pod: its best node, no baseline made
     small = len(problem.pods) * len(problem.nodes) <= SMALL_PROBLEM and problem.constraints is None
-    baseline_first = len(problem.pods) > 1 and not small
-    start, level, domain = smallest_domain(engine) if baseline_first else (None, "", None)
+    start, level, domain = smallest_domain(engine) if several and not small else (None, "", None)
     best, unplaceable = engine.greedy(deadline)
     greedy = engine.objective(best)
-    if small and len(problem.pods) > 1 and greedy.objective > 0:
+    if several and small and greedy.objective > 0:
         start, level, domain = smallest_domain(engine)
     # optimal: no pair to gain, or one pod on its best node (no baseline made)
     if greedy.objective == 0 or start is None or domain is None:
