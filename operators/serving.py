@@ -106,8 +106,18 @@ class BadBody(ValueError):
         self.status = status
 
 
+class ClientGone(web.HTTPException):
+    """The client closed its connection before its body arrived (the API server restarted mid-call): nobody is left
+    to answer, and it is not the server's error. aiohttp writes nothing to the closed connection and logs nothing for
+    an ``HTTPException`` (any other exception would be a 500 with a traceback); the call is not counted as one
+    answered. 499: the status proxies log for a request its client closed."""
+
+    status_code = 499
+
+
 async def read_json_body(request: web.Request, limit: int, oversize_status: int) -> bytes:
-    """The raw body of a JSON request; raises ``BadBody`` for another content type or a body over ``limit``."""
+    """The raw body of a JSON request; raises ``BadBody`` for another content type or a body over ``limit``,
+    ``ClientGone`` when the connection is lost while the body is read."""
     if request.content_type != "application/json":
         raise BadBody(400, f"Content-Type must be application/json, not {request.content_type!r}")
     try:
@@ -117,6 +127,8 @@ async def read_json_body(request: web.Request, limit: int, oversize_status: int)
         raise BadBody(oversize_status, f"the request body is larger than {limit} bytes") from None
     except TimeoutError:
         raise BadBody(408, f"the request body did not arrive within {BODY_TIMEOUT:g} s") from None
+    except ConnectionResetError:
+        raise ClientGone() from None
 
 
 def add_probes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from collections.abc import AsyncIterator
 
@@ -14,6 +15,9 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.snapshot import Snapshot
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app
+from tests.webhooks.conftest import example_view
+from webhooks.configuration import PATH as WEBHOOK_PATH
+from webhooks.server import build_app as webhook_app
 
 IDLE = 3.0  # the idle timeout in these tests (the head's and the body's: 0.5 s)
 HEALTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -99,3 +103,43 @@ async def test_a_head_begun_on_a_kept_connection_must_end_within_the_head_timeou
     assert await read_all(reader, within=5) == b""
     assert asyncio.get_running_loop().time() - started < IDLE - 1  # the head's timeout (0.5 s), not the idle one
     writer.close()
+
+
+@pytest.fixture(params=["extender", "webhook"])
+async def either_server(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[int, str]]:
+    """The port and the POST path of the extender or of the webhook, both reading their bodies through serving."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    stop = asyncio.Event()
+    if request.param == "extender":
+        app, path = build_app(ExtenderState(Snapshot, serving_config())), "/filter"
+    else:
+        app, path = webhook_app(example_view()), WEBHOOK_PATH
+    task = asyncio.create_task(serving.serve_app(app, request.param, path, "127.0.0.1", free, None, stop))
+    await asyncio.sleep(0.2)
+    yield free, path
+    stop.set()
+    await task
+
+
+async def test_a_client_that_goes_away_mid_body_leaves_no_traceback_and_the_server_serves_on(
+    either_server: tuple[int, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server killed while it sends an AdmissionReview (the chaos test): the read fails with the connection
+    lost. Nobody is left to answer, and it is not the server's error: no 500, no traceback in the log."""
+    port, path = either_server
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+                 + b"Content-Length: 100\r\n\r\n{")  # fmt: skip
+    await writer.drain()
+    await asyncio.sleep(0.1)  # the handler is reading the body
+    writer.close()
+    await asyncio.sleep(0.2)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    assert (await answer_on(reader, writer)).startswith(b"HTTP/1.1 200")
+    writer.close()
+    errors = [record for record in caplog.records if record.levelno >= logging.ERROR or record.exc_info]
+    assert errors == [], [record.getMessage() for record in errors]
