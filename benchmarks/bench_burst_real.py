@@ -81,9 +81,11 @@ PEERS = "burst"  # kube-scheduler alone and sp-network: no webhook here
 AWARE, PLANNED, UNGATED, POLICY = "burst-aware", "burst-plan", "burst-ungated", "burst-policy"
 MODES = {AWARE: "true", PLANNED: "plan", UNGATED: "plan-ungated", POLICY: "plan"}  # netaware's namespaces
 ADMITTED = (AWARE, PLANNED, UNGATED)  # ... that its webhook admits; POLICY's pods get the gate from a policy
+# The plans' pods name the scheduler the chart's webhook leaves them (--plan-pods-keep-scheduler): the cluster's own
 COLUMNS = {"kube-scheduler": ("default-scheduler", PEERS), "sp-network": ("sp-network", PEERS),
-           "netaware": ("netaware", AWARE), "netaware-plan": ("netaware", PLANNED),
-           "netaware-plan-ungated": ("netaware", UNGATED), "netaware-plan-policy": ("netaware", POLICY)}  # fmt: skip
+           "netaware": ("netaware", AWARE), "netaware-plan": ("default-scheduler", PLANNED),
+           "netaware-plan-ungated": ("netaware", UNGATED),
+           "netaware-plan-policy": ("default-scheduler", POLICY)}  # fmt: skip
 BASELINE = "baseline (smallest domain)"
 POOL = "bench.netaware.io/pool"
 MAX_COST = 10  # within a region (1-9), not across (20 and more)

@@ -21,7 +21,8 @@ tainted so that only the thesis' pods go there. The same pods, created at once, 
     plugins);
 (e) ``netaware-plan``: (b) with the AppGroups annotated ``netaware.io/ordered-scheduling: plan`` and the
     operator run with ``--appgroup-plans`` (the extender's configuration for the plans): each AppGroup's pods
-    gated at admission, planned as a whole, released to their planned nodes.
+    gated at admission, planned as a whole, released to their planned nodes, and bound there by kube-scheduler
+    (a) itself, the scheduler the chart's webhook leaves them (``--plan-pods-keep-scheduler``).
 
 Scenarios: the thesis' scenario 1 (1,500 pods of 100M in + 100M out on the 200 nodes of 1Gi: 1,000 fit), Online
 Boutique (11 workloads, 3 replicas each), a random dependency DAG (12 workloads, seeded, maxNetworkCost 10, 3
@@ -361,7 +362,7 @@ STEPS = (
     ("sp-default through netaware's webhook (bandwidth of the AppGroup)", UNORDERED, "sp-default", True),
     ("netaware floor (webhook, extender, no gate)", AWARE, "netaware", False),
     ("netaware, AppGroup not ordered (bandwidth, no plan)", UNORDERED, "netaware", True),
-    ("netaware-plan", PLANNED, "netaware", True),
+    ("netaware-plan", PLANNED, "default-scheduler", True),  # as the chart's webhook leaves them (below)
     ("netaware-plan-ungated", UNGATED, "netaware", True),
 )
 
@@ -488,7 +489,7 @@ def main() -> None:
         wait_advertised(plane, len(ZONES) * 4 * 6 + THESIS_NODES + len(family_nodes))
         time.sleep(8)  # the extender and the schedulers list the cluster; the operator writes the orders
         modes = {"kube-scheduler": ("default-scheduler", NAMESPACE), "netaware": ("netaware", AWARE),
-                 "netaware-plan": ("netaware", PLANNED), "netaware-plan-ungated": ("netaware", UNGATED),
+                 "netaware-plan": ("default-scheduler", PLANNED), "netaware-plan-ungated": ("netaware", UNGATED),
                  "sp-network": ("sp-network", NAMESPACE),
                  "sp-default": ("sp-default", NAMESPACE)}  # fmt: skip
         modes = {mode: where for mode, where in modes.items() if mode in args.modes.split(",")}

@@ -62,17 +62,20 @@ async def webhook(
     gate_by_default: bool = False,
     resources: Accounting | None = None,
     scheduler_name: str = "",
+    plans_keep_scheduler: bool = False,
 ) -> AsyncIterator[web.Application]:
     """The mutating webhook's application; with a live source, its AppGroups and Namespaces are watched (and
     Events posted) while inside. ``gate_by_default``: every AppGroup's pods get the topology-order gate unless
     the AppGroup opts out; ``resources``: pods request their bandwidth as that mode's extended resources;
-    ``scheduler_name``: the scheduler AppGroups' pods are sent to."""
+    ``scheduler_name``: the scheduler AppGroups' pods are sent to (but the pods of AppGroups released by plan, with
+    ``plans_keep_scheduler``)."""
     if source.snapshot is not None:
         yield webhook_app(
             ClusterView.from_snapshot(source.snapshot),
             gate_by_default=gate_by_default,
             resources=resources,
             scheduler_name=scheduler_name,
+            plans_keep_scheduler=plans_keep_scheduler,
         )
         return
     view = ClusterView()
@@ -85,6 +88,7 @@ async def webhook(
             resources=resources,
             supervisor=tasks,
             scheduler_name=scheduler_name,
+            plans_keep_scheduler=plans_keep_scheduler,
         )
         view.on_namespace_deleted(app[WEBHOOK_METRICS_KEY].forget_namespace)
         yield app

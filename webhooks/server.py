@@ -52,6 +52,7 @@ NOTIFIER_KEY: web.AppKey[NamespaceNotifier] = web.AppKey("notifier", object)  # 
 GATE_BY_DEFAULT_KEY: web.AppKey[bool] = web.AppKey("gate_by_default", bool)
 RESOURCES_KEY: web.AppKey[Accounting | None] = web.AppKey("bandwidth_resources")
 SCHEDULER_KEY: web.AppKey[str] = web.AppKey("scheduler_name", str)
+PLANS_KEEP_SCHEDULER_KEY: web.AppKey[bool] = web.AppKey("plans_keep_scheduler", bool)
 
 
 @dataclass
@@ -190,9 +191,10 @@ def decide(
     gate_by_default: bool = False,
     resources: Accounting | None = None,
     scheduler_name: str = "",
+    plans_keep_scheduler: bool = False,
 ) -> dict[str, Any]:
     """The AdmissionReview answer (:func:`admit`)."""
-    return admit(review, view, gate_by_default, resources, scheduler_name).answer
+    return admit(review, view, gate_by_default, resources, scheduler_name, plans_keep_scheduler).answer
 
 
 def admit(
@@ -201,13 +203,15 @@ def admit(
     gate_by_default: bool = False,
     resources: Accounting | None = None,
     scheduler_name: str = "",
+    plans_keep_scheduler: bool = False,
 ) -> Admission:
     """The AdmissionReview answer; raises ``ValueError`` for a malformed review (a 400). Problems with the
     namespace's defaults come back as ``warnings`` (kubectl prints them); the pod is still admitted. A pod of an
     AppGroup that asks for ordered scheduling (or of any AppGroup, ``gate_by_default``) gets the topology-order
     scheduling gate. With ``resources`` (the bandwidth guarantee), the pod requests its bandwidth as that
     accounting mode's extended resources. With ``scheduler_name`` (or its AppGroup's annotation), a pod of an
-    AppGroup is sent to that scheduler (:mod:`~operators.engine.admission.scheduler_name`). With ``resources``, a pod
+    AppGroup is sent to that scheduler (:mod:`~operators.engine.admission.scheduler_name`; with
+    ``plans_keep_scheduler``, but for the pods of AppGroups released by plan). With ``resources``, a pod
     that asks for bandwidth (:func:`~webhooks.configuration.asks_for_bandwidth`) is admitted marked
     ``netaware.io/admitted``, which the retry entry's matchCondition reads."""
     if (
@@ -267,7 +271,7 @@ def admit(
         patch += resource_patch(pod, {**annotations, **added}, resources)
     if needs_gate(pod, namespace_name, groups, gate_by_default):
         patch += gate_patch(pod)
-    scheduler = scheduler_choice(pod, owner, scheduler_name)
+    scheduler = scheduler_choice(pod, owner, scheduler_name, plans_keep_scheduler)
     patch += scheduler.patch
     warnings = [*admission.namespace_problems, *([scheduler.conflict] if scheduler.conflict else [])]
     return Admission(
@@ -300,7 +304,14 @@ async def _mutate(request: web.Request) -> web.Response:
     app = request.app
     try:
         review = orjson.loads(body)
-        admitted = admit(review, app[VIEW_KEY], app[GATE_BY_DEFAULT_KEY], app[RESOURCES_KEY], app[SCHEDULER_KEY])
+        admitted = admit(
+            review,
+            app[VIEW_KEY],
+            app[GATE_BY_DEFAULT_KEY],
+            app[RESOURCES_KEY],
+            app[SCHEDULER_KEY],
+            app[PLANS_KEEP_SCHEDULER_KEY],
+        )
     except (ValueError, RecursionError) as error:
         return _bad_request(f"not a valid AdmissionReview: {error}")
     if admitted.namespace_problems:
@@ -320,6 +331,7 @@ def build_app(
     resources: Accounting | None = None,
     supervisor: Supervisor | None = None,
     scheduler_name: str = "",
+    plans_keep_scheduler: bool = False,
 ) -> web.Application:
     """The webhook's application; ``supervisor``: the one its live view's watches run under (its problem is
     ``/healthz``, its restarts are in ``/metrics``); ``scheduler_name``: where AppGroups' pods are sent."""
@@ -330,6 +342,7 @@ def build_app(
     app[GATE_BY_DEFAULT_KEY] = gate_by_default
     app[RESOURCES_KEY] = resources
     app[SCHEDULER_KEY] = scheduler_name
+    app[PLANS_KEEP_SCHEDULER_KEY] = plans_keep_scheduler
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post(PATH, mutate_pods)

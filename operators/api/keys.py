@@ -72,6 +72,8 @@ ORDERED_SCHEDULING_TIMEOUT: Final = "netaware.io/ordered-scheduling-timeout"
 # ordered-scheduling "plan-ungated": never gated; the extender plans the pending pods as a whole when
 # kube-scheduler asks about one of them, and answers with the planned node.
 UNGATED_PLAN: Final = "plan-ungated"
+# ordered-scheduling "plan": gated, planned as a whole by the AppGroup controller, released to the planned nodes.
+GATED_PLAN: Final = "plan"
 # AppGroup annotation: the scheduler the webhook sends its member pods to (those naming the default scheduler or
 # none); "" sends none (the webhook's --scheduler-name, the chart's second scheduler, is the default).
 SCHEDULER_NAME: Final = "netaware.io/scheduler-name"

@@ -183,12 +183,22 @@ def serve_component(
     'An AppGroup\'s annotation netaware.io/scheduler-name overrides it ("": none). Default: none (the chart sets '
     "its second scheduler's name).",
 )
+@click.option(
+    "--plan-pods-keep-scheduler",
+    is_flag=True,
+    help="The pods of AppGroups released by plan (netaware.io/ordered-scheduling: plan) keep the scheduler they "
+    "name instead of getting --scheduler-name: each is released with a required node affinity for its planned "
+    "node, which the cluster's kube-scheduler checks on that node alone, with no call to the extender. An "
+    "AppGroup's annotation netaware.io/scheduler-name still applies. The chart sets it unless "
+    "bandwidth.guarantee is extender or operator.planAffinity is preferred.",
+)
 @filename_option(required=False)
 def webhook_command(
     flags: ServingFlags,
     ordered_scheduling_default: bool,
     bandwidth_resources: str,
     scheduler_name: str,
+    plan_pods_keep_scheduler: bool,
     filenames: tuple[str, ...],
 ) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
@@ -207,7 +217,9 @@ def webhook_command(
     serve_component(
         flags,
         filenames,
-        lambda source: compose.webhook(source, ordered_scheduling_default, resources, scheduler_name.strip()),
+        lambda source: compose.webhook(
+            source, ordered_scheduling_default, resources, scheduler_name.strip(), plan_pods_keep_scheduler
+        ),
         serve,
     )
 

@@ -41,14 +41,13 @@ from operators.controllers.metrics import REGISTRY
 from operators.controllers.pass_writes import STRAND_CHECK_SECONDS, Evictions, StrandChecks, Writes
 from operators.controllers.plan_events import PlanAnnouncer, warn_timeout
 from operators.controllers.releases import RETRY_SECONDS, Placed, Releases
-from operators.engine.cluster.appgroups import by_name, pod_appgroup, workload_namespaces
+from operators.engine.cluster.appgroups import by_name, plans_by_whole_group, pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import (
     BACKLOG_SECONDS,
     PlanPace,
     awaiting_bind,
-    plans_by_whole_group,
     provisional,
     release_by_plan,
     stranded,

@@ -1,8 +1,9 @@
 """Releases by whole-group plans on the real control plane: `netaware webhook` gates the pods of an AppGroup
 annotated ``netaware.io/ordered-scheduling: plan``, `netaware run --appgroup-plans` (the chart's operator
 ServiceAccount) plans them as a whole and releases each with its planned node as a required node affinity, and
-the real kube-scheduler binds every pod where the plan says; a replica added by a scale-up is planned against
-the placed ones."""
+the real kube-scheduler binds every pod where the plan says (the pods keep naming it: `--plan-pods-keep-scheduler`,
+as the chart runs the webhook beside its second scheduler); a replica added by a scale-up is planned against the
+placed ones."""
 
 from __future__ import annotations
 
@@ -127,6 +128,8 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
     port, configuration, webhook, operator = gating_components(
         chart_rbac, host_tls, HOOK, NAMESPACE, "--appgroup-plans", "--plan-config", str(config)
     )
+    # as the chart runs it with its second scheduler: that scheduler (none runs here) is not the plans' one
+    webhook += ["--scheduler-name", "netaware-absent", "--plan-pods-keep-scheduler"]
     with running(operator, tmp_path / "operator.log") as run, running(webhook, tmp_path / "webhook.log") as hooked:
         eventually(lambda: "running appgroup" in run.text(), 60, "the operator running")
         wait_for_port(port, process=hooked)
@@ -154,6 +157,7 @@ def test_an_appgroup_released_by_plan_lands_where_the_plan_says(
         for pod in placed:
             annotations = pod["metadata"].get("annotations") or {}
             assert annotations.get(PLANNED) == pod["spec"]["nodeName"], pod["metadata"]["name"]
+            assert pod["spec"]["schedulerName"] == "default-scheduler"  # bound by the cluster's kube-scheduler
         # 5 pods of 1 cpu on nodes of 8. Alone the network would put the chain on one node (cost 0); kube-scheduler's
         # default spread (its ReplicaSets select the replicas) prefers each Deployment's replicas on nodes apart, a
         # pair on one node weighing as much as a pair across two nodes of a zone: one zone, web and api split

@@ -450,4 +450,10 @@ def test_the_second_scheduler_gets_the_appgroups_pods_through_the_webhook(helm: 
     assert not any(a.startswith("--scheduler-name") for a in webhook_args())  # no second scheduler: no rule
     off = webhook_args(*VARIANTS["second-scheduler"], "--set", "secondScheduler.appGroupPods=false")
     assert not any(a.startswith("--scheduler-name") for a in off)
+    # the pods of plans keep their scheduler, unless only the extender would check bandwidth or hold the plan
+    keep = "--plan-pods-keep-scheduler"
+    assert keep in webhook_args(*VARIANTS["second-scheduler"])
+    assert keep not in off
+    for value in ("secondScheduler.planPods=true", "bandwidth.guarantee=extender", "operator.planAffinity=preferred"):
+        assert keep not in webhook_args(*VARIANTS["second-scheduler"], "--set", value), value
     assert "The webhook sets it on every AppGroup's pods" in notes(helm, *VARIANTS["second-scheduler"])

@@ -37,13 +37,15 @@ def pod(scheduler: str | None, group: str | None = "shop") -> dict[str, Any]:
             "spec": spec}  # fmt: skip
 
 
-def admitted(body: dict[str, Any], default: str, annotations: dict[str, str] | None = None) -> tuple[str, Admission]:
+def admitted(
+    body: dict[str, Any], default: str, annotations: dict[str, str] | None = None, plans_keep_scheduler: bool = False
+) -> tuple[str, Admission]:
     """The pod's spec.schedulerName as the API server stores it after the webhook's patch, and the admission."""
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
               "request": {"uid": "u", "kind": {"kind": "Pod"}, "namespace": "default", "operation": "CREATE",
                           "object": body}}  # fmt: skip
     cluster = ClusterView.from_snapshot(build_snapshot([appgroup(annotations)]))
-    result = admit(review, cluster, scheduler_name=default)
+    result = admit(review, cluster, scheduler_name=default, plans_keep_scheduler=plans_keep_scheduler)
     response = result.answer["response"]
     assert response["allowed"]
     patch = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
@@ -94,3 +96,27 @@ def test_the_event_names_the_appgroup_once_per_message() -> None:
         ("AppGroup", "default", "shop", "SchedulerNotNetaware", "kept"),
         ("AppGroup", "default", "shop", "SchedulerNotNetaware", "kept another"),
     ]
+
+
+PLANNED = {"netaware.io/ordered-scheduling": "plan"}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "keep", "expected"),
+    [
+        # --plan-pods-keep-scheduler: a pod of an AppGroup released by plan is bound by the scheduler it names
+        (PLANNED, True, ""),  # (no patch: the pod keeps naming none, the API server's default-scheduler)
+        ({"netaware.io/ordered-scheduling": " Plan "}, True, ""),  # read as the controller reads it
+        (PLANNED, False, OURS),  # without the flag: netaware's scheduler, as before
+        ({"netaware.io/ordered-scheduling": "true"}, True, OURS),  # dependencies first: netaware's scores needed
+        ({"netaware.io/ordered-scheduling": "plan-ungated"}, True, OURS),  # the extender plans these
+        ({**PLANNED, "netaware.io/scheduler-name": "team-scheduler"}, True, "team-scheduler"),  # the AppGroup's own
+        ({**PLANNED, "netaware.io/scheduler-name": OURS}, True, OURS),  # ... also when it names netaware's
+    ],
+)
+def test_the_pods_of_a_plan_keep_their_scheduler_with_the_flag(
+    annotations: dict[str, str], keep: bool, expected: str
+) -> None:
+    scheduler, result = admitted(pod(None), OURS, annotations, plans_keep_scheduler=keep)
+    assert scheduler == expected
+    assert result.appgroup is None and not result.answer["response"].get("warnings")

@@ -13,6 +13,16 @@ of an AppGroup:
 3. A pod that names another scheduler is left alone — someone chose it — and the answer says so
    (:attr:`SchedulerChoice.conflict`: a warning to the client, an Event on the AppGroup), because none of
    netaware's scheduling applies to it.
+4. With ``plans_keep_scheduler`` (the webhook's ``--plan-pods-keep-scheduler``), a pod of an AppGroup released by
+   plan (``ordered-scheduling: plan``) whose AppGroup names no scheduler in its annotation keeps the one it names:
+   the cluster's kube-scheduler binds it. Each such pod is released with a required node affinity for its planned
+   node, so the scheduler only checks that node, and with its own filters: netaware's scheduler would also call
+   the extender for it, a round trip per pod in kube-scheduler's one scheduling loop that, for the 33 pods of
+   Online Boutique released together, made up the whole gap between the plans' pace and the webhook's bound
+   (measured: 0.85x of the bound with netaware's scheduler, 1.03x without its extender). The chart sets it
+   unless only the extender would check bandwidth (``bandwidth.guarantee: extender``) or keep the plan
+   (``operator.planAffinity: preferred``). A pod the plan releases without a place (a timeout, a pod no node
+   holds) is then placed by that scheduler without netaware's network scores.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from typing import Any
 
 from operators.api import keys
 from operators.api.appgroup import AppGroup
+from operators.engine.cluster.appgroups import plans_by_whole_group
 
 
 @dataclass(frozen=True)
@@ -36,9 +47,14 @@ def wanted_scheduler(group: AppGroup, default: str) -> str:
     return annotations[keys.SCHEDULER_NAME].strip() if keys.SCHEDULER_NAME in annotations else default
 
 
-def scheduler_choice(pod: dict[str, Any], group: AppGroup | None, default: str) -> SchedulerChoice:
-    """Rules 2 and 3 for ``pod`` (as admitted) of ``group`` (None: not an AppGroup's pod, nothing to do)."""
+def scheduler_choice(
+    pod: dict[str, Any], group: AppGroup | None, default: str, plans_keep_scheduler: bool = False
+) -> SchedulerChoice:
+    """Rules 2 to 4 for ``pod`` (as admitted) of ``group`` (None: not an AppGroup's pod, nothing to do)."""
     if group is None or not (wanted := wanted_scheduler(group, default)):
+        return SchedulerChoice()
+    named = keys.SCHEDULER_NAME in (group.metadata.annotations or {})
+    if plans_keep_scheduler and plans_by_whole_group(group) and not named:
         return SchedulerChoice()
     spec = pod.get("spec")
     current = spec.get("schedulerName") if isinstance(spec, dict) else None

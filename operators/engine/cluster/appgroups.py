@@ -17,6 +17,11 @@ def ordered_scheduling(group: AppGroup | None) -> str:
     return annotations.get(keys.ORDERED_SCHEDULING, "").strip().lower()
 
 
+def plans_by_whole_group(group: AppGroup | None) -> bool:
+    """Whether ``group`` asked for releases by plan (``netaware.io/ordered-scheduling: plan``)."""
+    return ordered_scheduling(group) == keys.GATED_PLAN
+
+
 def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
     """The namespaces an AppGroup's pods may live in, sorted."""
     own = group.metadata.namespace

@@ -46,7 +46,6 @@ import jsonpatch
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
-from operators.engine.cluster.appgroups import ordered_scheduling
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -64,7 +63,6 @@ from operators.engine.status.gates import (
     without_order,
 )
 
-PLAN_MODE = "plan"
 BATCH_SECONDS = 0.1  # a group's first plan: once none of its gated pods arrived for this long (default)
 SETTLE_SECONDS = 0.05  # ... or once every workload has a pod and none arrived for this long
 FOLLOW_SECONDS = 0.01  # once some of the group is placed, later pods are planned this soon after they arrive
@@ -107,11 +105,6 @@ class ReleaseDecision:
     release: tuple[PlannedRelease, ...] = ()
     plan: Plan | None = None  # the plan made now (None: none made)
     next_deadline: float | None = None  # when to look again (seconds since the epoch)
-
-
-def plans_by_whole_group(group: AppGroup | None) -> bool:
-    """Whether ``group`` asked for releases by plan (``netaware.io/ordered-scheduling: plan``)."""
-    return ordered_scheduling(group) == PLAN_MODE
 
 
 def planned_node(pod: Pod) -> str | None:
