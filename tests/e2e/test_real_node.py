@@ -531,8 +531,9 @@ def test_every_component_serves_what_the_dashboard_and_the_alerts_read(real: Any
 
 def test_the_first_hour_page(real: Any) -> None:
     """docs/first-hour.md's commands of steps 4-6, run as they are, in order, on the chart the fixture installed
-    with the page's own flags: a plain Deployment-based AppGroup placed by plan through the second scheduler,
-    without a schedulerName written anywhere, and `netaware explain appgroup` on it."""
+    with the page's own flags: a plain Deployment-based AppGroup placed by plan (its pods bound by the cluster's
+    kube-scheduler, the chart's secondScheduler.planPods false), without a schedulerName written anywhere, and
+    `netaware explain appgroup` on it."""
     page = (ROOT / "docs" / "first-hour.md").read_text()
     blocks = re.findall(r"<!-- first-hour: (run|install) -->\n```sh\n(.*?)```", page, re.S)
     install = "".join(text for kind, text in blocks if kind == "install")
@@ -555,8 +556,8 @@ def test_the_first_hour_page(real: Any) -> None:
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         shop = pods(real, "default", "appgroup.diktyo.x-k8s.io=shop")
         assert len(shop) == 5
-        for pod in shop:  # sent to the second scheduler by the webhook, released to the node its plan gave it
-            assert pod["spec"]["schedulerName"] == "network-aware-scheduler"
+        for pod in shop:  # a plan's pods keep the cluster's kube-scheduler, released to the node their plan gave them
+            assert pod["spec"]["schedulerName"] == "default-scheduler"
             assert pod["spec"]["nodeName"] == pod["metadata"]["annotations"]["netaware.io/planned-node"]
         assert "True" in done.stdout  # the AppGroup is Ready
         for workload in ("web", "api", "db"):
