@@ -23,17 +23,19 @@ AppGroup after AppGroup over ``--within`` seconds, and scheduled by:
 and, as a column with no binding, the smallest-domain baseline (what Kueue's TAS, Volcano and Koordinator do)
 placing the same AppGroups in the same order on the same empty cluster, each seeing the ones before it.
 
-Figures per column, min / median / max over ``--runs`` (the columns' order rotates from run to run): pods/s
-(bound / seconds from the first creation to the last binding), pods left pending, p50 and p99 creation ->
-binding (per pod: its creation answered -> a watch sees it bound), the mean over dependency edges of an edge's
-network cost (the mean over its placed pod pairs, NetworkOverhead's cost rules, as ``netaware explain appgroup``
-computes it) and the share of pod pairs within ``maxNetworkCost``, and the CPU seconds of netaware's operator,
-extender and webhook, of the scheduler that bound the pods and of what every column loads (the API server, etcd,
-KWOK) during the run; at the end, the operator's and the extender's peak RSS. After each run it also prints (not
-in the record) what the column's scheduler did, from its metrics: its attempts by result, and the mean seconds of
-its scheduling algorithm (filters, the extender's calls, scores) and of each extension point; and what the API
-server did: its requests by verb and resource with their mean seconds, its webhook calls' mean seconds, the watch
-events it sent (the API server is what a burst on two cores waits for: every column's requests queue in it).
+Figures per column, min / median / max over ``--runs`` (the columns' order rotates from run to run): pods/s (bound /
+seconds from the first creation to the last binding), pods left pending, p50 and p99 creation -> binding (per pod:
+its creation answered -> a watch sees it bound) and its two parts after the AppGroup's last pod was created (to the
+watch's seeing the pod without gates: its plan and release; then to its binding), the Lease writes the run met
+(KWOK's heartbeats: :func:`main`'s ``--node-lease-seconds``), the mean over dependency edges of an edge's network
+cost (the mean over its placed pod pairs, NetworkOverhead's cost rules, as ``netaware explain appgroup`` computes
+it) and the share of pod pairs within ``maxNetworkCost``, and the CPU seconds of netaware's operator, extender and
+webhook, of the scheduler that bound the pods and of what every column loads (the API server, etcd, KWOK) during the
+run; at the end, the operator's and the extender's peak RSS. After each run it also prints (not in the record) what
+the column's scheduler did, from its metrics: its attempts by result, and the mean seconds of its scheduling
+algorithm (filters, the extender's calls, scores) and of each extension point; and what the API server did: its
+requests by verb and resource with their mean seconds, its webhook calls' mean seconds, the watch events it sent
+(the API server is what a burst on two cores waits for: every column's requests queue in it).
 """
 
 from __future__ import annotations
@@ -319,8 +321,13 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     after = cpu_seconds(pids)
     if profiling is not None:  # its seconds are fixed: it may outlast the run, whose CPU is read at its end
         profiling.join()
-    for name, reader in readers.items():
-        print_counts(name, counted[name], metric_counts(*reader))
+    ended = {name: metric_counts(*reader) for name, reader in readers.items()}
+    for name in readers:
+        print_counts(name, counted[name], ended[name])
+    # KWOK renews its nodes' Leases together (created together): thousands of writes a run that meets them
+    # carries and another does not (--node-lease-seconds); counted, so that a figure can be read with it
+    lease_key = "apiserver_request_total{PUT,leases,}"
+    leases = ended["kube-apiserver"].get(lease_key, 0.0) - counted["kube-apiserver"].get(lease_key, 0.0)
     print("  CPU s of every process: " + ", ".join(f"{name} {after[name] - before[name]:.2f}"
           for name in sorted(after.keys() & before.keys())), file=sys.stderr)  # fmt: skip
     bound = watch.bound_at
@@ -329,6 +336,22 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     first = min(created.values())
     seconds = max(bound.values()) - first if bound else 0.0
     waits = [bound[name] - created[name] for name in bound if name in created]
+    # where a pod's wait went: until its AppGroup's last pod was created (a whole-group plan waits for it), then
+    # until a watch saw it without gates (the plan and its release; at once for ungated columns), then its binding
+    group_complete = {pod["metadata"]["name"]: max(created[p["metadata"]["name"]] for p in batch)
+                      for batch in batches for pod in batch}  # fmt: skip
+    ungated = watch.ungated_at
+    released = [max(ungated[name] - group_complete[name], 0.0) for name in bound if name in ungated]
+    binding = [max(bound[name] - ungated[name], 0.0) for name in bound if name in ungated]
+    if args.timeline:  # each pod's times, on the wall clock the components' logs are written by
+        wall = time.time() - time.monotonic()
+        times = {name: {"created": at + wall, "group complete": group_complete[name] + wall,
+                        "released": ungated[name] + wall if name in ungated else None,
+                        "bound": bound[name] + wall if name in bound else None}
+                 for name, at in created.items()}  # fmt: skip
+        path = pathlib.Path(args.timeline) / f"{process}-r{run}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(times))
     figures = {
         "pods/s": len(bound) / seconds if seconds > 0 else 0.0,
         "pending": float(count - len(placed)),  # as listed at the end
@@ -336,7 +359,12 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
         "watch restarts": float(watch.restarts),  # pods bound while it was listed again count from the listing
         "p50 creation to binding s": statistics.median(waits) if waits else float("nan"),
         "p99 creation to binding s": percentile(waits, 0.99),
+        "p50 group complete to release s": statistics.median(released) if released else float("nan"),
+        "p99 group complete to release s": percentile(released, 0.99),
+        "p50 release to binding s": statistics.median(binding) if binding else float("nan"),
+        "p99 release to binding s": percentile(binding, 0.99),
         "creation s (the burst, open loop)": max(created.values()) - first,
+        "Lease writes during the run": leases,
         **{f"CPU s {name}": after[name] - before[name]
            for name in ("operator", "extender", "webhook", process, *SHARED) if name in after and name in before},
     }  # fmt: skip
@@ -493,7 +521,8 @@ def write_record(args: argparse.Namespace, results: dict[str, list[dict[str, flo
     for name in ("operator", "extender"):
         recorded[f"burst: {name} peak RSS"] = records.figure([memory(pids[name])[0]], "MiB")
     done = {name: len(rows) for name, rows in results.items() if name != BASELINE}
-    given = {key: value for key, value in vars(args).items() if key != "profile"}  # where a diagnostic went
+    diagnostics = ("profile", "timeline")  # where a diagnostic went: not a parameter of the figures
+    given = {key: value for key, value in vars(args).items() if key not in diagnostics}
     parameters = {**given, "appgroups": len(groups), "pods": sum(len(t) for _, t in groups), "runs done": done}
     records.write(args.record, "bench_burst_real", parameters, recorded)
 
@@ -518,9 +547,12 @@ def main() -> None:
     parser.add_argument(
         "--node-lease-seconds",
         type=int,
-        default=600,
+        default=7200,
         help="the KWOK nodes' Lease duration (renewed every quarter of it; 40 s as a kubelet would "
-        "is 500 Lease writes a second from 5,000 nodes, on the two cores of the burst)",
+        "is 500 Lease writes a second from 5,000 nodes, on the two cores of the burst). The nodes, created "
+        "together, renew together: at 600 s every 150 s, about 2,000 writes within the run that met them "
+        "(a column's API server 6 s of CPU busier than the one before it); at 7,200 s none within the first "
+        "30 minutes, which three runs of three columns take",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated")
@@ -530,6 +562,12 @@ def main() -> None:
         default=None,
         help="write the API server's CPU profile of each run's first --within seconds and 10 more here "
         "(<scheduler>-r<run>.pprof, read with go tool pprof -top)",
+    )
+    parser.add_argument(
+        "--timeline",
+        default=None,
+        help="write each pod's creation, its AppGroup's last creation, its release and its binding (wall-clock "
+        "seconds) here, a JSON file a run (<scheduler>-r<run>.json), to read beside the components' logs",
     )
     args = parser.parse_args()
     subprocess.run(["bash", str(ROOT / "hack" / "control-plane" / "build.sh")], check=True, stdout=subprocess.DEVNULL)

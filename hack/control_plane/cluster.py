@@ -546,6 +546,9 @@ class ControlPlane:
                 f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json",
                 "--audit-log-maxsize=0",
+                # a watcher too slow to take its events holds every other watcher's back, then is closed: logged
+                # (with its selectors), so that a run can tell whose watch lagged
+                "--vmodule=cache_watcher=1",
             ],
         )
         self._wait(self._apiserver_ready, "kube-apiserver", 90)

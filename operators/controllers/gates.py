@@ -219,7 +219,9 @@ class GateKeeper:
             PLANS.observe(time.perf_counter() - started)
             self.made.append((group, decision.plan))
             self.pace.planned(now)
-            self.announcer.log(group, decision.plan)
+            keys_ = [(item.pod.namespace, item.pod.name) for item in decision.release]
+            seen = [self.arrived[key] for key in keys_ if key in self.arrived]
+            self.announcer.log(group, decision.plan, self.clock() - max(seen) if seen else None)
         deadline = decision.next_deadline
         if group is not None:
             self.checking.append((group, members))  # checked against the bound pods once the pass's view is closed

@@ -55,10 +55,13 @@ class PlanAnnouncer:
                 PLAN_COST.remove(*key, kind)
 
     @staticmethod
-    def log(group: AppGroup, plan: Plan) -> None:
+    def log(group: AppGroup, plan: Plan, since_last: float | None = None) -> None:
         """The plan's line in the log, written when it is made: before the releases it sends, so that a reader
-        (or a test) who sees a planned pod bound finds the plan already logged. The Event waits for the releases."""
-        logger.info("AppGroup %s/%s: %s", group.metadata.namespace, group.metadata.name, plan_message(plan))
+        (or a test) who sees a planned pod bound finds the plan already logged. The Event waits for the releases.
+        ``since_last``: seconds since the controller saw the last of the pods planned (the settle time and any
+        backlog: what a pod waited here before its plan)."""
+        lag = f" ({since_last:.2f} s after its last pod was seen)" if since_last is not None else ""
+        logger.info("AppGroup %s/%s: %s%s", group.metadata.namespace, group.metadata.name, plan_message(plan), lag)
 
     async def announce_all(self, api: Any, writing: asyncio.Semaphore, made: list[tuple[AppGroup, Plan]]) -> None:
         """:meth:`announce` each plan made, at once (as many as ``writing`` lets through). One after the other at the

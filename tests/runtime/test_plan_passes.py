@@ -119,6 +119,8 @@ async def test_a_plans_log_line_is_written_before_any_of_its_releases_is_sent(
     await asyncio.gather(*keeper.writes.tasks)
     assert len(logged_at_send) == 1  # a-0's one release
     assert len(logged_at_send[0]) == 1 and "AppGroup default/a: 1 pod(s) planned in " in logged_at_send[0][0]
+    # and how long after its last pod arrived (a-0, 1 s before the pass's clock): the settle and any backlog
+    assert logged_at_send[0][0].endswith(" (1.00 s after its last pod was seen)")
 
 
 def released(name: str, group: str, on: str, cpu: str) -> dict[str, Any]:
