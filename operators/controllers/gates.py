@@ -219,9 +219,8 @@ class GateKeeper:
             PLANS.observe(time.perf_counter() - started)
             self.made.append((group, decision.plan))
             self.pace.planned(now)
-            keys_ = [(item.pod.namespace, item.pod.name) for item in decision.release]
-            seen = [self.arrived[key] for key in keys_ if key in self.arrived]
-            self.announcer.log(group, decision.plan, self.clock() - max(seen) if seen else None)
+            last = max((self.arrived.get((i.pod.namespace, i.pod.name), 0.0) for i in decision.release), default=0.0)
+            self.announcer.log(group, decision.plan, self.clock() - last if last else None)
         deadline = decision.next_deadline
         if group is not None:
             self.checking.append((group, members))  # checked against the bound pods once the pass's view is closed

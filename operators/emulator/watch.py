@@ -47,6 +47,8 @@ async def stream(
         written = store.next_write()  # before reading the history: a write from now on completes it
         horizon = store.last_rv  # every event of this resource up to here is in the history read below
         for event in _since(store.history.get(key, ()), last):
+            if store.watch_epoch != epoch:  # dropped: nothing more goes out on it, as on a closed connection
+                return
             last = event.rv
             namespace = event.obj.get("metadata", {}).get("namespace")
             if request.namespace is not None and namespace != request.namespace:

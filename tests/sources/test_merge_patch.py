@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from operators.emulator.patching import merge_patch
@@ -27,6 +27,9 @@ def test_by_hand() -> None:
     assert merge_patch_between({"a": 1}, {"a": 1}) == {}
 
 
+# no deadline: under the whole suite's load it failed once and its example passed when run again (Hypothesis keeps
+# failing examples and replays them first), the 200 ms per example being the only timing in it
+@settings(deadline=None)
 @given(old=documents, new=documents)
 def test_applied_to_the_old_status_it_gives_the_new(old: dict[str, Any], new: dict[str, Any]) -> None:
     assert merge_patch(old, merge_patch_between(old, new)) == new
