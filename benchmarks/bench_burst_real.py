@@ -338,8 +338,10 @@ def run_column(plane: ControlPlane, creator: Creator, scheduler: str, namespace:
     waits = [bound[name] - created[name] for name in bound if name in created]
     # where a pod's wait went: until its AppGroup's last pod was created (a whole-group plan waits for it), then
     # until a watch saw it without gates (the plan and its release; at once for ungated columns), then its binding
-    group_complete = {pod["metadata"]["name"]: max(created[p["metadata"]["name"]] for p in batch)
-                      for batch in batches for pod in batch}  # fmt: skip
+    group_complete = {}
+    for batch in batches:
+        names = [pod["metadata"]["name"] for pod in batch]
+        group_complete.update(dict.fromkeys(names, max(created[name] for name in names)))
     ungated = watch.ungated_at
     released = [max(ungated[name] - group_complete[name], 0.0) for name in bound if name in ungated]
     binding = [max(bound[name] - ungated[name], 0.0) for name in bound if name in ungated]
@@ -550,9 +552,8 @@ def main() -> None:
         default=7200,
         help="the KWOK nodes' Lease duration (renewed every quarter of it; 40 s as a kubelet would "
         "is 500 Lease writes a second from 5,000 nodes, on the two cores of the burst). The nodes, created "
-        "together, renew together: at 600 s every 150 s, about 2,000 writes within the run that met them "
-        "(a column's API server 6 s of CPU busier than the one before it); at 7,200 s none within the first "
-        "30 minutes, which three runs of three columns take",
+        "together, renew together: at 600 s every 150 s, 800-2,100 writes within whichever run met them; at "
+        "7,200 s none within the first 30 minutes, which three runs of three columns take",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated")
