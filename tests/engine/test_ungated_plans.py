@@ -19,6 +19,7 @@ from operators.engine.planning.ungated import (
     index_with_answers,
     plan_pending,
     plans_ungated,
+    ungated_names,
     waiting_groups,
 )
 from operators.engine.scheduling.index import ClusterIndex
@@ -140,3 +141,16 @@ def test_appgroups_waiting_together_share_the_planning_time() -> None:
     pace = PlanPace()
     pace.made.extend([97.5, *[99.0] * 11])
     assert backlog_budget(index, held, pace=pace, now=100.0) == pytest.approx(0.05)
+
+
+def test_the_plan_ungated_names_are_kept_per_appgroups_tuple_and_found_again_for_a_new_one() -> None:
+    """g1 and g2 plan-ungated, p gated: {g1, g2}, the same set for the same tuple (a live cache's snapshots share
+    it while no AppGroup changes). g2 annotated ``plan`` in a new tuple: {g1} (a kept set served for any tuple of
+    the same length, or of an equal first AppGroup, would still say {g1, g2})."""
+    groups = (ungated({"a": []}, name="g1"), ungated({"a": []}, name="g2"), ungated({"a": []}, "plan", "p"))
+    first = ungated_names(groups)
+    assert first == {"g1", "g2"}
+    assert ungated_names(groups) is first
+    changed = (groups[0], ungated({"a": []}, "plan", "g2"), groups[2])
+    assert ungated_names(changed) == {"g1"}
+    assert ungated_names(groups) == {"g1", "g2"}

@@ -41,6 +41,10 @@ from operators.engine.planning.layout import layout_at
 from operators.engine.planning.plan import DEFAULT_BUDGET_SECONDS, Plan, plan_appgroup
 from operators.engine.planning.release import BACKLOG_SECONDS, PlanPace
 from operators.engine.scheduling.index import ClusterIndex
+from operators.memo import remember
+
+_UNGATED: dict[int, tuple[tuple[AppGroup, ...], frozenset[str]]] = {}  # id of a tuple -> (it, the names)
+_UNGATED_KEPT = 8
 
 
 def plans_ungated(group: AppGroup | None) -> bool:
@@ -64,10 +68,22 @@ def answered_pods(index: ClusterIndex, answered: Mapping[str, tuple[str, str]], 
     return out
 
 
+def ungated_names(groups: tuple[AppGroup, ...]) -> frozenset[str]:
+    """The names of the plan-ungated AppGroups of ``groups``, kept per tuple (with the tuple: its id cannot be
+    reused while held). A live cache's snapshots share the AppGroups' tuple while no AppGroup's spec or annotations
+    change; found again for every plan, they were a sixth of the extender's plans ahead in a 5,000-node burst with
+    1,250 AppGroups in the cluster."""
+    held = _UNGATED.get(id(groups))
+    if held is not None and held[0] is groups:
+        return held[1]
+    found = frozenset(group.metadata.name for group in groups if plans_ungated(group))
+    return remember(_UNGATED, id(groups), (groups, found), _UNGATED_KEPT)[1]
+
+
 def waiting_groups(index: ClusterIndex, held: Container[str]) -> int:
     """The plan-ungated AppGroup names with a pending member whose key is not in ``held`` (the pods a plan placed
     or answered for): each waits for a plan of its own."""
-    names = {group.metadata.name for group in index.app_groups.values() if plans_ungated(group)}
+    names = ungated_names(index.snapshot.app_groups)
     members = index.appgroup_pods
 
     def waiting(pods: Mapping[str, Pod]) -> bool:
