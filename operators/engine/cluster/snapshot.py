@@ -38,7 +38,7 @@ from operators.engine.cluster.objects import (
     StatefulSet,
 )
 from operators.engine.cluster.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
-from operators.memo import remember
+from operators.memo import per_object, remember
 
 # Old API groups of the diktyo CRDs (docs/design/contracts.md); read with a warning.
 _LEGACY_API_VERSIONS = {
@@ -105,11 +105,7 @@ class Snapshot:
         cache's snapshots share the AppGroups' tuple while no AppGroup changes (every pod event makes a snapshot):
         the index of a tuple is kept (with the tuple: its id cannot be reused while held) for the next snapshot that
         holds it."""
-        held = _BY_NAME.get(id(self.app_groups))
-        if held is not None and held[0] is self.app_groups:
-            return held[1]
-        found = by_name(self.app_groups)
-        return remember(_BY_NAME, id(self.app_groups), (self.app_groups, found), _BY_NAME_KEPT)[1]
+        return per_object(_BY_NAME, self.app_groups, _BY_NAME_KEPT, by_name, self.app_groups)
 
     @functools.cached_property
     def nodes_by_zone(self) -> Mapping[str, tuple[Node, ...]]:
@@ -164,7 +160,7 @@ class Snapshot:
         return self.pods_by_appgroup.get((namespace, name), ())
 
 
-_BY_NAME: dict[int, tuple[tuple[AppGroup, ...], Mapping[str, tuple[AppGroup, ...]]]] = {}
+_BY_NAME: dict[int, tuple[object, Mapping[str, tuple[AppGroup, ...]]]] = {}
 _BY_NAME_KEPT = 4  # a process's caches (the webhook's, the extender's) each hold one set of AppGroups at a time
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from operators.api.errors import FieldError
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
-from operators.memo import remember
+from operators.memo import per_object
 
 CLAIM, EPHEMERAL, DISK = "claim", "ephemeral", "disk"
 
@@ -29,13 +29,10 @@ class PodVolume:
 
 def pod_volumes(pod: Pod) -> tuple[PodVolume, ...]:
     """The pod's volumes (kept per pod object). Raises ``FieldError``."""
-    held = _VOLUMES.get(id(pod.raw))
-    if held is not None and held[0] is pod.raw:
-        return held[1]
-    return remember(_VOLUMES, id(pod.raw), (pod.raw, _parse(pod)), _VOLUMES_KEPT)[1]
+    return per_object(_VOLUMES, pod.raw, _VOLUMES_KEPT, _parse, pod)
 
 
-_VOLUMES: dict[int, tuple[Mapping[str, Any], tuple[PodVolume, ...]]] = {}
+_VOLUMES: dict[int, tuple[object, tuple[PodVolume, ...]]] = {}
 _VOLUMES_KEPT = 50_000
 
 
@@ -111,9 +108,10 @@ def volumes_of(pod: Pod) -> tuple[PodVolume, ...]:
 
 def used_claims(snapshot: Snapshot) -> Mapping[tuple[str, str], frozenset[str]]:
     """(namespace, claim) -> the keys of the placed pods that use it (kept per snapshot)."""
-    held = _USED.get(id(snapshot))
-    if held is not None and held[0] is snapshot:
-        return held[1]
+    return per_object(_USED, snapshot, 4, _used_claims, snapshot)
+
+
+def _used_claims(snapshot: Snapshot) -> Mapping[tuple[str, str], frozenset[str]]:
     used: dict[tuple[str, str], set[str]] = {}
     for pods in snapshot.pods_by_node.values():
         for pod in pods:
@@ -121,8 +119,7 @@ def used_claims(snapshot: Snapshot) -> Mapping[tuple[str, str], frozenset[str]]:
                 for volume in volumes_of(pod):
                     if volume.kind == CLAIM:
                         used.setdefault((pod.namespace, volume.claim), set()).add(pod.key)
-    frozen = {claim: frozenset(keys) for claim, keys in used.items()}
-    return remember(_USED, id(snapshot), (snapshot, frozen), 4)[1]
+    return {claim: frozenset(keys) for claim, keys in used.items()}
 
 
-_USED: dict[int, tuple[Snapshot, Mapping[tuple[str, str], frozenset[str]]]] = {}
+_USED: dict[int, tuple[object, Mapping[tuple[str, str], frozenset[str]]]] = {}

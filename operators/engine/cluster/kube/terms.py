@@ -26,7 +26,7 @@ from typing import Any
 from operators.api.errors import FieldError, join_path
 from operators.api.selectors import NOTHING, Requirement, Selector, from_label_selector
 from operators.engine.cluster.objects import Pod
-from operators.memo import remember
+from operators.memo import per_object
 
 HOSTNAME = "kubernetes.io/hostname"
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
@@ -104,14 +104,10 @@ class SchedulingSpec:
 
 def scheduling_spec(pod: Pod) -> SchedulingSpec:
     """The pod's :class:`SchedulingSpec` (kept per pod object: replicas share their parsed parts)."""
-    key = id(pod.raw)
-    held = _SPECS.get(key)
-    if held is not None and held[0] is pod.raw:
-        return held[1]
-    return remember(_SPECS, key, (pod.raw, _parse(pod)), _SPECS_KEPT)[1]
+    return per_object(_SPECS, pod.raw, _SPECS_KEPT, _parse, pod)
 
 
-_SPECS: dict[int, tuple[Mapping[str, Any], SchedulingSpec]] = {}
+_SPECS: dict[int, tuple[object, SchedulingSpec]] = {}
 _SPECS_KEPT = 50_000
 
 
