@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,12 +19,11 @@ from operators.api import keys
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.plan import Plan, describe
-from operators.engine.planning.problem import build_problem
 from operators.engine.planning.release import stranded
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, placed, plan_of, pod, topology
+from tests.support.planning import CONFIG, group_problem, node, placed, plan_of, pod, topology
 
 WORKLOAD = keys.APPGROUP_WORKLOAD_LABEL
 
@@ -217,9 +215,7 @@ def _random_case(seed: int) -> tuple[list[dict[str, Any]], dict[str, list[str]]]
 
 def _best_by_enumeration(objects: list[dict[str, Any]], graph: dict[str, list[str]]) -> int | None:
     """The least objective over every assignment of the pending pods to nodes that holds (``violations``)."""
-    group = ordered.appgroup("pair", graph)
-    snapshot = replace(build_snapshot(objects), app_groups=(group,))
-    problem = build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+    problem = group_problem(objects, ordered.appgroup("pair", graph))
     engine = Search(problem)
     costs = []
     for choice in itertools.product(range(len(problem.nodes)), repeat=len(problem.pods)):
@@ -340,8 +336,7 @@ def test_what_a_pod_adds_to_the_spread_penalty_is_the_penalty_it_changes() -> No
                                preferred(rng.choice("abc")), {}])  # fmt: skip
             objects += [pod(f"{workload}-{i}", workload, spec=spec) for i in range(rng.randint(1, 2))]
         group = scenarios.appgroup("pair", {"a": ["b"], "b": [], "c": []})
-        problem = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group,
-                                CONFIG)  # fmt: skip
+        problem = group_problem(objects, group)
         rules = problem.constraints
         if rules is None:
             continue

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.packing import PackingBound, packable, packed_start, packing_bound
-from operators.engine.planning.problem import Problem, build_problem
+from operators.engine.planning.problem import Problem
 from operators.engine.planning.search import UNPLACED_PENALTY as UNPLACED
-from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, plan_of, pod, topology
+from tests.support.planning import group_problem, node, plan_of, pod, topology
 
 pytest.importorskip("highspy")
 GRAPH = {"a": ["b"], "b": []}
@@ -32,8 +29,7 @@ def objects(*extra: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def problem_of(items: list[dict[str, Any]]) -> Problem:
-    group = ordered.appgroup("pair", GRAPH)
-    return build_problem(ClusterIndex.build(replace(build_snapshot(items), app_groups=(group,))), group, CONFIG)
+    return group_problem(items, ordered.appgroup("pair", GRAPH))
 
 
 def test_the_bound_is_the_cheaper_of_one_zone_and_two_derived_by_hand() -> None:
@@ -75,7 +71,7 @@ def test_the_bound_is_never_above_the_proven_optimum_and_often_meets_it() -> Non
     for seed in range(30):
         items, graph = tight(seed)
         group = ordered.appgroup("pair", graph, max_cost=100)  # no pair above it: the objective is the cost
-        problem = build_problem(ClusterIndex.build(replace(build_snapshot(items), app_groups=(group,))), group, CONFIG)
+        problem = group_problem(items, group)
         found = packing_bound(problem, 10)
         optimum = exact.solve(problem, 30)
         if found is None or not optimum.optimal or optimum.objective is None or optimum.objective >= UNPLACED:

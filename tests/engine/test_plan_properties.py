@@ -6,7 +6,6 @@ seed and budget give the same plan."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,15 +13,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from operators.api import keys
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.baseline import smallest_domain
 from operators.engine.planning.bound import lower_bound
 from operators.engine.planning.moves import PlacedCost
-from operators.engine.planning.problem import Problem, build_problem
+from operators.engine.planning.problem import Problem
 from operators.engine.planning.search import Search, search
-from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, pod, user_defined
+from tests.support.planning import group_problem, node, pod, user_defined
 
 REGIONS, ZONES, NODES_PER_ZONE = 2, 4, 3
 
@@ -45,8 +42,7 @@ def instance(seed: int, bound: int = 0) -> Problem:
             on = f"n{rng.randrange(ZONES)}-{rng.randrange(NODES_PER_ZONE)}" if replica < bound else ""
             objects.append(pod(f"{workload}-{replica}", workload, on, cpu=rng.choice(("250m", "500m", "1"))))
     group = ordered.appgroup("pair", graph, max_cost=30)
-    snapshot = replace(build_snapshot(objects), app_groups=(group,))
-    return build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+    return group_problem(objects, group)
 
 
 def topology(rng: random.Random) -> dict[str, Any]:
@@ -114,7 +110,7 @@ def test_a_pair_costs_from_its_source_to_its_target(back_from_zc: int) -> None:
     objects = [node("n1", "za"), node("n2", "zb"), node("n3", "zc"), nt, pod("a-0", "a", on="n1", cpu="4"),
                pod("b-0", "b", cpu="1")]  # fmt: skip
     group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
-    problem = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    problem = group_problem(objects, group)
     planned = search(problem, 0, budget_seconds=0.02)
     assert [problem.nodes[int(at)] for at in planned.assignment] == ["n2"]
     assert planned.cost.cost == 3
@@ -132,7 +128,7 @@ def test_a_group_planned_in_parts_stays_in_its_zone() -> None:
     objects = [*nodes, user_defined({keys.ZONE_LABEL: {("za", "zb"): 5, ("zb", "za"): 5}}),
                pod("a-0", "a", on="n1", cpu="4"), *(pod(f"b-{i}", "b", cpu="1") for i in range(4))]  # fmt: skip
     group = ordered.appgroup("pair", {"a": ["c"], "b": ["c"], "c": []}, max_cost=30)
-    problem = build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    problem = group_problem(objects, group)
     planned = search(problem, 0, budget_seconds=0.02)
     assert sorted(problem.nodes[int(at)] for at in planned.assignment) == ["n2", "n2", "n2", "n3"]
 

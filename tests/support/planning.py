@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from operators.api import keys
+from operators.api.appgroup import AppGroup
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.plan import Plan, plan_appgroup
 from operators.engine.planning.problem import Problem, build_problem
@@ -75,8 +76,17 @@ def pod(name: str, workload: str, on: str = "", cpu: str = "100m", group: str = 
 
 def plan_of(objects: list[dict[str, Any]], graph: dict[str, list[str]], max_cost: int = 10, **kwargs: Any) -> Plan:
     group = ordered.appgroup("pair", graph, max_cost=max_cost)
-    snapshot = replace(build_snapshot(objects), app_groups=(group,))
-    return plan_appgroup(ClusterIndex.build(snapshot), group, CONFIG, **kwargs)
+    return plan_appgroup(group_index(objects, group), group, CONFIG, **kwargs)
+
+
+def group_index(objects: list[dict[str, Any]], group: AppGroup) -> ClusterIndex:
+    """The index of ``objects`` with ``group`` the cluster's only AppGroup."""
+    return ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,)))
+
+
+def group_problem(objects: list[dict[str, Any]], group: AppGroup) -> Problem:
+    """The plan problem of ``group`` on ``objects`` (:func:`group_index`)."""
+    return build_problem(group_index(objects, group), group, CONFIG)
 
 
 def placed(plan: Plan) -> dict[str, str]:
@@ -97,5 +107,4 @@ def two_regions(load: dict[str, str], *extra: dict[str, Any]) -> Problem:
 
 def pair_problem(objects: list[dict[str, Any]]) -> Problem:
     """The problem of AppGroup ``pair`` (a -> b, maxNetworkCost 30) on ``objects``."""
-    group = ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30)
-    return build_problem(ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,))), group, CONFIG)
+    return group_problem(objects, ordered.appgroup("pair", {"a": ["b"], "b": []}, max_cost=30))
