@@ -11,12 +11,10 @@ from typing import Any
 import pytest
 
 from operators.api.config.scheduler import DefaultSpread
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.scheduling.explain import unavailable
-from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, placed, plan_of, pod, topology
+from tests.support.planning import CONFIG, group_index, node, placed, plan_of, pod, topology
 
 
 def claimed(name: str, workload: str, claim: str) -> dict[str, Any]:
@@ -40,7 +38,7 @@ def storage(on: str) -> list[dict[str, Any]]:
 
 def decide(objects: list[dict[str, Any]], name: str) -> tuple[str | None, dict[str, dict[str, str]], str]:
     group = ordered.appgroup("pair", {"db": []})
-    index = ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,)))
+    index = group_index(objects, group)
     target = next(p for p in index.snapshot.pods if p.name == name)
     result = schedule(target, index, CONFIG)
     return result.selected, result.filters, unavailable(result)
@@ -89,7 +87,7 @@ def test_a_default_spread_counts_the_pods_a_service_selects() -> None:
     cluster = [node("n1", "za"), node("n2", "za"), topology(5), web("web-0", "n1"), web("web-1", "n1"), web("web-2")]
     for objects, refused in (([*cluster, service], True), (cluster, False)):
         group = ordered.appgroup("pair", {"web": []})
-        index = ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,)))
+        index = group_index(objects, group)
         target = next(p for p in index.snapshot.pods if p.name == "web-2")
         verdict = schedule(target, index, config).filters["n1"]["PodTopologySpread"]
         assert (verdict == "node(s) didn't match pod topology spread constraints") is refused, verdict
@@ -121,7 +119,7 @@ def test_kube_schedulers_soft_rules_are_scored_with_its_weights(plugin: str, spe
 
     objects = [node("n1", "za"), node("n2", "za"), topology(5), web("web-0", "n1"), web("web-1", extra=spec)]
     group = ordered.appgroup("pair", {"web": []})
-    index = ClusterIndex.build(replace(build_snapshot(objects), app_groups=(group,)))
+    index = group_index(objects, group)
     target = next(p for p in index.snapshot.pods if p.name == "web-1")
     result = schedule(target, index, CONFIG)
     assert {name: scores[plugin] for name, scores in result.raw.items()} == raw

@@ -16,7 +16,7 @@ from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import Search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, plan_of, pod, topology
+from tests.support.planning import group_problem, node, plan_of, pod, topology
 
 GRAPH = {"a": ["b"], "b": []}
 
@@ -45,9 +45,7 @@ def objects(cpus: tuple[str, str, str], pods: int) -> list[dict[str, Any]]:
 def test_the_smallest_domain_that_holds_the_group_tightest_first(
     cpus: tuple[str, str, str], pods: int, level: str, where: dict[str, int]
 ) -> None:
-    group = ordered.appgroup("pair", GRAPH)
-    snapshot = replace(build_snapshot(objects(cpus, pods)), app_groups=(group,))
-    problem = build_problem(ClusterIndex.build(snapshot), group, CONFIG)
+    problem = group_problem(objects(cpus, pods), ordered.appgroup("pair", GRAPH))
     state, found, _ = smallest_domain(Search(problem))
     assert found == level
     assert Counter(problem.nodes[n] for n in state.node.tolist()) == where

@@ -4,17 +4,15 @@ index are the plans of two fresh ones."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.planning.plan import plan_appgroup
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, pod, topology
+from tests.support.planning import CONFIG, group_index, node, pod, topology
 
 
 def objects() -> list[dict[str, Any]]:
@@ -27,7 +25,7 @@ def objects() -> list[dict[str, Any]]:
 
 def index() -> ClusterIndex:
     group = ordered.appgroup("pair", {"a": ["b"], "b": []})
-    return ClusterIndex.build(replace(build_snapshot(objects()), app_groups=(group,)))
+    return group_index(objects(), group)
 
 
 def test_the_headroom_is_allocatable_less_requests_per_node() -> None:

@@ -17,12 +17,10 @@ from operators.engine.cluster.bandwidth import capacity_or_problem
 from operators.engine.cluster.kube import terms
 from operators.engine.cluster.objects import Node, Pod
 from operators.engine.cluster.snapshot import build_snapshot
-from operators.engine.planning.problem import build_problem
 from operators.engine.planning.search import Search
 from operators.engine.planning.ungated import index_with_answers, plan_pending
-from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, node, placed, plan_of, pod, topology
+from tests.support.planning import CONFIG, group_problem, node, placed, plan_of, pod, topology
 
 
 def test_one_pod_goes_to_its_cheapest_node_without_a_local_search() -> None:
@@ -45,8 +43,7 @@ def test_two_pods_still_get_the_local_search() -> None:
 def test_the_greedy_order_holds_only_workloads_with_pods_to_place() -> None:
     group = ordered.appgroup("pair", {"a": ["b"], "b": ["c"], "c": []})
     objects = [node("n1", "za"), topology(5), pod("a-0", "a", on="n1"), pod("b-0", "b"), pod("c-0", "c")]
-    snapshot = replace(build_snapshot(objects), app_groups=(group,))
-    engine = Search(build_problem(ClusterIndex.build(snapshot), group, CONFIG))
+    engine = Search(group_problem(objects, group))
     order = engine.greedy_order(engine.empty())
     assert [engine.problem.workloads[w] for w in order] == ["b", "c"]  # b first: tied to the bound a-0
 

@@ -27,7 +27,7 @@ from operators.engine.planning.search import search
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import schedule
 from operators.engine.simulation import ordered
-from tests.support.planning import CONFIG, NAMESPACE, node, placed, plan_of, pod, topology
+from tests.support.planning import CONFIG, NAMESPACE, group_problem, node, placed, plan_of, pod, topology
 
 
 def test_a_dependent_joins_what_it_depends_on_where_it_can() -> None:
@@ -75,9 +75,7 @@ def test_the_solver_free_bound_counts_the_pairs_no_plan_can_keep_together() -> N
     zone, cost 1."""
     square = [node("n1", "za", pods="2"), node("n2", "za", pods="2"), topology(5)]
     pending = [pod("a-0", "a"), pod("a-1", "a"), pod("b-0", "b"), pod("b-1", "b")]
-    group = ordered.appgroup("pair", {"a": ["b"], "b": []})
-    snapshot = replace(build_snapshot([*square, *pending]), app_groups=(group,))
-    assert lower_bound(build_problem(ClusterIndex.build(snapshot), group, CONFIG)) == 2.0
+    assert lower_bound(group_problem([*square, *pending], ordered.appgroup("pair", {"a": ["b"], "b": []}))) == 2.0
     plan = plan_of([*square, *pending], {"a": ["b"], "b": []}, bound=True)
     assert (plan.cost.cost, plan.reference and plan.reference.bound, plan.ratio) == (2, 2.0, 1.0)
     roomy = [node("n1", "za"), node("n2", "za"), topology(5)]  # 110 pods each: all four together, no bound
