@@ -556,6 +556,11 @@ def main() -> None:
         "7,200 s none within the first 30 minutes, which three runs of three columns take",
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--place-at-admission",
+        action="store_true",
+        help="netaware-plan-ungated's pods placed as they are created (the extender's placement webhook)",
+    )
     parser.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated")
     parser.add_argument("--record", default=None, help="write the figures as JSON here")
     parser.add_argument(
@@ -605,6 +610,7 @@ def main() -> None:
             list(MODES),
             admitted=ADMITTED,
             peer_schedulers=[name for name in ("sp-network",) if name in compared],
+            placed_at_admission=[UNGATED] if args.place_at_admission else [],
         )
         plane.kubectl("apply", "-f", "-", stdin=json.dumps(gate_policy(POLICY)))
         wait_advertised(plane, args.nodes, within=900, every=10)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from benchmarks.support import loopback_tls, tls_flags
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
 from hack.control_plane.ports import free_port
+from operators.api import keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPOLOGY = "net-topology-test"  # the NetworkTopology every column reads, one per namespace
@@ -47,6 +50,41 @@ class Stack:
             process.wait(timeout=30)
 
 
+def placement_webhook(port: int, ca_data: str, namespaces: Sequence[str]) -> dict[str, Any]:
+    """The extender's placement webhook for the AppGroup members of ``namespaces``, as the chart registers it (named
+    after netaware's main webhook: the API server calls configurations in name order)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "netaware-placement"},
+        "webhooks": [{
+            "name": "placement.netaware.io",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 5,
+            "reinvocationPolicy": "Never",
+            "clientConfig": {"url": f"https://127.0.0.1:{port}/place-pods", "caBundle": ca_data},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]},
+            "objectSelector": {"matchExpressions": [{"key": keys.APPGROUP_LABEL, "operator": "Exists"}]},
+        }],
+    }  # fmt: skip
+
+
+def wait_listening(port: int, log: pathlib.Path, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the extender did not listen within {within:.0f} s (see {log})") from None
+            time.sleep(0.3)
+
+
 def start(
     plane: ControlPlane,
     folder: pathlib.Path,
@@ -56,10 +94,12 @@ def start(
     plan_window_ms: int = 1000,
     admitted: Sequence[str] | None = None,
     peer_schedulers: Sequence[str] = ("sp-network", "sp-default"),
+    placed_at_admission: Sequence[str] = (),
 ) -> Stack:
     """Start the stack on ``plane``: the peers' schedulers read :data:`TOPOLOGY` of namespace ``peers``, netaware's
     of ``netaware`` (the namespaces its webhook admits, unless ``admitted`` names them); of scheduler-plugins'
-    schedulers, those in ``peer_schedulers`` only. The logs go to ``folder``."""
+    schedulers, those in ``peer_schedulers`` only; the pods of plan-ungated AppGroups in ``placed_at_admission``
+    placed by the extender's placement webhook. The logs go to ``folder``."""
     stack = Stack()
     operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                 "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
@@ -76,6 +116,7 @@ def start(
     port = stack.extender_port = free_port()
     extender = ["extender", "--listen-address", "127.0.0.1", "--port", str(port)]
     extender += ["--config", str(folder / "netaware-config.yaml"), *tls_flags(folder)]
+    extender += ["--place-at-admission"] if placed_at_admission else []
     try:
         for command in (operator, extender):
             stack.processes.append(subprocess.Popen(
@@ -84,6 +125,9 @@ def start(
             ))  # fmt: skip
         admits = netaware if admitted is None else admitted
         stack.processes.append(start_webhook(plane, folder, ca_data, *admits))  # bandwidth resources, gates
+        if placed_at_admission:
+            wait_listening(port, folder / "extender.log")
+            plane.kubectl("apply", "-f", "-", stdin=json.dumps(placement_webhook(port, ca_data, placed_at_admission)))
         names = ("operator", "extender", "webhook")
         stack.pids.update({name: process.pid for name, process in zip(names, stack.processes, strict=True)})
         entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")

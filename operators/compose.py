@@ -26,6 +26,7 @@ from operators.agent.live import Agent, AgentMetrics, AgentOptions, agent_kinds
 from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.snapshot import Snapshot
+from operators.extender.admission import AdmittedPods
 from operators.extender.ahead import PlansAhead
 from operators.extender.answers import ExtenderState
 from operators.extender.live import KINDS as LIVE_INDEX_KINDS
@@ -96,7 +97,7 @@ async def webhook(
 
 @contextlib.asynccontextmanager
 async def extender(
-    source: ClusterSource, config: SchedulerConfig, nominate_from_nodes: int = 0
+    source: ClusterSource, config: SchedulerConfig, nominate_from_nodes: int = 0, place_at_admission: bool = False
 ) -> AsyncIterator[web.Application]:
     """The scheduler extender's application; with a live source, the kinds its plugins read are watched, and the
     pods of plan-ungated plans nominated to their planned nodes on clusters of ``nominate_from_nodes`` nodes or
@@ -111,6 +112,9 @@ async def extender(
     index = in_background(lambda stop: tasks.run("extender-index", lambda: live.follow(stop), stop.is_set))
     async with following(source, cache.follow, tasks) as api, index:
         state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current, live=live)
+        if place_at_admission:  # before the application: it serves the placement webhook only then
+            state.follower.admitted = AdmittedPods()
+            cache.subscribe(state.follower.admitted.on_changes)
         app = extender_app(state, PodNotifier(api), supervisor=tasks)
         app[LIVE_KEY] = live
         async with contextlib.AsyncExitStack() as nominating:

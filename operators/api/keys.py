@@ -84,6 +84,9 @@ PLANNED_NODE: Final = "netaware.io/planned-node"
 # An AppGroup the descheduler's rebalancer is moving (plan mode only): the layout its replacements follow until a
 # time, and the moves made (JSON; written by the rebalancer, read by the plan's release and `explain appgroup`).
 REBALANCE: Final = "netaware.io/rebalance"
+# A pod of a plan-ungated AppGroup placed when it was created (the extender's placement webhook): a token of that
+# admission, by which the extender finds the pod it counted on its node before the pod had a name.
+PLACED_AT_ADMISSION: Final = "netaware.io/placed-at-admission"
 
 # A pod admitted through the webhook's entry for pods that ask for bandwidth: its retry entry (called only when the
 # first one failed, kube-apiserver never retries a webhook) skips pods that carry it (webhooks/configuration.py).

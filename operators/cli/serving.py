@@ -237,8 +237,20 @@ def webhook_command(
     "and kube-scheduler has not asked about yet into its status.nominatedNodeName: kube-scheduler then tries that "
     "node alone before scanning every node (0: never). Needs patch on pods/status.",
 )
+@click.option(
+    "--place-at-admission/--no-place-at-admission",
+    default=False,
+    show_default=True,
+    help="Serve POST /place-pods, a mutating webhook that plans each pod of a plan-ungated AppGroup as it is "
+    "created and pins it to its planned node (a required node affinity on metadata.name): kube-scheduler then "
+    "filters that node alone.",
+)
 def extender_command(
-    flags: ServingFlags, config_path: str | None, filenames: tuple[str, ...], nominate_from_nodes: int
+    flags: ServingFlags,
+    config_path: str | None,
+    filenames: tuple[str, ...],
+    nominate_from_nodes: int,
+    place_at_admission: bool,
 ) -> None:
     """Serve the kube-scheduler extender (POST /filter, POST /prioritize).
 
@@ -249,7 +261,12 @@ def extender_command(
     from operators.extender.server import serve
 
     config = load_scheduler_config(config_path)
-    serve_component(flags, filenames, lambda source: compose.extender(source, config, nominate_from_nodes), serve)
+    serve_component(
+        flags,
+        filenames,
+        lambda source: compose.extender(source, config, nominate_from_nodes, place_at_admission),
+        serve,
+    )
 
 
 @click.command("demo")

@@ -55,6 +55,8 @@ class PlansAhead:
             pod = change.new
             if change.kind != PODS.name or change.old is not None or not isinstance(pod, Pod) or pod.node_name:
                 continue
+            if keys.PLACED_AT_ADMISSION in pod.annotations:  # its node is in its spec already
+                continue
             if name := pod.labels.get(keys.APPGROUP_LABEL):
                 first = self.waiting.get((pod.namespace, name), (now, now, pod))[0]
                 self.waiting[(pod.namespace, name)] = (first, now, pod)

@@ -34,6 +34,7 @@ from operators.engine.planning.release import PlanPace
 from operators.engine.planning.ungated import answered_pods, backlog_budget, plan_pending, plans_ungated
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
+from operators.extender.admission import AdmittedPods
 from operators.sources.live_index import Provisional
 
 logger = logging.getLogger("netaware.extender")
@@ -43,6 +44,8 @@ ANSWERED_SECONDS = 60.0
 # placed: they only take memory; the passes of plans ahead drop those of the AppGroups they plan, every pass).
 SWEEP_SECONDS = 1.0
 KEPT = 10_000  # answers and planned nodes held at most (pods of AppGroups deleted meanwhile are never asked about)
+# A plan at admission holds the pods' creation (the API server waits for the webhook): at most this long
+ADMISSION_BUDGET_SECONDS = 0.02
 ON_PLAN, OFF_PLAN, UNPLACEABLE = "on-plan", "off-plan", "unplaceable"
 
 
@@ -96,6 +99,7 @@ class PlanFollower:
     nominate_from_nodes: int = 0
     swept: float = -math.inf  # when the answers and plans of bound or gone pods were last dropped (:meth:`_forget`)
     pace: PlanPace = field(default_factory=PlanPace)  # when the plans of the last while were made (their budgets)
+    admitted: AdmittedPods | None = None  # the pods placed at admission (:mod:`operators.extender.admission`)
 
     def group_of(self, pod: Pod, cluster: Snapshot) -> AppGroup | None:
         """The plan-ungated AppGroup of a pending ``pod`` (None: answered as any pod)."""
@@ -119,6 +123,9 @@ class PlanFollower:
         on; ``candidates``: kube-scheduler's nodes for it); None when the plan places it nowhere."""
         now = self.clock()
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
+        pinned = pod.annotations.get(keys.PLANNED_NODE) if pod.annotations.get(keys.PLACED_AT_ADMISSION) else None
+        if pinned and pinned in candidates:  # placed at admission: its node is in its spec, no plan to make
+            return pinned
         view = provisional()
         try:  # nothing awaited until closed: no cache change lands in the view
             if now - self.swept >= SWEEP_SECONDS:  # a sweep costs every pod held: not once per pod asked about
@@ -136,6 +143,36 @@ class PlanFollower:
             return None
         self.answered[pod.key] = (node, reference, now)
         return node
+
+    def place_admitted(
+        self, pods: Sequence[Pod], group: AppGroup, provisional: Callable[[], Provisional], config: SchedulerConfig
+    ) -> dict[str, str]:
+        """The nodes planned for ``pods`` of ``group`` as they are admitted, in one plan (with the pods held and
+        admitted before them placed); those it places nowhere left out. Pod key -> node."""
+        now = self.clock()
+        view = provisional()
+        try:
+            held = answered_pods(view.index, self._held(None), None)
+            index = view.place([*held, *self._unseen(), *(pod.on_node("") for pod in pods)])
+            started = time.perf_counter()
+            budget = backlog_budget(index, self.planned.keys() | self.answered.keys(), pace=self.pace, now=now)
+            budget = min(budget, ADMISSION_BUDGET_SECONDS)
+            plan = plan_pending(index, group, config, now, budget_seconds=budget)
+            self.pace.planned(now)
+            seconds = time.perf_counter() - started
+        finally:
+            view.close()
+        if self.metrics is not None:
+            self.metrics.plans.observe(seconds)
+        admitted = {pod.key for pod in pods}
+        places = {planned.pod: planned.node for planned in plan.pods if planned.pod in admitted}
+        for _ in range(len(admitted) - len(places)):
+            self.count(UNPLACEABLE)
+        logger.info(
+            "AppGroup %s/%s: %d pod(s) placed at admission in %.0f ms (budget %.0f ms), network cost %d",
+            group.metadata.namespace, group.metadata.name, len(places), seconds * 1e3, budget * 1e3, plan.cost.cost,
+        )  # fmt: skip
+        return places
 
     def plan_ahead(
         self,
@@ -159,7 +196,7 @@ class PlanFollower:
             due = [(at, group) for at, group in enumerate(groups) if not self._in_plans(pending[at])]
             if not due:
                 return 0, len(groups)
-            index = view.place(answered_pods(cache, self._held(None), None))
+            index = view.place([*answered_pods(cache, self._held(None), None), *self._unseen()])
             planned = 0
             for count, (at, group) in enumerate(due):
                 if count and time.perf_counter() >= until:
@@ -183,7 +220,13 @@ class PlanFollower:
         until the new nomination lands, and refuse others there."""
         held = {key: (node, of.rpartition("/")[2]) for key, (node, of) in self.planned.items() if of != reference}
         held.update({key: (node, of.rpartition("/")[2]) for key, (node, of, _) in self.answered.items()})
+        if self.admitted is not None:
+            held.update(self.admitted.pinned)
         return held
+
+    def _unseen(self) -> list[Pod]:
+        """The pods placed at admission that the cache does not hold yet, on their nodes."""
+        return self.admitted.unseen_pods() if self.admitted is not None else []
 
     def _plan(
         self,
@@ -192,13 +235,13 @@ class PlanFollower:
         config: SchedulerConfig,
         now: float,
         asking: Pod,
-        candidates: Collection[str],
+        candidates: Collection[str] | None,
     ) -> dict[str, str]:
         """``group``'s pending pods planned on ``view`` when kube-scheduler asks about ``asking`` (with the pods
         :meth:`_held` placed). Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
         held = self._held(None if self._nominating(view.index) else reference)
-        index = view.place(answered_pods(view.index, held, asking))
+        index = view.place([*answered_pods(view.index, held, asking), *self._unseen()])
         return self._plan_on(index, group, config, now, asking, candidates)
 
     def _plan_on(

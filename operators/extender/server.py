@@ -24,11 +24,13 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NETWORK_OVERHEAD, SchedulerConfig
+from operators.api.errors import FieldError
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.explain import summary
 from operators.engine.scheduling.framework import PodInputs, filter_table, merge_reasons
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.scheduling.schedule import weighted_totals
+from operators.extender.admission import Placer, admission_pod, placement_patch, review_answer
 from operators.extender.answers import Candidates, ExtenderState
 from operators.extender.args import BadArgs, item_name, parse_args
 from operators.extender.plans import ON_PLAN, PlanMetrics
@@ -46,6 +48,7 @@ from operators.supervision import Supervisor
 
 logger = logging.getLogger("netaware.extender")
 
+PLACER_KEY: web.AppKey[Placer] = web.AppKey("placer", Placer)
 MAX_BODY = 32 * 1024 * 1024  # NodeNames bodies are small; full Node objects (nodeCacheCapable: false) are not
 MAX_EXTENDER_PRIORITY = 10
 
@@ -304,6 +307,27 @@ async def prioritize_handler(request: web.Request) -> web.Response:
     return close_if_draining(request, web.Response(body=body, content_type="application/json"))
 
 
+async def placement_handler(request: web.Request) -> web.Response:
+    """The placement webhook (:mod:`operators.extender.admission`): a pod of a plan-ungated AppGroup placed as it is
+    created; any other pod, or one placed nowhere, admitted unchanged."""
+    state = request.app[STATE_KEY]
+    try:
+        body = await read_json_body(request, MAX_BODY, oversize_status=413)
+        uid, pod, token = admission_pod(body)
+    except BadBody as error:
+        return _json_response({"error": str(error)}, status=error.status)
+    except (FieldError, ValueError, TypeError, KeyError) as error:
+        return _json_response({"error": str(error)}, status=400)
+    follower = state.follower
+    if PLACER_KEY not in request.app or not state.ready():
+        return review_answer(uid, None)
+    group = follower.group_of(pod, state.index().snapshot)
+    node = None if group is None else await request.app[PLACER_KEY].node_of(pod, group, token)
+    if node is None:
+        return review_answer(uid, None)
+    return review_answer(uid, placement_patch(pod, node, token))
+
+
 def build_app(
     state: ExtenderState, notifier: PodNotifier | None = None, supervisor: Supervisor | None = None
 ) -> web.Application:
@@ -318,6 +342,10 @@ def build_app(
     state.follower.metrics = PlanMetrics.create(app[METRICS_KEY].registry)
     app.router.add_post("/filter", filter_handler)
     app.router.add_post("/prioritize", prioritize_handler)
+    app.router.add_post("/place-pods", placement_handler)
+    if state.follower.admitted is not None:
+        place = functools.partial(state.follower.place_admitted, provisional=state.provisional, config=state.config)
+        app[PLACER_KEY] = Placer(place, state.follower.admitted)
     registries = [app[METRICS_KEY].registry, *([tasks.registry] if tasks.registry is not None else [])]
     ready = lambda: state.ready() and tasks.running()  # noqa: E731
     add_probes(app, ready, "cluster cache not synced yet", *registries, health=tasks.problem)

@@ -300,6 +300,13 @@ def release_patch(pod: Pod, node: str | None, affinity_kind: str = REQUIRED) -> 
     ]
     if node is None:
         return operations
+    return operations + pin_operations(pod, node, affinity_kind)
+
+
+def pin_operations(pod: Pod, node: str, affinity_kind: str = REQUIRED) -> list[dict[str, Any]]:
+    """The JSON patch operations that give ``pod`` a node affinity for ``node`` (see :func:`release_patch`) and the
+    ``netaware.io/planned-node`` annotation: of a release, or of a pod placed when it is admitted."""
+    operations: list[dict[str, Any]] = []
     spec = pod.raw.get("spec") or {}
     affinity = dict(spec.get("affinity") or {})
     node_affinity = dict(affinity.get("nodeAffinity") or {})

@@ -1,0 +1,153 @@
+"""Plan-ungated pods placed when they are created: the extender's placement webhook.
+
+A nomination written after a pod's creation races kube-scheduler's queue through the API server: in a 5,000-node
+burst, half the pods were taken before their nomination reached kube-scheduler, and each was filtered on every
+node. A pod placed at admission carries its node from its first version: the webhook plans it with its AppGroup's
+pods placed before it, and answers with a required node affinity for the planned node (``matchFields metadata.name
+In [node]``), the ``netaware.io/planned-node`` annotation and a token (``netaware.io/placed-at-admission``).
+kube-scheduler narrows such a pod to that node before any filter runs (NodeAffinity's PreFilter), so it costs one
+node's filters, and its filters are still the judge: a pod whose node no longer fits stays pending with
+kube-scheduler's own message.
+
+A pod has no name while admitted (``generateName``), so until the cache holds it the extender keeps it, on its node,
+by its token (:class:`AdmittedPods`), and counts it in every plan; then by its key until it is bound or gone. A pod
+the plan places nowhere, or admitted before the cache is synced, is admitted unchanged: it is planned when
+kube-scheduler asks, as without this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from operators.api import keys
+from operators.api.appgroup import AppGroup
+from operators.api.errors import FieldError
+from operators.engine.cluster.objects import Pod
+from operators.engine.planning.release import pin_operations
+from operators.sources.kinds import PODS
+from operators.sources.store import Change
+
+logger = logging.getLogger("netaware.extender")
+
+GATHER_SECONDS = 0.01  # the pods admitted within this long are planned together, one plan per AppGroup
+UNSEEN_SECONDS = 30.0  # an admitted pod the cache never shows (refused by a later webhook, its create failed)
+MAX_REVIEW = 3 * 1024 * 1024  # an AdmissionReview of one pod
+
+
+class AdmittedPods:
+    """The pods placed at admission and not bound yet (see the module docstring)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.unseen: dict[str, tuple[Pod, float]] = {}  # token -> (the pod on its node, when admitted)
+        self.pinned: dict[str, tuple[str, str]] = {}  # pod key -> (its node, its AppGroup's name): in the cache
+
+    def admitted(self, token: str, pod: Pod) -> None:
+        self.unseen[token] = (pod, self.clock())
+
+    def on_changes(self, changes: Iterable[Change]) -> None:
+        for change in changes:
+            if change.kind != PODS.name:
+                continue
+            pod = change.new if change.new is not None else change.old
+            token = pod.annotations.get(keys.PLACED_AT_ADMISSION) if isinstance(pod, Pod) else None
+            if not token:
+                continue
+            self.unseen.pop(token, None)
+            node = pod.annotations.get(keys.PLANNED_NODE, "")
+            if change.new is None or pod.node_name or pod.is_terminal or not node:
+                self.pinned.pop(pod.key, None)
+            else:
+                self.pinned[pod.key] = (node, pod.labels.get(keys.APPGROUP_LABEL, ""))
+
+    def unseen_pods(self) -> list[Pod]:
+        """The pods admitted and not in the cache yet, each on its node (those admitted too long ago dropped)."""
+        now = self.clock()
+        self.unseen = {token: held for token, held in self.unseen.items() if now - held[1] < UNSEEN_SECONDS}
+        return [pod for pod, _ in self.unseen.values()]
+
+
+class Placer:
+    """Gathers the pods being admitted for :data:`GATHER_SECONDS` and places them with one plan per AppGroup: a
+    ReplicaSet or a burst of ``kubectl apply`` creates an application's pods together, and one plan of them all
+    places each where the others go (planned one by one, each would be planned on its own, at a whole plan's cost).
+    ``place``: the pods of one AppGroup, and the AppGroup, to the nodes planned for them (pod key -> node); each
+    placed pod is held in ``admitted`` at once, so that the next AppGroup's plan counts it."""
+
+    def __init__(self, place: Callable[[list[Pod], AppGroup], dict[str, str]], admitted: AdmittedPods) -> None:
+        self.place = place
+        self.admitted = admitted
+        self._gathered: list[tuple[Pod, AppGroup, str, asyncio.Future[str | None]]] = []
+
+    async def node_of(self, pod: Pod, group: AppGroup, token: str) -> str | None:
+        """The node planned for ``pod`` of ``group`` (admitted with ``token``); None when the plan places it
+        nowhere."""
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        if not self._gathered:
+            asyncio.get_running_loop().call_later(GATHER_SECONDS, self._flush)
+        self._gathered.append((pod, group, token, future))
+        return await future
+
+    def _flush(self) -> None:
+        gathered, self._gathered = self._gathered, []
+        by_group: dict[int, list[tuple[Pod, AppGroup, str, asyncio.Future[str | None]]]] = {}
+        for entry in gathered:
+            by_group.setdefault(id(entry[1]), []).append(entry)
+        for entries in by_group.values():
+            try:
+                places = self.place([pod for pod, _, _, _ in entries], entries[0][1])
+            except Exception as error:  # the pods are admitted unplaced (as any pod), the error logged
+                logger.exception("pods placed at admission: the plan failed: %s", error)
+                places = {}
+            for pod, _, token, future in entries:
+                node = places.get(pod.key)
+                if node is not None:
+                    self.admitted.admitted(token, pod.on_node(node))
+                if not future.done():
+                    future.set_result(node)
+
+
+def admission_pod(body: bytes) -> tuple[str, Pod, str]:
+    """The uid of the AdmissionReview in ``body``, its pod (named by a new token when it has no name yet), and the
+    token; a :class:`FieldError` naming what is wrong."""
+    if len(body) > MAX_REVIEW:
+        raise FieldError("request", f"{len(body)} bytes", f"an AdmissionReview of one pod is at most {MAX_REVIEW}")
+    try:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise FieldError("request", None, f"not JSON: {error}") from None
+    if not isinstance(review, dict) or not isinstance(review.get("request"), dict):
+        raise FieldError("request", None, "expected an AdmissionReview request")
+    request = review["request"]
+    uid, raw = request.get("uid"), request.get("object")
+    if not isinstance(uid, str) or not isinstance(raw, dict):
+        raise FieldError("request.object", None, "expected a uid and a Pod object")
+    token = uuid.uuid4().hex
+    meta = dict(raw.get("metadata") or {})
+    if not meta.get("name"):
+        meta["name"] = f"{meta.get('generateName') or 'pod-'}{token[:12]}"
+    meta.setdefault("namespace", request.get("namespace") or "")
+    return uid, Pod.parse({**raw, "metadata": meta}), token
+
+
+def placement_patch(pod: Pod, node: str, token: str) -> list[dict[str, Any]]:
+    """The pod's node affinity for ``node``, its planned-node annotation and its admission token."""
+    key = keys.PLACED_AT_ADMISSION.replace("~", "~0").replace("/", "~1")
+    return [*pin_operations(pod, node), {"op": "add", "path": f"/metadata/annotations/{key}", "value": token}]
+
+
+def review_answer(uid: str, patch: list[dict[str, Any]] | None) -> web.Response:
+    response: dict[str, Any] = {"uid": uid, "allowed": True}
+    if patch:
+        response.update(patchType="JSONPatch", patch=base64.b64encode(orjson.dumps(patch)).decode())
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+    return web.Response(body=orjson.dumps(body), content_type="application/json")

@@ -1,0 +1,148 @@
+"""The extender's placement webhook: a pod of a plan-ungated AppGroup planned as it is created and pinned to its
+node. Cluster (as test_plans): n1 (room for 2 pods) and n2 in zone za, n3 in zb (5 between the zones), the
+dependency a -> b, a-0 bound on n1."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import jsonpatch
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from operators.api import keys
+from operators.engine.cluster.objects import Pod
+from operators.extender.admission import AdmittedPods
+from operators.extender.answers import ExtenderState
+from operators.extender.server import build_app
+from operators.sources.kinds import PODS
+from operators.sources.store import Change
+from tests.extender.test_plans import filter_of, group_with, plans_made, state_of
+from tests.support.planning import pod
+
+Client = TestClient[Any, Any]
+
+
+def review(raw: dict[str, Any], uid: str = "u1") -> dict[str, Any]:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": uid, "namespace": raw["metadata"]["namespace"], "object": raw}}  # fmt: skip
+
+
+def unnamed(workload: str) -> dict[str, Any]:
+    """A pod of ``workload`` as a ReplicaSet creates it: no name yet, a generateName."""
+    raw = pod("", workload)
+    meta = {key: value for key, value in raw["metadata"].items() if key != "name"}
+    return {**raw, "metadata": {**meta, "generateName": f"{workload}-"}}
+
+
+async def admitted(client: Client, raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` as the API server stores it after the webhook's answer."""
+    answer = await client.post("/place-pods", json=review(raw))
+    assert answer.status == 200
+    response = (await answer.json())["response"]
+    assert response["allowed"] is True and response["uid"] == "u1"
+    if "patch" not in response:
+        return raw
+    return dict(jsonpatch.apply_patch(raw, orjson.loads(base64.b64decode(response["patch"]))))
+
+
+def pinned_node(raw: dict[str, Any]) -> str | None:
+    terms = raw["spec"].get("affinity", {}).get("nodeAffinity", {})
+    terms = terms.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+    if not terms:
+        return None
+    assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": terms[0]["matchFields"]
+                                        [0]["values"]}]}]  # fmt: skip
+    (node,) = terms[0]["matchFields"][0]["values"]
+    assert raw["metadata"]["annotations"][keys.PLANNED_NODE] == node
+    return str(node)
+
+
+def placing(state: ExtenderState) -> ExtenderState:
+    state.follower.admitted = AdmittedPods()
+    return state
+
+
+@pytest.fixture
+async def ungated() -> AsyncIterator[tuple[ExtenderState, Client]]:
+    state = placing(state_of())
+    async with TestClient(TestServer(build_app(state))) as client:
+        yield state, client
+
+
+async def test_each_pod_is_pinned_where_its_plan_puts_it_counting_those_admitted_before(
+    ungated: tuple[ExtenderState, Client],
+) -> None:
+    # b-0 joins a-0 on n1 (cost 0) and fills it (2 pods); b-1, admitted before the cache holds b-0, must count it
+    # there: n1 is full, so n2 in the same zone (cost 1), not n3 in the other (5)
+    state, client = ungated
+    first, second = await admitted(client, unnamed("b")), await admitted(client, unnamed("b"))
+    assert (pinned_node(first), pinned_node(second)) == ("n1", "n2")
+    tokens = {raw["metadata"]["annotations"][keys.PLACED_AT_ADMISSION] for raw in (first, second)}
+    assert len(tokens) == 2 and set(state.follower.admitted.unseen) == tokens  # type: ignore[union-attr]
+
+
+async def test_a_pod_the_cache_holds_is_counted_by_its_key_then_dropped_once_bound(
+    ungated: tuple[ExtenderState, Client],
+) -> None:
+    state, client = ungated
+    held = state.follower.admitted
+    assert held is not None
+    stored = await admitted(client, unnamed("b"))
+    stored["metadata"]["name"] = "b-x7k2p"  # the name the API server gave it
+    seen = Pod.parse(stored)
+    held.on_changes([Change(PODS.name, None, seen)])
+    assert held.unseen == {} and held.pinned == {"default/b-x7k2p": ("n1", "pair")}
+    # asked about with its one node, the pod is answered with it, no plan made
+    plans = plans_made(state)
+    assert filter_of(state, stored, ["n1"])["NodeNames"] == ["n1"]
+    assert plans_made(state) == plans
+    held.on_changes([Change(PODS.name, seen, seen.on_node("n1"))])
+    assert held.pinned == {}
+
+
+async def test_the_pods_of_other_modes_and_other_pods_are_admitted_unchanged() -> None:
+    for mode in ("plan", "true"):
+        async with TestClient(TestServer(build_app(placing(state_of(mode=mode))))) as client:
+            raw = unnamed("b")
+            assert await admitted(client, raw) == raw
+    async with TestClient(TestServer(build_app(placing(state_of())))) as client:
+        loose = unnamed("b")
+        del loose["metadata"]["labels"]
+        assert await admitted(client, loose) == loose
+
+
+async def test_a_review_that_is_not_one_is_refused_naming_the_field(ungated: tuple[ExtenderState, Client]) -> None:
+    _, client = ungated
+    for body, field in (({"request": []}, "request"), ({"request": {"uid": "u"}}, "request.object"),
+                        (review({**pod("b-0", "b"), "spec": []}), "spec")):  # fmt: skip
+        answer = await client.post("/place-pods", json=body)
+        assert answer.status == 400
+        assert field in (await answer.json())["error"]
+    assert (await client.post("/place-pods", data=b"{")).status == 400
+
+
+async def test_pods_admitted_together_are_placed_by_one_plan(ungated: tuple[ExtenderState, Client]) -> None:
+    # a ReplicaSet creates its pods together: both b pods in one plan, each with its own node (n1 holds one more)
+    state, client = ungated
+    first, second = await asyncio.gather(admitted(client, unnamed("b")), admitted(client, unnamed("b")))
+    assert {pinned_node(first), pinned_node(second)} == {"n1", "n2"}
+    assert plans_made(state) == 1
+
+
+async def test_the_plans_of_two_appgroups_admitted_together_do_not_share_a_place() -> None:
+    # n1 holds a-0 of pair and x-0 of other, with room for one pod more; a b pod of each group wants it (to join its
+    # a pod: cost 0). The plans are made one after the other in the same gathering: the second must count the
+    # first's pod on n1 and go to n2 (cost 1), never both to n1 (one of them would never bind)
+    other = group_with("plan-ungated", "other")
+    state = placing(state_of(n1_pods="3", placed=(pod("x-0", "a", on="n1", group="other"),), groups=(other,)))
+    async with TestClient(TestServer(build_app(state))) as client:
+        mine, theirs = unnamed("b"), unnamed("b")
+        theirs["metadata"]["labels"][keys.APPGROUP_LABEL] = "other"
+        placed = await asyncio.gather(admitted(client, mine), admitted(client, theirs))
+    assert sorted(pinned_node(raw) or "" for raw in placed) == ["n1", "n2"]
+    assert plans_made(state) == 2
