@@ -1,20 +1,25 @@
 """The live extender as the composition root builds it (cluster cache + index kept by delta) against the
 emulator: it follows the cluster; pod changes and nodes added, deleted or changed are applied as deltas (the
 tables are built once) and its answers then equal those of an index built from scratch from the same objects; a
-heartbeat is no change; a Deployment's next replica gets the first one's answer without a new computation."""
+heartbeat is no change; a Deployment's next replica gets the first one's answer without a new computation; a pod
+placed at admission is held by its token, then by its key until it is bound."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import pathlib
 from typing import Any
 
+import jsonpatch
+import orjson
 import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
 from operators import compose
+from operators.api import keys
 from operators.api.config.scheduler import parse_config
 from operators.emulator import ApiEmulator
 from operators.engine.cluster.snapshot import build_snapshot
@@ -259,3 +264,35 @@ async def test_an_index_follower_that_keeps_failing_makes_healthz_fail(
         assert (await http.get("/readyz")).status == 503
         metrics = await (await http.get("/metrics")).text()
         assert 'netaware_task_restarts_total{task="extender-index"} 5.0' in metrics
+
+
+async def test_a_pod_placed_at_admission_is_held_by_its_token_then_by_its_key(api: Api, emulator: ApiEmulator) -> None:
+    # a1 plan-ungated, p2-a bound on n-7: a p1 pod admitted with no name yet is pinned there (p1 -> p2, same node:
+    # cost 0), held by its token until the cache shows it, then by its key until it is bound
+    group = next(doc for doc in seeded() if doc["kind"] == "AppGroup")
+    group["metadata"]["annotations"] = {keys.ORDERED_SCHEDULING: keys.UNGATED_PLAN}
+    await emulator.seed([*(doc for doc in seeded() if doc["kind"] != "AppGroup"), group])
+    await api.call("POST", PODS, labelled_pod("p2-a", "p2", "n-7"))
+    source = compose.ClusterSource(server=emulator.base_url)
+    async with compose.extender(source, CONFIG, place_at_admission=True) as app, TestClient(TestServer(app)) as http:
+        state = app[STATE_KEY]
+        held = state.follower.admitted
+        assert held is not None
+        members = app[LIVE_KEY].usage.members
+        await eventually(lambda: state.ready() and "default/p2-a" in members.get("a1", {}), within=5)
+        pod = labelled_pod("", "p1", "")
+        del pod["metadata"]["name"], pod["spec"]["nodeName"]
+        pod["metadata"].update(generateName="p1-", namespace="default")
+        review = {"request": {"uid": "u1", "namespace": "default", "object": pod}}
+        response = (await (await http.post("/place-pods", json=review)).json())["response"]
+        created = jsonpatch.apply_patch(pod, orjson.loads(base64.b64decode(response["patch"])))
+        assert created["metadata"]["annotations"][keys.PLANNED_NODE] == "n-7"
+        assert len(held.unseen) == 1 and held.pinned == {}
+        created["metadata"]["name"] = "p1-x7k2p"
+        await api.call("POST", PODS, created)
+        await eventually(lambda: held.pinned == {"default/p1-x7k2p": ("n-7", "a1")}, within=5)
+        assert held.unseen == {}
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p1-x7k2p"},
+                   "target": {"kind": "Node", "name": "n-7"}}  # fmt: skip
+        await api.call("POST", PODS + "/p1-x7k2p/binding", binding)
+        await eventually(lambda: held.pinned == {}, within=5)
