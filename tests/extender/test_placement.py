@@ -21,8 +21,8 @@ from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app
 from operators.sources.kinds import PODS
 from operators.sources.store import Change
-from tests.extender.test_plans import filter_of, group_with, plans_made, state_of
 from tests.support.planning import pod
+from tests.support.ungated import filter_of, group_with, plans_made, state_of
 
 Client = TestClient[Any, Any]
 
