@@ -1,9 +1,9 @@
 """Every entry point against hostile input: no traceback, no 5xx, no hang, the documented error shape.
 
 Entry points: the quantity parser, the offline CLI (snapshot documents and config files), the webhook's
-``/mutate-pods``, the extender's ``/filter`` and ``/prioritize`` (real HTTP, served in a thread), and the
-slo-controller-config parser. The seeds include every class of issue 14 (huge exponents, values beyond
-int64, negative bandwidths, wrong-typed fields, deep nesting, ``items: null``).
+``/mutate-pods``, the extender's ``/filter``, ``/prioritize`` and ``/place-pods`` (real HTTP, served in a
+thread), and the slo-controller-config parser. The seeds include every class of issue 14 (huge exponents, values
+beyond int64, negative bandwidths, wrong-typed fields, deep nesting, ``items: null``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from operators.engine.cluster.bandwidth import Accounting
 from operators.engine.cluster.objects import Node
 from operators.engine.cluster.snapshot import build_snapshot
 from operators.engine.status.sloconfig import ConfigState, update_config
+from operators.extender.admission import AdmittedPods
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app as extender_app
 from tests.fuzz.strategies import (
@@ -312,17 +313,29 @@ def serve_in_thread(app: Any) -> Iterator[Served]:
     thread.join(10)
 
 
-@pytest.fixture(scope="module", params=["", "plan-ungated"])
-def extender(request: pytest.FixtureRequest) -> Iterator[Served]:
-    """The extender on the examples; with ``plan-ungated``, AppGroup a1's pods (which the fuzzed pods may claim
-    to be) are planned when asked about."""
+def extender_state(mode: str) -> ExtenderState:
+    """The extender's state on the examples; with ``plan-ungated``, AppGroup a1's pods (which the fuzzed pods may
+    claim to be) are planned when asked about."""
     documents = example_documents()
     for document in documents:
-        if request.param and document.get("kind") == "AppGroup":
-            document["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": request.param}
+        if mode and document.get("kind") == "AppGroup":
+            document["metadata"]["annotations"] = {"netaware.io/ordered-scheduling": mode}
     snapshot = build_snapshot(documents)
     config = parse_config(yaml.safe_load((ROOT / "hack" / "configs" / "scheduler-config.yaml").read_text()))
-    yield from serve_in_thread(extender_app(ExtenderState(lambda: snapshot, config)))
+    return ExtenderState(lambda: snapshot, config)
+
+
+@pytest.fixture(scope="module", params=["", "plan-ungated"])
+def extender(request: pytest.FixtureRequest) -> Iterator[Served]:
+    yield from serve_in_thread(extender_app(extender_state(request.param)))
+
+
+@pytest.fixture(scope="module")
+def placing_extender() -> Iterator[Served]:
+    """The extender serving its placement webhook, a1 plan-ungated (the fuzzed pods may claim to be its)."""
+    state = extender_state("plan-ungated")
+    state.follower.admitted = AdmittedPods()
+    yield from serve_in_thread(extender_app(state))
 
 
 @pytest.fixture(scope="module")
@@ -430,6 +443,43 @@ def test_webhook_answers_and_every_patch_applies(webhook: Served, pod: Any) -> N
     if status == 200 and answer["response"]["allowed"] and "patch" in answer["response"]:
         patch = json.loads(base64.b64decode(answer["response"]["patch"]))
         jsonpatch.apply_patch(pod, patch)
+
+
+a1_pods = st.builds(
+    lambda pod, workload: (
+        {**pod, "metadata": {**pod["metadata"], "namespace": "default", "labels": {
+            "appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": workload}}}
+        if isinstance(pod.get("metadata"), dict)
+        else pod
+    ),
+    extender_pods,
+    st.sampled_from(["p1", "p2", "p3", "nope"]),
+)  # fmt: skip
+
+
+A1_P1 = {"appgroup.diktyo.x-k8s.io": "a1", "appgroup.diktyo.x-k8s.io.workload": "p1"}
+
+
+@FUZZ
+@given(st.one_of(a1_pods.map(admission), json_values.map(lambda value: json.dumps(value).encode())))
+@example(admission({"metadata": {"generateName": "p1-", "namespace": "default", "labels": A1_P1},
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1e15"}}}]}}))  # fmt: skip
+@example(admission({"metadata": {"name": "x", "namespace": "default", "labels": A1_P1}, "spec": None}))
+@example(admission({"metadata": {"name": "x", "labels": {"appgroup.diktyo.x-k8s.io": "a1"}}, "spec": []}))
+def test_placement_answers_and_every_patch_applies(placing_extender: Served, body: bytes) -> None:
+    # a pod of a1 (plan-ungated) is planned and pinned, any other admitted unchanged; a body that is not a review
+    # of a pod is a 400 naming the field, never a 5xx
+    status, answer = placing_extender.post("/place-pods", body)
+    assert status in (200, 400), answer
+    if status == 400:
+        assert isinstance(answer["error"], str) and answer["error"]
+        return
+    response = answer["response"]
+    assert response["allowed"] is True
+    if "patch" in response:
+        pod = json.loads(body)["request"]["object"]
+        placed = jsonpatch.apply_patch(pod, json.loads(base64.b64decode(response["patch"])))
+        assert placed["metadata"]["annotations"]["netaware.io/planned-node"]
 
 
 @pytest.mark.parametrize("value", HOSTILE_QUANTITIES)

@@ -322,7 +322,10 @@ def pin_operations(pod: Pod, node: str, affinity_kind: str = REQUIRED) -> list[d
             term["matchFields"] = [*(term.get("matchFields") or ()), field]
         node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     affinity["nodeAffinity"] = node_affinity
-    operations.append({"op": "add", "path": "/spec/affinity", "value": affinity})
+    if isinstance(pod.raw.get("spec"), dict):
+        operations.append({"op": "add", "path": "/spec/affinity", "value": affinity})
+    else:  # no spec at all (a review's pod may say null): the affinity is all of it
+        operations.append({"op": "add", "path": "/spec", "value": {"affinity": affinity}})
     annotation = keys.PLANNED_NODE.replace("~", "~0").replace("/", "~1")
     if (pod.raw.get("metadata") or {}).get("annotations"):
         operations.append({"op": "add", "path": f"/metadata/annotations/{annotation}", "value": node})
