@@ -30,6 +30,7 @@ from operators.api.config.scheduler import SchedulerConfig
 from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
+from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import PlanPace
 from operators.engine.planning.ungated import answered_pods, backlog_budget, plan_pending, plans_ungated
 from operators.engine.scheduling.index import ClusterIndex
@@ -152,18 +153,10 @@ class PlanFollower:
         now = self.clock()
         view = provisional()
         try:
-            held = answered_pods(view.index, self._held(None), None)
-            index = view.place([*held, *self._unseen(), *(pod.on_node("") for pod in pods)])
-            started = time.perf_counter()
-            budget = backlog_budget(index, self.planned.keys() | self.answered.keys(), pace=self.pace, now=now)
-            budget = min(budget, ADMISSION_BUDGET_SECONDS)
-            plan = plan_pending(index, group, config, now, budget_seconds=budget)
-            self.pace.planned(now)
-            seconds = time.perf_counter() - started
+            index = view.place([*self._counted(view.index, self._held(None), None), *(p.on_node("") for p in pods)])
+            plan, budget, seconds = self._timed_plan(index, group, config, now, None, ADMISSION_BUDGET_SECONDS)
         finally:
             view.close()
-        if self.metrics is not None:
-            self.metrics.plans.observe(seconds)
         admitted = {pod.key for pod in pods}
         places = {planned.pod: planned.node for planned in plan.pods if planned.pod in admitted}
         for _ in range(len(admitted) - len(places)):
@@ -196,7 +189,7 @@ class PlanFollower:
             due = [(at, group) for at, group in enumerate(groups) if not self._in_plans(pending[at])]
             if not due:
                 return 0, len(groups)
-            index = view.place([*answered_pods(cache, self._held(None), None), *self._unseen()])
+            index = view.place(self._counted(cache, self._held(None), None))
             planned = 0
             for count, (at, group) in enumerate(due):
                 if count and time.perf_counter() >= until:
@@ -224,9 +217,11 @@ class PlanFollower:
             held.update(self.admitted.pinned)
         return held
 
-    def _unseen(self) -> list[Pod]:
-        """The pods placed at admission that the cache does not hold yet, on their nodes."""
-        return self.admitted.unseen_pods() if self.admitted is not None else []
+    def _counted(self, index: ClusterIndex, held: dict[str, tuple[str, str]], asking: Pod | None) -> list[Pod]:
+        """What a plan counts as given: :func:`answered_pods` of ``held``, and the pods placed at admission that the
+        cache does not hold yet, on their nodes."""
+        unseen = self.admitted.unseen_pods() if self.admitted is not None else []
+        return [*answered_pods(index, held, asking), *unseen]
 
     def _plan(
         self,
@@ -241,7 +236,7 @@ class PlanFollower:
         :meth:`_held` placed). Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
         held = self._held(None if self._nominating(view.index) else reference)
-        index = view.place([*answered_pods(view.index, held, asking), *self._unseen()])
+        index = view.place(self._counted(view.index, held, asking))
         return self._plan_on(index, group, config, now, asking, candidates)
 
     def _plan_on(
@@ -256,13 +251,7 @@ class PlanFollower:
         """``group``'s pending pods planned on ``index`` (the pods held placed); the nodes of those other than
         ``asking`` kept and nominated. Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
-        started = time.perf_counter()
-        budget = backlog_budget(index, self.planned.keys() | self.answered.keys(), pace=self.pace, now=now)
-        plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
-        self.pace.planned(now)
-        seconds = time.perf_counter() - started
-        if self.metrics is not None:
-            self.metrics.plans.observe(seconds)
+        plan, budget, seconds = self._timed_plan(index, group, config, now, candidates)
         places = {planned.pod: planned.node for planned in plan.pods}
         others = {key: node for key, node in places.items() if asking is None or key != asking.key}
         self.planned.update({key: (node, reference) for key, node in others.items()})
@@ -273,6 +262,27 @@ class PlanFollower:
             budget * 1e3, plan.cost.cost, plan.greedy.cost,
         )  # fmt: skip
         return places
+
+    def _timed_plan(
+        self,
+        index: ClusterIndex,
+        group: AppGroup,
+        config: SchedulerConfig,
+        now: float,
+        candidates: Collection[str] | None,
+        most: float = math.inf,
+    ) -> tuple[Plan, float, float]:
+        """``group``'s pending pods planned on ``index`` within the backlog's budget (``most`` at most), counted in
+        the pace and the metrics: the plan, its budget and its seconds."""
+        started = time.perf_counter()
+        budget = backlog_budget(index, self.planned.keys() | self.answered.keys(), pace=self.pace, now=now)
+        budget = min(budget, most)
+        plan = plan_pending(index, group, config, now, candidates, budget_seconds=budget)
+        self.pace.planned(now)
+        seconds = time.perf_counter() - started
+        if self.metrics is not None:
+            self.metrics.plans.observe(seconds)
+        return plan, budget, seconds
 
     def _nominating(self, index: ClusterIndex) -> bool:
         return self.nominate is not None and len(index.nodes) >= self.nominate_from_nodes
