@@ -9,7 +9,6 @@ naming the annotation and the value. TLS certificates are reloaded when their fi
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
@@ -23,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from operators.api import keys
 from operators.api.meta import DEFAULT_NAMESPACE
 from operators.engine.admission.pod_bandwidth import Denied, admit_pod, json_patch, resource_patch
+from operators.engine.admission.review import review_response
 from operators.engine.admission.scheduler_name import scheduler_choice
 from operators.engine.admission.scheduling_gate import gate_patch, needs_gate
 from operators.engine.cluster.appgroups import pod_appgroup
@@ -154,24 +154,6 @@ class NamespaceNotifier:
 
 def _bad_request(message: str) -> web.Response:
     return web.json_response({"error": message}, status=400)
-
-
-def review_response(
-    uid: str,
-    allowed: bool,
-    patch: list[dict[str, Any]] | None = None,
-    message: str = "",
-    warnings: list[str] | None = None,
-) -> dict[str, Any]:
-    response: dict[str, Any] = {"uid": uid, "allowed": allowed}
-    if patch:
-        response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(orjson.dumps(patch)).decode()
-    if not allowed:
-        response["status"] = {"code": 400, "reason": "BadRequest", "message": message}
-    if warnings:
-        response["warnings"] = warnings
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
 @dataclass(frozen=True)

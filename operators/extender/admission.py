@@ -18,7 +18,6 @@ kube-scheduler asks, as without this.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 import uuid
@@ -31,6 +30,7 @@ from aiohttp import web
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.errors import FieldError
+from operators.engine.admission.review import review_response
 from operators.engine.cluster.objects import Pod
 from operators.engine.planning.release import pin_operations
 from operators.sources.kinds import PODS
@@ -146,8 +146,5 @@ def placement_patch(pod: Pod, node: str, token: str) -> list[dict[str, Any]]:
 
 
 def review_answer(uid: str, patch: list[dict[str, Any]] | None) -> web.Response:
-    response: dict[str, Any] = {"uid": uid, "allowed": True}
-    if patch:
-        response.update(patchType="JSONPatch", patch=base64.b64encode(orjson.dumps(patch)).decode())
-    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-    return web.Response(body=orjson.dumps(body), content_type="application/json")
+    """The review allowed, with ``patch`` when there is one."""
+    return web.Response(body=orjson.dumps(review_response(uid, True, patch)), content_type="application/json")
