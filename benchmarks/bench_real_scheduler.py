@@ -28,7 +28,6 @@ import argparse
 import json
 import pathlib
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from typing import Any
 
 from benchmarks import records
 from benchmarks.figures import spread
-from benchmarks.support import loopback_tls, tls_flags
+from benchmarks.support import loopback_tls, tls_flags, wait_listening
 from hack.control_plane import cluster as control_plane
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
@@ -164,15 +163,7 @@ def start_webhook(
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_bundle}
         entry["namespaceSelector"] = {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace, *more]}]}  # fmt: skip
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit(f"the webhook did not listen within 60 s (see {log})") from None
-            time.sleep(0.3)
+    wait_listening(port, "webhook", log, process)
     plane.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
     return process
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import pathlib
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 import yaml
 
 from benchmarks.bench_real_scheduler import start_webhook
-from benchmarks.support import loopback_tls, tls_flags
+from benchmarks.support import loopback_tls, tls_flags, wait_listening
 from hack.control_plane.cluster import ControlPlane
 from hack.control_plane.objects import extender_entry
 from hack.control_plane.ports import free_port
@@ -73,18 +71,6 @@ def placement_webhook(port: int, ca_data: str, namespaces: Sequence[str]) -> dic
     }  # fmt: skip
 
 
-def wait_listening(port: int, log: pathlib.Path, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the extender did not listen within {within:.0f} s (see {log})") from None
-            time.sleep(0.3)
-
-
 def start(
     plane: ControlPlane,
     folder: pathlib.Path,
@@ -126,7 +112,7 @@ def start(
         admits = netaware if admitted is None else admitted
         stack.processes.append(start_webhook(plane, folder, ca_data, *admits))  # bandwidth resources, gates
         if placed_at_admission:
-            wait_listening(port, folder / "extender.log")
+            wait_listening(port, "extender", folder / "extender.log", stack.processes[1])
             plane.kubectl("apply", "-f", "-", stdin=json.dumps(placement_webhook(port, ca_data, placed_at_admission)))
         names = ("operator", "extender", "webhook")
         stack.pids.update({name: process.pid for name, process in zip(names, stack.processes, strict=True)})

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import base64
 import pathlib
+import socket
+import subprocess
+import time
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -39,3 +42,19 @@ def loopback_tls(folder: pathlib.Path) -> str:
 def tls_flags(folder: pathlib.Path) -> list[str]:
     """A netaware server's flags for the pair :func:`loopback_tls` wrote to ``folder``."""
     return ["--tls-cert-file", str(folder / "tls.crt"), "--tls-private-key-file", str(folder / "tls.key")]
+
+
+def wait_listening(
+    port: int, what: str, log: pathlib.Path, process: subprocess.Popen[bytes] | None = None, within: float = 60.0
+) -> None:
+    """Until something listens on loopback ``port`` (``what``, logging to ``log``, started as ``process``); exits
+    naming the log when it does not within ``within`` seconds or the process ended."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or (process is not None and process.poll() is not None):
+                raise SystemExit(f"the {what} did not listen within {within:.0f} s (see {log})") from None
+            time.sleep(0.3)
