@@ -20,9 +20,8 @@ import yaml
 from benchmarks.bench_real_scheduler import start_webhook
 from benchmarks.support import loopback_tls, tls_flags, wait_listening
 from hack.control_plane.cluster import ControlPlane
-from hack.control_plane.objects import extender_entry
+from hack.control_plane.objects import extender_entry, placement_webhook
 from hack.control_plane.ports import free_port
-from operators.api import keys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPOLOGY = "net-topology-test"  # the NetworkTopology every column reads, one per namespace
@@ -46,29 +45,6 @@ class Stack:
         for process in self.processes:
             process.terminate()
             process.wait(timeout=30)
-
-
-def placement_webhook(port: int, ca_data: str, namespaces: Sequence[str]) -> dict[str, Any]:
-    """The extender's placement webhook for the AppGroup members of ``namespaces``, as the chart registers it (named
-    after netaware's main webhook: the API server calls configurations in name order)."""
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "netaware-placement"},
-        "webhooks": [{
-            "name": "placement.netaware.io",
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Ignore",
-            "timeoutSeconds": 5,
-            "reinvocationPolicy": "Never",
-            "clientConfig": {"url": f"https://127.0.0.1:{port}/place-pods", "caBundle": ca_data},
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
-            "namespaceSelector": {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]},
-            "objectSelector": {"matchExpressions": [{"key": keys.APPGROUP_LABEL, "operator": "Exists"}]},
-        }],
-    }  # fmt: skip
 
 
 def start(

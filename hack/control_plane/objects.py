@@ -124,3 +124,27 @@ def zonal_volume(namespace: str, claim: str, volume: str, zone: str, size: str =
             },
         },
     ]
+
+
+def placement_webhook(port: int, ca_data: str, namespaces: Sequence[str]) -> dict[str, Any]:
+    """The extender's placement webhook (``netaware extender --place-at-admission``) on loopback ``port`` for the
+    AppGroup members of ``namespaces`` (named after netaware's main webhook: the API server calls configurations in
+    name order)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "netaware-placement"},
+        "webhooks": [{
+            "name": "placement.netaware.io",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 5,
+            "reinvocationPolicy": "Never",
+            "clientConfig": {"url": f"https://127.0.0.1:{port}/place-pods", "caBundle": ca_data},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}]},
+            "objectSelector": {"matchExpressions": [{"key": "appgroup.diktyo.x-k8s.io", "operator": "Exists"}]},
+        }],
+    }  # fmt: skip

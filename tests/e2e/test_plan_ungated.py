@@ -3,7 +3,8 @@ gate and no write — the real kube-scheduler asks `netaware extender` (the char
 the extender plans the AppGroup's pending pods as a whole and answers with the planned node; every pod binds
 there, and a replica added by a scale-up is planned against the placed ones. With nominations (on clusters of
 ``--nominate-from-nodes`` nodes), the pods planned and not asked about yet carry their planned node as
-``status.nominatedNodeName``, and kube-scheduler binds each there."""
+``status.nominatedNodeName``, and kube-scheduler binds each there. Placed at admission (``--place-at-admission``), each
+pod is pinned to its planned node by the extender's webhook as the API server creates it, and binds there."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from hack.control_plane.cluster import ControlPlane
-from hack.control_plane.objects import member_appgroup, member_deployment
+from hack.control_plane.objects import member_appgroup, member_deployment, placement_webhook
 from tests.support.e2e import (
     EXAMPLES,
     Process,
@@ -145,6 +146,40 @@ def test_an_appgroup_planned_ahead_is_nominated_and_bound_on_its_nominated_nodes
         assert on_plan(port, host_tls["ca"]) == every
         assert "planned ahead" in process.text() and "planned for pod" not in process.text()
     assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nominations
+
+
+def test_pods_placed_at_admission_are_created_pinned_and_bound_on_their_planned_nodes(
+    cluster: ControlPlane,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    ungated_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    # The real API server calls the extender's placement webhook for each pod its ReplicaSets create (no name yet:
+    # generateName); each pod is stored with its planned node as a required affinity, the annotation and the
+    # token, and the real kube-scheduler binds it on that node, asked about it with that one node. Nothing is
+    # nominated, nothing planned when kube-scheduler asks.
+    with extender_synced(cluster, chart_rbac, host_tls, tmp_path, "--place-at-admission") as (port, process):
+        webhook = placement_webhook(port, host_tls["ca_b64"], [NAMESPACE])
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps(webhook))
+        try:
+            every = apply_shop(cluster)
+            placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
+        finally:
+            cluster.kubectl("delete", "mutatingwebhookconfiguration", webhook["metadata"]["name"])
+        for pod in placed:
+            annotations = pod["metadata"]["annotations"]
+            assert annotations.get("netaware.io/placed-at-admission"), pod["metadata"]["name"]
+            node = annotations["netaware.io/planned-node"]
+            assert pod["spec"]["nodeName"] == node
+            terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert terms["nodeSelectorTerms"] == [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            ]
+        assert on_plan(port, host_tls["ca"]) == every
+        assert "placed at admission" in process.text() and "planned for pod" not in process.text()
+        assert by_result(port, host_tls["ca"], "netaware_extender_nominations_total") == {}
+    assert forbidden(cluster, "extender") == []  # placing at admission needs no right of the API
 
 
 def let_go(cluster: ControlPlane, pod: str) -> None:
