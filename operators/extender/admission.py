@@ -10,7 +10,8 @@ node's filters, and its filters are still the judge: a pod whose node no longer 
 kube-scheduler's own message.
 
 A pod has no name while admitted (``generateName``), so until the cache holds it the extender keeps it, on its node,
-by its token (:class:`AdmittedPods`), and counts it in every plan; then by its key until it is bound or gone. A pod
+by its token (:class:`AdmittedPods`), and counts it in every plan; then the cluster's usage counts it on its node
+until it is bound or gone (:func:`~operators.engine.cluster.usage.counted_as`), as every index does. A pod
 the plan places nowhere, or admitted before the cache is synced, is admitted unchanged: it is planned when
 kube-scheduler asks, as without this.
 """
@@ -44,30 +45,24 @@ MAX_REVIEW = 3 * 1024 * 1024  # an AdmissionReview of one pod
 
 
 class AdmittedPods:
-    """The pods placed at admission and not bound yet (see the module docstring)."""
+    """The pods placed at admission that the cache does not hold yet (see the module docstring); once it does, the
+    usage counts each on its node until it is bound (:func:`~operators.engine.cluster.usage.counted_as`)."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.unseen: dict[str, tuple[Pod, float]] = {}  # token -> (the pod on its node, when admitted)
-        self.pinned: dict[str, tuple[str, str]] = {}  # pod key -> (its node, its AppGroup's name): in the cache
 
     def admitted(self, token: str, pod: Pod) -> None:
         self.unseen[token] = (pod, self.clock())
 
     def on_changes(self, changes: Iterable[Change]) -> None:
         for change in changes:
-            if change.kind != PODS.name:
+            if change.kind != PODS.name or not self.unseen:
                 continue
             pod = change.new if change.new is not None else change.old
             token = pod.annotations.get(keys.PLACED_AT_ADMISSION) if isinstance(pod, Pod) else None
-            if not token:
-                continue
-            self.unseen.pop(token, None)
-            node = pod.annotations.get(keys.PLANNED_NODE, "")
-            if change.new is None or pod.node_name or pod.is_terminal or not node:
-                self.pinned.pop(pod.key, None)
-            else:
-                self.pinned[pod.key] = (node, pod.labels.get(keys.APPGROUP_LABEL, ""))
+            if token:
+                self.unseen.pop(token, None)
 
     def unseen_pods(self) -> list[Pod]:
         """The pods admitted and not in the cache yet, each on its node (those admitted too long ago dropped)."""

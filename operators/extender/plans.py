@@ -213,8 +213,6 @@ class PlanFollower:
         until the new nomination lands, and refuse others there."""
         held = {key: (node, of.rpartition("/")[2]) for key, (node, of) in self.planned.items() if of != reference}
         held.update({key: (node, of.rpartition("/")[2]) for key, (node, of, _) in self.answered.items()})
-        if self.admitted is not None:
-            held.update(self.admitted.pinned)
         return held
 
     def _counted(self, index: ClusterIndex, held: dict[str, tuple[str, str]], asking: Pod | None) -> list[Pod]:

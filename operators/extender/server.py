@@ -22,6 +22,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NETWORK_OVERHEAD, SchedulerConfig
 from operators.api.errors import FieldError
@@ -187,31 +188,47 @@ def _filter_answer(
 
 def _planned_filter(call: Call, group: AppGroup) -> tuple[bytes, tuple[str, ...]]:
     """The filter answer narrowed to the node planned for the pod (:mod:`operators.extender.plans`) when it is a
-    candidate and netaware's filters pass it (they run on that node alone, NetworkOverhead's maxNetworkCost aside:
-    the whole-group plan weighed it, as for a gated plan's pods), the other candidates neither passed nor named
-    failed; else the answer as for any pod."""
+    candidate and netaware's filters pass it (:func:`_on_plan`); else the answer as for any pod."""
     follower = call.state.follower
     names = call.names if call.names is not None else [item_name(item, n) for n, item in enumerate(call.items or [])]
     node = follower.node_for(call.pod, group, call.state.provisional, call.state.config, names)
     follower.asked(call.pod, node, len(names))
     # Nodes sent as objects are parsed once, for either answer; a NodeNames list is resolved only for any pod's
     sent = call.state.candidates(call.index, None, call.items) if call.names is None else None
-    alone = _planned_node(call, node, sent) if node is not None else None
-    if alone is not None:
-        config = call.state.config
-        answer, _ = _filter_answer(call, alone, replace(config, filters=tuple(
-            name for name in config.filters if name != NETWORK_OVERHEAD)))  # fmt: skip
-        if not answer["FailedNodes"]:
-            # kube-scheduler takes NodeNames as the feasible nodes and reads FailedNodes only to explain a pod that
-            # fits nowhere, which this one does not: the other candidates are left out. Named each with the plan's
-            # reason, they made the answer 0.5 MB on 5,000 nodes, to encode here and decode there for every pod.
-            follower.count(ON_PLAN)
-            return orjson.dumps(answer), ()
     if node is not None:
+        narrowed = _on_plan(call, node, sent)
+        if narrowed is not None:
+            follower.count(ON_PLAN)
+            return narrowed, ()
         follower.missed(call.pod, node)
     candidates = sent if sent is not None else call.state.candidates(call.index, call.names, call.items)
     answer, nowhere = _filter_answer(call, candidates)
     return orjson.dumps(answer), nowhere
+
+
+def _on_plan(call: Call, node: str, sent: Candidates | None) -> bytes | None:
+    """The encoded answer with the planned ``node`` alone when it is a candidate and netaware's filters pass it
+    there (they run on that node alone, NetworkOverhead's maxNetworkCost aside: the whole-group plan weighed it, as
+    for a gated plan's pods), the other candidates neither passed nor named failed; None when not. A pod placed at
+    admission is judged without itself: the usage counts it on its node already (``counted_as``)."""
+    view = call.state.provisional() if call.pod.annotations.get(keys.PLACED_AT_ADMISSION) else None
+    try:
+        if view is not None:
+            call = replace(call, index=view.place([call.pod.on_node("")]))
+            sent = call.state.candidates(call.index, None, call.items) if sent is not None else None
+        alone = _planned_node(call, node, sent)
+        if alone is None:
+            return None
+        config = call.state.config
+        answer, _ = _filter_answer(call, alone, replace(config, filters=tuple(
+            name for name in config.filters if name != NETWORK_OVERHEAD)))  # fmt: skip
+        # kube-scheduler takes NodeNames as the feasible nodes and reads FailedNodes only to explain a pod that fits
+        # nowhere, which this one does not: the other candidates are left out. Named each with the plan's reason,
+        # they made the answer 0.5 MB on 5,000 nodes, to encode here and decode there for every pod.
+        return None if answer["FailedNodes"] else orjson.dumps(answer)
+    finally:
+        if view is not None:
+            view.close()
 
 
 def _planned_node(call: Call, node: str, sent: Candidates | None) -> Candidates | None:

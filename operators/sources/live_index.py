@@ -31,7 +31,7 @@ from operators.api import keys
 from operators.api.quantity import Quantity
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
-from operators.engine.cluster.usage import PodUsage
+from operators.engine.cluster.usage import PodUsage, counted_as
 from operators.engine.planning.problem import warm_masks
 from operators.engine.scheduling.index import ClusterIndex
 from operators.sources.cache import ClusterCache
@@ -71,7 +71,8 @@ class LiveIndex:
     def on_changes(self, changes: list[Change]) -> None:
         for change in changes:
             if change.kind == PODS.name:
-                self._touched |= self.usage.apply(change.old, change.new)
+                old, new = (counted_as(pod) if pod is not None else None for pod in (change.old, change.new))
+                self._touched |= self.usage.apply(old, new)
                 self._pods_changed = True
             elif change.kind == NODES.name:
                 self._nodes_changed.add((change.new or change.old).name)

@@ -1,7 +1,8 @@
 """The index the AppGroup controller's plans read, kept by delta, equals one built from scratch after any sequence
-of watch events: pods created gated, released to a planned node (not bound yet), bound, finished, deleted; nodes
-added, resized, deleted. A pass's provisional pods (released by a plan and not bound, or in flight) are counted on
-their planned node while the pass lasts, and the kept state is the cache's again once it is closed."""
+of watch events: pods created gated or placed at admission (held to a node, not bound), released to a planned node
+(not bound yet), bound, finished, deleted; nodes added, resized, deleted. A pass's provisional pods (released by a
+plan and not bound, or in flight) are counted on their planned node while the pass lasts, and the kept state is the
+cache's again once it is closed."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import gc
 from dataclasses import replace
 from typing import Any
 
+import jsonpatch
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -23,6 +25,7 @@ from operators.engine.planning.problem import build_problem
 from operators.engine.planning.release import as_released, plan_view, provisional
 from operators.engine.scheduling.index import HEADROOM_KEPT, ClusterIndex
 from operators.engine.simulation import ordered
+from operators.extender.admission import placement_patch
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import APPGROUP_SPECS, NETWORKTOPOLOGIES, NODES, PODS
 from operators.sources.live_index import LiveIndex, Provisional
@@ -34,7 +37,9 @@ RESOURCES = ("cpu", "memory")
 
 steps = st.lists(
     st.tuples(
-        st.sampled_from(["create", "release", "bind", "finish", "delete", "resize", "add-node", "delete-node"]),
+        st.sampled_from(
+            ["create", "admit", "release", "bind", "finish", "delete", "resize", "add-node", "delete-node"]
+        ),
         st.integers(min_value=0, max_value=3),  # which pod (or node size)
         st.sampled_from(list(GROUPS)),
         st.sampled_from(NODE_NAMES),
@@ -58,6 +63,14 @@ def gated(number: int, group: str, cpu: str) -> dict[str, Any]:
         raw["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     raw["metadata"]["uid"] = f"{group}-{number}"
     return raw
+
+
+def admitted(number: int, group: str, cpu: str, node_name: str) -> dict[str, Any]:
+    """Pod GROUP-NUMBER as the extender's placement webhook admits it: no gate, held to ``node_name`` (which the
+    usage counts it on until it is bound)."""
+    raw = gated(number, group, cpu)
+    del raw["spec"]["schedulingGates"]
+    return dict(jsonpatch.apply_patch(raw, placement_patch(Pod.parse(raw), node_name, f"token-{group}-{number}")))
 
 
 def released(raw: dict[str, Any], node_name: str) -> dict[str, Any]:
@@ -117,8 +130,8 @@ def test_the_kept_plan_index_equals_one_built_from_scratch(
     for action, number, group, node_name, cpu, seen_back, check in moves:
         key = f"{ordered.NAMESPACE}/{group}-{number}"
         held = pods.get(key)
-        if action == "create" and held is None:
-            pods[key] = gated(number, group, cpu)
+        if action in ("create", "admit") and held is None:
+            pods[key] = gated(number, group, cpu) if action == "create" else admitted(number, group, cpu, node_name)
             cache.apply(PODS, "ADDED", copy.deepcopy(pods[key]))
         elif action == "release" and held is not None and held["spec"].get("schedulingGates"):
             if seen_back:  # the API server holds the released pod

@@ -16,13 +16,13 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from operators.api import keys
 from operators.engine.cluster.objects import Pod
-from operators.extender.admission import AdmittedPods
+from operators.extender.admission import AdmittedPods, placement_patch
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app
 from operators.sources.kinds import PODS
 from operators.sources.store import Change
 from tests.support.planning import pod
-from tests.support.ungated import filter_of, group_with, plans_made, state_of
+from tests.support.ungated import counted, filter_of, group_with, plans_made, state_of
 
 Client = TestClient[Any, Any]
 
@@ -86,23 +86,48 @@ async def test_each_pod_is_pinned_where_its_plan_puts_it_counting_those_admitted
     assert len(tokens) == 2 and set(state.follower.admitted.unseen) == tokens  # type: ignore[union-attr]
 
 
-async def test_a_pod_the_cache_holds_is_counted_by_its_key_then_dropped_once_bound(
-    ungated: tuple[ExtenderState, Client],
-) -> None:
+def pinned_pod(name: str, node: str, annotations: dict[str, str] | None = None, group: str = "pair") -> dict[str, Any]:
+    """Pod ``name`` of workload b (of AppGroup ``group``) as the API server stores it once placed on ``node`` at
+    admission (not bound)."""
+    raw = pod(name, "b", group=group)
+    raw["metadata"]["annotations"] = dict(annotations or {})
+    return dict(jsonpatch.apply_patch(raw, placement_patch(Pod.parse(raw), node, f"token-{name}")))
+
+
+async def test_a_pod_the_cache_shows_is_no_longer_held_by_its_token(ungated: tuple[ExtenderState, Client]) -> None:
     state, client = ungated
     held = state.follower.admitted
     assert held is not None
     stored = await admitted(client, unnamed("b"))
     stored["metadata"]["name"] = "b-x7k2p"  # the name the API server gave it
-    seen = Pod.parse(stored)
-    held.on_changes([Change(PODS.name, None, seen)])
-    assert held.unseen == {} and held.pinned == {"default/b-x7k2p": ("n1", "pair")}
-    # asked about with its one node, the pod is answered with it, no plan made
+    held.on_changes([Change(PODS.name, None, Pod.parse(stored))])
+    assert held.unseen == {}
+
+
+async def test_a_pod_placed_at_admission_is_counted_on_its_node_once_the_cache_holds_it() -> None:
+    # x-p of AppGroup other, placed on n1 at admission and not bound yet, is in the cache: n1 (a-0 and x-p, room
+    # for 2) is full, so pair's next b pod goes to n2 (same zone, cost 1), not to n1 beside a-0 (cost 0); asked
+    # about, x-p is answered with n1 alone and no plan is made
+    stored = pinned_pod("x-p", "n1", group="other")
+    state = placing(state_of(stored, groups=(group_with("plan-ungated", "other"),)))
+    async with TestClient(TestServer(build_app(state))) as client:
+        assert pinned_node(await admitted(client, unnamed("b"))) == "n2"
     plans = plans_made(state)
     assert filter_of(state, stored, ["n1"])["NodeNames"] == ["n1"]
     assert plans_made(state) == plans
-    held.on_changes([Change(PODS.name, seen, seen.on_node("n1"))])
-    assert held.pinned == {}
+
+
+def test_a_pod_placed_at_admission_is_judged_on_its_node_without_itself() -> None:
+    # b-p takes 600M in of n1's 1G: counted on n1 once it fits; counted again by its own filter (the usage already
+    # holds it there), 1.2G would not, and the pod would be answered off its plan
+    stored = pinned_pod("b-p", "n1", {keys.INGRESS_BANDWIDTH: "600M"})
+    state = state_of(stored)
+    assert filter_of(state, stored, ["n1"])["NodeNames"] == ["n1"]
+    assert counted(state, "on-plan") == 1 and counted(state, "off-plan") == 0
+    # the answer left the usage as the cache has it: another pod of 600M does not fit there
+    other = pod("b-q", "b")
+    other["metadata"]["annotations"] = {keys.INGRESS_BANDWIDTH: "600M"}
+    assert "n1" in filter_of(state, other, ["n1"])["FailedNodes"]
 
 
 async def test_the_pods_of_other_modes_and_other_pods_are_admitted_unchanged() -> None:

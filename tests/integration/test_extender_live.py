@@ -266,9 +266,12 @@ async def test_an_index_follower_that_keeps_failing_makes_healthz_fail(
         assert 'netaware_task_restarts_total{task="extender-index"} 5.0' in metrics
 
 
-async def test_a_pod_placed_at_admission_is_held_by_its_token_then_by_its_key(api: Api, emulator: ApiEmulator) -> None:
+async def test_a_pod_placed_at_admission_is_held_by_its_token_then_counted_on_its_node(
+    api: Api, emulator: ApiEmulator
+) -> None:
     # a1 plan-ungated, p2-a bound on n-7: a p1 pod admitted with no name yet is pinned there (p1 -> p2, same node:
-    # cost 0), held by its token until the cache shows it, then by its key until it is bound
+    # cost 0), held by its token until the cache shows it, then counted on n-7 by the kept usage: once while pending,
+    # once bound (never twice), and no more once deleted
     group = next(doc for doc in seeded() if doc["kind"] == "AppGroup")
     group["metadata"]["annotations"] = {keys.ORDERED_SCHEDULING: keys.UNGATED_PLAN}
     await emulator.seed([*(doc for doc in seeded() if doc["kind"] != "AppGroup"), group])
@@ -287,12 +290,20 @@ async def test_a_pod_placed_at_admission_is_held_by_its_token_then_by_its_key(ap
         response = (await (await http.post("/place-pods", json=review)).json())["response"]
         created = jsonpatch.apply_patch(pod, orjson.loads(base64.b64decode(response["patch"])))
         assert created["metadata"]["annotations"][keys.PLANNED_NODE] == "n-7"
-        assert len(held.unseen) == 1 and held.pinned == {}
+        assert len(held.unseen) == 1
+        usage = app[LIVE_KEY].usage
+        assert usage.count["n-7"] == 1  # p2-a
         created["metadata"]["name"] = "p1-x7k2p"
         await api.call("POST", PODS, created)
-        await eventually(lambda: held.pinned == {"default/p1-x7k2p": ("n-7", "a1")}, within=5)
-        assert held.unseen == {}
+        await eventually(lambda: "default/p1-x7k2p" in members.get("a1", {}), within=5)
+        assert held.unseen == {} and usage.count["n-7"] == 2
+        assert members["a1"]["default/p1-x7k2p"].node_name == "n-7"
         binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p1-x7k2p"},
                    "target": {"kind": "Node", "name": "n-7"}}  # fmt: skip
+        pending = members["a1"]["default/p1-x7k2p"]  # the version counted on its planned node
         await api.call("POST", PODS + "/p1-x7k2p/binding", binding)
-        await eventually(lambda: held.pinned == {}, within=5)
+        await eventually(lambda: members["a1"]["default/p1-x7k2p"] is not pending, within=5)  # bound: seen
+        assert usage.count["n-7"] == 2
+        await api.call("DELETE", PODS + "/p1-x7k2p")
+        await eventually(lambda: "default/p1-x7k2p" not in members.get("a1", {}), within=5)
+        assert usage.count["n-7"] == 1
