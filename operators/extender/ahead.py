@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 
 from operators.api import keys
 from operators.engine.cluster.objects import Pod
-from operators.engine.planning.release import BATCH_SECONDS, GATHER_SECONDS
+from operators.engine.planning.release import BATCH_SECONDS, GATHER_SECONDS, gathering_due
 from operators.extender.answers import ExtenderState
 from operators.sources.kinds import PODS
 from operators.sources.store import Change
@@ -69,7 +69,7 @@ class PlansAhead:
         ready: list[tuple[float, Pod]] = []
         later: list[float] = []
         for key, (first, last, pod) in list(self.waiting.items()):
-            when = min(last + BATCH_SECONDS, first + GATHER_SECONDS)
+            when = gathering_due(first, last, BATCH_SECONDS, GATHER_SECONDS)
             if when <= now:
                 ready.append((first, pod))
                 del self.waiting[key]

@@ -16,12 +16,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from operators.api import keys
 from operators.engine.cluster.objects import Pod
-from operators.extender.admission import AdmittedPods, placement_patch
+from operators.extender.admission import AdmittedPods, Placer, placement_patch
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app
 from operators.sources.kinds import PODS
 from operators.sources.store import Change
-from tests.support.planning import pod
+from tests.support.planning import NAMESPACE, pod
 from tests.support.ungated import counted, filter_of, group_with, plans_made, state_of
 
 Client = TestClient[Any, Any]
@@ -171,3 +171,35 @@ async def test_the_plans_of_two_appgroups_admitted_together_do_not_share_a_place
         placed = await asyncio.gather(admitted(client, mine), admitted(client, theirs))
     assert sorted(pinned_node(raw) or "" for raw in placed) == ["n1", "n2"]
     assert plans_made(state) == 2
+
+
+def gathered_by(quiet: float, most: float) -> tuple[Placer, list[list[str]]]:
+    """A placer whose plans record the pods each was given (and place them all on n1)."""
+    plans: list[list[str]] = []
+
+    def place(pods: list[Pod], _: Any) -> dict[str, str]:
+        plans.append([p.key for p in pods])
+        return {p.key: "n1" for p in pods}
+
+    return Placer(place, AdmittedPods(), quiet=quiet, most=most), plans
+
+
+async def admitted_after(placer: Placer, delay: float, name: str) -> str | None:
+    await asyncio.sleep(delay)
+    return await placer.node_of(Pod.parse(pod(name, "b")), group_with("plan-ungated"), f"token-{name}")
+
+
+async def test_an_appgroups_pods_are_gathered_until_none_arrived_for_the_quiet_time() -> None:
+    # b-0 to b-3 arrive 50 ms apart, each within 300 ms of the one before: one gathering, one plan, all four placed
+    placer, plans = gathered_by(quiet=0.3, most=5.0)
+    nodes = await asyncio.gather(*(admitted_after(placer, 0.05 * n, f"b-{n}") for n in range(4)))
+    assert nodes == ["n1"] * 4
+    assert plans == [[f"{NAMESPACE}/b-{n}" for n in range(4)]]
+
+
+async def test_an_appgroups_gathering_is_planned_at_the_latest_its_most_after_its_first_pod() -> None:
+    # quiet 300 ms, most 200 ms: b-0 (at 0) and b-1 (100 ms) are planned at 200 ms although b-1 came 100 ms before;
+    # b-2 (250 ms) starts the next gathering, which b-3 (350 ms) joins
+    placer, plans = gathered_by(quiet=0.3, most=0.2)
+    await asyncio.gather(*(admitted_after(placer, delay, f"b-{n}") for n, delay in enumerate((0, 0.1, 0.25, 0.35))))
+    assert plans == [[f"{NAMESPACE}/b-0", f"{NAMESPACE}/b-1"], [f"{NAMESPACE}/b-2", f"{NAMESPACE}/b-3"]]

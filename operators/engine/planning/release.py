@@ -116,6 +116,12 @@ def awaiting_bind(pod: Pod) -> bool:
     return not pod.node_name and not is_gated(pod) and planned_node(pod) is not None
 
 
+def gathering_due(first: float, last: float, quiet: float, most: float) -> float:
+    """When a group's pods, the ``first`` and ``last`` of them arrived at those times, are planned together: once
+    none arrived for ``quiet``, at the latest ``most`` after the first."""
+    return min(last + quiet, first + most)
+
+
 def shared_budget(configured: float, waiting: int, pass_seconds: float, nodes: int = 0, recent: int = 0) -> float:
     """Each plan's budget when ``waiting`` AppGroups wait to be planned: the configured budget, or the planner's
     ``pass_seconds`` shared among them when that is less, or less again :data:`PLAN_DUTY` shared among them and the
@@ -204,7 +210,7 @@ def release_by_plan(
     if anchored:
         first_due = min(times) + min(window, FOLLOW_SECONDS)
     else:  # the group's first plan: once its pods stop arriving for the window (a burst is one group), or the cap
-        first_due = min(max(times) + window, min(times) + GATHER_SECONDS)
+        first_due = gathering_due(min(times), max(times), window, GATHER_SECONDS)
     settled = max(times) + SETTLE_SECONDS
     if now < first_due and not (selectors <= present and now >= settled):
         due = min(first_due, settled) if selectors <= present else first_due
