@@ -68,6 +68,7 @@ class ApiEmulator(kmock.KubernetesEmulator):
     store: ObjectStore = attrs.field(factory=ObjectStore, init=False)
     faults: Faults = attrs.field(factory=Faults, init=False)
     base_url: str = attrs.field(default="", init=False)  # set by whoever serves it (tests, demo)
+    _arrived_in: dict[int, int] = attrs.field(factory=dict, init=False)  # request id -> the watch epoch it came in
 
     def __attrs_post_init__(self) -> None:
         KubernetesScaffold.__attrs_post_init__(self)  # discovery only; the object semantics are ours
@@ -108,17 +109,23 @@ class ApiEmulator(kmock.KubernetesEmulator):
     # -- request plumbing --------------------------------------------------------------------------
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        # A watch opened before a drop is dropped with the others, even if its stream starts after it (the drop
+        # bumps the epoch; the stream compares against the one of its arrival, taken before anything is awaited).
+        epoch = self.store.watch_epoch
         # kmock's path parser cannot read /api/v1/namespaces[/name]; parse the request ourselves.
         await raw_request.read()
         raw_response: aiohttp.web.StreamResponse | None = None
         try:
             request = await parse_request(raw_request, len(self._requests))
+            self._arrived_in[request.id] = epoch
             self._requests.append(request)
             try:
                 return await self._handle(request)
             except rendering.StreamingError as error:
                 raw_response = error.args[0]
                 raise error.__cause__ or error from None
+            finally:
+                self._arrived_in.pop(request.id, None)  # a watch took its own; any other request's is not kept
         except Exception as error:
             if self._errors and not isinstance(error, kmock.KubernetesError):
                 self._errors[-1].append(error)
@@ -253,7 +260,8 @@ class ApiEmulator(kmock.KubernetesEmulator):
     def _watch(self, request: rendering.Request) -> AsyncIterator[Any]:
         assert request.resource is not None
         labels, fields = label_selector(request.params), field_selector(request.params)  # 400 before streaming
-        return watch.stream(self.store, request, resource_key(request.resource), labels, fields)
+        epoch = self._arrived_in.pop(request.id, self.store.watch_epoch)
+        return watch.stream(self.store, request, resource_key(request.resource), labels, fields, epoch)
 
     async def _evict(self, request: rendering.Request, info: kmock.ResourceInfo) -> dict[str, Any]:
         assert request.resource is not None

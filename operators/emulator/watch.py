@@ -21,11 +21,12 @@ async def stream(
     key: str,
     labels: Selector,
     fields: FieldTerms,
+    epoch: int,
 ) -> AsyncIterator[Any]:
-    """The events of resource ``key`` for ``request`` (its namespace, ``resourceVersion``, ``timeoutSeconds``)."""
+    """The events of resource ``key`` for ``request`` (its namespace, ``resourceVersion``, ``timeoutSeconds``), until
+    the store's watch epoch moves past ``epoch`` (the one of the request's arrival)."""
     since_text = request.params.get("resourceVersion") or ""
     limit_seconds = float(request.params.get("timeoutSeconds") or 0) or None
-    epoch = store.watch_epoch
     yield b""  # send the headers now, as the apiserver does
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_seconds if limit_seconds else None

@@ -66,6 +66,8 @@ async def test_a_dropped_watch_resumes_without_listing(api: Api, emulator: ApiEm
     async with following(emulator, cache):
         await eventually(lambda: cache.ready, within=5)
         for round_ in range(3):
+            # each drop ends the watch the last one's resume opened (a drop before it arrives would end nothing)
+            await eventually(lambda n=round_ + 1: emulator.requests_of("watch", "pods") == n, within=5)  # type: ignore[misc]
             await emulator.drop_watches()
             await api.call("POST", PODS_PATH, labelled_pod(f"p-{round_}", "p1", "n-1"))
             await eventually(lambda n=round_ + 1: len(cache.snapshot().pods) == n, within=5)  # type: ignore[misc]
