@@ -32,7 +32,7 @@ def counted_as(pod: Pod) -> Pod:
     on its planned node, any other as it is. Its required node affinity holds it to that node: kube-scheduler binds
     it there or nowhere, so every plan and every filter must find that room taken. Counted once as it enters the
     usage, not placed again for each plan (hundreds of them wait for kube-scheduler in a burst: placing and putting
-    them back was 38 % of the extender's time while it placed pods at admission)."""
+    them back was 38 % of the extender's samples while it placed pods at admission)."""
     if pod.node_name or pod.is_terminal or not pod.annotations.get(keys.PLACED_AT_ADMISSION):
         return pod
     node = pod.annotations.get(keys.PLANNED_NODE)
