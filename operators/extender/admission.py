@@ -64,8 +64,10 @@ class AdmittedPods:
         self.unseen[token] = (pod, self.clock())
 
     def on_changes(self, changes: Iterable[Change]) -> None:
+        if not self.unseen:  # the common case once the cache shows them: nothing to look for
+            return
         for change in changes:
-            if change.kind != PODS.name or not self.unseen:
+            if change.kind != PODS.name:
                 continue
             pod = change.new if change.new is not None else change.old
             token = pod.annotations.get(keys.PLACED_AT_ADMISSION) if isinstance(pod, Pod) else None
@@ -172,8 +174,7 @@ def admission_pod(body: bytes) -> tuple[str, Pod, str]:
 
 def placement_patch(pod: Pod, node: str, token: str) -> list[dict[str, Any]]:
     """The pod's node affinity for ``node``, its planned-node annotation and its admission token."""
-    key = keys.PLACED_AT_ADMISSION.replace("~", "~0").replace("/", "~1")
-    return [*pin_operations(pod, node), {"op": "add", "path": f"/metadata/annotations/{key}", "value": token}]
+    return pin_operations(pod, node, annotations={keys.PLACED_AT_ADMISSION: token})
 
 
 def review_answer(uid: str, patch: list[dict[str, Any]] | None) -> web.Response:

@@ -228,7 +228,7 @@ class PlanFollower:
         config: SchedulerConfig,
         now: float,
         asking: Pod,
-        candidates: Collection[str] | None,
+        candidates: Collection[str],
     ) -> dict[str, str]:
         """``group``'s pending pods planned on ``view`` when kube-scheduler asks about ``asking`` (with the pods
         :meth:`_held` placed). Pod -> node."""

@@ -25,7 +25,6 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import NETWORK_OVERHEAD, SchedulerConfig
-from operators.api.errors import FieldError
 from operators.engine.cluster.objects import Pod
 from operators.engine.scheduling.explain import summary
 from operators.engine.scheduling.framework import PodInputs, filter_table, merge_reasons
@@ -333,7 +332,7 @@ async def placement_handler(request: web.Request) -> web.Response:
         uid, pod, token = admission_pod(body)
     except BadBody as error:
         return _json_response({"error": str(error)}, status=error.status)
-    except (FieldError, ValueError, TypeError, KeyError) as error:
+    except (ValueError, TypeError, KeyError) as error:  # FieldError is a ValueError
         return _json_response({"error": str(error)}, status=400)
     follower = state.follower
     if PLACER_KEY not in request.app or not state.ready():

@@ -46,6 +46,7 @@ import jsonpatch
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
+from operators.engine.admission.pod_bandwidth import json_patch
 from operators.engine.cluster.kube import filters as kube_filters
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
@@ -309,9 +310,12 @@ def release_patch(pod: Pod, node: str | None, affinity_kind: str = REQUIRED) -> 
     return operations + pin_operations(pod, node, affinity_kind)
 
 
-def pin_operations(pod: Pod, node: str, affinity_kind: str = REQUIRED) -> list[dict[str, Any]]:
-    """The JSON patch operations that give ``pod`` a node affinity for ``node`` (see :func:`release_patch`) and the
-    ``netaware.io/planned-node`` annotation: of a release, or of a pod placed when it is admitted."""
+def pin_operations(
+    pod: Pod, node: str, affinity_kind: str = REQUIRED, annotations: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The JSON patch operations that give ``pod`` a node affinity for ``node`` (see :func:`release_patch`), the
+    ``netaware.io/planned-node`` annotation and ``annotations``: of a release, or of a pod placed when it is
+    admitted."""
     operations: list[dict[str, Any]] = []
     spec = pod.raw.get("spec") or {}
     affinity = dict(spec.get("affinity") or {})
@@ -332,12 +336,7 @@ def pin_operations(pod: Pod, node: str, affinity_kind: str = REQUIRED) -> list[d
         operations.append({"op": "add", "path": "/spec/affinity", "value": affinity})
     else:  # no spec at all (a review's pod may say null): the affinity is all of it
         operations.append({"op": "add", "path": "/spec", "value": {"affinity": affinity}})
-    annotation = keys.PLANNED_NODE.replace("~", "~0").replace("/", "~1")
-    if (pod.raw.get("metadata") or {}).get("annotations"):
-        operations.append({"op": "add", "path": f"/metadata/annotations/{annotation}", "value": node})
-    else:
-        operations.append({"op": "add", "path": "/metadata/annotations", "value": {keys.PLANNED_NODE: node}})
-    return operations
+    return [*operations, *json_patch(pod.raw, {keys.PLANNED_NODE: node, **(annotations or {})})]
 
 
 def as_released(pod: Pod, node: str | None, affinity_kind: str = REQUIRED) -> Pod:
