@@ -558,8 +558,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--place-at-admission",
-        action="store_true",
-        help="netaware-plan-ungated's pods placed as they are created (the extender's placement webhook)",
+        nargs="?",
+        const="in-webhook",
+        default="",
+        choices=("in-webhook", "own-webhook"),
+        help="netaware-plan-ungated's pods placed by the extender as they are created: asked by netaware's webhook "
+        "(in-webhook, the default: one webhook call a pod), or registered as a webhook of its own (own-webhook: "
+        "three calls a pod, netaware's webhook called again after it)",
     )
     parser.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated")
     parser.add_argument("--record", default=None, help="write the figures as JSON here")
@@ -611,6 +616,7 @@ def main() -> None:
             admitted=ADMITTED,
             peer_schedulers=[name for name in ("sp-network",) if name in compared],
             placed_at_admission=[UNGATED] if args.place_at_admission else [],
+            placement=args.place_at_admission or "in-webhook",
         )
         plane.kubectl("apply", "-f", "-", stdin=json.dumps(gate_policy(POLICY)))
         wait_advertised(plane, args.nodes, within=900, every=10)

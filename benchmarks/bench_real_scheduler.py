@@ -141,10 +141,12 @@ def start_webhook(
     *more: str,
     server: Sequence[str] = (),
     name: str = "bench",
+    flags: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
-    """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``) admitting ``namespace`` (and
-    ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration (``name``) is
-    applied once it listens. ``server``: another webhook's command instead, given the port as its last argument."""
+    """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``, and ``flags``) admitting ``namespace``
+    (and ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration
+    (``name``) is applied once it listens. ``server``: another webhook's command instead, given the port as its last
+    argument."""
     from webhooks.configuration import mutating_webhook_configuration
 
     port = free_port()
@@ -153,7 +155,7 @@ def start_webhook(
     else:
         command = [sys.executable, "-m", "operators.cli", "webhook", "--listen-address", "127.0.0.1", "--port",
                    str(port), "--kubeconfig", str(plane.kubeconfig), "--bandwidth-resources", "combined",
-                   *tls_flags(folder)]  # fmt: skip
+                   *tls_flags(folder), *flags]  # fmt: skip
     log = folder / f"{name}-webhook.log"
     process = subprocess.Popen(command, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
     configuration = mutating_webhook_configuration(

@@ -57,11 +57,14 @@ def start(
     admitted: Sequence[str] | None = None,
     peer_schedulers: Sequence[str] = ("sp-network", "sp-default"),
     placed_at_admission: Sequence[str] = (),
+    placement: str = "in-webhook",
 ) -> Stack:
     """Start the stack on ``plane``: the peers' schedulers read :data:`TOPOLOGY` of namespace ``peers``, netaware's
     of ``netaware`` (the namespaces its webhook admits, unless ``admitted`` names them); of scheduler-plugins'
     schedulers, those in ``peer_schedulers`` only; the pods of plan-ungated AppGroups in ``placed_at_admission``
-    placed by the extender's placement webhook. The logs go to ``folder``."""
+    placed by the extender as they are created: asked by netaware's webhook (``placement`` ``in-webhook``: one
+    call a pod), or registered as a webhook of its own (``own-webhook``: the API server calls netaware's webhook
+    again after it). The logs go to ``folder``."""
     stack = Stack()
     operator = ["run", "--components", "appgroup,networktopology,nodebandwidth", "--accounting-mode", "combined",
                 "--no-leader-elect", "--health-port", "0", "--appgroup-plans",
@@ -86,10 +89,15 @@ def start(
                 cwd=ROOT, stdout=(folder / f"{command[0]}.log").open("w"), stderr=subprocess.STDOUT,
             ))  # fmt: skip
         admits = netaware if admitted is None else admitted
-        stack.processes.append(start_webhook(plane, folder, ca_data, *admits))  # bandwidth resources, gates
+        asking: list[str] = []
         if placed_at_admission:
             wait_listening(port, "extender", folder / "extender.log", stack.processes[1])
+        if placed_at_admission and placement == "in-webhook":
+            asking = ["--placement-url", f"https://127.0.0.1:{port}/place-pods",
+                      "--placement-ca-file", str(folder / "ca.crt")]  # fmt: skip
+        elif placed_at_admission:
             plane.kubectl("apply", "-f", "-", stdin=json.dumps(placement_webhook(port, ca_data, placed_at_admission)))
+        stack.processes.append(start_webhook(plane, folder, ca_data, *admits, flags=asking))  # bandwidth, gates
         names = ("operator", "extender", "webhook")
         stack.pids.update({name: process.pid for name, process in zip(names, stack.processes, strict=True)})
         entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")

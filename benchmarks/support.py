@@ -28,14 +28,15 @@ def rotated(columns: Sequence[T], run: int) -> list[T]:
 
 
 def loopback_tls(folder: pathlib.Path) -> str:
-    """A new CA and a serving pair for 127.0.0.1 written to ``folder``/tls.crt and tls.key; the CA bundle
-    (base64, as a webhook configuration or an extender's tlsConfig takes it)."""
+    """A new CA and a serving pair for 127.0.0.1 written to ``folder``/tls.crt and tls.key (the CA to ca.crt); the
+    CA bundle (base64, as a webhook configuration or an extender's tlsConfig takes it)."""
     import trustme
 
     ca = trustme.CA()
     leaf = ca.issue_cert("127.0.0.1")
     leaf.private_key_and_cert_chain_pem.write_to_path(str(folder / "tls.crt"))
     leaf.private_key_pem.write_to_path(str(folder / "tls.key"))
+    ca.cert_pem.write_to_path(str(folder / "ca.crt"))
     return base64.b64encode(ca.cert_pem.bytes()).decode()
 
 

@@ -41,6 +41,7 @@ from operators.serving import Runner, add_probes
 from operators.sources.cache import ClusterCache
 from operators.sources.kinds import Kind
 from operators.supervision import Supervisor
+from webhooks.placement import Placement
 from webhooks.server import METRICS_KEY as WEBHOOK_METRICS_KEY
 from webhooks.server import NamespaceNotifier
 from webhooks.server import build_app as webhook_app
@@ -64,12 +65,13 @@ async def webhook(
     resources: Accounting | None = None,
     scheduler_name: str = "",
     plans_keep_scheduler: bool = False,
+    placement: Placement | None = None,
 ) -> AsyncIterator[web.Application]:
     """The mutating webhook's application; with a live source, its AppGroups and Namespaces are watched (and
     Events posted) while inside. ``gate_by_default``: every AppGroup's pods get the topology-order gate unless
     the AppGroup opts out; ``resources``: pods request their bandwidth as that mode's extended resources;
     ``scheduler_name``: the scheduler AppGroups' pods are sent to (but the pods of AppGroups released by plan, with
-    ``plans_keep_scheduler``)."""
+    ``plans_keep_scheduler``); ``placement``: the extender's, asked for plan-ungated pods."""
     if source.snapshot is not None:
         yield webhook_app(
             ClusterView.from_snapshot(source.snapshot),
@@ -77,6 +79,7 @@ async def webhook(
             resources=resources,
             scheduler_name=scheduler_name,
             plans_keep_scheduler=plans_keep_scheduler,
+            placement=placement,
         )
         return
     view = ClusterView()
@@ -90,6 +93,7 @@ async def webhook(
             supervisor=tasks,
             scheduler_name=scheduler_name,
             plans_keep_scheduler=plans_keep_scheduler,
+            placement=placement,
         )
         view.on_namespace_deleted(app[WEBHOOK_METRICS_KEY].forget_namespace)
         yield app

@@ -40,6 +40,7 @@ from operators.serving import (
 )
 from operators.supervision import Supervisor
 from webhooks.configuration import PATH, asks_for_bandwidth
+from webhooks.placement import Placement, ToPlace, placed_at_admission
 from webhooks.view import ClusterView
 
 logger = logging.getLogger("netaware.webhook")
@@ -53,6 +54,7 @@ GATE_BY_DEFAULT_KEY: web.AppKey[bool] = web.AppKey("gate_by_default", bool)
 RESOURCES_KEY: web.AppKey[Accounting | None] = web.AppKey("bandwidth_resources")
 SCHEDULER_KEY: web.AppKey[str] = web.AppKey("scheduler_name", str)
 PLANS_KEEP_SCHEDULER_KEY: web.AppKey[bool] = web.AppKey("plans_keep_scheduler", bool)
+PLACEMENT_KEY: web.AppKey[Placement | None] = web.AppKey("placement")
 
 
 @dataclass
@@ -62,6 +64,7 @@ class WebhookMetrics:
     latency: Histogram
     in_flight: Gauge
     namespace_default_errors: Counter
+    placements: Counter
 
     def __post_init__(self) -> None:
         # the children every admission touches, looked up once (a labels() call takes a lock and a dict lookup)
@@ -103,6 +106,13 @@ class WebhookMetrics:
                 "netaware_webhook_namespace_default_errors",
                 "Admissions that skipped a namespace default bandwidth annotation that is not a bandwidth.",
                 ["namespace"],
+                registry=registry,
+            ),
+            Counter(
+                "netaware_webhook_placements",
+                "Pods of plan-ungated AppGroups the extender was asked to place (--placement-url), by result: placed, "
+                "unplaced (its plan placed it nowhere), failed (admitted without it).",
+                ["result"],
                 registry=registry,
             ),
         )
@@ -159,12 +169,15 @@ def _bad_request(message: str) -> web.Response:
 @dataclass(frozen=True)
 class Admission:
     """The AdmissionReview answer, and what its warnings are about: the namespace's defaults, or (``appgroup``:
-    namespace, name) a pod of that AppGroup that keeps a scheduler other than netaware's."""
+    namespace, name) a pod of that AppGroup that keeps a scheduler other than netaware's; ``to_place``: the pod of
+    a plan-ungated AppGroup, for the extender's placement (``--placement-url``), and its warnings."""
 
     answer: dict[str, Any]
     namespace_problems: tuple[str, ...] = ()
     appgroup: tuple[str, str] | None = None
     scheduler_conflict: str = ""
+    to_place: ToPlace | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def decide(
@@ -261,6 +274,8 @@ def admit(
         tuple(admission.namespace_problems),
         (owner.metadata.namespace, owner.metadata.name) if owner is not None and scheduler.conflict else None,
         scheduler.conflict,
+        ToPlace(uid, namespace_name, request["object"], patch) if placed_at_admission(owner, pod) else None,
+        tuple(warnings),
     )
 
 
@@ -302,7 +317,13 @@ async def _mutate(request: web.Request) -> web.Response:
         app[NOTIFIER_KEY].namespace_problem(namespace, "; ".join(admitted.namespace_problems))
     if admitted.appgroup is not None:
         app[NOTIFIER_KEY].appgroup_problem(*admitted.appgroup, admitted.scheduler_conflict)
-    return web.Response(body=orjson.dumps(admitted.answer), content_type="application/json")
+    answer, placement = admitted.answer, app[PLACEMENT_KEY]
+    if placement is not None and admitted.to_place is not None:
+        asked = admitted.to_place
+        patch, outcome = await placement.operations(asked)
+        app[METRICS_KEY].placements.labels(outcome).inc()
+        answer = review_response(asked.uid, True, patch, warnings=list(admitted.warnings))
+    return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
 
 def build_app(
@@ -314,9 +335,11 @@ def build_app(
     supervisor: Supervisor | None = None,
     scheduler_name: str = "",
     plans_keep_scheduler: bool = False,
+    placement: Placement | None = None,
 ) -> web.Application:
     """The webhook's application; ``supervisor``: the one its live view's watches run under (its problem is
-    ``/healthz``, its restarts are in ``/metrics``); ``scheduler_name``: where AppGroups' pods are sent."""
+    ``/healthz``, its restarts are in ``/metrics``); ``scheduler_name``: where AppGroups' pods are sent;
+    ``placement``: the extender's, asked for the pods of plan-ungated AppGroups (closed with the application)."""
     tasks = supervisor or Supervisor()
     app = web.Application(client_max_size=MAX_BODY)
     app[SUPERVISOR_KEY] = tasks
@@ -325,6 +348,9 @@ def build_app(
     app[RESOURCES_KEY] = resources
     app[SCHEDULER_KEY] = scheduler_name
     app[PLANS_KEEP_SCHEDULER_KEY] = plans_keep_scheduler
+    app[PLACEMENT_KEY] = placement
+    if placement is not None:
+        app.on_cleanup.append(lambda _: placement.close())
     app[METRICS_KEY] = metrics or WebhookMetrics.create()
     app[NOTIFIER_KEY] = notifier or NamespaceNotifier()
     app.router.add_post(PATH, mutate_pods)

@@ -26,6 +26,8 @@ from operators.cli.signals import run_until_signal
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from webhooks.placement import Placement
+
 
 @dataclass(frozen=True)
 class ServingFlags:
@@ -192,6 +194,28 @@ def serve_component(
     "AppGroup's annotation netaware.io/scheduler-name still applies. The chart sets it unless "
     "bandwidth.guarantee is extender or operator.planAffinity is preferred.",
 )
+@click.option(
+    "--placement-url",
+    default="",
+    help="The extender's placement (https://HOST:PORT/place-pods of `netaware extender --place-at-admission`): the "
+    "pods of plan-ungated AppGroups are placed by it as this webhook admits them, in one answer, instead of "
+    "registering the placement as a webhook of its own (two API server calls more per pod). A placement that "
+    "fails or is late admits the pod unplaced. Default: none.",
+)
+@click.option(
+    "--placement-ca-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The CA bundle (PEM) that verifies the extender's certificate for --placement-url. Default: the system's.",
+)
+@click.option(
+    "--placement-timeout",
+    type=click.FloatRange(min=0.05, max=10.0),
+    default=1.0,
+    show_default=True,
+    help="Seconds an admission waits for the extender's placement; keep it under the webhook configuration's "
+    "timeoutSeconds (2 in the chart).",
+)
 @filename_option(required=False)
 def webhook_command(
     flags: ServingFlags,
@@ -199,6 +223,9 @@ def webhook_command(
     bandwidth_resources: str,
     scheduler_name: str,
     plan_pods_keep_scheduler: bool,
+    placement_url: str,
+    placement_ca_file: str | None,
+    placement_timeout: float,
     filenames: tuple[str, ...],
 ) -> None:
     """Serve the bandwidth mutating admission webhook (POST /mutate-pods).
@@ -214,14 +241,36 @@ def webhook_command(
     from webhooks.server import serve
 
     resources = None if bandwidth_resources == "off" else Accounting(bandwidth_resources)
+    placement = placement_client(placement_url.strip(), placement_ca_file, placement_timeout)
     serve_component(
         flags,
         filenames,
         lambda source: compose.webhook(
-            source, ordered_scheduling_default, resources, scheduler_name.strip(), plan_pods_keep_scheduler
+            source, ordered_scheduling_default, resources, scheduler_name.strip(), plan_pods_keep_scheduler, placement
         ),
         serve,
     )
+
+
+def placement_client(url: str, ca_file: str | None, timeout: float) -> Placement | None:
+    """The webhook's ``--placement-*`` flags: the extender's placement, or None; one-line errors naming the flag."""
+    import ssl
+    import urllib.parse
+
+    from webhooks.placement import Placement
+
+    if not url:
+        if ca_file:
+            raise click.UsageError("--placement-ca-file needs --placement-url")
+        return None
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("https", "http") or not parsed.hostname:
+        raise click.BadParameter(f"{url!r} is not an http(s)://HOST[:PORT]/PATH URL", param_hint="--placement-url")
+    try:
+        context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+    except (OSError, ssl.SSLError) as error:
+        raise CommandError(f"--placement-ca-file {ca_file}: cannot load the CA bundle: {error}") from None
+    return Placement(url, timeout, context)
 
 
 @click.command("extender")
