@@ -142,10 +142,11 @@ def start_webhook(
     server: Sequence[str] = (),
     name: str = "bench",
     flags: Sequence[str] = (),
+    timeout_seconds: int = 2,
 ) -> subprocess.Popen[bytes]:
     """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``, and ``flags``) admitting ``namespace``
     (and ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration
-    (``name``) is applied once it listens. ``server``: another webhook's command instead, given the port as its last
+    (``name``, each call given ``timeout_seconds``) is applied once it listens. ``server``: another webhook's command instead, given the port as its last
     argument."""
     from webhooks.configuration import mutating_webhook_configuration
 
@@ -159,7 +160,7 @@ def start_webhook(
     log = folder / f"{name}-webhook.log"
     process = subprocess.Popen(command, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
     configuration = mutating_webhook_configuration(
-        name, "unused", "netaware-system", ca_bundle, bandwidth_failure_policy="Fail"
+        name, "unused", "netaware-system", ca_bundle, bandwidth_failure_policy="Fail", timeout_seconds=timeout_seconds
     )
     for entry in configuration["webhooks"]:
         entry["clientConfig"] = {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca_bundle}

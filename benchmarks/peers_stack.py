@@ -93,11 +93,15 @@ def start(
         if placed_at_admission:
             wait_listening(port, "extender", folder / "extender.log", stack.processes[1])
         if placed_at_admission and placement == "in-webhook":
+            # the placement's own webhook was given 5 s: the webhook that asks it is given as much (at 1 s, a
+            # quarter of a burst's placements came late and their pods were planned when kube-scheduler asked)
             asking = ["--placement-url", f"https://127.0.0.1:{port}/place-pods",
-                      "--placement-ca-file", str(folder / "ca.crt")]  # fmt: skip
+                      "--placement-ca-file", str(folder / "ca.crt"), "--placement-timeout", "4"]  # fmt: skip
         elif placed_at_admission:
             plane.kubectl("apply", "-f", "-", stdin=json.dumps(placement_webhook(port, ca_data, placed_at_admission)))
-        stack.processes.append(start_webhook(plane, folder, ca_data, *admits, flags=asking))  # bandwidth, gates
+        stack.processes.append(  # bandwidth resources, gates
+            start_webhook(plane, folder, ca_data, *admits, flags=asking, timeout_seconds=5 if asking else 2)
+        )
         names = ("operator", "extender", "webhook")
         stack.pids.update({name: process.pid for name, process in zip(names, stack.processes, strict=True)})
         entry = extender_entry(port, ca_data, weight=20, ignorable=False, timeout="10s")
