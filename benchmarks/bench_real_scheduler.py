@@ -146,8 +146,8 @@ def start_webhook(
 ) -> subprocess.Popen[bytes]:
     """`netaware webhook --bandwidth-resources combined` (TLS from ``folder``, and ``flags``) admitting ``namespace``
     (and ``more``) only, as the chart deploys it for ``bandwidth.guarantee: resources``; its configuration
-    (``name``, each call given ``timeout_seconds``) is applied once it listens. ``server``: another webhook's command instead, given the port as its last
-    argument."""
+    (``name``, each call given ``timeout_seconds``) is applied once it listens. ``server``: another webhook's
+    command instead, given the port as its last argument."""
     from webhooks.configuration import mutating_webhook_configuration
 
     port = free_port()
