@@ -117,7 +117,7 @@ async def extender(
     async with following(source, cache.follow, tasks) as api, index:
         state = ExtenderState(cache.snapshot, config, lambda: live.ready, indexes=live.current, live=live)
         if place_at_admission:  # before the application: it serves the placement webhook only then
-            state.follower.admitted = AdmittedPods()
+            state.follower.admitted = AdmittedPods(live.count)
             cache.subscribe(state.follower.admitted.on_changes)
         app = extender_app(state, PodNotifier(api), supervisor=tasks)
         app[LIVE_KEY] = live

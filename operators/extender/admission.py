@@ -10,8 +10,9 @@ node's filters, and its filters are still the judge: a pod whose node no longer 
 kube-scheduler's own message.
 
 A pod has no name while admitted (``generateName``), so until the cache holds it the extender keeps it, on its node,
-by its token (:class:`AdmittedPods`), and counts it in every plan; then the cluster's usage counts it on its node
-until it is bound or gone (:func:`~operators.engine.cluster.usage.counted_as`), as every index does. A pod
+by its token (:class:`AdmittedPods`), counted in the kept index's usage as a pod of the cache is; then the cluster's
+usage counts it on its node until it is bound or gone (:func:`~operators.engine.cluster.usage.counted_as`), as every
+index does. A pod
 the plan places nowhere, or admitted before the cache is synced, is admitted unchanged: it is planned when
 kube-scheduler asks, as without this.
 """
@@ -53,15 +54,20 @@ MAX_REVIEW = 3 * 1024 * 1024  # an AdmissionReview of one pod
 
 
 class AdmittedPods:
-    """The pods placed at admission that the cache does not hold yet (see the module docstring); once it does, the
-    usage counts each on its node until it is bound (:func:`~operators.engine.cluster.usage.counted_as`)."""
+    """The pods placed at admission that the cache does not hold yet (see the module docstring), each counted on its
+    node by ``count`` (the kept index's :meth:`~operators.sources.live_index.LiveIndex.count`) from its placement
+    until the cache shows it; then the usage counts it on its node until it is bound
+    (:func:`~operators.engine.cluster.usage.counted_as`)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, count: Callable[[Pod | None, Pod | None], None], clock: Callable[[], float] = time.time) -> None:
+        self.count = count
         self.clock = clock
         self.unseen: dict[str, tuple[Pod, float]] = {}  # token -> (the pod on its node, when admitted)
 
     def admitted(self, token: str, pod: Pod) -> None:
+        self.expire()
         self.unseen[token] = (pod, self.clock())
+        self.count(None, pod)
 
     def on_changes(self, changes: Iterable[Change]) -> None:
         if not self.unseen:  # the common case once the cache shows them: nothing to look for
@@ -72,13 +78,23 @@ class AdmittedPods:
             pod = change.new if change.new is not None else change.old
             token = pod.annotations.get(keys.PLACED_AT_ADMISSION) if isinstance(pod, Pod) else None
             if token:
-                self.unseen.pop(token, None)
+                self._forget(token)
 
-    def unseen_pods(self) -> list[Pod]:
-        """The pods admitted and not in the cache yet, each on its node (those admitted too long ago dropped)."""
+    def held(self, token: str) -> Pod | None:
+        """The pod admitted with ``token`` as it is counted, while the cache does not show it."""
+        entry = self.unseen.get(token)
+        return entry[0] if entry is not None else None
+
+    def expire(self) -> None:
+        """Forget the pods admitted too long ago that the cache never showed (:data:`UNSEEN_SECONDS`)."""
         now = self.clock()
-        self.unseen = {token: held for token, held in self.unseen.items() if now - held[1] < UNSEEN_SECONDS}
-        return [pod for pod, _ in self.unseen.values()]
+        for token in [token for token, (_, at) in self.unseen.items() if now - at >= UNSEEN_SECONDS]:
+            self._forget(token)
+
+    def _forget(self, token: str) -> None:
+        entry = self.unseen.pop(token, None)
+        if entry is not None:
+            self.count(entry[0], None)
 
 
 @dataclass

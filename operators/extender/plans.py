@@ -148,12 +148,12 @@ class PlanFollower:
     def place_admitted(
         self, pods: Sequence[Pod], group: AppGroup, provisional: Callable[[], Provisional], config: SchedulerConfig
     ) -> dict[str, str]:
-        """The nodes planned for ``pods`` of ``group`` as they are admitted, in one plan (with the pods held and
-        admitted before them placed); those it places nowhere left out. Pod key -> node."""
+        """The nodes planned for ``pods`` of ``group`` as they are admitted, in one plan (the pods admitted before them
+        are counted on their nodes by the kept usage); those it places nowhere left out. Pod key -> node."""
         now = self.clock()
         view = provisional()
         try:
-            index = view.place([*self._counted(view.index, self._held(None), None), *(p.on_node("") for p in pods)])
+            index = view.place([*answered_pods(view.index, self._held(None), None), *(p.on_node("") for p in pods)])
             plan, budget, seconds = self._timed_plan(index, group, config, now, None, ADMISSION_BUDGET_SECONDS)
         finally:
             view.close()
@@ -189,7 +189,7 @@ class PlanFollower:
             due = [(at, group) for at, group in enumerate(groups) if not self._in_plans(pending[at])]
             if not due:
                 return 0, len(groups)
-            index = view.place(self._counted(cache, self._held(None), None))
+            index = view.place(answered_pods(cache, self._held(None), None))
             planned = 0
             for count, (at, group) in enumerate(due):
                 if count and time.perf_counter() >= until:
@@ -215,12 +215,6 @@ class PlanFollower:
         held.update({key: (node, of.rpartition("/")[2]) for key, (node, of, _) in self.answered.items()})
         return held
 
-    def _counted(self, index: ClusterIndex, held: dict[str, tuple[str, str]], asking: Pod | None) -> list[Pod]:
-        """What a plan counts as given: :func:`answered_pods` of ``held``, and the pods placed at admission that the
-        cache does not hold yet, on their nodes."""
-        unseen = self.admitted.unseen_pods() if self.admitted is not None else []
-        return [*answered_pods(index, held, asking), *unseen]
-
     def _plan(
         self,
         view: Provisional,
@@ -234,7 +228,7 @@ class PlanFollower:
         :meth:`_held` placed). Pod -> node."""
         reference = f"{group.metadata.namespace}/{group.metadata.name}"
         held = self._held(None if self._nominating(view.index) else reference)
-        index = view.place(self._counted(view.index, held, asking))
+        index = view.place(answered_pods(view.index, held, asking))
         return self._plan_on(index, group, config, now, asking, candidates)
 
     def _plan_on(

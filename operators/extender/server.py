@@ -209,11 +209,15 @@ def _on_plan(call: Call, node: str, sent: Candidates | None) -> bytes | None:
     """The encoded answer with the planned ``node`` alone when it is a candidate and netaware's filters pass it
     there (they run on that node alone, NetworkOverhead's maxNetworkCost aside: the whole-group plan weighed it, as
     for a gated plan's pods), the other candidates neither passed nor named failed; None when not. A pod placed at
-    admission is judged without itself: the usage counts it on its node already (``counted_as``)."""
-    view = call.state.provisional() if call.pod.annotations.get(keys.PLACED_AT_ADMISSION) else None
+    admission is judged without itself: the usage counts it on its node already (``counted_as``), or, while the
+    extender's cache does not show it yet, its copy held by its token (kube-scheduler may see it first)."""
+    token = call.pod.annotations.get(keys.PLACED_AT_ADMISSION)
+    view = call.state.provisional() if token else None
     try:
         if view is not None:
-            call = replace(call, index=view.place([call.pod.on_node("")]))
+            admitted = call.state.follower.admitted
+            copy = admitted.held(token) if admitted is not None and token else None
+            call = replace(call, index=view.place([call.pod.on_node(""), *([copy.on_node("")] if copy else [])]))
             sent = call.state.candidates(call.index, None, call.items) if sent is not None else None
         alone = _planned_node(call, node, sent)
         if alone is None:

@@ -81,6 +81,12 @@ class LiveIndex:
             else:
                 self._resources_changed = True
 
+    def count(self, old: Pod | None, new: Pod | None) -> None:
+        """A pod the cache does not show counted as ``new`` where it was ``old`` (None: not counted), as the cache's
+        own changes are: a pod placed at admission, held on its node until the cache shows it."""
+        self._touched |= self.usage.apply(old, new)
+        self._pods_changed = True
+
     def current(self) -> ClusterIndex:
         """The index of the latest state: every change since the last one applied now (cheap). Should applying
         them fail (a bug), the tables are built again from the cache, so that no change is lost."""

@@ -4,7 +4,8 @@ the extender plans the AppGroup's pending pods as a whole and answers with the p
 there, and a replica added by a scale-up is planned against the placed ones. With nominations (on clusters of
 ``--nominate-from-nodes`` nodes), the pods planned and not asked about yet carry their planned node as
 ``status.nominatedNodeName``, and kube-scheduler binds each there. Placed at admission (``--place-at-admission``), each
-pod is pinned to its planned node by the extender's webhook as the API server creates it, and binds there."""
+pod is pinned to its planned node by the extender's webhook as the API server creates it, and binds there; or by
+netaware's webhook asking the extender (``--placement-url``), in the one call the API server makes for the pod."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tests.support.e2e import (
     eventually,
     extender_scheduler,
     forbidden,
+    gating_components,
     https_get,
     kubectl_json,
     running,
@@ -180,6 +182,47 @@ def test_pods_placed_at_admission_are_created_pinned_and_bound_on_their_planned_
         assert "placed at admission" in process.text() and "planned for pod" not in process.text()
         assert by_result(port, host_tls["ca"], "netaware_extender_nominations_total") == {}
     assert forbidden(cluster, "extender") == []  # placing at admission needs no right of the API
+
+
+def test_pods_placed_through_netawares_webhook_are_admitted_in_one_call_pinned_and_bound(
+    cluster: ControlPlane,
+    chart_rbac: dict[str, pathlib.Path],
+    host_tls: dict[str, Any],
+    ungated_namespace: str,
+    tmp_path: pathlib.Path,
+) -> None:
+    # netaware's webhook (its chart ServiceAccount) asks the extender for each pod's placement and answers the API
+    # server once with both patches: each pod is called for once, stored pinned and marked admitted by the
+    # webhook's own patch (the bandwidth guarantee's mark), and bound on its planned node by the real kube-scheduler.
+    name = "netaware-placing-e2e"
+    with extender_synced(cluster, chart_rbac, host_tls, tmp_path, "--place-at-admission") as (port, process):
+        hook_port, configuration, webhook, _ = gating_components(chart_rbac, host_tls, name, NAMESPACE)
+        configuration["webhooks"][0]["timeoutSeconds"] = 5
+        webhook += ["--bandwidth-resources", "combined", "--placement-url", f"https://127.0.0.1:{port}/place-pods",
+                    "--placement-ca-file", str(host_tls["ca"]), "--placement-timeout", "4"]  # fmt: skip
+        with running(webhook, tmp_path / "webhook.log") as hooked:
+            wait_for_port(hook_port, process=hooked)
+            eventually(lambda: https_get(hook_port, "/readyz", host_tls["ca"])[0] == 200, 60, "webhook synced")
+            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+            try:
+                every = apply_shop(cluster)
+                placed = eventually(lambda: bound_pods(cluster, NAMESPACE, every), 90, "every pod bound")
+            finally:
+                cluster.kubectl("delete", "mutatingwebhookconfiguration", name)
+            metrics = https_get(hook_port, "/metrics", host_tls["ca"])[1]
+        requests = re.search(r'controller_runtime_webhook_requests_total\{webhook="mutate-pods",code="200"\} ([\d.]+)',
+                             metrics)  # fmt: skip
+        assert requests is not None and float(requests.group(1)) == every  # one call a pod
+        results = re.finditer(r'netaware_webhook_placements_total\{result="(\w+)"\} ([\d.]+)', metrics)
+        assert {match.group(1): float(match.group(2)) for match in results} == {"placed": every}
+        for pod in placed:
+            annotations = pod["metadata"]["annotations"]
+            assert annotations.get("netaware.io/placed-at-admission"), pod["metadata"]["name"]
+            assert annotations.get("netaware.io/admitted") == "true", pod["metadata"]["name"]  # the webhook's own
+            assert pod["spec"]["nodeName"] == annotations["netaware.io/planned-node"]
+        assert on_plan(port, host_tls["ca"]) == every
+        assert "placed at admission" in process.text() and "planned for pod" not in process.text()
+    assert forbidden(cluster, "webhook") == [] and forbidden(cluster, "extender") == []
 
 
 def let_go(cluster: ControlPlane, pod: str) -> None:

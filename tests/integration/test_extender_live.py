@@ -270,8 +270,8 @@ async def test_a_pod_placed_at_admission_is_held_by_its_token_then_counted_on_it
     api: Api, emulator: ApiEmulator
 ) -> None:
     # a1 plan-ungated, p2-a bound on n-7: a p1 pod admitted with no name yet is pinned there (p1 -> p2, same node:
-    # cost 0), held by its token until the cache shows it, then counted on n-7 by the kept usage: once while pending,
-    # once bound (never twice), and no more once deleted
+    # cost 0) and counted on n-7 by the kept usage from then on: held by its token until the cache shows it, then as
+    # the cache has it, once while pending, once bound (never twice), and no more once deleted
     group = next(doc for doc in seeded() if doc["kind"] == "AppGroup")
     group["metadata"]["annotations"] = {keys.ORDERED_SCHEDULING: keys.UNGATED_PLAN}
     await emulator.seed([*(doc for doc in seeded() if doc["kind"] != "AppGroup"), group])
@@ -292,7 +292,7 @@ async def test_a_pod_placed_at_admission_is_held_by_its_token_then_counted_on_it
         assert created["metadata"]["annotations"][keys.PLANNED_NODE] == "n-7"
         assert len(held.unseen) == 1
         usage = app[LIVE_KEY].usage
-        assert usage.count["n-7"] == 1  # p2-a
+        assert usage.count["n-7"] == 2  # p2-a, and p1 held by its token
         created["metadata"]["name"] = "p1-x7k2p"
         await api.call("POST", PODS, created)
         await eventually(lambda: "default/p1-x7k2p" in members.get("a1", {}), within=5)

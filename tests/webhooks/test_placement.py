@@ -21,11 +21,10 @@ from hypothesis import strategies as st
 
 from operators.api import keys
 from operators.cli.serving import placement_client
-from operators.extender.admission import AdmittedPods
 from operators.extender.answers import ExtenderState
 from operators.extender.server import build_app as extender_app
 from tests.support.planning import pod
-from tests.support.ungated import plans_made, state_of
+from tests.support.ungated import placing_state_of, plans_made, state_of
 from webhooks.placement import Placement, PlacementError, placement_operations
 from webhooks.server import METRICS_KEY, build_app
 from webhooks.view import ClusterView
@@ -77,8 +76,7 @@ def webhook_of(state: ExtenderState, placement: Placement) -> web.Application:
 async def placing() -> AsyncIterator[tuple[ExtenderState, Client]]:
     """The real extender placing at admission (n1, n2 in zone za, n3 in zb; a-0 on n1, which holds 2 pods) and
     the webhook asking it."""
-    state = state_of()
-    state.follower.admitted = AdmittedPods()
+    state, _ = placing_state_of()
     async with TestServer(extender_app(state)) as extender:
         placement = Placement(str(extender.make_url("/place-pods")), timeout=5.0)
         async with TestClient(TestServer(webhook_of(state, placement))) as client:
@@ -94,10 +92,10 @@ async def test_a_plan_ungated_pod_is_placed_and_admitted_in_one_answer(placing: 
         assert raw["metadata"]["annotations"][keys.INGRESS_REQUEST] == "50M"
         assert raw["metadata"]["annotations"][keys.PLANNED_NODE] == pinned_node(raw)
     # the extender placed the pod as the webhook's patch left it
-    held = state.follower.admitted.unseen  # type: ignore[union-attr]
+    held = state.follower.admitted  # type: ignore[union-attr]
     tokens = [raw["metadata"]["annotations"][keys.PLACED_AT_ADMISSION] for raw in (first, second)]
-    assert sorted(held) == sorted(tokens)
-    assert all(held[token][0].annotations.get(keys.INGRESS_REQUEST) == "50M" for token in tokens)
+    assert held is not None and sorted(held.unseen) == sorted(tokens)
+    assert all(held.held(token).annotations.get(keys.INGRESS_REQUEST) == "50M" for token in tokens)
     assert (placements(client, "placed"), placements(client, "failed")) == (1 + 1, 0)
 
 
@@ -120,8 +118,7 @@ async def test_a_pod_placed_bound_or_of_another_appgroup_is_not_sent_to_the_exte
 
 
 async def test_the_pods_of_a_gated_plan_are_not_sent_to_the_extender() -> None:
-    state = state_of(mode="plan")
-    state.follower.admitted = AdmittedPods()
+    state, _ = placing_state_of(mode="plan")
     async with TestServer(extender_app(state)) as extender:
         placement = Placement(str(extender.make_url("/place-pods")), timeout=5.0)
         async with TestClient(TestServer(webhook_of(state, placement))) as client:
@@ -204,8 +201,7 @@ async def test_the_placement_is_asked_over_tls_verified_by_the_ca_file(tmp_path:
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(server_context)
     ca.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
-    state = state_of()
-    state.follower.admitted = AdmittedPods()
+    state, _ = placing_state_of()
     extender = TestServer(extender_app(state))
     await extender.start_server(ssl=server_context)
     try:
