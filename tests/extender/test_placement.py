@@ -113,6 +113,18 @@ async def test_a_pod_placed_at_admission_is_counted_on_its_node_once_from_its_ad
         assert pods_on(state, "n1") == 1
 
 
+async def test_a_pod_created_with_its_name_is_kept_among_its_appgroups_members_once_the_cache_shows_it() -> None:
+    # a pod created with a name (no generateName) comes into the cache under the name it was placed with: its held
+    # copy is forgotten, the cache's version stays, counted once on n1 and a member of pair the next plan sees
+    state, cache = placing_state_of(n1_pods="3")
+    async with TestClient(TestServer(build_app(state))) as client:
+        stored = await admitted(client, pod("b-named", "b"))
+        assert pinned_node(stored) == "n1" and pods_on(state, "n1") == 2
+        cache.apply(PODS, "ADDED", stored)
+    assert pods_on(state, "n1") == 2
+    assert state.live is not None and set(state.live.usage.members["pair"]) == {"default/a-0", "default/b-named"}
+
+
 async def test_a_pod_the_cache_never_shows_is_no_longer_counted_after_its_time() -> None:
     now = [1000.0]
     counts: list[tuple[str | None, str | None]] = []
@@ -125,6 +137,7 @@ async def test_a_pod_the_cache_never_shows_is_no_longer_counted_after_its_time()
     now[0] += 1.0  # t1 30 s old: forgotten by the next admission, uncounted
     held.admitted("t3", Pod.parse(pod("b-t3", "b", on="n3")))
     assert counts[2:] == [("n1", None), (None, "n3")] and set(held.unseen) == {"t2", "t3"}
+    assert held.held("t3") is not None and held.held("t3").key == f"{NAMESPACE}/b-t3@t3"  # type: ignore[union-attr]
 
 
 async def test_a_pod_placed_at_admission_is_counted_on_its_node_once_the_cache_holds_it() -> None:
