@@ -210,7 +210,7 @@ def test_pods_placed_through_netawares_webhook_are_admitted_in_one_call_pinned_a
             finally:
                 cluster.kubectl("delete", "mutatingwebhookconfiguration", name)
             metrics = https_get(hook_port, "/metrics", host_tls["ca"])[1]
-        requests = re.search(r'controller_runtime_webhook_requests_total\{webhook="mutate-pods",code="200"\} ([\d.]+)',
+        requests = re.search(r'controller_runtime_webhook_requests_total\{code="200",webhook="mutate-pods"\} ([\d.]+)',
                              metrics)  # fmt: skip
         assert requests is not None and float(requests.group(1)) == every  # one call a pod
         results = re.finditer(r'netaware_webhook_placements_total\{result="(\w+)"\} ([\d.]+)', metrics)
