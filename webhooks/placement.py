@@ -22,7 +22,7 @@ import binascii
 import logging
 import ssl
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -38,6 +38,7 @@ logger = logging.getLogger("netaware.webhook")
 MAX_ANSWER = 256 * 1024  # the placement's answer: a node affinity and three annotations
 CONNECTIONS = 64  # kept connections to the extender (the API server holds each creation while it is placed)
 LOG_EVERY_SECONDS = 60.0
+PLACED_PATHS = ("/metadata/", "/spec/")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,10 @@ def placement_operations(answer: bytes, uid: str) -> list[dict[str, Any]]:
         raise PlacementError(f"response.patch is not base64 JSON: {error}") from None
     if not isinstance(operations, list) or not all(isinstance(item, dict) for item in operations):
         raise PlacementError("response.patch is not a list of operations")
+    for operation in operations:  # a placement pins the pod: its affinity and annotations, nothing else
+        path = operation.get("path")
+        if not isinstance(path, str) or not path.startswith(PLACED_PATHS):
+            raise PlacementError(f"response.patch writes {path!r}, not the pod's metadata or spec")
     return operations
 
 
@@ -103,9 +108,9 @@ class Placement:
     url: str
     timeout: float = 1.0
     context: ssl.SSLContext | None = None
-    failures: int = 0
-    _session: aiohttp.ClientSession | None = None
-    _logged_at: float = -LOG_EVERY_SECONDS
+    failures: int = field(default=0, init=False)
+    _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+    _logged_at: float = field(default=-LOG_EVERY_SECONDS, init=False, repr=False)
 
     async def operations(self, asked: ToPlace) -> tuple[list[dict[str, Any]], str]:
         """This webhook's patch of ``asked`` followed by the extender's placement of the patched pod, and the
@@ -121,6 +126,8 @@ class Placement:
             return self._failed(asked, str(error))
         except (TimeoutError, aiohttp.ClientError) as error:
             return self._failed(asked, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+        except Exception as error:  # whatever else fails, the pod is admitted with this webhook's patch (its promise)
+            return self._failed(asked, f"{type(error).__name__}: {error}")
         return asked.patch + added, "placed" if added else "unplaced"
 
     async def _ask(self, uid: str, namespace: str, pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -135,10 +142,12 @@ class Placement:
         ) as response:
             if response.status != 200:
                 raise PlacementError(f"the extender answered HTTP {response.status}")
-            body = await response.content.read(MAX_ANSWER + 1)
-        if len(body) > MAX_ANSWER:
-            raise PlacementError(f"the answer is over {MAX_ANSWER} bytes")
-        return placement_operations(body, uid)
+            body = bytearray()
+            async for chunk in response.content.iter_any():  # the whole answer, however it arrives, bounded
+                body += chunk
+                if len(body) > MAX_ANSWER:
+                    raise PlacementError(f"the answer is over {MAX_ANSWER} bytes")
+        return placement_operations(bytes(body), uid)
 
     def _failed(self, asked: ToPlace, why: str) -> tuple[list[dict[str, Any]], str]:
         self.failures += 1

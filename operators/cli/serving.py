@@ -266,6 +266,8 @@ def placement_client(url: str, ca_file: str | None, timeout: float) -> Placement
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme not in ("https", "http") or not parsed.hostname:
         raise click.BadParameter(f"{url!r} is not an http(s)://HOST[:PORT]/PATH URL", param_hint="--placement-url")
+    if ca_file and parsed.scheme != "https":
+        raise click.UsageError("--placement-ca-file needs an https:// --placement-url")
     try:
         context = ssl.create_default_context(cafile=ca_file) if ca_file else None
     except (OSError, ssl.SSLError) as error:

@@ -66,6 +66,7 @@ class AdmittedPods:
 
     def admitted(self, token: str, pod: Pod) -> None:
         self.expire()
+        self._forget(token)  # a token is new for each review; were one given twice, its first copy goes
         # held under a name no pod can have ('@'): a pod created with its name comes into the cache under it, and
         # the usage keeps its members by name; sharing it, the cache's version would replace the held copy and be
         # removed with it (in a burst of named pods, later plans no longer saw the earlier ones: 1 % of the pairs
@@ -77,6 +78,7 @@ class AdmittedPods:
     def on_changes(self, changes: Iterable[Change]) -> None:
         if not self.unseen:  # the common case once the cache shows them: nothing to look for
             return
+        self.expire()  # a pod never created (refused after this webhook) is not counted past its time
         for change in changes:
             if change.kind != PODS.name:
                 continue
@@ -89,6 +91,11 @@ class AdmittedPods:
         """The pod admitted with ``token`` as it is counted, while the cache does not show it."""
         entry = self.unseen.get(token)
         return entry[0] if entry is not None else None
+
+    def forget(self, token: str) -> None:
+        """The pod admitted with ``token`` will not be created as placed (its admission gave up on the answer):
+        no longer counted."""
+        self._forget(token)
 
     def expire(self) -> None:
         """Forget the pods admitted too long ago that the cache never showed (:data:`UNSEEN_SECONDS`)."""
@@ -164,6 +171,8 @@ class Placer:
             places = {}
         for pod, token, future in gathering.entries:
             node = places.get(pod.key)
+            if future.cancelled():  # its caller gave up waiting (the handler cancelled): created without this place
+                continue
             if node is not None:
                 self.admitted.admitted(token, pod.on_node(node))
             if not future.done():

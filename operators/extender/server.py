@@ -342,7 +342,11 @@ async def placement_handler(request: web.Request) -> web.Response:
     if PLACER_KEY not in request.app or not state.ready():
         return review_answer(uid, None)
     group = follower.group_of(pod, state.index().snapshot)
-    node = None if group is None else await request.app[PLACER_KEY].node_of(pod, group, token)
+    placer = request.app[PLACER_KEY]
+    node = None if group is None else await placer.node_of(pod, group, token)
+    if node is not None and (request.transport is None or request.transport.is_closing()):
+        placer.admitted.forget(token)  # the caller gave up waiting: the pod is created without this placement
+        node = None
     if node is None:
         return review_answer(uid, None)
     return review_answer(uid, placement_patch(pod, node, token))

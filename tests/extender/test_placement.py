@@ -138,6 +138,9 @@ async def test_a_pod_the_cache_never_shows_is_no_longer_counted_after_its_time()
     held.admitted("t3", Pod.parse(pod("b-t3", "b", on="n3")))
     assert counts[2:] == [("n1", None), (None, "n3")] and set(held.unseen) == {"t2", "t3"}
     assert held.held("t3") is not None and held.held("t3").key == f"{NAMESPACE}/b-t3@t3"  # type: ignore[union-attr]
+    now[0] += 30.0  # no admission since: the next change of the cache forgets t2 and t3
+    held.on_changes([])
+    assert counts[4:] == [("n2", None), ("n3", None)] and held.unseen == {}
 
 
 async def test_a_pod_placed_at_admission_is_counted_on_its_node_once_the_cache_holds_it() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import pathlib
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,8 +22,11 @@ from hypothesis import strategies as st
 
 from operators.api import keys
 from operators.cli.serving import placement_client
+from operators.extender.admission import Placer
 from operators.extender.answers import ExtenderState
+from operators.extender.server import PLACER_KEY
 from operators.extender.server import build_app as extender_app
+from operators.serving import Runner
 from tests.support.planning import pod
 from tests.support.ungated import placing_state_of, plans_made, state_of
 from webhooks.placement import Placement, PlacementError, placement_operations
@@ -147,6 +151,7 @@ def reply(response: dict[str, Any]) -> Callable[[dict[str, Any]], Awaitable[web.
 
 
 NOT_APPLYING = [{"op": "replace", "path": "/spec/nothing", "value": 1}]
+REPLACING_THE_POD = [{"op": "replace", "path": "", "value": {"kind": "Pod"}}]
 
 
 def encoded(operations: list[dict[str, Any]]) -> str:
@@ -174,6 +179,10 @@ async def refused(_: dict[str, Any]) -> web.Response:
             reply({"allowed": True, "patchType": "JSONPatch", "patch": encoded(NOT_APPLYING)}),
             id="a patch that does not apply",
         ),
+        pytest.param(
+            reply({"allowed": True, "patchType": "JSONPatch", "patch": encoded(REPLACING_THE_POD)}),
+            id="a patch that replaces the pod",
+        ),
     ],
 )
 async def test_a_placement_that_fails_admits_the_pod_with_the_webhooks_patch_alone(
@@ -186,6 +195,44 @@ async def test_a_placement_that_fails_admits_the_pod_with_the_webhooks_patch_alo
             stored = await admitted(client, unnamed("b"))
             assert (placements(client, "failed"), placements(client, "placed")) == (1, 0)
     assert pinned_node(stored) is None and stored["metadata"]["annotations"][keys.INGRESS_REQUEST] == "50M"
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application, port: int, cancelling: bool) -> AsyncIterator[str]:
+    """``app`` on loopback ``port``: as aiohttp's test server runs it (a handler cancelled when its caller goes), or
+    as netaware serves it (:class:`~operators.serving.Runner`: the handler runs on); its placement URL."""
+    if cancelling:
+        async with TestServer(app, port=port) as server:
+            yield str(server.make_url("/place-pods"))
+        return
+    runner = Runner(app)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        yield f"http://127.0.0.1:{port}/place-pods"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("cancelling", [True, False], ids=["handler cancelled", "handler runs on"])
+async def test_a_placement_the_webhook_gave_up_on_is_not_counted_by_the_extender(
+    cancelling: bool, unused_tcp_port: int
+) -> None:
+    # the extender gathers b's pods for 300 ms; the webhook waits 100 ms and admits the pod unplaced: the extender,
+    # done later, must not keep counting a copy of a pod that will be created without its placement
+    state, _ = placing_state_of()
+    app = extender_app(state)
+    held = state.follower.admitted
+    assert held is not None
+    app[PLACER_KEY] = Placer(app[PLACER_KEY].place, held, quiet=0.3, most=1.0)
+    async with serving(app, unused_tcp_port, cancelling) as url:
+        placement = Placement(url, timeout=0.1)
+        async with TestClient(TestServer(webhook_of(state, placement))) as client:
+            assert pinned_node(await admitted(client, unnamed("b"))) is None
+            assert placements(client, "failed") == 1
+            await asyncio.sleep(0.6)  # the gathering planned, the answer found its caller gone
+    assert plans_made(state) == 1 and held.unseen == {}
+    assert state.index().requested("n1")[1] == 1  # a-0 alone
 
 
 async def test_an_extender_that_is_not_there_admits_the_pod_unplaced(unused_tcp_port: int) -> None:
@@ -239,6 +286,7 @@ def test_any_answer_is_a_list_of_operations_or_a_one_line_error(answer: bytes) -
         ("ftp://extender/place-pods", None, "--placement-url"),
         ("https:///place-pods", None, "--placement-url"),
         ("https://extender:8888/place-pods", "/nonexistent/ca.crt", "--placement-ca-file /nonexistent/ca.crt"),
+        ("http://extender:8888/place-pods", "/tmp/ca.crt", "--placement-ca-file needs an https://"),
     ],
 )
 def test_the_placement_flags_are_refused_naming_the_flag(url: str, ca_file: str | None, message: str) -> None:
