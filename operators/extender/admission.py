@@ -12,9 +12,8 @@ kube-scheduler's own message.
 A pod has no name while admitted (``generateName``), so until the cache holds it the extender keeps it, on its node,
 by its token (:class:`AdmittedPods`), counted in the kept index's usage as a pod of the cache is; then the cluster's
 usage counts it on its node until it is bound or gone (:func:`~operators.engine.cluster.usage.counted_as`), as every
-index does. A pod
-the plan places nowhere, or admitted before the cache is synced, is admitted unchanged: it is planned when
-kube-scheduler asks, as without this.
+index does. A pod the plan places nowhere, or admitted before the cache is synced, is admitted unchanged: it is
+planned when kube-scheduler asks, as without this.
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ class AdmittedPods:
 
     def admitted(self, token: str, pod: Pod) -> None:
         self.expire()
-        self._forget(token)  # a token is new for each review; were one given twice, its first copy goes
+        self.forget(token)  # a token is new for each review; were one given twice, its first copy goes
         # held under a name no pod can have ('@'): a pod created with its name comes into the cache under it, and
         # the usage keeps its members by name; sharing it, the cache's version would replace the held copy and be
         # removed with it (in a burst of named pods, later plans no longer saw the earlier ones: 1 % of the pairs
@@ -85,25 +84,22 @@ class AdmittedPods:
             pod = change.new if change.new is not None else change.old
             token = pod.annotations.get(keys.PLACED_AT_ADMISSION) if isinstance(pod, Pod) else None
             if token:
-                self._forget(token)
+                self.forget(token)
 
     def held(self, token: str) -> Pod | None:
         """The pod admitted with ``token`` as it is counted, while the cache does not show it."""
         entry = self.unseen.get(token)
         return entry[0] if entry is not None else None
 
-    def forget(self, token: str) -> None:
-        """The pod admitted with ``token`` will not be created as placed (its admission gave up on the answer):
-        no longer counted."""
-        self._forget(token)
-
     def expire(self) -> None:
         """Forget the pods admitted too long ago that the cache never showed (:data:`UNSEEN_SECONDS`)."""
         now = self.clock()
         for token in [token for token, (_, at) in self.unseen.items() if now - at >= UNSEEN_SECONDS]:
-            self._forget(token)
+            self.forget(token)
 
-    def _forget(self, token: str) -> None:
+    def forget(self, token: str) -> None:
+        """The pod admitted with ``token`` no longer counted: the cache shows it, its time passed, or its admission
+        gave up on the answer (it is created without this placement)."""
         entry = self.unseen.pop(token, None)
         if entry is not None:
             self.count(entry[0], None)

@@ -27,12 +27,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
-from operators.engine.cluster.appgroups import pod_appgroup, workload_namespaces
+from operators.engine.cluster.appgroups import plans_ungated, pod_appgroup, workload_namespaces
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.plan import Plan
 from operators.engine.planning.release import PlanPace
-from operators.engine.planning.ungated import answered_pods, backlog_budget, plan_pending, plans_ungated
+from operators.engine.planning.ungated import answered_pods, backlog_budget, plan_pending
 from operators.engine.scheduling.index import ClusterIndex
 from operators.engine.status.dependencies import validate
 from operators.extender.admission import AdmittedPods

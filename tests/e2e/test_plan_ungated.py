@@ -150,6 +150,18 @@ def test_an_appgroup_planned_ahead_is_nominated_and_bound_on_its_nominated_nodes
     assert forbidden(cluster, "extender") == []  # the chart's role lets it write the nominations
 
 
+def assert_placed_at_admission(pod: dict[str, Any]) -> None:
+    """``pod`` was stored with its placement's token and its planned node as a required affinity, and bound there."""
+    annotations = pod["metadata"]["annotations"]
+    assert annotations.get("netaware.io/placed-at-admission"), pod["metadata"]["name"]
+    node = annotations["netaware.io/planned-node"]
+    assert pod["spec"]["nodeName"] == node
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    ]
+
+
 def test_pods_placed_at_admission_are_created_pinned_and_bound_on_their_planned_nodes(
     cluster: ControlPlane,
     chart_rbac: dict[str, pathlib.Path],
@@ -170,14 +182,7 @@ def test_pods_placed_at_admission_are_created_pinned_and_bound_on_their_planned_
         finally:
             cluster.kubectl("delete", "mutatingwebhookconfiguration", webhook["metadata"]["name"])
         for pod in placed:
-            annotations = pod["metadata"]["annotations"]
-            assert annotations.get("netaware.io/placed-at-admission"), pod["metadata"]["name"]
-            node = annotations["netaware.io/planned-node"]
-            assert pod["spec"]["nodeName"] == node
-            terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            assert terms["nodeSelectorTerms"] == [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-            ]
+            assert_placed_at_admission(pod)
         assert on_plan(port, host_tls["ca"]) == every
         assert "placed at admission" in process.text() and "planned for pod" not in process.text()
         assert by_result(port, host_tls["ca"], "netaware_extender_nominations_total") == {}
@@ -216,10 +221,8 @@ def test_pods_placed_through_netawares_webhook_are_admitted_in_one_call_pinned_a
         results = re.finditer(r'netaware_webhook_placements_total\{result="(\w+)"\} ([\d.]+)', metrics)
         assert {match.group(1): float(match.group(2)) for match in results} == {"placed": every}
         for pod in placed:
-            annotations = pod["metadata"]["annotations"]
-            assert annotations.get("netaware.io/placed-at-admission"), pod["metadata"]["name"]
-            assert annotations.get("netaware.io/admitted") == "true", pod["metadata"]["name"]  # the webhook's own
-            assert pod["spec"]["nodeName"] == annotations["netaware.io/planned-node"]
+            assert_placed_at_admission(pod)
+            assert pod["metadata"]["annotations"].get("netaware.io/admitted") == "true"  # the webhook's own patch
         assert on_plan(port, host_tls["ca"]) == every
         assert "placed at admission" in process.text() and "planned for pod" not in process.text()
     assert forbidden(cluster, "webhook") == [] and forbidden(cluster, "extender") == []

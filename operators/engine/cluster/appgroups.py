@@ -22,6 +22,11 @@ def plans_by_whole_group(group: AppGroup | None) -> bool:
     return ordered_scheduling(group) == keys.GATED_PLAN
 
 
+def plans_ungated(group: AppGroup | None) -> bool:
+    """Whether ``group`` asked for plans made at scheduling time (``netaware.io/ordered-scheduling: plan-ungated``)."""
+    return ordered_scheduling(group) == keys.UNGATED_PLAN
+
+
 def workload_namespaces(group: AppGroup) -> tuple[str, ...]:
     """The namespaces an AppGroup's pods may live in, sorted."""
     own = group.metadata.namespace

@@ -31,10 +31,9 @@ import datetime
 from collections.abc import Collection, Container, Mapping
 from dataclasses import replace
 
-from operators.api import keys
 from operators.api.appgroup import AppGroup
 from operators.api.config.scheduler import SchedulerConfig
-from operators.engine.cluster.appgroups import ordered_scheduling
+from operators.engine.cluster.appgroups import plans_ungated
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.planning.layout import layout_at
@@ -45,11 +44,6 @@ from operators.memo import per_object
 
 _UNGATED: dict[int, tuple[object, frozenset[str]]] = {}  # id of an AppGroups tuple -> (it, the names)
 _UNGATED_KEPT = 8
-
-
-def plans_ungated(group: AppGroup | None) -> bool:
-    """Whether ``group`` asked for plans made at scheduling time (``netaware.io/ordered-scheduling: plan-ungated``)."""
-    return ordered_scheduling(group) == keys.UNGATED_PLAN
 
 
 def answered_pods(index: ClusterIndex, answered: Mapping[str, tuple[str, str]], asking: Pod | None) -> list[Pod]:

@@ -34,13 +34,12 @@ from collections.abc import Sequence
 
 from operators.api.config.descheduler import DeschedulerPolicy, RebalanceArgs
 from operators.api.config.scheduler import SchedulerConfig
-from operators.engine.cluster.appgroups import plans_by_whole_group
+from operators.engine.cluster.appgroups import plans_by_whole_group, plans_ungated
 from operators.engine.cluster.objects import Pod
 from operators.engine.cluster.snapshot import Snapshot
 from operators.engine.descheduling.limits import EvictionLimits
 from operators.engine.descheduling.lownodeload import EvictionPlan as LowNodeLoadPlan
 from operators.engine.descheduling.lownodeload import EvictionPlanner
-from operators.engine.planning.ungated import plans_ungated
 from operators.engine.rebalancing.appgroups import group_moves, placed_and_planned
 from operators.engine.rebalancing.bandwidth import bandwidth_moves
 from operators.engine.rebalancing.model import Balance, Ceilings, Cycle, Move, Rebalance, Usage
